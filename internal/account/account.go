@@ -1,0 +1,186 @@
+// Package account owns users and their credentials: creating users, issuing API tokens,
+// resolving a token or a password to a user, and the bootstrap admin of a fresh server.
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/auth"
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/ids"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// Sentinel errors.
+var (
+	// ErrInvalid means the request names a bad user name, role or password.
+	ErrInvalid = errors.New("invalid account request")
+	// ErrUnauthenticated means no valid credential was given.
+	ErrUnauthenticated = errors.New("unauthenticated")
+)
+
+// MinPasswordLen is the shortest password accepted.
+const MinPasswordLen = 8
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// Service creates and resolves users and tokens.
+type Service struct {
+	st  *store.Store
+	now func() time.Time
+}
+
+// New returns a Service over st.
+func New(st *store.Store) *Service {
+	return &Service{st: st, now: time.Now}
+}
+
+// CreateUser validates and stores a new user and issues its first token. The token is
+// returned once and only its hash is kept.
+func (s *Service) CreateUser(ctx context.Context, name, role, password string) (store.User, string, error) {
+	if !namePattern.MatchString(name) {
+		return store.User{}, "", errs.New(ErrInvalid, map[string]any{"field": "name", "value": name},
+			"user name %q must be 1 to 64 letters, digits or ._@- and start with a letter or digit", name)
+	}
+	if role == "" {
+		role = store.RoleUser
+	}
+	if !store.ValidRole(role) {
+		return store.User{}, "", errs.New(ErrInvalid, map[string]any{"field": "role", "value": role},
+			"role %q is not one of admin, author, user", role)
+	}
+	u := store.User{ID: ids.New("u"), Name: name, Role: role, CreatedAt: s.now()}
+	if password != "" {
+		if len(password) < MinPasswordLen {
+			return store.User{}, "", errs.New(ErrInvalid, map[string]any{"field": "password", "min_length": MinPasswordLen},
+				"password must be at least %d characters", MinPasswordLen)
+		}
+		u.PasswordHash = auth.HashPassword(password)
+	}
+	if err := s.st.CreateUser(ctx, u); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return store.User{}, "", errs.New(store.ErrConflict, map[string]any{"name": name}, "a user named %q already exists", name)
+		}
+		return store.User{}, "", err
+	}
+	tok, err := s.IssueToken(ctx, u.ID, "first token")
+	if err != nil {
+		return store.User{}, "", err
+	}
+	return u, tok, nil
+}
+
+// IssueToken makes a new token for userID and returns it; only its hash is stored.
+func (s *Service) IssueToken(ctx context.Context, userID, name string) (string, error) {
+	tok := auth.NewToken()
+	err := s.st.CreateToken(ctx, store.Token{ID: ids.New("t"), UserID: userID, Hash: auth.HashToken(tok), Name: name, CreatedAt: s.now()})
+	if err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// Authenticate returns the user holding token.
+func (s *Service) Authenticate(ctx context.Context, token string) (store.User, error) {
+	u, err := s.st.UserByTokenHash(ctx, auth.HashToken(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return store.User{}, fmt.Errorf("the token is not valid: %w", ErrUnauthenticated)
+	}
+	return u, err
+}
+
+// CheckPassword returns the user named name when password is theirs.
+func (s *Service) CheckPassword(ctx context.Context, name, password string) (store.User, error) {
+	u, err := s.st.UserByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && u.PasswordHash == "") {
+		// Spend the same time as a real check, so timing does not tell names apart.
+		auth.CheckPassword(auth.HashPassword("x"), password)
+		return store.User{}, fmt.Errorf("wrong name or password: %w", ErrUnauthenticated)
+	}
+	if err != nil {
+		return store.User{}, err
+	}
+	if err := auth.CheckPassword(u.PasswordHash, password); err != nil {
+		return store.User{}, fmt.Errorf("wrong name or password: %w", ErrUnauthenticated)
+	}
+	return u, nil
+}
+
+// AdminTokenFile is the name, inside the data dir, of the first-start admin token.
+const AdminTokenFile = "admin-token"
+
+// Bootstrap makes sure someone can administer a server:
+//   - with token set, user "admin" exists with role admin and accepts that token
+//     (idempotent, for scripted set-ups);
+//   - otherwise, when there are no users at all, it creates "admin", writes a fresh token
+//     to <dataDir>/admin-token (mode 0600) and logs where.
+func (s *Service) Bootstrap(ctx context.Context, token, dataDir string, log *slog.Logger) error {
+	if token != "" {
+		if len(token) < auth.MinBootstrapTokenLen {
+			return fmt.Errorf("SKRIP_BOOTSTRAP_ADMIN_TOKEN is %d characters; use at least %d (e.g. the output of `openssl rand -hex 24`)",
+				len(token), auth.MinBootstrapTokenLen)
+		}
+		admin, err := s.st.EnsureUser(ctx, store.User{ID: ids.New("u"), Name: "admin", Role: store.RoleAdmin, CreatedAt: s.now()})
+		if err != nil {
+			return err
+		}
+		err = s.st.EnsureToken(ctx, store.Token{ID: ids.New("t"), UserID: admin.ID, Hash: auth.HashToken(token), Name: "bootstrap", CreatedAt: s.now()})
+		if err != nil {
+			return fmt.Errorf("SKRIP_BOOTSTRAP_ADMIN_TOKEN: %w", err)
+		}
+		log.Info("bootstrap admin token accepted", "user", "admin")
+		return nil
+	}
+	n, err := s.st.CountUsers(ctx)
+	if err != nil || n > 0 {
+		return err
+	}
+	admin, err := s.st.EnsureUser(ctx, store.User{ID: ids.New("u"), Name: "admin", Role: store.RoleAdmin, CreatedAt: s.now()})
+	if err != nil {
+		return err
+	}
+	tok, err := s.IssueToken(ctx, admin.ID, "first start")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dataDir, AdminTokenFile)
+	if err := writeFileAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
+		return fmt.Errorf("writing the admin token: %w", err)
+	}
+	abs, _ := filepath.Abs(path)
+	log.Warn("created user admin; its API token is in "+abs+" (read it, then delete the file)", "path", abs)
+	return nil
+}
+
+// writeFileAtomic writes data to a temp file beside path, syncs it and renames it, so
+// path never holds a partial file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

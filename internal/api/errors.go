@@ -1,0 +1,84 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// Request-level sentinels, for problems the api package finds itself.
+var (
+	errInvalidRequest = errors.New("invalid request")
+	errUnauthorized   = errors.New("unauthorized")
+	errForbidden      = errors.New("forbidden")
+	errNotFound       = errors.New("not found")
+	errTooLarge       = errors.New("too large")
+	errMethod         = errors.New("method not allowed")
+)
+
+// apiError is one row of the error table: a package error and what the client sees.
+type apiError struct {
+	err    error
+	status int
+	code   string
+}
+
+// errorTable maps every sentinel a handler may return to an HTTP status and an error code
+// (SPEC §3). It is the only place that chooses a status for an error. The first match,
+// by errors.Is, wins.
+var errorTable = []apiError{
+	{errInvalidRequest, http.StatusBadRequest, "invalid_request"},
+	{account.ErrInvalid, http.StatusBadRequest, "invalid_request"},
+	{errUnauthorized, http.StatusUnauthorized, "unauthorized"},
+	{account.ErrUnauthenticated, http.StatusUnauthorized, "unauthorized"},
+	{errForbidden, http.StatusForbidden, "forbidden"},
+	{errNotFound, http.StatusNotFound, "not_found"},
+	{store.ErrNotFound, http.StatusNotFound, "not_found"},
+	{errMethod, http.StatusMethodNotAllowed, "invalid_request"},
+	{store.ErrConflict, http.StatusConflict, "conflict"},
+	{errTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+}
+
+// errorBody is the JSON shape of every error.
+type errorBody struct {
+	Error struct {
+		Code    string         `json:"code"`
+		Message string         `json:"message"`
+		Details map[string]any `json:"details,omitempty"`
+	} `json:"error"`
+}
+
+// writeError answers with err's row of the error table. An error in no row is a 500: its
+// text goes to the log with the request id, and the client gets only the request id.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var body errorBody
+	status := http.StatusInternalServerError
+	body.Error.Code = "internal"
+	for _, row := range errorTable {
+		if errors.Is(err, row.err) {
+			status, body.Error.Code = row.status, row.code
+			break
+		}
+	}
+	rid := requestID(r.Context())
+	if status == http.StatusInternalServerError {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String("request_id", rid),
+			slog.String("route", r.Pattern), slog.String("error", err.Error()))
+		body.Error.Message = "Something went wrong on the server. If it keeps happening, report request id " + rid + "."
+		body.Error.Details = map[string]any{"request_id": rid}
+	} else {
+		body.Error.Message = err.Error()
+		var e *errs.Error
+		if errors.As(err, &e) {
+			body.Error.Details = e.Details
+		}
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="skrip"`)
+	}
+	writeJSON(w, status, body)
+}

@@ -1,0 +1,124 @@
+// Package api owns skrip's HTTP JSON API under /api/v1, the health and metrics routes,
+// bearer-token authentication, and the one table that maps package errors to the error
+// codes of SPEC §3.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// Check is one dependency that /readyz asks.
+type Check struct {
+	Name string
+	Ping func(ctx context.Context) error
+}
+
+// Deps are what the API serves from.
+type Deps struct {
+	Store    *store.Store
+	Accounts *account.Service
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
+	Ready    []Check
+	Version  string
+}
+
+// Server is the HTTP API.
+type Server struct {
+	store    *store.Store
+	accounts *account.Service
+	metrics  *metrics.Metrics
+	log      *slog.Logger
+	ready    []Check
+	version  string
+	mux      *http.ServeMux
+}
+
+// New builds the API's routes.
+func New(d Deps) *Server {
+	s := &Server{store: d.Store, accounts: d.Accounts, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /healthz", s.healthz)
+	m.HandleFunc("GET /readyz", s.readyz)
+	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{}))
+
+	m.Handle("GET /api/v1/me", s.authed(s.me))
+	m.Handle("GET /api/v1/users", s.authed(adminOnly(s.listUsers)))
+	m.Handle("POST /api/v1/users", s.authed(adminOnly(s.createUser)))
+	m.Handle("PATCH /api/v1/users/{id}", s.authed(adminOnly(s.updateUser)))
+	m.Handle("POST /api/v1/users/{id}/tokens", s.authed(s.createToken))
+}
+
+// Handler returns the API with request ids, logging and metrics around it. Requests that
+// match no route get a JSON 404, or a JSON 405 naming the allowed methods.
+func (s *Server) Handler() http.Handler {
+	return s.observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := s.mux.Handler(r); pattern == "" {
+			s.unmatched(w, r)
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	}))
+}
+
+// Mux exposes the route table so other packages (the web UI) can add their routes.
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := s.mux.Handler(probe); p != "" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		s.writeError(w, r, errs.New(errMethod, map[string]any{"allowed": allowed},
+			"%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allowed, " or ")))
+		return
+	}
+	s.writeError(w, r, errs.New(errNotFound, nil, "no route %s %s", r.Method, r.URL.Path))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": s.version})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	checks := map[string]string{}
+	status := http.StatusOK
+	for _, c := range s.ready {
+		if err := c.Ping(ctx); err != nil {
+			checks[c.Name] = "unavailable (see the server log)"
+			status = http.StatusServiceUnavailable
+			s.log.Warn("readiness check failed", "check", c.Name, "error", err)
+			continue
+		}
+		checks[c.Name] = "ok"
+	}
+	state := "ready"
+	if status != http.StatusOK {
+		state = "not ready"
+	}
+	writeJSON(w, status, map[string]any{"status": state, "checks": checks})
+}

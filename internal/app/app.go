@@ -1,0 +1,103 @@
+// Package app assembles a skrip server from its settings: it opens the data dir, the
+// database and the blob store, bootstraps the admin, and serves HTTP until its context
+// ends, then shuts down gracefully. `skrip serve` and the end-to-end tests both use it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/api"
+	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/version"
+)
+
+// App is a running skrip server's parts.
+type App struct {
+	cfg      config.Config
+	log      *slog.Logger
+	Store    *store.Store
+	Accounts *account.Service
+	Metrics  *metrics.Metrics
+	API      *api.Server
+	closers  []func() error
+}
+
+// New opens everything cfg names. The caller must Close the App.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
+	a := &App{cfg: cfg, log: log, Metrics: metrics.New()}
+	if err := a.open(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) open(ctx context.Context) error {
+	if err := os.MkdirAll(a.cfg.DataDir, 0o750); err != nil {
+		return fmt.Errorf("creating the data dir %s: %w", a.cfg.DataDir, err)
+	}
+	st, err := store.Open(ctx, a.cfg.DatabaseURL, a.cfg.Path("skrip.db"))
+	if err != nil {
+		return err
+	}
+	a.Store = st
+	a.closers = append(a.closers, st.Close)
+	a.Accounts = account.New(st)
+	if err := a.Accounts.Bootstrap(ctx, a.cfg.BootstrapAdminToken, a.cfg.DataDir, a.log); err != nil {
+		return err
+	}
+	a.API = api.New(api.Deps{
+		Store: st, Accounts: a.Accounts, Metrics: a.Metrics, Log: a.log, Version: version.Version,
+		Ready: []api.Check{{Name: "database", Ping: st.Ping}},
+	})
+	return nil
+}
+
+// Close releases what New opened, in reverse order.
+func (a *App) Close() error {
+	var err error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		err = errors.Join(err, a.closers[i]())
+	}
+	a.closers = nil
+	return err
+}
+
+// Serve answers HTTP on ln until ctx ends, then stops accepting and waits up to the
+// shutdown grace for requests in flight.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           a.API.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	a.log.Info("skrip is serving", "addr", "http://"+ln.Addr().String(), "version", version.Version,
+		"database", string(a.Store.Dialect()), "data_dir", a.cfg.DataDir)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	a.log.Info("shutting down", "grace", a.cfg.ShutdownGrace.String())
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		a.log.Warn("requests still running at the end of the grace period were cut off", "error", err)
+		srv.Close()
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+package blob
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// MaxKeyBytes is the longest key accepted.
+const MaxKeyBytes = 512
+
+var keyPattern = regexp.MustCompile(`^(files|runs|sessions)/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
+
+// ValidateKey reports whether key is a legal object key (SPEC §4): it matches the key
+// grammar, is at most MaxKeyBytes long and has no "." or ".." segment.
+func ValidateKey(key string) error {
+	if len(key) > MaxKeyBytes {
+		return fmt.Errorf("%w: key is %d bytes, the limit is %d", ErrInvalidKey, len(key), MaxKeyBytes)
+	}
+	if !keyPattern.MatchString(key) {
+		return fmt.Errorf("%w: %q must look like files/<name>, runs/<name> or sessions/<name>, using only letters, digits and ._-", ErrInvalidKey, key)
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "." || seg == ".." {
+			return fmt.Errorf("%w: %q has a %q segment", ErrInvalidKey, key, seg)
+		}
+	}
+	return nil
+}
+
+// NormalizeKey expands a bare file id ("f_<ULID>") to "files/f_<ULID>" and validates the
+// result.
+func NormalizeKey(key string) (string, error) {
+	if strings.HasPrefix(key, "f_") && !strings.Contains(key, "/") {
+		key = "files/" + key
+	}
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}

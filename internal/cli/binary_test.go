@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a bytes.Buffer that a running process may write while a test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// buildSkrip compiles the real binary once per test binary run.
+func buildSkrip(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "skrip")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/skrip-dev/skrip/cmd/skrip")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestServeWithDefaults starts `skrip serve` in an empty directory with no settings but a
+// free port, as the README's first command does, and stops it with SIGTERM.
+func TestServeWithDefaults(t *testing.T) {
+	bin := buildSkrip(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	var stderr lockedBuffer
+	cmd := exec.Command(bin, "serve", "--addr", addr)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no /healthz answer within 10s; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, f := range []string{"skrip-data/skrip.db", "skrip-data/admin-token"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if !strings.Contains(stderr.String(), "admin-token") {
+		t.Errorf("stderr does not say where the admin token is:\n%s", stderr.String())
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve exited with %v after SIGTERM; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop within 15s of SIGTERM")
+	}
+	if !strings.Contains(stderr.String(), "shutting down") {
+		t.Errorf("no shutdown line in the log:\n%s", stderr.String())
+	}
+	// The port is free again.
+	if ln, err := net.Listen("tcp", addr); err != nil {
+		t.Errorf("port still taken after shutdown: %v", err)
+	} else {
+		ln.Close()
+	}
+}
+
+func TestServeRefusesABusyPort(t *testing.T) {
+	bin := buildSkrip(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cmd := exec.Command(bin, "serve", "--addr", ln.Addr().String(), "--data-dir", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), fmt.Sprintf("cannot listen on %s", ln.Addr())) || !strings.Contains(string(out), "SKRIP_ADDR") {
+		t.Fatalf("err = %v, output:\n%s", err, out)
+	}
+}

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/skrip-dev/skrip/internal/apptest"
+)
+
+// run executes the CLI in-process against env and returns its exit code and output.
+func run(t *testing.T, env *apptest.Env, token, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	vars := map[string]string{"SKRIP_SERVER": env.URL, "SKRIP_TOKEN": token}
+	code := Main(context.Background(), args, strings.NewReader(stdin), &out, &errOut, func(k string) string { return vars[k] })
+	return code, out.String(), errOut.String()
+}
+
+func TestUsersAndTokens(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	code, out, errOut := run(t, env, env.AdminToken, "a good password\n", "users", "add", "nora", "--role", "author", "--password-stdin")
+	if code != 0 || !strings.Contains(out, `created author "nora"`) || !strings.Contains(out, "token: skr_") {
+		t.Fatalf("users add: %d %q %q", code, out, errOut)
+	}
+	noraToken := strings.TrimSpace(strings.SplitN(strings.SplitN(out, "token: ", 2)[1], "\n", 2)[0])
+
+	code, out, _ = run(t, env, env.AdminToken, "", "users", "list")
+	if code != 0 || !strings.Contains(out, "nora") || !strings.Contains(out, "author") || !strings.Contains(out, "yes") {
+		t.Fatalf("users list: %d %q", code, out)
+	}
+	code, out, _ = run(t, env, env.AdminToken, "", "users", "list", "--json")
+	if code != 0 || !strings.Contains(out, `"name": "nora"`) {
+		t.Fatalf("users list --json: %d %q", code, out)
+	}
+
+	// nora issues herself a token; the new token works.
+	code, out, _ = run(t, env, noraToken, "", "tokens", "create", "--name", "laptop")
+	fresh := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(fresh, "skr_") {
+		t.Fatalf("tokens create: %d %q", code, out)
+	}
+	if me, err := env.Client(t, fresh).Me(context.Background()); err != nil || me.Name != "nora" {
+		t.Fatalf("fresh token: %+v, %v", me, err)
+	}
+	// ...but not one for admin: the answer is the same as for a missing user.
+	code, _, errOut = run(t, env, noraToken, "", "tokens", "create", "admin")
+	if code == 0 || !strings.Contains(errOut, `no user "admin"`) {
+		t.Fatalf("tokens create admin as nora: %d %q", code, errOut)
+	}
+	// A user cannot add users, and the CLI says why.
+	code, _, errOut = run(t, env, noraToken, "", "users", "add", "x")
+	if code != 1 || !strings.Contains(errOut, "needs the admin role") {
+		t.Fatalf("users add as author: %d %q", code, errOut)
+	}
+	code, out, _ = run(t, env, env.AdminToken, "", "users", "set-role", "nora", "user")
+	if code != 0 || !strings.Contains(out, "nora is now user") {
+		t.Fatalf("set-role: %d %q", code, out)
+	}
+}
+
+func TestClientErrors(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	tests := []struct {
+		name, token string
+		args        []string
+		want        string
+	}{
+		{"no token", "", []string{"users", "list"}, "SKRIP_TOKEN"},
+		{"bad token", "skr_nope", []string{"users", "list"}, "not valid"},
+		{"bad role", env.AdminToken, []string{"users", "add", "x", "--role", "root"}, `role "root" is not one of`},
+		{"bad server", env.AdminToken, []string{"--server", "ftp://x", "users", "list"}, "not an http"},
+		{"server down", env.AdminToken, []string{"--server", "http://127.0.0.1:1", "users", "list"}, "cannot reach skrip"},
+		{"unknown verb", env.AdminToken, []string{"frobnicate"}, "unknown command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, env, tc.token, "", tc.args...)
+			if code == 0 || !strings.HasPrefix(errOut, "skrip: ") || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want non-zero and %q", code, errOut, tc.want)
+			}
+		})
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	var out, errOut bytes.Buffer
+	vars := map[string]string{"SKRIP_DATA_DIR": env.Config.DataDir, "SKRIP_BOOTSTRAP_ADMIN_TOKEN": "skr_do-not-print-me-please"}
+	code := Main(context.Background(), []string{"doctor", "--log-level", "debug"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] })
+	if code != 0 {
+		t.Fatalf("doctor: %d %q", code, errOut.String())
+	}
+	for _, want := range []string{"SKRIP_DATA_DIR", env.Config.DataDir, "env", "SKRIP_LOG_LEVEL", "debug", "flag",
+		"SQLite 3.", "migrations applied", "bwrap", "python3", "cgroups", "(set, hidden)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "do-not-print-me") {
+		t.Fatal("doctor printed a secret")
+	}
+	// On an empty data dir it says the database does not exist yet, and creates nothing.
+	empty := t.TempDir()
+	vars = map[string]string{"SKRIP_DATA_DIR": empty}
+	out.Reset()
+	Main(context.Background(), []string{"doctor"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] })
+	if !strings.Contains(out.String(), "does not exist yet") {
+		t.Fatalf("doctor on an empty data dir:\n%s", out.String())
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Fatalf("doctor wrote into the data dir: %v", entries)
+	}
+}
+
+func TestServeHelpListsEverySetting(t *testing.T) {
+	var out bytes.Buffer
+	Main(context.Background(), []string{"serve", "--help"}, strings.NewReader(""), &out, &out, func(string) string { return "" })
+	for _, want := range []string{"--data-dir", "SKRIP_DATA_DIR", "./skrip-data", "SKRIP_DATABASE_URL", "SKRIP_BLOB", "SKRIP_FILES_USER_QUOTA_BYTES", "--config"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("serve --help lacks %q", want)
+		}
+	}
+}

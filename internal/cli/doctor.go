@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/version"
+)
+
+func (e *env) doctorCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Show the settings in force, the database and the machine's tools skrip can use",
+		Long: "Show what `skrip serve` would use with the same flags, env and --config: each setting and where it\n" +
+			"came from, the database and its version, the blob store, and the programs of this machine skrip can use.\n\n" +
+			settingsHelp(),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			loaded, err := e.loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 20*time.Second)
+			defer cancel()
+			e.doctor(ctx, loaded)
+			return nil
+		},
+	}
+	config.RegisterFlags(cmd.Flags())
+	return cmd
+}
+
+func (e *env) doctor(ctx context.Context, loaded *config.Loaded) {
+	cfg := loaded.Config
+	w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "skrip %s (%s %s/%s)\n\n", version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+
+	fmt.Fprintln(w, "Settings\tvalue\tfrom")
+	for _, v := range loaded.Values {
+		val := v.Value
+		if v.Secret() && val != "" {
+			val = "(set, hidden)"
+		}
+		if val == "" {
+			val = `""`
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", v.Env(), val, v.Source)
+	}
+
+	fmt.Fprintln(w, "\nDatabase\t\t")
+	where := cfg.Path("skrip.db")
+	kind := "SQLite"
+	if store.IsPostgresURL(cfg.DatabaseURL) {
+		kind, where = "PostgreSQL", "SKRIP_DATABASE_URL"
+	}
+	ver, applied, err := store.Inspect(ctx, cfg.DatabaseURL, cfg.Path("skrip.db"))
+	if err != nil {
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", kind, where, "not usable: "+err.Error())
+	} else {
+		fmt.Fprintf(w, "  %s\t%s\t%s, %d migrations applied\n", kind, where, ver, applied)
+	}
+
+	fmt.Fprintln(w, "\nBlob store\t\t")
+	switch cfg.Blob {
+	case "nats":
+		nats := "embedded nats-server under " + cfg.Path("nats")
+		if cfg.NATSURL != "" {
+			nats = cfg.NATSURL
+		}
+		fmt.Fprintf(w, "  nats\t%s\tbucket %s, %d replica(s)\n", nats, cfg.NATSBucket, cfg.NATSReplicas)
+	default:
+		fmt.Fprintf(w, "  fs\t%s\t%s\n", cfg.Path("blobs"), dirState(cfg.Path("blobs")))
+	}
+
+	fmt.Fprintln(w, "\nMachine\t\t")
+	for _, t := range machineTools(ctx) {
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", t.name, t.where, t.state)
+	}
+	w.Flush()
+}
+
+func dirState(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "not created yet"
+	}
+	if !st.IsDir() {
+		return "not a directory"
+	}
+	return "exists"
+}
+
+type tool struct{ name, where, state string }
+
+// machineTools reports the programs and kernel features skrip can use on this machine.
+func machineTools(ctx context.Context) []tool {
+	probe := func(name, install string, versionArgs ...string) tool {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			return tool{name, "not found", "install: " + install}
+		}
+		out, _ := exec.CommandContext(ctx, path, versionArgs...).CombinedOutput()
+		v := strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+		if v == "" {
+			v = "found"
+		}
+		return tool{name, path, v}
+	}
+	tools := []tool{
+		probe("bwrap", "apt-get install bubblewrap", "--version"),
+		probe("docker", "apt-get install docker.io", "version", "--format", "engine {{.Server.Version}}"),
+		probe("python3", "apt-get install python3", "--version"),
+		probe("weasyprint", "apt-get install weasyprint", "--version"),
+	}
+	return append(tools, cgroupState())
+}
+
+// cgroupState says which cgroup hierarchy the machine has.
+func cgroupState() tool {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		b, _ := os.ReadFile("/sys/fs/cgroup/cgroup.controllers")
+		return tool{"cgroups", "/sys/fs/cgroup", "v2: " + strings.TrimSpace(string(b))}
+	}
+	var v1 []string
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		if _, err := os.Stat("/sys/fs/cgroup/" + c); err == nil {
+			v1 = append(v1, c)
+		}
+	}
+	if len(v1) > 0 {
+		return tool{"cgroups", "/sys/fs/cgroup", "v1: " + strings.Join(v1, ", ")}
+	}
+	return tool{"cgroups", "not found", "limits fall back to rlimits"}
+}

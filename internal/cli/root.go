@@ -1,0 +1,130 @@
+// Package cli builds the `skrip` command line: one file per verb group. `serve` and
+// `doctor` run locally with the server's settings; every other verb is a client of the
+// HTTP API (--server, --token).
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/version"
+)
+
+// env is what a command reads from its surroundings, so tests can run the CLI in-process.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	server string
+	token  string
+}
+
+// Main runs the CLI with args and returns the process exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	root := e.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "skrip: "+err.Error())
+		var ee exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		return 1
+	}
+	return 0
+}
+
+// exitError carries a specific exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+func (e *env) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "skrip",
+		Short:         "Run people's scripts on their own files, in sandboxes",
+		Long:          "skrip runs tools on uploaded files in sandboxes with no network, and gives programs a file staging area.\n\n`skrip serve` starts the server; the other verbs talk to it over HTTP.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	def := e.getenv("SKRIP_SERVER")
+	if def == "" {
+		def = "http://127.0.0.1:8080"
+	}
+	root.PersistentFlags().StringVar(&e.server, "server", def, "skrip server URL (env SKRIP_SERVER)")
+	root.PersistentFlags().StringVar(&e.token, "token", e.getenv("SKRIP_TOKEN"), "API token (env SKRIP_TOKEN)")
+	root.AddCommand(e.serveCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd())
+	return root
+}
+
+// client returns an API client for --server and --token.
+func (e *env) client() (*client.Client, error) {
+	return client.New(e.server, e.token)
+}
+
+func (e *env) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print skrip's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(e.stdout, "skrip "+version.Version)
+			return nil
+		},
+	}
+}
+
+// loadConfig resolves the server settings from cmd's flags, the environment and --config.
+func (e *env) loadConfig(cmd *cobra.Command) (*config.Loaded, error) {
+	return config.Load(cmd.Flags(), e.getenv)
+}
+
+// newLogger makes the server's structured logger on stderr.
+func (e *env) newLogger(cfg config.Config) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(e.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, opts))
+}
+
+// printJSON writes v as indented JSON.
+func (e *env) printJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// settingsHelp lists every setting with its env var and default, for --help.
+func settingsHelp() string {
+	var b strings.Builder
+	b.WriteString("Settings (flag, then env, then --config file, then default):\n")
+	for _, s := range config.Settings() {
+		d := s.Default
+		if d == "" {
+			d = `""`
+		}
+		fmt.Fprintf(&b, "  --%-24s %-30s default %s\n", s.Name, s.Env(), d)
+	}
+	return b.String()
+}

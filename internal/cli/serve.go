@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skrip-dev/skrip/internal/app"
+	"github.com/skrip-dev/skrip/internal/config"
+)
+
+func (e *env) serveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the skrip server (API, web UI, workers and janitor)",
+		Long: "Run the skrip server. With no settings it uses SQLite and local files under ./skrip-data.\n\n" +
+			settingsHelp(),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			loaded, err := e.loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			cfg := loaded.Config
+			log := e.newLogger(cfg)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			a, err := app.New(ctx, cfg, log)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			ln, err := net.Listen("tcp", cfg.Addr)
+			if err != nil {
+				return fmt.Errorf("cannot listen on %s: %w (choose another with --addr or SKRIP_ADDR)", cfg.Addr, err)
+			}
+			return a.Serve(ctx, ln)
+		},
+	}
+	config.RegisterFlags(cmd.Flags())
+	return cmd
+}

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func (e *env) usersCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "users", Short: "Manage users (needs an admin token)"}
+
+	var role string
+	var passwordStdin, asJSON bool
+	add := &cobra.Command{
+		Use:   "add NAME",
+		Short: "Create a user and print its first API token",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			var password string
+			if passwordStdin {
+				line, err := bufio.NewReader(e.stdin).ReadString('\n')
+				if err != nil && line == "" {
+					return fmt.Errorf("--password-stdin: no password on standard input")
+				}
+				password = strings.TrimRight(line, "\r\n")
+			}
+			u, err := c.CreateUser(cmd.Context(), args[0], role, password)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return e.printJSON(u)
+			}
+			fmt.Fprintf(e.stdout, "created %s %q (%s)\ntoken: %s\n(the token is shown only now; keep it safe)\n", u.Role, u.Name, u.ID, u.Token)
+			return nil
+		},
+	}
+	add.Flags().StringVar(&role, "role", "user", "admin, author or user")
+	add.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read a password for web sign-in from standard input")
+	add.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+
+	var listJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List users",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			users, err := c.Users(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if listJSON {
+				return e.printJSON(users)
+			}
+			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tROLE\tPASSWORD\tID\tCREATED")
+			for _, u := range users {
+				pw := "no"
+				if u.HasPassword {
+					pw = "yes"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", u.Name, u.Role, pw, u.ID, u.CreatedAt.Local().Format("2006-01-02 15:04"))
+			}
+			return w.Flush()
+		},
+	}
+	list.Flags().BoolVar(&listJSON, "json", false, "print JSON")
+
+	setRole := &cobra.Command{
+		Use:   "set-role USER ROLE",
+		Short: "Change a user's role (USER is a name or an id)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			u, err := c.SetRole(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s is now %s\n", u.Name, u.Role)
+			return nil
+		},
+	}
+	cmd.AddCommand(add, list, setRole)
+	return cmd
+}
+
+func (e *env) tokensCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "tokens", Short: "Manage API tokens"}
+	var name string
+	create := &cobra.Command{
+		Use:   "create [USER]",
+		Short: "Issue a new API token for yourself, or (as admin) for USER, a name or an id",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			user := ""
+			if len(args) == 1 {
+				user = args[0]
+			} else {
+				me, err := c.Me(cmd.Context())
+				if err != nil {
+					return err
+				}
+				user = me.ID
+			}
+			tok, err := c.CreateToken(cmd.Context(), user, name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout, tok)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "a label for the token, e.g. the machine it is for")
+	cmd.AddCommand(create)
+	return cmd
+}

@@ -1,0 +1,178 @@
+// Package client is the Go client of skrip's HTTP API. The CLI uses it for every verb
+// except serve and doctor; programs may use it too.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client talks to one skrip server as one user.
+type Client struct {
+	base  *url.URL
+	token string
+	http  *http.Client
+}
+
+// New returns a client of the server at base (e.g. http://127.0.0.1:8080), sending token
+// as a bearer token.
+func New(base, token string) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server %q is not an http:// or https:// URL", base)
+	}
+	return &Client{base: u, token: token, http: &http.Client{Transport: http.DefaultTransport}}, nil
+}
+
+// Error is an error answer of the API (SPEC §3).
+type Error struct {
+	Status  int
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("server answered %d %s", e.Status, http.StatusText(e.Status))
+	}
+	return e.Message
+}
+
+// IsCode reports whether err is an API error with this code.
+func IsCode(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// URL returns the absolute URL of an API path.
+func (c *Client) URL(path string) string {
+	return c.base.String() + path
+}
+
+// Request sends a request with the bearer token and returns the response when it is a
+// success (2xx); any other answer is decoded into an *Error. The caller closes the body.
+func (c *Client) Request(ctx context.Context, method, path string, body io.Reader, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.URL(path), body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach skrip at %s: %w (is `skrip serve` running? --server or SKRIP_SERVER choose the address)", c.base, unwrapURLError(err))
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	apiErr := &Error{Status: resp.StatusCode}
+	var answer struct {
+		Error *Error `json:"error"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if json.Unmarshal(b, &answer) == nil && answer.Error != nil {
+		answer.Error.Status = resp.StatusCode
+		apiErr = answer.Error
+	}
+	if apiErr.Status == http.StatusUnauthorized && c.token == "" {
+		apiErr.Message += " (pass --token or set SKRIP_TOKEN)"
+	}
+	return nil, apiErr
+}
+
+// Do sends in (when not nil) as JSON and decodes a JSON answer into out (when not nil).
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	h := http.Header{"Accept": {"application/json"}}
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+		h.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Request(ctx, method, path, body, h)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// User is a user as the API shows it.
+type User struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Role        string    `json:"role"`
+	HasPassword bool      `json:"has_password"`
+	CreatedAt   time.Time `json:"created_at"`
+	Token       string    `json:"token,omitempty"`
+}
+
+// Me returns the caller.
+func (c *Client) Me(ctx context.Context) (User, error) {
+	var u User
+	return u, c.Do(ctx, http.MethodGet, "/api/v1/me", nil, &u)
+}
+
+// CreateUser creates a user (admin only) and returns it with its first token.
+func (c *Client) CreateUser(ctx context.Context, name, role, password string) (User, error) {
+	var u User
+	in := map[string]string{"name": name, "role": role}
+	if password != "" {
+		in["password"] = password
+	}
+	return u, c.Do(ctx, http.MethodPost, "/api/v1/users", in, &u)
+}
+
+// Users lists every user (admin only).
+func (c *Client) Users(ctx context.Context) ([]User, error) {
+	var out struct {
+		Users []User `json:"users"`
+	}
+	return out.Users, c.Do(ctx, http.MethodGet, "/api/v1/users", nil, &out)
+}
+
+// SetRole changes a user's role (admin only); user is an id or a name.
+func (c *Client) SetRole(ctx context.Context, user, role string) (User, error) {
+	var u User
+	return u, c.Do(ctx, http.MethodPatch, "/api/v1/users/"+url.PathEscape(user), map[string]string{"role": role}, &u)
+}
+
+// CreateToken issues a new token for user (an id or a name; admins may name anyone).
+func (c *Client) CreateToken(ctx context.Context, user, name string) (string, error) {
+	var out struct {
+		Token string `json:"token"`
+	}
+	return out.Token, c.Do(ctx, http.MethodPost, "/api/v1/users/"+url.PathEscape(user)+"/tokens", map[string]string{"name": name}, &out)
+}

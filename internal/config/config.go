@@ -1,0 +1,246 @@
+// Package config owns skrip's settings: the one table of names, defaults and help, and
+// how a value is chosen (flag, then SKRIP_* environment, then the --config file, then the
+// default).
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+)
+
+// Config holds every setting in force for one process.
+type Config struct {
+	Addr                string
+	DataDir             string
+	DatabaseURL         string
+	Blob                string
+	NATSURL             string
+	NATSBucket          string
+	NATSReplicas        int
+	BootstrapAdminToken string
+	FilesMaxFileBytes   int64
+	FilesUserQuotaBytes int64
+	FilesMaxTotalBytes  int64
+	CleanupInterval     time.Duration
+	ShutdownGrace       time.Duration
+	LogLevel            string
+	LogFormat           string
+}
+
+// kind says how a setting's text is parsed.
+type kind int
+
+const (
+	kString kind = iota
+	kInt
+	kBytes
+	kDuration
+	kSecret
+)
+
+// Setting is one row of the table: its flag name, environment variable, default and help.
+type Setting struct {
+	Name    string // flag name, e.g. "data-dir"; the env var is SKRIP_DATA_DIR
+	Default string
+	Help    string
+	kind    kind
+	choices []string
+	bind    func(c *Config, v string) error
+}
+
+// Env returns the environment variable that sets s.
+func (s Setting) Env() string {
+	return "SKRIP_" + strings.ToUpper(strings.ReplaceAll(s.Name, "-", "_"))
+}
+
+// Secret reports whether the value must not be printed.
+func (s Setting) Secret() bool { return s.kind == kSecret }
+
+// Settings is the table of every setting with its default. It is the only place defaults
+// live; the README and `skrip serve --help` are generated from the same rows.
+func Settings() []Setting {
+	return []Setting{
+		{Name: "addr", Default: "127.0.0.1:8080", Help: "address the HTTP server listens on", bind: str(func(c *Config) *string { return &c.Addr })},
+		{Name: "data-dir", Default: "./skrip-data", Help: "directory holding skrip.db, blobs/, nats/ and work/", bind: str(func(c *Config) *string { return &c.DataDir })},
+		{Name: "database-url", Default: "", Help: "postgres://… to use PostgreSQL; empty uses SQLite in the data dir", kind: kSecret, bind: str(func(c *Config) *string { return &c.DatabaseURL })},
+		{Name: "blob", Default: "fs", Help: "where file bytes live: fs (the data dir) or nats (JetStream Object Store)", choices: []string{"fs", "nats"}, bind: str(func(c *Config) *string { return &c.Blob })},
+		{Name: "nats-url", Default: "", Help: "NATS server or cluster URL for --blob=nats; empty runs an embedded nats-server under <data>/nats", bind: str(func(c *Config) *string { return &c.NATSURL })},
+		{Name: "nats-bucket", Default: "skrip-files", Help: "JetStream Object Store bucket for --blob=nats", bind: str(func(c *Config) *string { return &c.NATSBucket })},
+		{Name: "nats-replicas", Default: "1", Help: "replicas of the Object Store bucket (1, 3 or 5 in a cluster)", kind: kInt, bind: intv(func(c *Config) *int { return &c.NATSReplicas })},
+		{Name: "bootstrap-admin-token", Default: "", Help: "make sure user admin exists and accepts this token (at least 16 characters)", kind: kSecret, bind: str(func(c *Config) *string { return &c.BootstrapAdminToken })},
+		{Name: "files-max-file-bytes", Default: "104857600", Help: "largest staged file (bytes; 100MiB, 1GB also accepted)", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesMaxFileBytes })},
+		{Name: "files-user-quota-bytes", Default: "1073741824", Help: "staged bytes one user may hold", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesUserQuotaBytes })},
+		{Name: "files-max-total-bytes", Default: "10737418240", Help: "staged bytes the whole store may hold", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesMaxTotalBytes })},
+		{Name: "cleanup-interval", Default: "1h", Help: "how often the janitor removes expired files", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.CleanupInterval })},
+		{Name: "shutdown-grace", Default: "30s", Help: "how long SIGTERM waits for requests in flight", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
+		{Name: "log-level", Default: "info", Help: "debug, info, warn or error", choices: []string{"debug", "info", "warn", "error"}, bind: str(func(c *Config) *string { return &c.LogLevel })},
+		{Name: "log-format", Default: "text", Help: "text or json", choices: []string{"text", "json"}, bind: str(func(c *Config) *string { return &c.LogFormat })},
+	}
+}
+
+// Source says where a setting's value came from.
+type Source string
+
+// Where a value came from, in order of precedence.
+const (
+	FromFlag    Source = "flag"
+	FromEnv     Source = "env"
+	FromFile    Source = "config file"
+	FromDefault Source = "default"
+)
+
+// Value is one resolved setting, for `skrip doctor`.
+type Value struct {
+	Setting
+	Value  string
+	Source Source
+}
+
+// Loaded is the result of Load: the typed config and each setting's value and source.
+type Loaded struct {
+	Config
+	Values []Value
+}
+
+// RegisterFlags adds one flag per setting to fs, plus --config.
+func RegisterFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "optional YAML file of settings (keys are the flag names)")
+	for _, s := range Settings() {
+		help := s.Help + " (env " + s.Env() + ")"
+		fs.String(s.Name, s.Default, help)
+	}
+}
+
+// Load resolves every setting from fs (flags the user set), the environment (getenv) and
+// the --config file, in that order, falling back to the default.
+func Load(fs *pflag.FlagSet, getenv func(string) string) (*Loaded, error) {
+	file := map[string]string{}
+	path := getenv("SKRIP_CONFIG")
+	if f := fs.Lookup("config"); f != nil && f.Changed {
+		path = f.Value.String()
+	}
+	if path != "" {
+		var err error
+		if file, err = readFile(path); err != nil {
+			return nil, err
+		}
+	}
+	known := map[string]bool{}
+	out := &Loaded{}
+	for _, s := range Settings() {
+		known[s.Name] = true
+		v := Value{Setting: s, Value: s.Default, Source: FromDefault}
+		if f := fs.Lookup(s.Name); f != nil && f.Changed {
+			v.Value, v.Source = f.Value.String(), FromFlag
+		} else if e, ok := lookupEnv(getenv, s.Env()); ok {
+			v.Value, v.Source = e, FromEnv
+		} else if fv, ok := file[s.Name]; ok {
+			v.Value, v.Source = fv, FromFile
+		}
+		if err := s.check(v.Value); err != nil {
+			return nil, fmt.Errorf("setting %s (%s, from %s): %w", s.Name, s.Env(), v.Source, err)
+		}
+		if err := s.bind(&out.Config, v.Value); err != nil {
+			return nil, fmt.Errorf("setting %s (%s, from %s): %w", s.Name, s.Env(), v.Source, err)
+		}
+		out.Values = append(out.Values, v)
+	}
+	for k := range file {
+		if !known[k] {
+			return nil, fmt.Errorf("config file %s: unknown setting %q; the settings are listed by `skrip serve --help`", path, k)
+		}
+	}
+	return out, nil
+}
+
+// Path returns a path inside the data dir.
+func (c *Config) Path(elem ...string) string {
+	return filepath.Join(append([]string{c.DataDir}, elem...)...)
+}
+
+func lookupEnv(getenv func(string) string, name string) (string, bool) {
+	v := getenv(name)
+	return v, v != ""
+}
+
+func readFile(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	raw := map[string]any{}
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("config file %s is not valid YAML: %w", path, err)
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		name := strings.ReplaceAll(strings.ToLower(k), "_", "-")
+		switch t := v.(type) {
+		case string:
+			out[name] = t
+		case nil:
+			out[name] = ""
+		case map[string]any, []any:
+			return nil, fmt.Errorf("config file %s: setting %q must be a single value", path, k)
+		default:
+			out[name] = fmt.Sprint(t)
+		}
+	}
+	return out, nil
+}
+
+func (s Setting) check(v string) error {
+	if len(s.choices) == 0 {
+		return nil
+	}
+	for _, c := range s.choices {
+		if v == c {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not one of %s", v, strings.Join(s.choices, ", "))
+}
+
+func str(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = v; return nil }
+}
+
+func intv(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a whole number", v)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func i64(field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := ParseBytes(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func dur(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = d
+		return nil
+	}
+}

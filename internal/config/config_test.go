@@ -1,0 +1,149 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func flags(t *testing.T, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaults(t *testing.T) {
+	l, err := Load(flags(t), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := l.Config
+	if c.Addr != "127.0.0.1:8080" || c.DataDir != "./skrip-data" || c.DatabaseURL != "" || c.Blob != "fs" ||
+		c.FilesMaxFileBytes != 100<<20 || c.FilesUserQuotaBytes != 1<<30 || c.FilesMaxTotalBytes != 10<<30 ||
+		c.CleanupInterval != time.Hour {
+		t.Fatalf("defaults = %+v", c)
+	}
+	for _, v := range l.Values {
+		if v.Source != FromDefault {
+			t.Fatalf("%s from %s, want default", v.Name, v.Source)
+		}
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "skrip.yaml")
+	os.WriteFile(file, []byte("addr: 0.0.0.0:1\ndata_dir: /from/file\nblob: nats\ncleanup-interval: 7d\nfiles-max-file-bytes: 5MiB\n"), 0o600)
+	l, err := Load(flags(t, "--config", file, "--addr", "0.0.0.0:3"),
+		envOf(map[string]string{"SKRIP_ADDR": "0.0.0.0:2", "SKRIP_DATA_DIR": "/from/env"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		value string
+		src   Source
+	}{
+		"addr":                 {"0.0.0.0:3", FromFlag},
+		"data-dir":             {"/from/env", FromEnv},
+		"blob":                 {"nats", FromFile},
+		"cleanup-interval":     {"7d", FromFile},
+		"files-max-file-bytes": {"5MiB", FromFile},
+		"log-level":            {"info", FromDefault},
+	}
+	for _, v := range l.Values {
+		if w, ok := want[v.Name]; ok && (v.Value != w.value || v.Source != w.src) {
+			t.Errorf("%s = %q from %s, want %q from %s", v.Name, v.Value, v.Source, w.value, w.src)
+		}
+	}
+	if l.Addr != "0.0.0.0:3" || l.DataDir != "/from/env" || l.Blob != "nats" || l.CleanupInterval != 7*24*time.Hour || l.FilesMaxFileBytes != 5<<20 {
+		t.Fatalf("config = %+v", l.Config)
+	}
+}
+
+func TestConfigFileFromEnv(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "skrip.yaml")
+	os.WriteFile(file, []byte("log-level: debug\n"), 0o600)
+	l, err := Load(flags(t), envOf(map[string]string{"SKRIP_CONFIG": file}))
+	if err != nil || l.LogLevel != "debug" {
+		t.Fatalf("LogLevel = %q, %v", l.LogLevel, err)
+	}
+}
+
+func TestErrorsNameTheSetting(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o600)
+		return p
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string
+	}{
+		{"bad blob", []string{"--blob", "s3"}, nil, []string{"blob", "SKRIP_BLOB", `"s3"`, "fs, nats", "flag"}},
+		{"bad bytes", nil, map[string]string{"SKRIP_FILES_MAX_FILE_BYTES": "lots"}, []string{"files-max-file-bytes", `"lots"`, "env"}},
+		{"bad duration", nil, map[string]string{"SKRIP_CLEANUP_INTERVAL": "soon"}, []string{"cleanup-interval", `"soon"`, "7d"}},
+		{"unknown key", []string{"--config", write("a.yaml", "adress: x\n")}, nil, []string{"unknown setting", `"adress"`}},
+		{"bad yaml", []string{"--config", write("b.yaml", "addr: [\n")}, nil, []string{"not valid YAML"}},
+		{"missing file", []string{"--config", filepath.Join(dir, "none.yaml")}, nil, []string{"reading config file"}},
+		{"nested value", []string{"--config", write("c.yaml", "addr: {a: 1}\n")}, nil, []string{"single value"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(flags(t, tc.args...), envOf(tc.env))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseBytesAndDuration(t *testing.T) {
+	bytes := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"104857600", 100 << 20, true}, {"100MiB", 100 << 20, true}, {"1GB", 1e9, true},
+		{"20 MB", 20e6, true}, {"7B", 7, true}, {"-1", 0, false}, {"1.5GB", 0, false}, {"MB", 0, false},
+		{"99999999999TiB", 0, false},
+	}
+	for _, b := range bytes {
+		got, err := ParseBytes(b.in)
+		if (err == nil) != b.ok || got != b.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d ok=%v", b.in, got, err, b.want, b.ok)
+		}
+	}
+	durs := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"90m", 90 * time.Minute, true}, {"7d", 7 * 24 * time.Hour, true}, {"0d", 0, true},
+		{"1h30m", 90 * time.Minute, true}, {"-1h", 0, false}, {"xd", 0, false}, {"", 0, false},
+	}
+	for _, d := range durs {
+		got, err := ParseDuration(d.in)
+		if (err == nil) != d.ok || got != d.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v ok=%v", d.in, got, err, d.want, d.ok)
+		}
+	}
+}

@@ -1,0 +1,308 @@
+// Package store owns skrip's metadata in SQL: the connection to SQLite (the embedded
+// default) or PostgreSQL, the embedded migrations of each dialect, and one file per
+// entity. Every query is written once, with ? placeholders, and runs on both dialects.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Sentinel errors, wrapped with %w by every method.
+var (
+	// ErrNotFound means no row matched.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means a unique value is taken, or a conditional update lost.
+	ErrConflict = errors.New("conflict")
+)
+
+// Dialect names the SQL database in use.
+type Dialect string
+
+// The two dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Store is the metadata database. Writes go through db; on SQLite that pool has a single
+// connection, so writers queue in Go instead of failing with SQLITE_BUSY. Reads use rdb.
+type Store struct {
+	db      *sql.DB
+	rdb     *sql.DB
+	dialect Dialect
+	where   string // a path or a URL without its password, for messages
+}
+
+// IsPostgresURL reports whether a database URL selects PostgreSQL.
+func IsPostgresURL(u string) bool {
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
+}
+
+// Open connects to databaseURL when it is a postgres:// URL, or else to the SQLite file
+// sqlitePath (created if missing), and applies the pending migrations.
+func Open(ctx context.Context, databaseURL, sqlitePath string) (*Store, error) {
+	var s *Store
+	var err error
+	switch {
+	case IsPostgresURL(databaseURL):
+		s, err = openPostgres(ctx, databaseURL)
+	case databaseURL == "":
+		s, err = openSQLite(ctx, sqlitePath)
+	default:
+		return nil, fmt.Errorf("database URL must start with postgres:// (or be empty for SQLite), got %q", redact(databaseURL))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func openSQLite(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("creating the database directory: %w", err)
+	}
+	params := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		params.Add("_pragma", p)
+	}
+	params.Set("_txlock", "immediate")
+	dsn := "file:" + path + "?" + params.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxIdleTime(0)
+	rdb, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	rdb.SetMaxOpenConns(8)
+	s := &Store{db: db, rdb: rdb, dialect: SQLite, where: path}
+	if err := db.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("opening SQLite database %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func openPostgres(ctx context.Context, databaseURL string) (*Store, error) {
+	db, err := sql.Open("pgx", databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL URL %s: %w", redact(databaseURL), err)
+	}
+	db.SetMaxOpenConns(20)
+	db.SetMaxIdleConns(10)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	s := &Store{db: db, rdb: db, dialect: Postgres, where: redact(databaseURL)}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", s.where, err)
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	dir, err := fs.Sub(migrations, "migrations/"+string(s.dialect))
+	if err != nil {
+		return err
+	}
+	var opts []goose.ProviderOption
+	dialect := goose.DialectSQLite3
+	if s.dialect == Postgres {
+		dialect = goose.DialectPostgres
+		// Several servers may start at once against one database: one migrates at a time.
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	p, err := goose.NewProvider(dialect, s.db, dir, opts...)
+	if err != nil {
+		return fmt.Errorf("loading migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrating the %s database %s: %w", s.dialect, s.where, err)
+	}
+	return nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.rdb != s.db {
+		err = errors.Join(err, s.rdb.Close())
+	}
+	return err
+}
+
+// Dialect reports which database is in use.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Where describes the database for people: the SQLite path, or the URL without password.
+func (s *Store) Where() string { return s.where }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	return s.rdb.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// Version returns the database server's version string.
+func (s *Store) Version(ctx context.Context) (string, error) {
+	var v string
+	q := "SELECT 'SQLite ' || sqlite_version()"
+	if s.dialect == Postgres {
+		q = "SHOW server_version"
+	}
+	if err := s.rdb.QueryRowContext(ctx, q).Scan(&v); err != nil {
+		return "", err
+	}
+	if s.dialect == Postgres {
+		v = "PostgreSQL " + v
+	}
+	return v, nil
+}
+
+// rebind turns ? placeholders into $1, $2, … for PostgreSQL. Queries never hold a literal
+// question mark.
+func (s *Store) rebind(q string) string {
+	if s.dialect != Postgres {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	res, err := s.db.ExecContext(ctx, s.rebind(q), args...)
+	return res, mapErr(err)
+}
+
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return s.rdb.QueryRowContext(ctx, s.rebind(q), args...)
+}
+
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return s.rdb.QueryContext(ctx, s.rebind(q), args...)
+}
+
+// tx runs fn in a transaction on the writer pool.
+func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return mapErr(err)
+	}
+	return mapErr(tx.Commit())
+}
+
+// mapErr turns unique-constraint violations into ErrConflict and sql.ErrNoRows into
+// ErrNotFound, keeping the driver's text.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == "23505" {
+		return fmt.Errorf("%w: %v", ErrConflict, err)
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		switch lite.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %v", ErrConflict, err)
+		}
+	}
+	return err
+}
+
+// redact hides the password of a URL.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// ms converts a time to the stored form, Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMS converts a stored Unix millisecond value back to a UTC time.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// Inspect connects without migrating and returns the server's version and the number of
+// migrations applied, for `skrip doctor`. A missing SQLite file is reported, not created.
+func Inspect(ctx context.Context, databaseURL, sqlitePath string) (version string, applied int, err error) {
+	var s *Store
+	switch {
+	case IsPostgresURL(databaseURL):
+		s, err = openPostgres(ctx, databaseURL)
+	case databaseURL == "":
+		if _, serr := os.Stat(sqlitePath); serr != nil {
+			return "", 0, fmt.Errorf("%s does not exist yet; `skrip serve` creates it", sqlitePath)
+		}
+		s, err = openSQLite(ctx, sqlitePath)
+	default:
+		return "", 0, fmt.Errorf("database URL must start with postgres:// (or be empty for SQLite), got %q", redact(databaseURL))
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	defer s.Close()
+	if version, err = s.Version(ctx); err != nil {
+		return "", 0, err
+	}
+	// goose's table may not exist yet on a database skrip never migrated.
+	s.queryRow(ctx, "SELECT COUNT(*) FROM goose_db_version WHERE version_id > 0 AND is_applied").Scan(&applied)
+	return version, applied, nil
+}

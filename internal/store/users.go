@@ -1,0 +1,133 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Roles a user may have.
+const (
+	RoleAdmin  = "admin"
+	RoleAuthor = "author"
+	RoleUser   = "user"
+)
+
+// ValidRole reports whether r is one of the three roles.
+func ValidRole(r string) bool { return r == RoleAdmin || r == RoleAuthor || r == RoleUser }
+
+// User is a person or program that signs in.
+type User struct {
+	ID           string
+	Name         string
+	Role         string
+	PasswordHash string // empty when the user has no password
+	CreatedAt    time.Time
+}
+
+const userCols = "id, name, role, COALESCE(password_hash, ''), created_at"
+
+func scanUser(row interface{ Scan(...any) error }) (User, error) {
+	var u User
+	var created int64
+	if err := row.Scan(&u.ID, &u.Name, &u.Role, &u.PasswordHash, &created); err != nil {
+		return User{}, mapErr(err)
+	}
+	u.CreatedAt = fromMS(created)
+	return u, nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// CreateUser inserts u. A taken name gives ErrConflict.
+func (s *Store) CreateUser(ctx context.Context, u User) error {
+	_, err := s.exec(ctx, "INSERT INTO users (id, name, role, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+		u.ID, u.Name, u.Role, nullable(u.PasswordHash), ms(u.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("creating user %q: %w", u.Name, err)
+	}
+	return nil
+}
+
+// User returns the user with this id.
+func (s *Store) User(ctx context.Context, id string) (User, error) {
+	u, err := scanUser(s.queryRow(ctx, "SELECT "+userCols+" FROM users WHERE id = ?", id))
+	if err != nil {
+		return User{}, fmt.Errorf("user %q: %w", id, err)
+	}
+	return u, nil
+}
+
+// UserByName returns the user with this name.
+func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
+	u, err := scanUser(s.queryRow(ctx, "SELECT "+userCols+" FROM users WHERE name = ?", name))
+	if err != nil {
+		return User{}, fmt.Errorf("user %q: %w", name, err)
+	}
+	return u, nil
+}
+
+// Users lists every user, by name.
+func (s *Store) Users(ctx context.Context) ([]User, error) {
+	rows, err := s.query(ctx, "SELECT "+userCols+" FROM users ORDER BY name")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []User
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// CountUsers returns how many users exist.
+func (s *Store) CountUsers(ctx context.Context) (int, error) {
+	var n int
+	err := s.queryRow(ctx, "SELECT COUNT(*) FROM users").Scan(&n)
+	return n, err
+}
+
+// SetRole changes a user's role.
+func (s *Store) SetRole(ctx context.Context, id, role string) error {
+	res, err := s.exec(ctx, "UPDATE users SET role = ? WHERE id = ?", role, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("user %q: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// EnsureUser returns the user named u.Name, creating it from u when it does not exist,
+// and giving it u.Role when it has another. It is safe to call concurrently.
+func (s *Store) EnsureUser(ctx context.Context, u User) (User, error) {
+	var out User
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.rebind("INSERT INTO users (id, name, role, password_hash, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING"),
+			u.ID, u.Name, u.Role, nullable(u.PasswordHash), ms(u.CreatedAt))
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.rebind("UPDATE users SET role = ? WHERE name = ? AND role <> ?"), u.Role, u.Name, u.Role); err != nil {
+			return err
+		}
+		out, err = scanUser(tx.QueryRowContext(ctx, s.rebind("SELECT "+userCols+" FROM users WHERE name = ?"), u.Name))
+		return err
+	})
+	if err != nil {
+		return User{}, fmt.Errorf("ensuring user %q: %w", u.Name, err)
+	}
+	return out, nil
+}

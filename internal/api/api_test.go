@@ -342,3 +342,10 @@ func TestClientReportsAPIErrors(t *testing.T) {
 		t.Fatalf("err = %v, want unauthorized naming SKRIP_TOKEN", err)
 	}
 }
+
+func json_unmarshal(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("body is not JSON: %q", b)
+	}
+}

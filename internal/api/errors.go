@@ -6,7 +6,9 @@ import (
 	"net/http"
 
 	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/files"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -41,6 +43,12 @@ var errorTable = []apiError{
 	{errMethod, http.StatusMethodNotAllowed, "invalid_request"},
 	{store.ErrConflict, http.StatusConflict, "conflict"},
 	{errTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{blob.ErrInvalidKey, http.StatusBadRequest, "invalid_key"},
+	{files.ErrNotFound, http.StatusNotFound, "not_found"},
+	{blob.ErrNotFound, http.StatusNotFound, "not_found"},
+	{files.ErrKeyTaken, http.StatusConflict, "conflict"},
+	{files.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{files.ErrQuota, http.StatusInsufficientStorage, "quota_exceeded"},
 }
 
 // errorBody is the JSON shape of every error.

@@ -7,13 +7,17 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/store"
 )
@@ -28,6 +32,8 @@ type Check struct {
 type Deps struct {
 	Store    *store.Store
 	Accounts *account.Service
+	Files    *files.Service
+	Janitor  *janitor.Janitor
 	Metrics  *metrics.Metrics
 	Log      *slog.Logger
 	Ready    []Check
@@ -38,6 +44,8 @@ type Deps struct {
 type Server struct {
 	store    *store.Store
 	accounts *account.Service
+	files    *files.Service
+	janitor  *janitor.Janitor
 	metrics  *metrics.Metrics
 	log      *slog.Logger
 	ready    []Check
@@ -47,7 +55,7 @@ type Server struct {
 
 // New builds the API's routes.
 func New(d Deps) *Server {
-	s := &Server{store: d.Store, accounts: d.Accounts, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
+	s := &Server{store: d.Store, accounts: d.Accounts, files: d.Files, janitor: d.Janitor, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
 	s.routes()
 	return s
 }
@@ -63,12 +71,30 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/users", s.authed(adminOnly(s.createUser)))
 	m.Handle("PATCH /api/v1/users/{id}", s.authed(adminOnly(s.updateUser)))
 	m.Handle("POST /api/v1/users/{id}/tokens", s.authed(s.createToken))
+
+	m.Handle("POST /api/v1/files", s.authed(s.uploadFile))
+	m.Handle("GET /api/v1/files", s.authed(s.listFiles))
+	m.Handle("PUT /api/v1/files/{key...}", s.authed(s.putFile))
+	m.Handle("GET /api/v1/files/{key...}", s.authed(s.getFile))
+	m.Handle("DELETE /api/v1/files/{key...}", s.authed(s.deleteFile))
+
+	m.Handle("POST /api/v1/admin/cleanup", s.authed(adminOnly(s.cleanup)))
 }
 
 // Handler returns the API with request ids, logging and metrics around it. Requests that
 // match no route get a JSON 404, or a JSON 405 naming the allowed methods.
 func (s *Server) Handler() http.Handler {
 	return s.observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux would redirect an unclean path to its clean form, so a key such as
+		// files/a/../b would reach files/b. Refuse it instead.
+		if p := r.URL.Path; strings.HasPrefix(p, "/api/") && p != path.Clean(p) {
+			kind, what := errInvalidRequest, "path"
+			if strings.HasPrefix(p, "/api/v1/files/") {
+				kind, what = blob.ErrInvalidKey, "key"
+			}
+			s.writeError(w, r, errs.New(kind, map[string]any{"path": p}, "the %s in %s has an empty, . or .. segment", what, p))
+			return
+		}
 		if _, pattern := s.mux.Handler(r); pattern == "" {
 			s.unmatched(w, r)
 			return
@@ -121,4 +147,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		state = "not ready"
 	}
 	writeJSON(w, status, map[string]any{"status": state, "checks": checks})
+}
+
+func (s *Server) cleanup(w http.ResponseWriter, r *http.Request, _ store.User) error {
+	removed, err := s.janitor.Pass(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"removed": removed})
+	return nil
 }

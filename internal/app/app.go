@@ -13,10 +13,18 @@ import (
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/skrip-dev/skrip/internal/account"
+
 	"github.com/skrip-dev/skrip/internal/api"
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/blob/fsblob"
+	"github.com/skrip-dev/skrip/internal/blob/natsblob"
 	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/natsserver"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/version"
 )
@@ -27,6 +35,9 @@ type App struct {
 	log      *slog.Logger
 	Store    *store.Store
 	Accounts *account.Service
+	Blobs    blob.Store
+	Files    *files.Service
+	Janitor  *janitor.Janitor
 	Metrics  *metrics.Metrics
 	API      *api.Server
 	closers  []func() error
@@ -56,10 +67,56 @@ func (a *App) open(ctx context.Context) error {
 	if err := a.Accounts.Bootstrap(ctx, a.cfg.BootstrapAdminToken, a.cfg.DataDir, a.log); err != nil {
 		return err
 	}
+	if err := a.openBlobs(ctx); err != nil {
+		return err
+	}
+	a.Files = files.New(st, a.Blobs, files.Limits{
+		MaxFileBytes: a.cfg.FilesMaxFileBytes, UserQuotaBytes: a.cfg.FilesUserQuotaBytes, MaxTotalBytes: a.cfg.FilesMaxTotalBytes,
+	}, a.log)
+	a.Janitor = janitor.New(a.Files, a.Blobs, a.Metrics, a.log)
 	a.API = api.New(api.Deps{
-		Store: st, Accounts: a.Accounts, Metrics: a.Metrics, Log: a.log, Version: version.Version,
-		Ready: []api.Check{{Name: "database", Ping: st.Ping}},
+		Store: st, Accounts: a.Accounts, Files: a.Files, Janitor: a.Janitor, Metrics: a.Metrics, Log: a.log, Version: version.Version,
+		Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}},
 	})
+	return nil
+}
+
+// openBlobs opens the blob store the settings name: files under <data>/blobs, or a
+// JetStream Object Store on the NATS server at SKRIP_NATS_URL or on an embedded one.
+func (a *App) openBlobs(ctx context.Context) error {
+	if a.cfg.Blob != "nats" {
+		fs, err := fsblob.New(a.cfg.Path("blobs"))
+		if err != nil {
+			return fmt.Errorf("opening the blob directory %s: %w", a.cfg.Path("blobs"), err)
+		}
+		a.Blobs = fs
+		a.closers = append(a.closers, fs.Close)
+		return nil
+	}
+	var nc *nats.Conn
+	if a.cfg.NATSURL == "" {
+		srv, err := natsserver.Start(a.cfg.Path("nats"), natsserver.WithLogger(a.log.With("component", "nats")))
+		if err != nil {
+			return fmt.Errorf("starting the embedded nats-server under %s: %w", a.cfg.Path("nats"), err)
+		}
+		a.closers = append(a.closers, func() error { srv.Shutdown(); return nil })
+		if nc, err = srv.Connect(nats.Name("skrip")); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		nc, err = nats.Connect(a.cfg.NATSURL, nats.Name("skrip"), nats.MaxReconnects(-1))
+		if err != nil {
+			return fmt.Errorf("connecting to NATS at %s: %w", a.cfg.NATSURL, err)
+		}
+	}
+	a.closers = append(a.closers, func() error { nc.Close(); return nil })
+	ns, err := natsblob.New(ctx, nc, natsblob.Config{Bucket: a.cfg.NATSBucket, Replicas: a.cfg.NATSReplicas})
+	if err != nil {
+		return fmt.Errorf("opening the JetStream Object Store bucket %s: %w", a.cfg.NATSBucket, err)
+	}
+	a.Blobs = ns
+	a.closers = append(a.closers, ns.Close)
 	return nil
 }
 
@@ -85,6 +142,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	jctx, stopJanitor := context.WithCancel(ctx)
+	defer stopJanitor()
+	go a.Janitor.Run(jctx, a.cfg.CleanupInterval)
 	a.log.Info("skrip is serving", "addr", "http://"+ln.Addr().String(), "version", version.Version,
 		"database", string(a.Store.Dialect()), "data_dir", a.cfg.DataDir)
 	select {

@@ -27,18 +27,27 @@ type Env struct {
 	Admin      *client.Client
 }
 
-// Backend names the database (and later the blob store) a test server uses.
+// Backend names the database and the blob store a test server uses.
 type Backend struct {
 	Name     string
 	Postgres bool
+	Blob     string // "fs" or "nats" (an embedded nats-server in the data dir)
 }
 
-// Backends are the combinations every API test runs on.
-var Backends = []Backend{{Name: "sqlite"}, {Name: "postgres", Postgres: true}}
+// Backends are the databases every API test runs on.
+var Backends = []Backend{{Name: "sqlite", Blob: "fs"}, {Name: "postgres", Postgres: true, Blob: "fs"}}
 
-// Each runs fn as a subtest once per backend.
+// BlobBackends are the combinations file tests run on: each blob store and each database.
+var BlobBackends = []Backend{{Name: "sqlite+fs", Blob: "fs"}, {Name: "postgres+nats", Postgres: true, Blob: "nats"}}
+
+// Each runs fn as a subtest once per database.
 func Each(t *testing.T, fn func(t *testing.T, b Backend)) {
-	for _, b := range Backends {
+	EachOf(t, Backends, fn)
+}
+
+// EachOf runs fn as a subtest once per backend in bs.
+func EachOf(t *testing.T, bs []Backend, fn func(t *testing.T, b Backend)) {
+	for _, b := range bs {
 		t.Run(b.Name, func(t *testing.T) { fn(t, b) })
 	}
 }
@@ -55,6 +64,9 @@ func Config(t testing.TB, b Backend) config.Config {
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.BootstrapAdminToken = "skr_test-admin-token-0123456789"
 	cfg.ShutdownGrace = 5 * time.Second
+	if b.Blob != "" {
+		cfg.Blob = b.Blob
+	}
 	if b.Postgres {
 		cfg.DatabaseURL = testutil.PostgresURL(t)
 	}

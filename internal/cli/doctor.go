@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -10,9 +11,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/natsserver"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/version"
 )
@@ -73,11 +77,9 @@ func (e *env) doctor(ctx context.Context, loaded *config.Loaded) {
 	fmt.Fprintln(w, "\nBlob store\t\t")
 	switch cfg.Blob {
 	case "nats":
-		nats := "embedded nats-server under " + cfg.Path("nats")
-		if cfg.NATSURL != "" {
-			nats = cfg.NATSURL
-		}
-		fmt.Fprintf(w, "  nats\t%s\tbucket %s, %d replica(s)\n", nats, cfg.NATSBucket, cfg.NATSReplicas)
+		where, state := natsState(ctx, cfg)
+		fmt.Fprintf(w, "  nats\t%s\tbucket %s, %d replica(s)\n", where, cfg.NATSBucket, cfg.NATSReplicas)
+		fmt.Fprintf(w, "  JetStream\t\t%s\n", state)
 	default:
 		fmt.Fprintf(w, "  fs\t%s\t%s\n", cfg.Path("blobs"), dirState(cfg.Path("blobs")))
 	}
@@ -87,6 +89,49 @@ func (e *env) doctor(ctx context.Context, loaded *config.Loaded) {
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", t.name, t.where, t.state)
 	}
 	w.Flush()
+}
+
+// natsState describes the NATS server the settings name and its JetStream account. An
+// embedded server's store is opened only when no skrip server answers at --addr, so that
+// two servers never share one store.
+func natsState(ctx context.Context, cfg config.Config) (where, state string) {
+	var nc *nats.Conn
+	if cfg.NATSURL != "" {
+		where = cfg.NATSURL
+		var err error
+		if nc, err = nats.Connect(cfg.NATSURL, nats.Name("skrip doctor"), nats.Timeout(3*time.Second)); err != nil {
+			return where, "not reachable: " + err.Error()
+		}
+	} else {
+		dir := cfg.Path("nats")
+		where = "embedded nats-server under " + dir
+		if _, err := os.Stat(dir); err != nil {
+			return where, "not created yet; `skrip serve --blob nats` creates it"
+		}
+		probe := &http.Client{Timeout: time.Second}
+		if resp, err := probe.Get("http://" + cfg.Addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			return where, "in use by the skrip server at " + cfg.Addr + "; not opened twice (its /readyz checks the store)"
+		}
+		srv, err := natsserver.Start(dir, natsserver.WithReadyTimeout(10*time.Second))
+		if err != nil {
+			return where, "cannot start: " + err.Error()
+		}
+		defer srv.Shutdown()
+		if nc, err = srv.Connect(nats.Name("skrip doctor")); err != nil {
+			return where, "cannot connect: " + err.Error()
+		}
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return where, err.Error()
+	}
+	st, err := natsserver.JetStreamState(ctx, js)
+	if err != nil {
+		return where, "JetStream not usable: " + err.Error()
+	}
+	return where, fmt.Sprintf("server %s, %s", nc.ConnectedServerVersion(), st)
 }
 
 func dirState(path string) string {

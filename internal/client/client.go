@@ -111,12 +111,17 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 		return err
 	}
 	defer resp.Body.Close()
+	return decode(resp, out)
+}
+
+// decode reads a JSON answer into out, or discards it when out is nil.
+func decode(resp *http.Response, out any) error {
 	if out == nil {
 		io.Copy(io.Discard, resp.Body)
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
+		return fmt.Errorf("reading the answer to %s %s: %w", resp.Request.Method, resp.Request.URL.Path, err)
 	}
 	return nil
 }

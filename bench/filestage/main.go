@@ -1,0 +1,216 @@
+// Command filestage measures 100 MiB upload and download throughput through skrip's
+// files API on each blob backend, side by side in one run with the baselines the issue
+// names: `cp` of the same file on the same disk (fsblob), and a direct nats.go Object
+// Store Put/Get of the same bytes on the same nats-server (natsblob). It prints a
+// markdown table for docs/BENCHMARKS.md.
+//
+//	go run ./bench/filestage -size 100MiB -runs 5
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skrip-dev/skrip/internal/app"
+	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/natsserver"
+)
+
+func main() {
+	sizeFlag := flag.String("size", "100MiB", "file size")
+	runs := flag.Int("runs", 5, "repetitions; the median is reported")
+	dirFlag := flag.String("dir", "", "working directory (default: a temp dir under ./bench-work)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
+	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	size, err := config.ParseBytes(*sizeFlag)
+	if err != nil {
+		log.Fatal(err)
+	}
+	dir := *dirFlag
+	if dir == "" {
+		os.MkdirAll("bench-work", 0o755)
+		if dir, err = os.MkdirTemp("bench-work", "filestage-"); err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+	}
+	src := filepath.Join(dir, "src.bin")
+	writeRandom(src, size)
+	ctx := context.Background()
+
+	ns, err := natsserver.Start(filepath.Join(dir, "nats"), natsserver.WithMaxStore(8*size))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ns.Shutdown()
+
+	var rows [][]string
+	mb := float64(size) / 1e6
+	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f MB/s", mb/d.Seconds()) }
+	ratio := func(a, b time.Duration) string { return fmt.Sprintf("%.2f", b.Seconds()/a.Seconds()) }
+
+	// fsblob against cp.
+	cp := median(*runs, func(i int) time.Duration { return timed(func() { run("cp", src, filepath.Join(dir, "cp.bin")) }) })
+	cpSync := median(*runs, func(i int) time.Duration {
+		return timed(func() {
+			run("cp", src, filepath.Join(dir, "cps.bin"))
+			run("sync", "-f", filepath.Join(dir, "cps.bin"))
+		})
+	})
+	c, stop := serve(ctx, dir, "fs", "")
+	up, down := apiRoundTrips(ctx, c, src, dir, *runs)
+	stop()
+	rows = append(rows,
+		[]string{"fs", "upload (API)", rate(up), "cp " + rate(cp), ratio(up, cp), "cp+fsync " + rate(cpSync), ratio(up, cpSync)},
+		[]string{"fs", "download (API)", rate(down), "cp " + rate(cp), ratio(down, cp), "cp+fsync " + rate(cpSync), ratio(down, cpSync)})
+
+	// natsblob against direct Object Store Put/Get on the same server.
+	nc, err := ns.Connect()
+	if err != nil {
+		log.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "direct"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	dPut := median(*runs, func(i int) time.Duration {
+		f, _ := os.Open(src)
+		defer f.Close()
+		return timed(func() {
+			if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: "direct"}, f); err != nil {
+				log.Fatal(err)
+			}
+		})
+	})
+	dGet := median(*runs, func(i int) time.Duration {
+		out, _ := os.Create(filepath.Join(dir, "direct.bin"))
+		defer out.Close()
+		return timed(func() {
+			r, err := obs.Get(ctx, "direct")
+			if err != nil {
+				log.Fatal(err)
+			}
+			if _, err := io.Copy(out, r); err != nil {
+				log.Fatal(err)
+			}
+			r.Close()
+		})
+	})
+	nc.Close()
+	c, stop = serve(ctx, dir, "nats", ns.ClientURL())
+	up, down = apiRoundTrips(ctx, c, src, dir, *runs)
+	stop()
+	rows = append(rows,
+		[]string{"nats", "upload (API)", rate(up), "ObjectStore.Put " + rate(dPut), ratio(up, dPut), "", ""},
+		[]string{"nats", "download (API)", rate(down), "ObjectStore.Get " + rate(dGet), ratio(down, dGet), "", ""})
+
+	fmt.Printf("%s of random bytes, median of %d runs, each pair measured in this one run.\n\n", *sizeFlag, *runs)
+	fmt.Println("| backend | path | skrip | baseline | ratio | baseline 2 | ratio 2 |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+	}
+}
+
+// serve starts a skrip server in-process on a fresh data dir.
+func serve(ctx context.Context, dir, blob, natsURL string) (*client.Client, func()) {
+	fs := flagSet()
+	loaded, err := config.Load(fs, func(string) string { return "" })
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg := loaded.Config
+	cfg.DataDir, _ = os.MkdirTemp(dir, "data-")
+	cfg.Blob, cfg.NATSURL = blob, natsURL
+	cfg.BootstrapAdminToken = "skr_benchmark-admin-token"
+	cfg.FilesMaxFileBytes, cfg.FilesUserQuotaBytes, cfg.FilesMaxTotalBytes = 1<<40, 1<<40, 1<<40
+	sctx, cancel := context.WithCancel(ctx)
+	a, err := app.New(sctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	done := make(chan struct{})
+	go func() { a.Serve(sctx, ln); close(done) }()
+	c, _ := client.New("http://"+ln.Addr().String(), cfg.BootstrapAdminToken)
+	return c, func() { cancel(); <-done; a.Close() }
+}
+
+// apiRoundTrips uploads src from disk and downloads it back to disk runs times.
+func apiRoundTrips(ctx context.Context, c *client.Client, src, dir string, runs int) (up, down time.Duration) {
+	up = median(runs, func(i int) time.Duration {
+		f, _ := os.Open(src)
+		defer f.Close()
+		return timed(func() {
+			if _, err := c.Upload(ctx, "src.bin", f, client.UploadOptions{Key: "files/bench"}); err != nil {
+				log.Fatal(err)
+			}
+		})
+	})
+	down = median(runs, func(i int) time.Duration {
+		out, _ := os.Create(filepath.Join(dir, "down.bin"))
+		defer out.Close()
+		return timed(func() {
+			if _, err := c.Download(ctx, "files/bench", func(client.FileInfo) (io.Writer, error) { return out, nil }); err != nil {
+				log.Fatal(err)
+			}
+		})
+	})
+	return up, down
+}
+
+func median(n int, f func(int) time.Duration) time.Duration {
+	ds := make([]time.Duration, n)
+	for i := range ds {
+		ds[i] = f(i)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[n/2]
+}
+
+func timed(f func()) time.Duration {
+	start := time.Now()
+	f()
+	return time.Since(start)
+}
+
+func run(name string, args ...string) {
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		log.Fatalf("%s: %v\n%s", name, err, out)
+	}
+}
+
+func writeRandom(path string, size int64) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.CopyN(f, rand.Reader, size); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,223 @@
+// Package natsblob is the blob.Store kept in a JetStream Object Store bucket. It owns that
+// bucket: one object per key, with the content type in the object's headers. The NATS
+// connection belongs to the caller.
+package natsblob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skrip-dev/skrip/internal/blob"
+)
+
+// Defaults for Config.
+const (
+	DefaultBucket  = "skrip-files"
+	DefaultTimeout = 10 * time.Second
+)
+
+// Config selects and sizes the bucket.
+type Config struct {
+	// Bucket is the Object Store bucket name; DefaultBucket when empty.
+	Bucket string
+	// MaxBytes caps the bucket's storage; 0 means unlimited.
+	MaxBytes int64
+	// Replicas is the number of stream replicas; 1 when 0.
+	Replicas int
+	// Timeout bounds each JetStream request, and how long a reader waits for the next
+	// chunk of an object; DefaultTimeout when 0. It does not bound a whole transfer.
+	Timeout time.Duration
+}
+
+// Store is a blob.Store backed by one JetStream Object Store bucket.
+type Store struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	obs     jetstream.ObjectStore
+	stream  jetstream.Stream // the bucket's stream, for writes and purges
+	bucket  string
+	timeout time.Duration
+}
+
+var _ blob.Store = (*Store)(nil)
+
+// New creates the bucket, or updates its configuration, and returns a store using it. The
+// store does not own nc: Close leaves it open.
+func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
+	if cfg.Bucket == "" {
+		cfg.Bucket = DefaultBucket
+	}
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = -1
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	js, err := jetstream.New(nc,
+		jetstream.WithDefaultTimeout(cfg.Timeout),
+		jetstream.WithPublishAsyncTimeout(cfg.Timeout))
+	if err != nil {
+		return nil, fmt.Errorf("natsblob: %w", err)
+	}
+	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      cfg.Bucket,
+		Description: "skrip file bytes",
+		MaxBytes:    cfg.MaxBytes,
+		Replicas:    cfg.Replicas,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("natsblob: bucket %q: %w", cfg.Bucket, err)
+	}
+	stream, err := js.Stream(ctx, streamName(cfg.Bucket))
+	if err != nil {
+		return nil, fmt.Errorf("natsblob: bucket %q: %w", cfg.Bucket, err)
+	}
+	return &Store{nc: nc, js: js, obs: obs, stream: stream, bucket: cfg.Bucket, timeout: cfg.Timeout}, nil
+}
+
+// Get opens key and skips to off. The returned reader fetches chunks as it is read and
+// stops when ctx ends; it fails if no chunk arrives within Config.Timeout, which is what
+// happens when the object is overwritten or deleted while being read.
+func (s *Store) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, blob.Info, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return nil, blob.Info{}, err
+	}
+	if off < 0 {
+		return nil, blob.Info{}, fmt.Errorf("natsblob: get %s: negative offset %d", key, off)
+	}
+	info, err := s.getInfo(ctx, key)
+	if err != nil {
+		return nil, blob.Info{}, fmt.Errorf("natsblob: get %s: %w", key, err)
+	}
+	bi, err := toInfo(info)
+	if err != nil {
+		return nil, blob.Info{}, fmt.Errorf("natsblob: get %s: %w", key, err)
+	}
+	if off >= bi.Size || n == 0 {
+		return io.NopCloser(strings.NewReader("")), bi, nil
+	}
+	cr, err := s.openChunks(ctx, info)
+	if err != nil {
+		return nil, blob.Info{}, fmt.Errorf("natsblob: get %s: %w", key, err)
+	}
+	if err := cr.skip(off); err != nil {
+		_ = cr.Close()
+		return nil, blob.Info{}, fmt.Errorf("natsblob: get %s: %w", key, err)
+	}
+	if n < 0 {
+		return cr, bi, nil
+	}
+	return limitedReader{Reader: io.LimitReader(cr, n), Closer: cr}, bi, nil
+}
+
+// Stat reads key's meta message.
+func (s *Store) Stat(ctx context.Context, key string) (blob.Info, error) {
+	if err := blob.ValidateKey(key); err != nil {
+		return blob.Info{}, err
+	}
+	info, err := s.getInfo(ctx, key)
+	if err != nil {
+		return blob.Info{}, fmt.Errorf("natsblob: stat %s: %w", key, err)
+	}
+	bi, err := toInfo(info)
+	if err != nil {
+		return blob.Info{}, fmt.Errorf("natsblob: stat %s: %w", key, err)
+	}
+	return bi, nil
+}
+
+// List returns the live objects whose key starts with prefix, sorted by key. It reads
+// every meta message of the bucket.
+func (s *Store) List(ctx context.Context, prefix string) ([]blob.Info, error) {
+	infos, err := s.obs.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return []blob.Info{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("natsblob: list %q: %w", prefix, err)
+	}
+	out := []blob.Info{}
+	for _, info := range infos {
+		if info.Deleted || !strings.HasPrefix(info.Name, prefix) || blob.ValidateKey(info.Name) != nil {
+			continue
+		}
+		bi, err := toInfo(info)
+		if err != nil {
+			return nil, fmt.Errorf("natsblob: list %q: %w", prefix, err)
+		}
+		out = append(out, bi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// Ping checks the connection and that the bucket answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if st := s.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("natsblob: ping: connection is %s", st)
+	}
+	if _, err := s.obs.Status(ctx); err != nil {
+		return fmt.Errorf("natsblob: ping bucket %q: %w", s.bucket, err)
+	}
+	return nil
+}
+
+// Close releases nothing: the store holds no subscriptions between calls, and the
+// connection belongs to the caller.
+func (s *Store) Close() error { return nil }
+
+const headerContentType = "Content-Type"
+
+func (s *Store) getInfo(ctx context.Context, key string) (*jetstream.ObjectInfo, error) {
+	info, err := s.obs.GetInfo(ctx, key)
+	if err != nil {
+		return nil, mapNotFound(err)
+	}
+	if info.Opts != nil && info.Opts.Link != nil {
+		return nil, fmt.Errorf("object is a link, which skrip does not create or follow")
+	}
+	return info, nil
+}
+
+func mapNotFound(err error) error {
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return blob.ErrNotFound
+	}
+	return err
+}
+
+// toInfo converts nats.go's object info, turning its digest ("SHA-256=<base64url>") into
+// the "sha256:<hex>" every backend reports.
+func toInfo(info *jetstream.ObjectInfo) (blob.Info, error) {
+	if !strings.HasPrefix(info.Digest, digestPrefix) {
+		return blob.Info{}, fmt.Errorf("object %s has digest %q, want SHA-256", info.Name, info.Digest)
+	}
+	sum, err := jetstream.DecodeObjectDigest(info.Digest)
+	if err != nil || len(sum) != 32 {
+		return blob.Info{}, fmt.Errorf("object %s has a malformed digest %q", info.Name, info.Digest)
+	}
+	return blob.Info{
+		Key:         info.Name,
+		Size:        int64(info.Size),
+		Checksum:    blob.FormatSHA256(sum),
+		ContentType: info.Headers.Get(headerContentType),
+		ModTime:     info.ModTime,
+	}, nil
+}
+
+type limitedReader struct {
+	io.Reader
+	io.Closer
+}

@@ -1,0 +1,314 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dustin/go-humanize"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/skrip-dev/skrip/internal/client"
+)
+
+func (e *env) filesCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "files", Short: "Stage files: upload, download, list, inspect and delete"}
+	cmd.AddCommand(e.filesUploadCmd(), e.filesDownloadCmd(), e.filesListCmd(), e.filesInfoCmd(), e.filesDeleteCmd())
+	return cmd
+}
+
+// isTerminal reports whether w (or r) is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progress returns a progress bar on stderr when stderr is a terminal, else nil.
+func (e *env) progress(size int64, what string) *progressbar.ProgressBar {
+	if !isTerminal(e.stderr) {
+		return nil
+	}
+	return progressbar.NewOptions64(size, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowBytes(true), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100_000_000),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(e.stderr) }), progressbar.OptionClearOnFinish())
+}
+
+func size(n int64) string {
+	if n < 0 {
+		return "?"
+	}
+	return humanize.Bytes(uint64(n))
+}
+
+func (e *env) filesUploadCmd() *cobra.Command {
+	var opts client.UploadOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "upload PATH",
+		Short: "Upload a file; prints its key",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			f, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			st, err := f.Stat()
+			if err != nil {
+				return err
+			}
+			if st.IsDir() {
+				return fmt.Errorf("%s is a directory; upload files one at a time", args[0])
+			}
+			var body io.Reader = f
+			if bar := e.progress(st.Size(), "uploading"); bar != nil {
+				r := progressbar.NewReader(f, bar)
+				body = &r
+				defer bar.Finish()
+			}
+			fi, err := c.Upload(cmd.Context(), filepath.Base(args[0]), body, opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return e.printJSON(fi)
+			}
+			fmt.Fprintf(e.stdout, "Uploaded: %s (%s)\n", fi.FileKey, size(fi.SizeBytes))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.Key, "key", "", "store under this key (must start with files/); default files/f_<ULID>")
+	cmd.Flags().StringVar(&opts.TTL, "ttl", "", "delete the file after this long, e.g. 90m or 7d")
+	cmd.Flags().StringVar(&opts.ContentType, "content-type", "", "media type; default guessed from the name")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (e *env) filesDownloadCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "download KEY",
+		Short: "Download a file and verify its checksum (-o - writes to standard output)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			if out == "-" {
+				_, err := c.Download(cmd.Context(), args[0], func(client.FileInfo) (io.Writer, error) { return e.stdout, nil })
+				return err
+			}
+			return e.downloadToFile(cmd, c, args[0], out)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "where to write: a path, a directory, or - for standard output; default the file's name")
+	return cmd
+}
+
+// downloadToFile writes to a temp file beside the target and renames it into place only
+// when the checksum matched, so a failed download never leaves a partial file.
+func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out string) error {
+	var tmp *os.File
+	var target string
+	var bar *progressbar.ProgressBar
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	fi, err := c.Download(cmd.Context(), key, func(fi client.FileInfo) (io.Writer, error) {
+		target = out
+		name := filepath.Base(fi.Name)
+		if name == "." || name == "/" || name == "" {
+			name = filepath.Base(fi.FileKey)
+		}
+		if target == "" {
+			target = name
+		} else if st, err := os.Stat(target); err == nil && st.IsDir() {
+			target = filepath.Join(target, name)
+		}
+		var err error
+		tmp, err = os.CreateTemp(filepath.Dir(target), ".skrip-download-*")
+		if err != nil {
+			return nil, err
+		}
+		if bar = e.progress(fi.SizeBytes, "downloading"); bar != nil {
+			return io.MultiWriter(tmp, bar), nil
+		}
+		return tmp, nil
+	})
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), target); err != nil {
+		return err
+	}
+	tmp = nil
+	fmt.Fprintf(e.stderr, "Downloaded: %s (%s, %s verified)\n", target, size(fi.SizeBytes), fi.Checksum)
+	return nil
+}
+
+func (e *env) filesListCmd() *cobra.Command {
+	var prefix string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List your files",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			var all []client.FileInfo
+			cursor := ""
+			for {
+				page, next, err := c.Files(cmd.Context(), prefix, cursor, 1000)
+				if err != nil {
+					return err
+				}
+				all = append(all, page...)
+				if next == "" {
+					break
+				}
+				cursor = next
+			}
+			if asJSON {
+				if all == nil {
+					all = []client.FileInfo{}
+				}
+				return e.printJSON(all)
+			}
+			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "KEY\tSIZE\tNAME\tCREATED\tEXPIRES")
+			for _, f := range all {
+				exp := "never"
+				if f.ExpiresAt != nil {
+					exp = humanize.Time(*f.ExpiresAt)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", f.FileKey, size(f.SizeBytes), f.Name, humanize.Time(f.CreatedAt), exp)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&prefix, "prefix", "", "only keys starting with this, e.g. files/reports/")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (e *env) filesInfoCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "info KEY",
+		Short: "Show a file's size, type, checksum and expiry",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			fi, err := c.FileInfoOf(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return e.printJSON(fi)
+			}
+			exp := "never"
+			if fi.ExpiresAt != nil {
+				exp = fi.ExpiresAt.Local().Format("2006-01-02 15:04:05") + " (" + humanize.Time(*fi.ExpiresAt) + ")"
+			}
+			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintf(w, "key\t%s\nname\t%s\nsize\t%s (%d bytes)\ntype\t%s\nchecksum\t%s\ncreated\t%s\nexpires\t%s\n",
+				fi.FileKey, fi.Name, size(fi.SizeBytes), fi.SizeBytes, fi.ContentType, fi.Checksum,
+				fi.CreatedAt.Local().Format("2006-01-02 15:04:05"), exp)
+			return w.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (e *env) filesDeleteCmd() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "delete KEY",
+		Short: "Delete a file (asks first on a terminal, unless --force)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			if !force && isTerminal(e.stdin) {
+				fi, err := c.FileInfoOf(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "Delete %s (%s, %s)? [y/N] ", fi.FileKey, fi.Name, size(fi.SizeBytes))
+				answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
+				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+					return errors.New("not deleted")
+				}
+			}
+			if err := c.DeleteFile(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "Deleted: %s\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "do not ask")
+	return cmd
+}
+
+func (e *env) cleanupCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Run one janitor pass on the server now and print what it removed (admin)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			r, err := c.Cleanup(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return e.printJSON(r)
+			}
+			fmt.Fprintf(e.stdout, "removed %d expired files (%s) and %d blob store leftovers\n", r.Files, size(r.FileBytes), r.BlobLeftovers)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,197 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FileInfo describes a staged file (SPEC §4).
+type FileInfo struct {
+	FileKey     string     `json:"file_key"`
+	Name        string     `json:"name"`
+	SizeBytes   int64      `json:"size_bytes"`
+	ContentType string     `json:"content_type"`
+	Checksum    string     `json:"checksum"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+}
+
+// UploadOptions are the optional parts of an upload.
+type UploadOptions struct {
+	Key         string // "" lets the server choose files/f_<ULID>
+	TTL         string // e.g. "90m" or "7d"; "" keeps the file until deleted
+	ContentType string
+}
+
+// Upload streams body as a multipart upload named name. The body is never held whole in
+// memory.
+func (c *Client) Upload(ctx context.Context, name string, body io.Reader, opts UploadOptions) (FileInfo, error) {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		err := func() error {
+			for _, f := range [][2]string{{"key", opts.Key}, {"ttl", opts.TTL}, {"content_type", opts.ContentType}} {
+				if f[1] != "" {
+					if err := mw.WriteField(f[0], f[1]); err != nil {
+						return err
+					}
+				}
+			}
+			part, err := mw.CreateFormFile("file", name)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(part, body); err != nil {
+				return err
+			}
+			return mw.Close()
+		}()
+		pw.CloseWithError(err)
+	}()
+	resp, err := c.Request(ctx, http.MethodPost, "/api/v1/files", pr, http.Header{"Content-Type": {mw.FormDataContentType()}})
+	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer when the server answered early
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer resp.Body.Close()
+	var fi FileInfo
+	return fi, decode(resp, &fi)
+}
+
+// Files lists the caller's files under prefix, one page at a time.
+func (c *Client) Files(ctx context.Context, prefix, cursor string, limit int) ([]FileInfo, string, error) {
+	q := url.Values{}
+	if prefix != "" {
+		q.Set("prefix", prefix)
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out struct {
+		Files      []FileInfo `json:"files"`
+		NextCursor *string    `json:"next_cursor"`
+	}
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/files?"+q.Encode(), nil, &out); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if out.NextCursor != nil {
+		next = *out.NextCursor
+	}
+	return out.Files, next, nil
+}
+
+// FilePath is the API path of a file key (a bare f_<ULID> works too).
+func FilePath(key string) string {
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return "/api/v1/files/" + strings.Join(segs, "/")
+}
+
+// FileInfoOf asks for a file's metadata with HEAD.
+func (c *Client) FileInfoOf(ctx context.Context, key string) (FileInfo, error) {
+	resp, err := c.Request(ctx, http.MethodHead, FilePath(key), nil, nil)
+	var apiErr *Error
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+		apiErr.Code, apiErr.Message = "not_found", "file not found: "+key
+	}
+	if err != nil {
+		return FileInfo{}, err
+	}
+	resp.Body.Close()
+	return infoFromHeaders(key, resp), nil
+}
+
+func infoFromHeaders(key string, resp *http.Response) FileInfo {
+	fi := FileInfo{FileKey: key, SizeBytes: resp.ContentLength, ContentType: resp.Header.Get("Content-Type"), Checksum: resp.Header.Get("X-Checksum")}
+	if !strings.Contains(key, "/") {
+		fi.FileKey = "files/" + key
+	}
+	if _, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil {
+		fi.Name = params["filename"]
+	}
+	if t, err := time.Parse(time.RFC3339Nano, resp.Header.Get("X-Created-At")); err == nil {
+		fi.CreatedAt = t
+	}
+	if t, err := time.Parse(time.RFC3339Nano, resp.Header.Get("X-Expires-At")); err == nil {
+		fi.ExpiresAt = &t
+	}
+	return fi
+}
+
+// ErrChecksum means downloaded bytes do not match the checksum the server announced.
+type ErrChecksum struct {
+	Key, Want, Got string
+}
+
+func (e *ErrChecksum) Error() string {
+	return fmt.Sprintf("checksum mismatch for %s: the server said %s, the bytes received are %s", e.Key, e.Want, e.Got)
+}
+
+// Download streams a file into w and verifies its checksum. It calls start with the file's
+// metadata before the first byte is written (for naming the output or sizing a progress
+// bar). A mismatch returns *ErrChecksum after every byte was written.
+func (c *Client) Download(ctx context.Context, key string, start func(FileInfo) (io.Writer, error)) (FileInfo, error) {
+	resp, err := c.Request(ctx, http.MethodGet, FilePath(key), nil, nil)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer resp.Body.Close()
+	fi := infoFromHeaders(key, resp)
+	w, err := start(fi)
+	if err != nil {
+		return fi, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), resp.Body)
+	if err != nil {
+		return fi, fmt.Errorf("downloading %s: %w", fi.FileKey, err)
+	}
+	if fi.SizeBytes >= 0 && n != fi.SizeBytes {
+		return fi, fmt.Errorf("downloading %s: got %d bytes, the server announced %d", fi.FileKey, n, fi.SizeBytes)
+	}
+	got := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if fi.Checksum == "" {
+		return fi, fmt.Errorf("downloading %s: the server sent no X-Checksum to verify", fi.FileKey)
+	}
+	if got != fi.Checksum {
+		return fi, &ErrChecksum{Key: fi.FileKey, Want: fi.Checksum, Got: got}
+	}
+	return fi, nil
+}
+
+// DeleteFile removes a file.
+func (c *Client) DeleteFile(ctx context.Context, key string) error {
+	return c.Do(ctx, http.MethodDelete, FilePath(key), nil, nil)
+}
+
+// CleanupReport is what one janitor pass removed.
+type CleanupReport struct {
+	Files         int   `json:"files"`
+	FileBytes     int64 `json:"file_bytes"`
+	BlobLeftovers int   `json:"blob_leftovers"`
+}
+
+// Cleanup asks the server to run one janitor pass now (admin only).
+func (c *Client) Cleanup(ctx context.Context) (CleanupReport, error) {
+	var out struct {
+		Removed CleanupReport `json:"removed"`
+	}
+	return out.Removed, c.Do(ctx, http.MethodPost, "/api/v1/admin/cleanup", nil, &out)
+}

@@ -1,0 +1,62 @@
+package files
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/skrip-dev/skrip/internal/errs"
+)
+
+// limitReader passes r through until one of the limits would be passed, then fails with
+// the error that names that limit, so the blob store discards the partial object.
+type limitReader struct {
+	r         io.Reader
+	name      string
+	limits    Limits
+	userLeft  int64
+	totalLeft int64
+	n         int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.n += int64(n)
+	if lerr := l.check(); lerr != nil {
+		return 0, lerr
+	}
+	return n, err
+}
+
+func (l *limitReader) check() error {
+	switch {
+	case l.n > l.limits.MaxFileBytes:
+		return errs.New(ErrTooLarge, map[string]any{"file": l.name, "limit_bytes": l.limits.MaxFileBytes},
+			"%s is larger than the %s limit for one file", l.name, Size(l.limits.MaxFileBytes))
+	case l.n > l.userLeft:
+		return errs.New(ErrQuota, map[string]any{"file": l.name, "quota_bytes": l.limits.UserQuotaBytes, "available_bytes": max(l.userLeft, 0)},
+			"%s does not fit in your %s quota (%s left); delete some files first", l.name, Size(l.limits.UserQuotaBytes), Size(max(l.userLeft, 0)))
+	case l.n > l.totalLeft:
+		return errs.New(ErrQuota, map[string]any{"file": l.name, "limit_bytes": l.limits.MaxTotalBytes, "available_bytes": max(l.totalLeft, 0)},
+			"%s does not fit: the file store is full (%s limit, %s left); ask an operator", l.name, Size(l.limits.MaxTotalBytes), Size(max(l.totalLeft, 0)))
+	}
+	return nil
+}
+
+// Size formats a byte count for people, in binary units: "100 MiB", "1.5 GiB", "512 B".
+func Size(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	v := float64(n) / float64(div)
+	suffix := []string{"KiB", "MiB", "GiB", "TiB", "PiB"}[exp]
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d %s", int64(v), suffix)
+	}
+	return fmt.Sprintf("%.1f %s", v, suffix)
+}

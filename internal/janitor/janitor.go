@@ -1,0 +1,87 @@
+// Package janitor owns periodic cleanup: expired staged files, uploads that never
+// finished, and leftovers of the blob store. `skrip serve` runs it every
+// SKRIP_CLEANUP_INTERVAL; `skrip cleanup` asks the server for one pass.
+package janitor
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/metrics"
+)
+
+// Report is what one pass removed.
+type Report struct {
+	Files         int   `json:"files"`
+	FileBytes     int64 `json:"file_bytes"`
+	BlobLeftovers int   `json:"blob_leftovers"`
+}
+
+// sweeper is implemented by blob stores that can leave leftovers behind after a crash
+// (temp files, unreferenced objects).
+type sweeper interface {
+	Sweep(ctx context.Context) (int, error)
+}
+
+// Janitor removes what has expired.
+type Janitor struct {
+	files   *files.Service
+	blobs   blob.Store
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	mu      sync.Mutex // one pass at a time
+}
+
+// New returns a Janitor.
+func New(f *files.Service, blobs blob.Store, m *metrics.Metrics, log *slog.Logger) *Janitor {
+	return &Janitor{files: f, blobs: blobs, metrics: m, log: log}
+}
+
+// Pass runs one cleanup pass and reports what it removed.
+func (j *Janitor) Pass(ctx context.Context) (Report, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var r Report
+	exp, err := j.files.Expire(ctx)
+	r.Files, r.FileBytes = exp.Files, exp.Bytes
+	j.metrics.JanitorDeletions.WithLabelValues("file").Add(float64(exp.Files))
+	if err != nil {
+		return r, err
+	}
+	if sw, ok := j.blobs.(sweeper); ok {
+		n, err := sw.Sweep(ctx)
+		r.BlobLeftovers = n
+		j.metrics.JanitorDeletions.WithLabelValues("blob_leftover").Add(float64(n))
+		if err != nil {
+			return r, err
+		}
+	}
+	if r != (Report{}) {
+		j.log.Info("janitor pass", "files", r.Files, "file_bytes", r.FileBytes, "blob_leftovers", r.BlobLeftovers)
+	}
+	return r, nil
+}
+
+// Run runs a pass every interval until ctx ends. A failed pass is logged and retried at
+// the next tick.
+func (j *Janitor) Run(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := j.Pass(ctx); err != nil && ctx.Err() == nil {
+				j.log.Error("janitor pass failed", "error", err)
+			}
+		}
+	}
+}

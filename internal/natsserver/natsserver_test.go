@@ -1,0 +1,128 @@
+package natsserver
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestStartConnectState(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := Start(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	if !strings.HasPrefix(srv.ClientURL(), "nats://127.0.0.1:") {
+		t.Errorf("ClientURL = %q, want nats://127.0.0.1:<port>", srv.ClientURL())
+	}
+
+	connect := map[string]func() (*nats.Conn, error){
+		"tcp":        func() (*nats.Conn, error) { return nats.Connect(srv.ClientURL()) },
+		"in-process": func() (*nats.Conn, error) { return srv.Connect() },
+	}
+	for name, dial := range connect {
+		t.Run(name, func(t *testing.T) {
+			nc, err := dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "kv_" + strings.ReplaceAll(name, "-", "_")}); err != nil {
+				t.Fatal(err)
+			}
+			state, err := JetStreamState(ctx, js)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"streams=", "consumers=", "storage=", "memory="} {
+				if !strings.Contains(state, want) {
+					t.Errorf("JetStreamState = %q, missing %q", state, want)
+				}
+			}
+		})
+	}
+	// The JetStream store lives under dir.
+	if _, err := os.Stat(filepath.Join(dir, "jetstream")); err != nil {
+		t.Errorf("no JetStream store under %s: %v", dir, err)
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, dir := range map[string]string{"empty": "", "file": file} {
+		t.Run(name, func(t *testing.T) {
+			srv, err := Start(dir)
+			if err == nil {
+				srv.Shutdown()
+				t.Fatalf("Start(%q) succeeded", dir)
+			}
+		})
+	}
+}
+
+func TestLogger(t *testing.T) {
+	var buf syncBuffer
+	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := Start(t.TempDir(), WithLogger(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	if !strings.Contains(buf.String(), "component=nats-server") {
+		t.Fatalf("logger got nothing from the server: %q", buf.String())
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	cases := []struct {
+		n    uint64
+		want string
+	}{
+		{0, "0 B"},
+		{1023, "1023 B"},
+		{1024, "1.0 KiB"},
+		{1536, "1.5 KiB"},
+		{5 << 20, "5.0 MiB"},
+		{3 << 30, "3.0 GiB"},
+	}
+	for _, c := range cases {
+		if got := formatBytes(c.n); got != c.want {
+			t.Errorf("formatBytes(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's logging goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

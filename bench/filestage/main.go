@@ -82,9 +82,11 @@ func main() {
 	})
 	c, stop := serve(ctx, dir, "fs", "")
 	up, down := apiRoundTrips(ctx, c, src, dir, *runs)
+	put := rawPuts(ctx, c, src, *runs)
 	stop()
 	rows = append(rows,
-		[]string{"fs", "upload (API)", rate(up), "cp " + rate(cp), ratio(up, cp), "cp+fsync " + rate(cpSync), ratio(up, cpSync)},
+		[]string{"fs", "upload (API, multipart POST)", rate(up), "cp " + rate(cp), ratio(up, cp), "cp+fsync " + rate(cpSync), ratio(up, cpSync)},
+		[]string{"fs", "upload (API, raw PUT)", rate(put), "cp " + rate(cp), ratio(put, cp), "cp+fsync " + rate(cpSync), ratio(put, cpSync)},
 		[]string{"fs", "download (API)", rate(down), "cp " + rate(cp), ratio(down, cp), "cp+fsync " + rate(cpSync), ratio(down, cpSync)})
 
 	// natsblob against direct Object Store Put/Get on the same server.
@@ -123,9 +125,11 @@ func main() {
 	nc.Close()
 	c, stop = serve(ctx, dir, "nats", ns.ClientURL())
 	up, down = apiRoundTrips(ctx, c, src, dir, *runs)
+	put = rawPuts(ctx, c, src, *runs)
 	stop()
 	rows = append(rows,
-		[]string{"nats", "upload (API)", rate(up), "ObjectStore.Put " + rate(dPut), ratio(up, dPut), "", ""},
+		[]string{"nats", "upload (API, multipart POST)", rate(up), "ObjectStore.Put " + rate(dPut), ratio(up, dPut), "", ""},
+		[]string{"nats", "upload (API, raw PUT)", rate(put), "ObjectStore.Put " + rate(dPut), ratio(put, dPut), "", ""},
 		[]string{"nats", "download (API)", rate(down), "ObjectStore.Get " + rate(dGet), ratio(down, dGet), "", ""})
 
 	fmt.Printf("%s of random bytes, median of %d runs, each pair measured in this one run.\n\n", *sizeFlag, *runs)
@@ -181,6 +185,20 @@ func apiRoundTrips(ctx context.Context, c *client.Client, src, dir string, runs 
 		})
 	})
 	return up, down
+}
+
+// rawPuts uploads src with PUT /api/v1/files/{key}, runs times.
+func rawPuts(ctx context.Context, c *client.Client, src string, runs int) time.Duration {
+	return median(runs, func(i int) time.Duration {
+		f, _ := os.Open(src)
+		defer f.Close()
+		st, _ := f.Stat()
+		return timed(func() {
+			if err := c.Put(ctx, "files/bench-put", f, st.Size(), ""); err != nil {
+				log.Fatal(err)
+			}
+		})
+	})
 }
 
 func median(n int, f func(int) time.Duration) time.Duration {

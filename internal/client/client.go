@@ -61,9 +61,18 @@ func (c *Client) URL(path string) string {
 // Request sends a request with the bearer token and returns the response when it is a
 // success (2xx); any other answer is decoded into an *Error. The caller closes the body.
 func (c *Client) Request(ctx context.Context, method, path string, body io.Reader, header http.Header) (*http.Response, error) {
+	return c.RequestSized(ctx, method, path, body, -1, header)
+}
+
+// RequestSized is Request with a known body length (sent as Content-Length); -1 means
+// unknown.
+func (c *Client) RequestSized(ctx context.Context, method, path string, body io.Reader, size int64, header http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.URL(path), body)
 	if err != nil {
 		return nil, err
+	}
+	if size >= 0 {
+		req.ContentLength = size
 	}
 	for k, v := range header {
 		req.Header[k] = v

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skrip-dev/skrip/internal/hashcopy"
 )
 
 // FileInfo describes a staged file (SPEC §4).
@@ -67,6 +68,21 @@ func (c *Client) Upload(ctx context.Context, name string, body io.Reader, opts U
 	defer resp.Body.Close()
 	var fi FileInfo
 	return fi, decode(resp, &fi)
+}
+
+// Put stores size bytes from body under key with a raw PUT (no multipart framing).
+func (c *Client) Put(ctx context.Context, key string, body io.Reader, size int64, contentType string) error {
+	h := http.Header{}
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	req := io.LimitReader(body, size)
+	resp, err := c.RequestSized(ctx, http.MethodPut, FilePath(key), req, size, h)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
 }
 
 // Files lists the caller's files under prefix, one page at a time.
@@ -158,15 +174,14 @@ func (c *Client) Download(ctx context.Context, key string, start func(FileInfo) 
 	if err != nil {
 		return fi, err
 	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(w, h), resp.Body)
+	n, digest, err := hashcopy.Copy(ctx, w, resp.Body)
 	if err != nil {
 		return fi, fmt.Errorf("downloading %s: %w", fi.FileKey, err)
 	}
 	if fi.SizeBytes >= 0 && n != fi.SizeBytes {
 		return fi, fmt.Errorf("downloading %s: got %d bytes, the server announced %d", fi.FileKey, n, fi.SizeBytes)
 	}
-	got := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	got := "sha256:" + hex.EncodeToString(digest)
 	if fi.Checksum == "" {
 		return fi, fmt.Errorf("downloading %s: the server sent no X-Checksum to verify", fi.FileKey)
 	}

@@ -5,7 +5,6 @@ package fsblob
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/hashcopy"
 )
 
 const (
@@ -114,26 +114,9 @@ func (s *Store) writeTemp(ctx context.Context, r io.Reader) (path string, size i
 	if err := f.Chmod(objectPerm); err != nil {
 		return "", 0, nil, err
 	}
-	h := sha256.New()
-	buf := make([]byte, copyBufferSize)
-	for {
-		if err := ctx.Err(); err != nil {
-			return "", 0, nil, err
-		}
-		n, rerr := r.Read(buf)
-		if n > 0 {
-			if _, err := f.Write(buf[:n]); err != nil {
-				return "", 0, nil, err
-			}
-			h.Write(buf[:n])
-			size += int64(n)
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return "", 0, nil, fmt.Errorf("read: %w", rerr)
-		}
+	size, sum, err = hashcopy.Copy(ctx, f, r)
+	if err != nil {
+		return "", 0, nil, err
 	}
 	// A cancellation that races the last read still stores nothing.
 	if err := ctx.Err(); err != nil {
@@ -145,7 +128,7 @@ func (s *Store) writeTemp(ctx context.Context, r io.Reader) (path string, size i
 	if err := f.Close(); err != nil {
 		return "", 0, nil, err
 	}
-	return f.Name(), size, h.Sum(nil), nil
+	return f.Name(), size, sum, nil
 }
 
 // commit moves the finished temp file into objects/, swaps the key's pointer to it and

@@ -19,18 +19,23 @@ import (
 // it waits until that deadline when the object's chunks are purged mid-read. Here ctx
 // bounds the transfer and Config.Timeout bounds the wait for each chunk.
 
-// chunkPrefetch is how many chunks the consumer buffers ahead of the reader.
-const chunkPrefetch = 16
+const (
+	// chunkPrefetch is how many chunks the consumer buffers ahead of the reader.
+	chunkPrefetch = 16
+	// stallCheck is how long a reader waits for a chunk before checking that the
+	// object's chunks are still there.
+	stallCheck = 250 * time.Millisecond
+)
 
 // chunkReader streams an object's chunks in order and checks the digest when the last
 // one arrives, before handing out its bytes.
 type chunkReader struct {
-	ctx    context.Context
-	js     jetstream.JetStream
-	stream string
-	cons   jetstream.Consumer
-	iter   jetstream.MessagesContext
-	idle   time.Duration
+	ctx     context.Context
+	stream  jetstream.Stream
+	subject string // the chunk subject being read
+	cons    jetstream.Consumer
+	iter    jetstream.MessagesContext
+	idle    time.Duration
 
 	left uint64 // bytes of the object not yet received
 	buf  []byte // received bytes not yet read
@@ -45,9 +50,9 @@ func (s *Store) openChunks(ctx context.Context, info *jetstream.ObjectInfo) (*ch
 	if err != nil {
 		return nil, err
 	}
-	stream := streamName(s.bucket)
-	cons, err := s.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{chunkSubject(s.bucket, info.NUID)},
+	subject := chunkSubject(s.bucket, info.NUID)
+	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
@@ -58,15 +63,15 @@ func (s *Store) openChunks(ctx context.Context, info *jetstream.ObjectInfo) (*ch
 		return nil, fmt.Errorf("open chunks: %w", err)
 	}
 	return &chunkReader{
-		ctx:    ctx,
-		js:     s.js,
-		stream: stream,
-		cons:   cons,
-		iter:   iter,
-		idle:   s.timeout,
-		left:   info.Size,
-		hash:   sha256.New(),
-		want:   want,
+		ctx:     ctx,
+		stream:  s.stream,
+		subject: subject,
+		cons:    cons,
+		iter:    iter,
+		idle:    s.timeout,
+		left:    info.Size,
+		hash:    sha256.New(),
+		want:    want,
 	}, nil
 }
 
@@ -107,19 +112,33 @@ func (r *chunkReader) skip(off int64) error {
 	return nil
 }
 
-// next receives one chunk into r.buf.
+// next receives one chunk into r.buf. While it waits it checks every stallCheck whether
+// the chunks still exist, so a reader of an object replaced or deleted meanwhile fails
+// at once instead of after the whole idle timeout.
 func (r *chunkReader) next() error {
-	ctx, cancel := context.WithTimeout(r.ctx, r.idle)
-	msg, err := r.iter.Next(jetstream.NextContext(ctx))
-	cancel()
-	if err != nil {
+	deadline := time.Now().Add(r.idle)
+	var msg jetstream.Msg
+	for {
+		wait := min(stallCheck, time.Until(deadline))
+		ctx, cancel := context.WithTimeout(r.ctx, wait)
+		m, err := r.iter.Next(jetstream.NextContext(ctx))
+		cancel()
+		if err == nil {
+			msg = m
+			break
+		}
 		if cerr := r.ctx.Err(); cerr != nil {
 			return cerr
 		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("no chunk arrived within %s with %d bytes still to come (overwritten or deleted while being read?)", r.idle, r.left)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
 		}
-		return err
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("no chunk arrived within %s with %d bytes still to come", r.idle, r.left)
+		}
+		if r.purged() {
+			return fmt.Errorf("object was overwritten or deleted while being read, %d bytes before its end", r.left)
+		}
 	}
 	data := msg.Data()
 	if uint64(len(data)) > r.left {
@@ -134,6 +153,14 @@ func (r *chunkReader) next() error {
 	return nil
 }
 
+// purged reports whether the chunks being read are gone from the stream.
+func (r *chunkReader) purged() bool {
+	ctx, cancel := context.WithTimeout(r.ctx, r.idle)
+	defer cancel()
+	_, err := r.stream.GetLastMsgForSubject(ctx, r.subject)
+	return errors.Is(err, jetstream.ErrMsgNotFound)
+}
+
 // Close stops the consumer and deletes it from the server (best effort; the server also
 // removes an inactive ordered consumer by itself).
 func (r *chunkReader) Close() error {
@@ -145,7 +172,7 @@ func (r *chunkReader) Close() error {
 	if info := r.cons.CachedInfo(); info != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.idle)
 		defer cancel()
-		_ = r.js.DeleteConsumer(ctx, r.stream, info.Name)
+		_ = r.stream.DeleteConsumer(ctx, info.Name)
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 // Package natsblob is the blob.Store kept in a JetStream Object Store bucket. It owns that
-// bucket: one object per key, with the content type in the object's headers. The NATS
-// connection belongs to the caller.
+// bucket (one object per key, content type in the object's headers) and writes and reads
+// its chunks itself, so that a Put is all or nothing. The NATS connection is the caller's.
 package natsblob
 
 import (
@@ -88,8 +88,9 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 }
 
 // Get opens key and skips to off. The returned reader fetches chunks as it is read and
-// stops when ctx ends; it fails if no chunk arrives within Config.Timeout, which is what
-// happens when the object is overwritten or deleted while being read.
+// stops when ctx ends. Replaced bytes are not kept: when the object is overwritten or
+// deleted while being read, the reader fails soon after. Config.Timeout bounds the wait
+// for any one chunk.
 func (s *Store) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, blob.Info, error) {
 	if err := blob.ValidateKey(key); err != nil {
 		return nil, blob.Info{}, err

@@ -175,8 +175,9 @@ func TestConfigDefaults(t *testing.T) {
 // chunk is bounded, not the transfer.
 func TestSlowReader(t *testing.T) {
 	ctx := context.Background()
-	s := newTestStore(t, startServer(t), Config{Bucket: "slow", Timeout: 250 * time.Millisecond})
-	data := make([]byte, 12*128<<10)
+	const timeout = time.Second
+	s := newTestStore(t, startServer(t), Config{Bucket: "slow", Timeout: timeout})
+	data := make([]byte, 12*chunkSize)
 	if _, err := rand.Read(data); err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +189,9 @@ func TestSlowReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
+	start := time.Now()
 	var got bytes.Buffer
-	buf := make([]byte, 512<<10)
+	buf := make([]byte, chunkSize)
 	for {
 		n, err := rc.Read(buf)
 		got.Write(buf[:n])
@@ -197,49 +199,61 @@ func TestSlowReader(t *testing.T) {
 			break
 		}
 		if err != nil {
-			t.Fatalf("read after %d bytes: %v", got.Len(), err)
+			t.Fatalf("read after %d bytes and %s: %v", got.Len(), time.Since(start), err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(timeout / 4)
 	}
 	if !bytes.Equal(got.Bytes(), data) {
 		t.Fatalf("slow read returned %d different bytes", got.Len())
 	}
+	if elapsed := time.Since(start); elapsed < 2*timeout {
+		t.Fatalf("the read took only %s; the test needs it to outlast Timeout", elapsed)
+	}
 }
 
-// TestReadWhileOverwritten: an object's chunks are purged when it is replaced, so a reader
-// in flight either already holds every byte or fails within Config.Timeout; it never hangs
-// and never mixes versions.
+// TestReadWhileOverwritten: an object's chunks are purged when it is replaced or deleted,
+// so a reader in flight either already holds every byte or fails, soon and well before
+// Config.Timeout; it never hangs and never mixes versions.
 func TestReadWhileOverwritten(t *testing.T) {
-	ctx := context.Background()
-	s := newTestStore(t, startServer(t), Config{Bucket: "race", Timeout: 500 * time.Millisecond})
-	old := make([]byte, 8<<20)
-	if _, err := rand.Read(old); err != nil {
-		t.Fatal(err)
+	for _, replace := range []string{"overwrite", "delete"} {
+		t.Run(replace, func(t *testing.T) {
+			ctx := context.Background()
+			s := newTestStore(t, startServer(t), Config{Bucket: "race", Timeout: time.Minute})
+			old := make([]byte, 8<<20)
+			if _, err := rand.Read(old); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Put(ctx, "files/doc", bytes.NewReader(old), blob.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			rc, _, err := s.Get(ctx, "files/doc", 0, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			head := make([]byte, 64<<10)
+			if _, err := io.ReadFull(rc, head); err != nil {
+				t.Fatal(err)
+			}
+			if replace == "overwrite" {
+				_, err = s.Put(ctx, "files/doc", strings.NewReader("new"), blob.PutOptions{})
+			} else {
+				err = s.Delete(ctx, "files/doc")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			rest, err := io.ReadAll(rc)
+			if elapsed := time.Since(start); elapsed > 10*time.Second {
+				t.Fatalf("reader took %s after the %s", elapsed, replace)
+			}
+			if err == nil && !bytes.Equal(append(head, rest...), old) {
+				t.Fatal("reader returned bytes that are not the old object")
+			}
+			t.Logf("read after %s: %d more bytes, err %v", replace, len(rest), err)
+		})
 	}
-	if _, err := s.Put(ctx, "files/doc", bytes.NewReader(old), blob.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rc, _, err := s.Get(ctx, "files/doc", 0, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	head := make([]byte, 64<<10)
-	if _, err := io.ReadFull(rc, head); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Put(ctx, "files/doc", strings.NewReader("new"), blob.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	rest, err := io.ReadAll(rc)
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Fatalf("reader took %s after the overwrite", elapsed)
-	}
-	if err == nil && !bytes.Equal(append(head, rest...), old) {
-		t.Fatal("reader returned bytes that are not the old object")
-	}
-	t.Logf("read after overwrite: %d more bytes, err %v", len(rest), err)
 }
 
 func TestGetCancelled(t *testing.T) {

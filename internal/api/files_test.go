@@ -481,3 +481,30 @@ func TestFilesTTLAndCleanup(t *testing.T) {
 		}
 	})
 }
+
+// TestJanitorRunsOnItsInterval relies on the loop `skrip serve` starts, not on a call.
+func TestJanitorRunsOnItsInterval(t *testing.T) {
+	cfg := apptest.Config(t, apptest.BlobBackends[0])
+	cfg.CleanupInterval = 100 * time.Millisecond
+	env := apptest.Start(t, cfg)
+	_, u := env.User(t, "u", "user")
+	if a := upload(t, env, u.Token, [][2]string{{"ttl", "1s"}}, "t.txt", []byte("tick")); a.status != 201 {
+		t.Fatalf("upload: %d %s", a.status, a.raw)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(storedKeys(t, env)) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the janitor loop did not remove the expired file's bytes")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := http.Get(env.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `skrip_janitor_deletions_total{kind="file"} 1`) {
+		t.Fatal("/metrics does not count the janitor's deletion")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
 // run executes the CLI in-process against env and returns its exit code and output.
@@ -112,6 +113,26 @@ func TestDoctor(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
 		t.Fatalf("doctor wrote into the data dir: %v", entries)
+	}
+}
+
+func TestDoctorNATS(t *testing.T) {
+	url := testutil.NATSServer(t)
+	var out, errOut bytes.Buffer
+	vars := map[string]string{"SKRIP_DATA_DIR": t.TempDir(), "SKRIP_BLOB": "nats", "SKRIP_NATS_URL": url}
+	if code := Main(context.Background(), []string{"doctor"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }); code != 0 {
+		t.Fatalf("doctor: %d %s", code, errOut.String())
+	}
+	for _, want := range []string{url, "bucket skrip-files", "JetStream", "server 2.", "streams="} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
+		}
+	}
+	vars["SKRIP_NATS_URL"] = "nats://127.0.0.1:1"
+	out.Reset()
+	Main(context.Background(), []string{"doctor"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] })
+	if !strings.Contains(out.String(), "not reachable") {
+		t.Fatalf("doctor with NATS down:\n%s", out.String())
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
 )
 
 // Request-level sentinels, for problems the api package finds itself.
@@ -49,6 +51,9 @@ var errorTable = []apiError{
 	{files.ErrKeyTaken, http.StatusConflict, "conflict"},
 	{files.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{files.ErrQuota, http.StatusInsufficientStorage, "quota_exceeded"},
+	{upload.ErrInvalid, http.StatusBadRequest, "invalid_upload"},
+	{upload.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{run.ErrBusy, http.StatusServiceUnavailable, "unavailable"},
 }
 
 // errorBody is the JSON shape of every error.
@@ -84,6 +89,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		if errors.As(err, &e) {
 			body.Error.Details = e.Details
 		}
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skrip"`)

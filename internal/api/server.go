@@ -19,7 +19,9 @@ import (
 	"github.com/skrip-dev/skrip/internal/files"
 	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
 )
 
 // Check is one dependency that /readyz asks.
@@ -34,6 +36,9 @@ type Deps struct {
 	Accounts *account.Service
 	Files    *files.Service
 	Janitor  *janitor.Janitor
+	Runs     *run.Service
+	Blobs    blob.Store
+	Uploads  upload.Limits
 	Metrics  *metrics.Metrics
 	Log      *slog.Logger
 	Ready    []Check
@@ -46,16 +51,20 @@ type Server struct {
 	accounts *account.Service
 	files    *files.Service
 	janitor  *janitor.Janitor
+	runs     *run.Service
+	blobs    blob.Store
 	metrics  *metrics.Metrics
 	log      *slog.Logger
 	ready    []Check
 	version  string
 	mux      *http.ServeMux
+
+	uploadLimits upload.Limits
 }
 
 // New builds the API's routes.
 func New(d Deps) *Server {
-	s := &Server{store: d.Store, accounts: d.Accounts, files: d.Files, janitor: d.Janitor, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
+	s := &Server{store: d.Store, accounts: d.Accounts, files: d.Files, janitor: d.Janitor, runs: d.Runs, blobs: d.Blobs, uploadLimits: d.Uploads, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
 	s.routes()
 	return s
 }
@@ -79,6 +88,20 @@ func (s *Server) routes() {
 	m.Handle("DELETE /api/v1/files/{key...}", s.authed(s.deleteFile))
 
 	m.Handle("POST /api/v1/admin/cleanup", s.authed(adminOnly(s.cleanup)))
+
+	m.Handle("POST /api/v1/tools", s.authed(s.createTool))
+	m.Handle("GET /api/v1/tools", s.authed(s.listTools))
+	m.Handle("GET /api/v1/tools/{tool}", s.authed(s.getTool))
+	m.Handle("POST /api/v1/tools/{tool}/versions", s.authed(s.createVersion))
+	m.Handle("GET /api/v1/tool-versions/{version}", s.authed(s.getVersion))
+	m.Handle("POST /api/v1/tool-versions/{version}/publish", s.authed(s.publishVersion))
+
+	m.Handle("POST /api/v1/tools/{tool}/runs", s.authed(s.startRun))
+	m.Handle("GET /api/v1/runs", s.authed(s.listRuns))
+	m.Handle("GET /api/v1/runs/{run}", s.authed(s.getRun))
+	m.Handle("GET /api/v1/runs/{run}/artifacts/{path...}", s.authed(s.getArtifact))
+	m.Handle("POST /api/v1/runs/{run}/cancel", s.authed(s.cancelRun))
+	m.Handle("GET /api/v1/runs/{run}/events", s.authed(s.runEvents))
 }
 
 // Handler returns the API with request ids, logging and metrics around it. Requests that

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,11 +22,16 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob/fsblob"
 	"github.com/skrip-dev/skrip/internal/blob/natsblob"
 	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/files"
 	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/natsserver"
+	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/runner/bwrap"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
 	"github.com/skrip-dev/skrip/internal/version"
 )
 
@@ -38,6 +44,8 @@ type App struct {
 	Blobs    blob.Store
 	Files    *files.Service
 	Janitor  *janitor.Janitor
+	Runner   runner.Runner
+	Runs     *run.Service
 	Metrics  *metrics.Metrics
 	API      *api.Server
 	closers  []func() error
@@ -74,11 +82,53 @@ func (a *App) open(ctx context.Context) error {
 		MaxFileBytes: a.cfg.FilesMaxFileBytes, UserQuotaBytes: a.cfg.FilesUserQuotaBytes, MaxTotalBytes: a.cfg.FilesMaxTotalBytes,
 	}, a.log)
 	a.Janitor = janitor.New(a.Files, a.Blobs, a.Metrics, a.log)
+	if a.Runner, err = OpenRunner(a.cfg, a.log); err != nil {
+		return err
+	}
+	a.closers = append(a.closers, a.Runner.Close)
+	conc := a.cfg.RunnerConcurrency
+	if conc <= 0 {
+		conc = runtime.NumCPU()
+	}
+	a.Runs, err = run.New(st, a.Blobs, a.Runner, run.Config{
+		Limits: RunLimits(a.cfg), Concurrency: conc, Queue: a.cfg.RunnerQueue,
+		WorkDir: a.cfg.Path("work", "inputs"), Policy: contract.DefaultPolicy(),
+	}, a.Metrics, a.log)
+	if err != nil {
+		return err
+	}
+	a.closers = append(a.closers, func() error { a.Runs.Shutdown(a.cfg.ShutdownGrace); return nil })
+	if err := a.Runs.Recover(ctx); err != nil {
+		return err
+	}
 	a.API = api.New(api.Deps{
-		Store: st, Accounts: a.Accounts, Files: a.Files, Janitor: a.Janitor, Metrics: a.Metrics, Log: a.log, Version: version.Version,
+		Store: st, Accounts: a.Accounts, Files: a.Files, Janitor: a.Janitor, Runs: a.Runs, Blobs: a.Blobs,
+		Uploads: upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes},
+		Metrics: a.Metrics, Log: a.log, Version: version.Version,
 		Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}},
 	})
 	return nil
+}
+
+// RunLimits are the limits of a production run, from the settings.
+func RunLimits(cfg config.Config) runner.Limits {
+	return runner.Limits{WallTime: cfg.RunTimeout, MemoryBytes: cfg.RunMemoryBytes, Pids: cfg.RunPids, CPUs: cfg.RunCPUs,
+		TmpBytes: cfg.RunTmpBytes, OutputBytes: cfg.RunOutputBytes, LogBytes: cfg.RunLogBytes}
+}
+
+// OpenRunner opens the sandbox SKRIP_RUNNER names. There is no unsandboxed mode: when
+// no sandbox works here, it fails with what to install.
+func OpenRunner(cfg config.Config, log *slog.Logger) (runner.Runner, error) {
+	switch cfg.Runner {
+	case "docker":
+		return nil, fmt.Errorf("SKRIP_RUNNER=docker: the Docker runner is not part of this build yet; use SKRIP_RUNNER=bwrap (apt-get install bubblewrap)")
+	default: // auto and bwrap
+		r, err := bwrap.New(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs}, log)
+		if err != nil {
+			return nil, fmt.Errorf("no sandbox for tool runs: %w", err)
+		}
+		return r, nil
+	}
 }
 
 // openBlobs opens the blob store the settings name: files under <data>/blobs, or a

@@ -4,6 +4,7 @@ package apptest
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/app"
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
@@ -82,6 +84,10 @@ func Start(t testing.TB, cfg config.Config) *Env {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := app.New(ctx, cfg, log)
+	if errors.Is(err, runner.ErrUnavailable) {
+		cancel()
+		testutil.Missing(t, "bwrap", err.Error(), "apt-get install bubblewrap python3")
+	}
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func (e *env) rootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&e.server, "server", def, "skrip server URL (env SKRIP_SERVER)")
 	root.PersistentFlags().StringVar(&e.token, "token", e.getenv("SKRIP_TOKEN"), "API token (env SKRIP_TOKEN)")
-	root.AddCommand(e.serveCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd())
+	root.AddCommand(e.serveCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd())
 	return root
 }
 
@@ -121,6 +121,9 @@ func settingsHelp() string {
 	b.WriteString("Settings (flag, then env, then --config file, then default):\n")
 	for _, s := range config.Settings() {
 		d := s.Default
+		if s.Shown != "" {
+			d = s.Shown
+		}
 		if d == "" {
 			d = `""`
 		}

@@ -13,6 +13,7 @@ import (
 )
 
 func (e *env) serveCmd() *cobra.Command {
+	var demo bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the skrip server (API, web UI, workers and janitor)",
@@ -33,6 +34,11 @@ func (e *env) serveCmd() *cobra.Command {
 				return err
 			}
 			defer a.Close()
+			if demo {
+				if _, err := a.LoadDemo(ctx); err != nil {
+					return err
+				}
+			}
 			ln, err := net.Listen("tcp", cfg.Addr)
 			if err != nil {
 				return fmt.Errorf("cannot listen on %s: %w (choose another with --addr or SKRIP_ADDR)", cfg.Addr, err)
@@ -41,5 +47,6 @@ func (e *env) serveCmd() *cobra.Command {
 		},
 	}
 	config.RegisterFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&demo, "demo", false, "load the example tools (examples/tools) if they are not there yet")
 	return cmd
 }

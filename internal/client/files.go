@@ -191,6 +191,12 @@ func (c *Client) Download(ctx context.Context, key string, start func(FileInfo) 
 	return fi, nil
 }
 
+// copyVerify copies src to w and returns the byte count and "sha256:<hex>".
+func copyVerify(ctx context.Context, w io.Writer, src io.Reader) (int64, string, error) {
+	n, digest, err := hashcopy.Copy(ctx, w, src)
+	return n, "sha256:" + hex.EncodeToString(digest), err
+}
+
 // DeleteFile removes a file.
 func (c *Client) DeleteFile(ctx context.Context, key string) error {
 	return c.Do(ctx, http.MethodDelete, FilePath(key), nil, nil)

@@ -30,6 +30,21 @@ type Config struct {
 	FilesMaxTotalBytes  int64
 	CleanupInterval     time.Duration
 	ShutdownGrace       time.Duration
+	Runner              string
+	BwrapRootfs         string
+	RunTimeout          time.Duration
+	SandboxRunTimeout   time.Duration
+	RunMemoryBytes      int64
+	RunPids             int
+	RunCPUs             float64
+	RunTmpBytes         int64
+	RunOutputBytes      int64
+	RunLogBytes         int64
+	RunnerConcurrency   int
+	RunnerQueue         int
+	UploadMaxFiles      int
+	UploadMaxFileBytes  int64
+	UploadMaxTotalBytes int64
 	LogLevel            string
 	LogFormat           string
 }
@@ -43,6 +58,7 @@ const (
 	kBytes
 	kDuration
 	kSecret
+	kFloat
 )
 
 // Setting is one row of the table: its flag name, environment variable, default and help.
@@ -50,6 +66,9 @@ type Setting struct {
 	Name    string // flag name, e.g. "data-dir"; the env var is SKRIP_DATA_DIR
 	Default string
 	Help    string
+	// Shown is how the README and --help name a default computed at start ("the number
+	// of CPUs"); empty means Default itself.
+	Shown   string
 	kind    kind
 	choices []string
 	bind    func(c *Config, v string) error
@@ -79,6 +98,21 @@ func Settings() []Setting {
 		{Name: "files-user-quota-bytes", Default: "1073741824", Help: "staged bytes one user may hold", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesUserQuotaBytes })},
 		{Name: "files-max-total-bytes", Default: "10737418240", Help: "staged bytes the whole store may hold", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesMaxTotalBytes })},
 		{Name: "cleanup-interval", Default: "1h", Help: "how often the janitor removes expired files", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.CleanupInterval })},
+		{Name: "runner", Default: "auto", Help: "sandbox for tool runs: auto (docker if the engine answers, else bwrap), bwrap or docker", choices: []string{"auto", "bwrap", "docker"}, bind: str(func(c *Config) *string { return &c.Runner })},
+		{Name: "bwrap-rootfs", Default: "", Help: "directory mounted read-only as the bwrap sandbox's root; empty uses the host's /usr", bind: str(func(c *Config) *string { return &c.BwrapRootfs })},
+		{Name: "run-timeout", Default: "120s", Help: "wall-time limit of a production run", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.RunTimeout })},
+		{Name: "sandbox-run-timeout", Default: "60s", Help: "wall-time limit of an editor sandbox run", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxRunTimeout })},
+		{Name: "run-memory-bytes", Default: "1073741824", Help: "memory limit of a run", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunMemoryBytes })},
+		{Name: "run-pids", Default: "256", Help: "process limit of a run", kind: kInt, bind: intv(func(c *Config) *int { return &c.RunPids })},
+		{Name: "run-cpus", Default: "1", Help: "CPUs a run may use (fractions allowed)", kind: kFloat, bind: f64(func(c *Config) *float64 { return &c.RunCPUs })},
+		{Name: "run-tmp-bytes", Default: "268435456", Help: "size of a run's /tmp", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunTmpBytes })},
+		{Name: "run-output-bytes", Default: "104857600", Help: "size of a run's /work/output", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunOutputBytes })},
+		{Name: "run-log-bytes", Default: "200000", Help: "bytes of stdout and of stderr kept per run", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunLogBytes })},
+		{Name: "runner-concurrency", Default: "0", Shown: "the number of CPUs", Help: "runs executing at once; 0 is the number of CPUs", kind: kInt, bind: intv(func(c *Config) *int { return &c.RunnerConcurrency })},
+		{Name: "runner-queue", Default: "64", Help: "runs waiting for a worker before new ones get 503", kind: kInt, bind: intv(func(c *Config) *int { return &c.RunnerQueue })},
+		{Name: "upload-max-files", Default: "20", Help: "files in one run's upload", kind: kInt, bind: intv(func(c *Config) *int { return &c.UploadMaxFiles })},
+		{Name: "upload-max-file-bytes", Default: "20000000", Help: "largest file in a run's upload", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.UploadMaxFileBytes })},
+		{Name: "upload-max-total-bytes", Default: "50000000", Help: "all files of a run's upload together", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.UploadMaxTotalBytes })},
 		{Name: "shutdown-grace", Default: "30s", Help: "how long SIGTERM waits for requests in flight", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
 		{Name: "log-level", Default: "info", Help: "debug, info, warn or error", choices: []string{"debug", "info", "warn", "error"}, bind: str(func(c *Config) *string { return &c.LogLevel })},
 		{Name: "log-format", Default: "text", Help: "text or json", choices: []string{"text", "json"}, bind: str(func(c *Config) *string { return &c.LogFormat })},
@@ -114,7 +148,11 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "optional YAML file of settings (keys are the flag names)")
 	for _, s := range Settings() {
 		help := s.Help + " (env " + s.Env() + ")"
-		fs.String(s.Name, s.Default, help)
+		def := s.Default
+		if s.Shown != "" {
+			def = s.Shown
+		}
+		fs.String(s.Name, def, help)
 	}
 }
 
@@ -228,6 +266,17 @@ func i64(field func(*Config) *int64) func(*Config, string) error {
 		n, err := ParseBytes(v)
 		if err != nil {
 			return err
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func f64(field func(*Config) *float64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%q is not a positive number", v)
 		}
 		*field(c) = n
 		return nil

@@ -33,6 +33,9 @@ func TestReadmeListsEverySetting(t *testing.T) {
 			continue
 		}
 		want := s.Default
+		if s.Shown != "" {
+			want = s.Shown
+		}
 		if want == "" {
 			want = "empty"
 		}

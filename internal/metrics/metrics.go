@@ -15,6 +15,9 @@ type Metrics struct {
 	BytesUploaded    prometheus.Counter
 	BytesDownloaded  prometheus.Counter
 	JanitorDeletions *prometheus.CounterVec // by kind
+	Runs             *prometheus.CounterVec // by final status
+	RunDuration      prometheus.Histogram
+	QueueDepth       prometheus.Gauge // runs admitted and not yet started
 }
 
 // New makes and registers the collectors, with Go and process collectors beside them.
@@ -37,8 +40,19 @@ func New() *Metrics {
 		JanitorDeletions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skrip_janitor_deletions_total", Help: "Things the janitor removed, by kind.",
 		}, []string{"kind"}),
+		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skrip_runs_total", Help: "Finished runs by status.",
+		}, []string{"status"}),
+		RunDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "skrip_run_duration_seconds", Help: "Wall time of finished runs, from start to end.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
+		}),
+		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skrip_run_queue_depth", Help: "Runs admitted and waiting for a worker.",
+		}),
 	}
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.BytesUploaded, m.BytesDownloaded, m.JanitorDeletions,
+		m.Runs, m.RunDuration, m.QueueDepth,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -1,0 +1,349 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
+)
+
+type artifactJSON struct {
+	Path   string `json:"path"`
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+	URL    string `json:"url"`
+}
+
+type runJSON struct {
+	RunID           string          `json:"run_id"`
+	ToolID          string          `json:"tool_id"`
+	VersionID       string          `json:"version_id"`
+	UserID          string          `json:"user_id"`
+	Context         string          `json:"context"`
+	Kind            string          `json:"kind"`
+	ActionID        *string         `json:"action_id"`
+	Status          string          `json:"status"`
+	ErrorSummary    *string         `json:"error_summary"`
+	Inputs          json.RawMessage `json:"inputs"`
+	Outputs         json.RawMessage `json:"outputs"`
+	NextActions     json.RawMessage `json:"next_actions"`
+	Artifacts       []artifactJSON  `json:"artifacts"`
+	InputManifest   json.RawMessage `json:"input_manifest"`
+	StateRev        *int64          `json:"state_rev"`
+	CreatedAt       time.Time       `json:"created_at"`
+	StartedAt       *time.Time      `json:"started_at"`
+	FinishedAt      *time.Time      `json:"finished_at"`
+	DurationMS      *int64          `json:"duration_ms"`
+	Stdout          *string         `json:"stdout,omitempty"`
+	Stderr          *string         `json:"stderr,omitempty"`
+	StdoutTruncated bool            `json:"stdout_truncated,omitempty"`
+	StderrTruncated bool            `json:"stderr_truncated,omitempty"`
+}
+
+// toRunJSON shows a run; stdout and stderr only to its owner.
+func toRunJSON(r store.Run, viewer store.User) runJSON {
+	out := runJSON{RunID: r.ID, ToolID: r.ToolID, VersionID: r.VersionID, UserID: r.UserID, Context: r.Context, Kind: r.Kind,
+		Status: r.Status, Inputs: json.RawMessage(r.Inputs), Outputs: json.RawMessage(r.Outputs), NextActions: json.RawMessage(r.NextActions),
+		InputManifest: json.RawMessage(r.InputManifest), StateRev: r.StateRev, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
+		FinishedAt: r.FinishedAt, Artifacts: []artifactJSON{}}
+	if r.ActionID != "" {
+		out.ActionID = &r.ActionID
+	}
+	if r.ErrorSummary != "" {
+		out.ErrorSummary = &r.ErrorSummary
+	}
+	if r.StartedAt != nil && r.FinishedAt != nil {
+		d := r.FinishedAt.Sub(*r.StartedAt).Milliseconds()
+		out.DurationMS = &d
+	}
+	var arts []run.Artifact
+	json.Unmarshal([]byte(r.Artifacts), &arts)
+	for _, a := range arts {
+		out.Artifacts = append(out.Artifacts, artifactJSON{Path: a.Path, Name: a.Name, Bytes: a.Bytes, SHA256: a.SHA256,
+			URL: "/api/v1/runs/" + r.ID + "/artifacts/" + escapePath(a.Path)})
+	}
+	if viewer.ID == r.UserID {
+		so, se := marked(r.Stdout, r.StdoutTruncated), marked(r.Stderr, r.StderrTruncated)
+		out.Stdout, out.Stderr, out.StdoutTruncated, out.StderrTruncated = &so, &se, r.StdoutTruncated, r.StderrTruncated
+	}
+	return out
+}
+
+// escapePath escapes each segment of a slash-separated path for a URL.
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+// marked returns a log as text, with a last line saying when it was cut.
+func marked(b []byte, truncated bool) string {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	if truncated {
+		s += "\n[output truncated: only the first " + strconv.Itoa(len(b)) + " bytes were kept]"
+	}
+	return s
+}
+
+// parseWait reads a ?wait= duration, capped at 10 minutes.
+func parseWait(r *http.Request, def time.Duration) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return def, nil
+	}
+	d, err := config.ParseDuration(v)
+	if err != nil || d > 10*time.Minute {
+		return 0, errs.New(errInvalidRequest, map[string]any{"field": "wait", "value": v}, "wait %q must be a duration of at most 10m, such as 30s", v)
+	}
+	return d, nil
+}
+
+// readRunUpload validates a run's multipart upload into a fresh input directory. Nothing is
+// kept when it fails.
+func (s *Server) readRunUpload(r *http.Request) (dir string, form upload.Form, err error) {
+	dir, err = s.runs.NewInputDir()
+	if err != nil {
+		return "", upload.Form{}, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
+		return dir, upload.Form{}, nil
+	}
+	mr, merr := r.MultipartReader()
+	if merr != nil {
+		return "", upload.Form{}, errs.New(upload.ErrInvalid, nil, "send multipart/form-data with fields files (any number) and inputs (a JSON object)")
+	}
+	form, err = upload.Read(r.Context(), mr, dir, s.uploadLimits, upload.Options{FileField: "files"})
+	return dir, form, err
+}
+
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request, u store.User) error {
+	wait, err := parseWait(r, 60*time.Second)
+	if err != nil {
+		return err
+	}
+	t, err := s.visibleTool(r, u)
+	if err != nil {
+		return err
+	}
+	if t.PublishedVersionID == "" {
+		return errs.New(store.ErrConflict, map[string]any{"tool": t.Slug}, "%s has no published version yet; publish one, or try it in the editor sandbox", t.Slug)
+	}
+	v, err := s.store.ToolVersion(r.Context(), t.PublishedVersionID)
+	if err != nil {
+		return err
+	}
+	dir, form, err := s.readRunUpload(r)
+	if err != nil {
+		return err
+	}
+	rn, err := s.runs.Submit(r.Context(), run.Request{Tool: t, Version: v, User: u, Context: "default", Kind: "initial", InputDir: dir, Inputs: form.Inputs})
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	return s.answerRun(w, r, u, rn.ID, wait, http.StatusCreated)
+}
+
+// answerRun waits up to wait for the run, then answers with it: created (201) when it is
+// over, 202 when it still runs.
+func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u store.User, runID string, wait time.Duration, done int) error {
+	rn, err := s.runs.Wait(r.Context(), runID, wait)
+	if err != nil {
+		return err
+	}
+	status := done
+	if !store.Terminal(rn.Status) {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, toRunJSON(rn, u))
+	return nil
+}
+
+// ownRun returns the run in the path if u owns it or is an admin.
+func (s *Server) ownRun(r *http.Request, u store.User) (store.Run, error) {
+	id := r.PathValue("run")
+	rn, err := s.store.GetRun(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && rn.UserID != u.ID && u.Role != store.RoleAdmin) {
+		return store.Run{}, errs.New(errNotFound, map[string]any{"run": id}, "no run %q", id)
+	}
+	return rn, err
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, u store.User) error {
+	wait, err := parseWait(r, 0)
+	if err != nil {
+		return err
+	}
+	rn, err := s.ownRun(r, u)
+	if err != nil {
+		return err
+	}
+	if wait > 0 && !store.Terminal(rn.Status) {
+		if rn, err = s.runs.Wait(r.Context(), rn.ID, wait); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, toRunJSON(rn, u))
+	return nil
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, u store.User) error {
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			return errs.New(errInvalidRequest, map[string]any{"field": "limit", "value": v}, "limit %q must be a whole number from 1 to 500", v)
+		}
+		limit = n
+	}
+	before := ""
+	if c := q.Get("cursor"); c != "" {
+		b, err := base64.RawURLEncoding.DecodeString(c)
+		if err != nil {
+			return errs.New(errInvalidRequest, map[string]any{"field": "cursor"}, "cursor %q is not one this server gave out", c)
+		}
+		before = string(b)
+	}
+	toolID := ""
+	if ref := q.Get("tool"); ref != "" {
+		t, err := s.store.Tool(r.Context(), ref)
+		if errors.Is(err, store.ErrNotFound) {
+			return errs.New(errNotFound, map[string]any{"tool": ref}, "no tool %q", ref)
+		} else if err != nil {
+			return err
+		}
+		toolID = t.ID
+	}
+	runs, err := s.store.ListRuns(r.Context(), u.ID, toolID, before, limit+1)
+	if err != nil {
+		return err
+	}
+	var next *string
+	if len(runs) > limit {
+		runs = runs[:limit]
+		c := base64.RawURLEncoding.EncodeToString([]byte(runs[limit-1].ID))
+		next = &c
+	}
+	out := make([]runJSON, 0, len(runs))
+	for _, rn := range runs {
+		out = append(out, toRunJSON(rn, u))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "count": len(out), "next_cursor": next})
+	return nil
+}
+
+func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, u store.User) error {
+	rn, err := s.ownRun(r, u)
+	if err != nil {
+		return err
+	}
+	path := r.PathValue("path")
+	if !strings.HasPrefix(path, "output/") {
+		path = "output/" + path
+	}
+	var arts []run.Artifact
+	json.Unmarshal([]byte(rn.Artifacts), &arts)
+	for _, a := range arts {
+		if a.Path != path {
+			continue
+		}
+		rc, info, err := s.blobs.Get(r.Context(), a.Key, 0, -1)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		h := w.Header()
+		h.Set("Content-Type", info.ContentType)
+		h.Set("Content-Length", strconv.FormatInt(info.Size, 10))
+		h.Set("X-Checksum", "sha256:"+a.SHA256)
+		h.Set("ETag", `"`+a.SHA256+`"`)
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Name}))
+		h.Set("X-Content-Type-Options", "nosniff")
+		cw := &countingWriter{ResponseWriter: w}
+		if r.Method != http.MethodHead {
+			copyBody(cw, rc)
+		}
+		s.metrics.BytesDownloaded.Add(float64(cw.n))
+		return nil
+	}
+	return errs.New(errNotFound, map[string]any{"run": rn.ID, "path": path}, "run %s has no artifact %s", rn.ID, path)
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, u store.User) error {
+	rn, err := s.ownRun(r, u)
+	if err != nil {
+		return err
+	}
+	if _, err := s.runs.Cancel(r.Context(), rn.ID); err != nil {
+		return err
+	}
+	return s.answerRun(w, r, u, rn.ID, 10*time.Second, http.StatusOK)
+}
+
+// runEvents streams a run's status changes and output lines as server-sent events until
+// the run is over.
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User) error {
+	rn, err := s.ownRun(r, u)
+	if err != nil {
+		return err
+	}
+	events, stop := s.runs.Subscribe(rn.ID)
+	defer stop()
+	// Read again after subscribing, so a change in between is not missed.
+	if rn, err = s.store.GetRun(r.Context(), rn.ID); err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(e run.Event) {
+		data, _ := json.Marshal(e.Data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Type, data)
+		rc.Flush()
+	}
+	send(run.Event{Type: "status", Data: rn.Status})
+	if store.Terminal(rn.Status) {
+		return nil
+	}
+	ping := time.NewTicker(15 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case e := <-events:
+			send(e)
+			if e.Type == "status" && store.Terminal(e.Data) {
+				return nil
+			}
+		case <-ping.C:
+			fmt.Fprint(w, ": ping\n\n")
+			rc.Flush()
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+}

@@ -1,0 +1,348 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+const echoTool = `
+import os, skrip_toolkit as tk
+def run_tool(input_dir, output_dir):
+    files = tk.input_files()
+    print("hello from the tool")
+    with open(os.path.join(output_dir, "names.txt"), "w") as f:
+        f.write("\n".join(x["name"] for x in files))
+    os.makedirs(os.path.join(output_dir, "sub dir"))
+    open(os.path.join(output_dir, "sub dir", "Rapport ö.md"), "w").write("# ok")
+    return {"outputs": [
+        {"kind": "notice", "level": "info", "message": "got %d files" % len(files)},
+        {"kind": "table", "columns": [{"key": "name", "label": "Name"}, {"key": "bytes", "label": "Bytes"}],
+         "rows": [{"name": x["name"], "bytes": x["bytes"]} for x in files]},
+        {"kind": "json", "value": tk.inputs()},
+    ]}
+`
+
+// publish creates a published tool as the admin.
+func publish(t *testing.T, env *apptest.Env, slug, source string) client.Tool {
+	t.Helper()
+	tool, _, err := env.Admin.CreateTool(context.Background(), slug, slug, "", source, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tool
+}
+
+// runUpload posts files (name -> content) and inputs as a run of slug.
+func runUpload(t *testing.T, env *apptest.Env, token, slug string, names []string, bodies []string, inputs string, query string) answer {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	if inputs != "" {
+		mw.WriteField("inputs", inputs)
+	}
+	for i, n := range names {
+		w, _ := mw.CreateFormFile("files", n)
+		io.WriteString(w, bodies[i])
+	}
+	mw.Close()
+	return send(t, env, "POST", "/api/v1/tools/"+slug+"/runs"+query, token, mw.FormDataContentType(), &buf)
+}
+
+func inputDirsLeft(t *testing.T, env *apptest.Env) int {
+	t.Helper()
+	entries, _ := os.ReadDir(filepath.Join(env.Config.DataDir, "work", "inputs"))
+	return len(entries)
+}
+
+func TestRunEndToEnd(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		env := apptest.New(t, b)
+		publish(t, env, "echo", echoTool)
+		uc, u := env.User(t, "ulla", "user")
+		a := runUpload(t, env, u.Token, "echo", []string{"a.csv", "../b ö.txt"}, []string{"x,y\n", "hej"}, `{"n": 2}`, "")
+		if a.status != 201 {
+			t.Fatalf("run: %d %s", a.status, a.raw)
+		}
+		var r client.Run
+		json.Unmarshal([]byte(a.raw), &r)
+		if r.Status != "succeeded" || r.Kind != "initial" || r.Context != "default" || r.DurationMS == nil {
+			t.Fatalf("run: %s", a.raw)
+		}
+		if r.Outputs[0].Message != "got 2 files" || len(r.Outputs[1].Rows) != 2 || fmt.Sprint(r.Outputs[2].Value) != "map[n:2]" {
+			t.Fatalf("outputs: %+v", r.Outputs)
+		}
+		if !strings.Contains(string(r.InputManifest), `"name":"a.csv","bytes":4`) || !strings.Contains(string(r.InputManifest), `"name":"b ö.txt","bytes":3`) {
+			t.Fatalf("input_manifest: %s", r.InputManifest)
+		}
+		if r.Stdout == nil || !strings.Contains(*r.Stdout, "hello from the tool") {
+			t.Fatalf("stdout: %v", r.Stdout)
+		}
+		if len(r.Artifacts) != 2 {
+			t.Fatalf("artifacts: %+v", r.Artifacts)
+		}
+		for _, art := range r.Artifacts {
+			var buf bytes.Buffer
+			if err := uc.DownloadArtifact(context.Background(), art, &buf); err != nil {
+				t.Fatalf("%s: %v", art.Path, err)
+			}
+			switch art.Path {
+			case "output/names.txt":
+				if buf.String() != "a.csv\nb ö.txt" {
+					t.Fatalf("names.txt = %q", buf.String())
+				}
+			case "output/sub dir/Rapport ö.md":
+				if buf.String() != "# ok" || art.Name != "Rapport ö.md" {
+					t.Fatalf("%+v %q", art, buf.String())
+				}
+			default:
+				t.Fatalf("unexpected artifact %s", art.Path)
+			}
+		}
+		// Another user sees none of it; an admin sees the run without its logs.
+		_, other := env.User(t, "olle", "user")
+		for _, p := range []string{"/api/v1/runs/" + r.RunID, "/api/v1/runs/" + r.RunID + "/artifacts/names.txt", "/api/v1/runs/" + r.RunID + "/events"} {
+			if a := send(t, env, "GET", p, other.Token, "", nil); a.status != 404 {
+				t.Errorf("GET %s by another user: %d", p, a.status)
+			}
+		}
+		adm := send(t, env, "GET", "/api/v1/runs/"+r.RunID, env.AdminToken, "", nil)
+		if adm.status != 200 || strings.Contains(adm.raw, "hello from the tool") {
+			t.Fatalf("admin view: %d; stdout must be shown only to the owner", adm.status)
+		}
+		list := send(t, env, "GET", "/api/v1/runs?tool=echo", u.Token, "", nil)
+		if list.body["count"] != float64(1) {
+			t.Fatalf("runs list: %s", list.raw)
+		}
+		if n := inputDirsLeft(t, env); n != 0 {
+			t.Fatalf("%d input dirs left after the run", n)
+		}
+	})
+}
+
+func TestRunUploadValidation(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.UploadMaxFiles, cfg.UploadMaxFileBytes, cfg.UploadMaxTotalBytes = 3, 100, 150
+	env := apptest.Start(t, cfg)
+	publish(t, env, "echo", echoTool)
+	_, u := env.User(t, "u", "user")
+	big := strings.Repeat("x", 101)
+	tests := []struct {
+		name   string
+		names  []string
+		bodies []string
+		inputs string
+		status int
+		code   string
+		msg    []string
+	}{
+		{"collision ignoring case", []string{"Report.TXT", "report.txt"}, []string{"a", "b"}, "", 400, "invalid_upload", []string{"Report.TXT", "report.txt", "rename"}},
+		{"action.json reserved", []string{"Action.json"}, []string{"{}"}, "", 400, "invalid_upload", []string{"reserved", "rename the file"}},
+		{"too many files", []string{"1", "2", "3", "4"}, []string{"a", "b", "c", "d"}, "", 413, "too_large", []string{"3"}},
+		{"one file too large", []string{"ok.txt", "big.txt"}, []string{"a", big}, "", 413, "too_large", []string{"big.txt", "100"}},
+		{"total too large", []string{"a.txt", "b.txt"}, []string{strings.Repeat("a", 100), strings.Repeat("b", 60)}, "", 413, "too_large", []string{"150"}},
+		{"empty name", []string{"..."}, []string{"a"}, "", 400, "invalid_upload", nil},
+		{"inputs not an object", nil, nil, `[1, 2]`, 400, "invalid_upload", []string{"inputs"}},
+		{"inputs not JSON", nil, nil, `{nope`, 400, "invalid_upload", []string{"inputs"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := runUpload(t, env, u.Token, "echo", tc.names, tc.bodies, tc.inputs, "")
+			if a.status != tc.status || a.errCode() != tc.code {
+				t.Fatalf("got %d %s; want %d %s", a.status, a.raw, tc.status, tc.code)
+			}
+			for _, m := range tc.msg {
+				if !strings.Contains(a.errMessage(), m) {
+					t.Errorf("message %q lacks %q", a.errMessage(), m)
+				}
+			}
+			// Nothing ran and nothing was kept.
+			if list := send(t, env, "GET", "/api/v1/runs", u.Token, "", nil); list.body["count"] != float64(0) {
+				t.Fatalf("a rejected upload created a run: %s", list.raw)
+			}
+			if n := inputDirsLeft(t, env); n != 0 {
+				t.Fatalf("%d input dirs left", n)
+			}
+		})
+	}
+	if a := send(t, env, "POST", "/api/v1/tools/echo/runs", u.Token, "application/json", strings.NewReader("{}")); a.status != 400 || a.errCode() != "invalid_upload" {
+		t.Fatalf("non-multipart: %d %s", a.status, a.raw)
+	}
+}
+
+func TestToolRoles(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ac, _ := env.User(t, "anna", "author")
+	_, bob := env.User(t, "bob", "author")
+	_, ulf := env.User(t, "ulf", "user")
+	ctx := context.Background()
+	tool, v1, err := ac.CreateTool(ctx, "draft", "Draft", "", "def run_tool(i, o):\n    return 'x'\n", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"slug":"x","title":"x","source":"def run_tool(i,o): pass"}`
+	if a := send(t, env, "POST", "/api/v1/tools", ulf.Token, "application/json", strings.NewReader(body)); a.status != 403 {
+		t.Fatalf("user creates a tool: %d", a.status)
+	}
+	// A draft is invisible to others; its author cannot run it in production yet.
+	for _, tok := range []string{ulf.Token, bob.Token} {
+		if a := send(t, env, "GET", "/api/v1/tools/draft", tok, "", nil); a.status != 404 {
+			t.Errorf("draft visible: %d", a.status)
+		}
+		if a := send(t, env, "GET", "/api/v1/tool-versions/"+v1.ID, tok, "", nil); a.status != 404 {
+			t.Errorf("version visible: %d", a.status)
+		}
+	}
+	if a := runUpload(t, env, ulf.Token, "draft", nil, nil, "", ""); a.status != 404 {
+		t.Fatalf("user runs a draft: %d", a.status)
+	}
+	a := send(t, env, "POST", "/api/v1/tools/draft/runs", "", "", nil)
+	if a.status != 401 {
+		t.Fatalf("no token: %d", a.status)
+	}
+	if a := runUpload(t, env, ac2token(t, env, "anna"), "draft", nil, nil, "", ""); a.status != 409 || !strings.Contains(a.errMessage(), "no published version") {
+		t.Fatalf("author runs an unpublished tool: %d %s", a.status, a.raw)
+	}
+	if _, err := ac.Publish(ctx, v1.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Published: everyone sees it; only the author (or an admin) adds versions.
+	if a := send(t, env, "GET", "/api/v1/tools/"+tool.ID, ulf.Token, "", nil); a.status != 200 {
+		t.Fatalf("published tool: %d", a.status)
+	}
+	if a := send(t, env, "POST", "/api/v1/tools/draft/versions", bob.Token, "application/json", strings.NewReader(`{"source":"x"}`)); a.status != 403 {
+		t.Fatalf("another author adds a version: %d", a.status)
+	}
+	if _, err := env.Admin.CreateVersion(ctx, "draft", "def run_tool(i, o):\n    return 'v2'\n"); err != nil {
+		t.Fatalf("admin adds a version: %v", err)
+	}
+	if a := send(t, env, "POST", "/api/v1/tools", env.AdminToken, "application/json", strings.NewReader(`{"slug":"Bad Slug","title":"x","source":"x"}`)); a.status != 400 {
+		t.Fatalf("bad slug: %d", a.status)
+	}
+	if a := send(t, env, "POST", "/api/v1/tools", env.AdminToken, "application/json", strings.NewReader(`{"slug":"draft","title":"x","source":"x"}`)); a.status != 409 {
+		t.Fatalf("taken slug: %d", a.status)
+	}
+}
+
+// ac2token issues a fresh token for a user by name, as the admin.
+func ac2token(t *testing.T, env *apptest.Env, name string) string {
+	tok, err := env.Admin.CreateToken(context.Background(), name, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+const sleepTool = `
+import time, sys
+def run_tool(input_dir, output_dir):
+    print("started", flush=True)
+    time.sleep(float(__import__("skrip_toolkit").inputs().get("s", 3)))
+    return "slept"
+`
+
+func TestQueueFullAndCancel(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.RunnerConcurrency, cfg.RunnerQueue = 1, 1
+	env := apptest.Start(t, cfg)
+	publish(t, env, "sleep", sleepTool)
+	_, u := env.User(t, "u", "user")
+	first := runUpload(t, env, u.Token, "sleep", nil, nil, `{"s": 30}`, "?wait=0s")
+	second := runUpload(t, env, u.Token, "sleep", nil, nil, `{"s": 30}`, "?wait=0s")
+	if first.status != 202 || second.status != 202 {
+		t.Fatalf("first two: %d %d", first.status, second.status)
+	}
+	third := runUpload(t, env, u.Token, "sleep", nil, nil, `{"s": 30}`, "?wait=0s")
+	if third.status != 503 || third.errCode() != "unavailable" || third.header.Get("Retry-After") == "" {
+		t.Fatalf("third: %d %s (Retry-After %q)", third.status, third.raw, third.header.Get("Retry-After"))
+	}
+	if list := send(t, env, "GET", "/api/v1/runs", u.Token, "", nil); list.body["count"] != float64(2) {
+		t.Fatalf("a refused run was created: %s", list.raw)
+	}
+	// Cancel the queued one, then the running one.
+	for _, a := range []answer{second, first} {
+		id := a.body["run_id"].(string)
+		c := send(t, env, "POST", "/api/v1/runs/"+id+"/cancel", u.Token, "", nil)
+		if c.status != 200 || c.body["status"] != "cancelled" {
+			t.Fatalf("cancel %s: %d %s", id, c.status, c.raw)
+		}
+	}
+	// The worker is free again.
+	if a := runUpload(t, env, u.Token, "sleep", nil, nil, `{"s": 0}`, ""); a.status != 201 || a.body["status"] != "succeeded" {
+		t.Fatalf("after cancelling: %d %s", a.status, a.raw)
+	}
+}
+
+func TestRunEventsAndTimeout(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.RunTimeout = 2 * time.Second
+	env := apptest.Start(t, cfg)
+	publish(t, env, "sleep", sleepTool)
+	_, u := env.User(t, "u", "user")
+	a := runUpload(t, env, u.Token, "sleep", nil, nil, `{"s": 1}`, "?wait=0s")
+	id := a.body["run_id"].(string)
+	req, _ := http.NewRequest("GET", env.URL+"/api/v1/runs/"+id+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+u.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+	var events []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "event: ") || strings.HasPrefix(sc.Text(), "data: ") {
+			events = append(events, sc.Text())
+		}
+	}
+	joined := strings.Join(events, "\n")
+	if !strings.Contains(joined, "event: stdout\ndata: \"started\"") || !strings.HasSuffix(joined, "event: status\ndata: \"succeeded\"") {
+		t.Fatalf("events:\n%s", joined)
+	}
+	// A run over the 2s limit times out, with the summary the SPEC gives.
+	to := runUpload(t, env, u.Token, "sleep", nil, nil, `{"s": 30}`, "")
+	if to.body["status"] != "timed_out" || to.body["error_summary"] != "Execution timed out after 2s" {
+		t.Fatalf("timeout: %s", to.raw)
+	}
+}
+
+func TestRestartFailsInterruptedRuns(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	env := apptest.Start(t, cfg)
+	tool := publish(t, env, "echo", echoTool)
+	_, u := env.User(t, "u", "user")
+	now := time.Now()
+	for _, st := range []string{store.StatusRunning, store.StatusQueued} {
+		err := env.App.Store.CreateRun(context.Background(), store.Run{ID: "r_" + st, ToolID: tool.ID, VersionID: *tool.PublishedVersionID,
+			UserID: u.ID, Context: "default", Kind: "initial", Status: st, Inputs: "{}", Outputs: "[]", NextActions: "[]",
+			Artifacts: "[]", InputManifest: `{"files":[]}`, CreatedAt: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.App.Close()
+	env2 := apptest.Start(t, cfg)
+	for _, id := range []string{"r_running", "r_queued"} {
+		r, err := env2.App.Store.GetRun(context.Background(), id)
+		if err != nil || r.Status != store.StatusFailed || r.ErrorSummary != "interrupted by server restart" {
+			t.Fatalf("%s after restart: %+v, %v", id, r, err)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+// Package contract owns the runner contract of SPEC §5 and §6: the environment and files a
+// tool sees inside the sandbox (manifest, action.json), the result.json it leaves, and the
+// size policy and input checks skrip applies to both.
+package contract
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Version is the contract_version a result.json must carry.
+const Version = 2
+
+// ErrViolation is wrapped by every error of ParseResult: the run broke the contract and
+// fails with "runner contract violation".
+var ErrViolation = errors.New("runner contract violation")
+
+// Paths and names inside the sandbox (SPEC §5).
+const (
+	WorkDir        = "/work"
+	InputDir       = "/work/input"
+	OutputDir      = "/work/output"
+	ResultPath     = "/work/result.json"
+	ScriptPath     = "/work/script.py"
+	Entrypoint     = "run_tool"
+	Home           = "/tmp/home"
+	ActionFileName = "action.json" // in InputDir on action runs
+)
+
+// ManifestFile is one file of InputDir as the manifest lists it.
+type ManifestFile struct {
+	Name  string `json:"name"`
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Manifest is SKRIPTOTEKET_INPUT_MANIFEST: every file in InputDir, action.json included.
+type Manifest struct {
+	Files []ManifestFile `json:"files"`
+}
+
+// FileEntry returns the manifest entry of the input file name, with its sandbox path.
+func FileEntry(name string, bytes int64) ManifestFile {
+	return ManifestFile{Name: name, Path: InputDir + "/" + name, Bytes: bytes}
+}
+
+// Action is action.json (and SKRIPTOTEKET_ACTION) on an action run. State is the
+// server's copy of the session state.
+type Action struct {
+	ActionID string          `json:"action_id"`
+	Input    map[string]any  `json:"input"`
+	State    json.RawMessage `json:"state"`
+}
+
+// MarshalJSON writes a nil Input as {} and an empty State as {}, so a tool can always
+// index action()["input"] and action()["state"].
+func (a Action) MarshalJSON() ([]byte, error) {
+	type plain Action
+	if a.Input == nil {
+		a.Input = map[string]any{}
+	}
+	if len(a.State) == 0 {
+		a.State = json.RawMessage("{}")
+	}
+	return json.Marshal(plain(a))
+}
+
+// Env returns the SKRIPTOTEKET_* variables and HOME for a run with the input files of m,
+// the initial form values inputs (SKRIPTOTEKET_INPUTS, "{}" when nil) and, on an action
+// run, action (SKRIPTOTEKET_ACTION, absent when action is nil). Values that came from
+// JSON always encode; Env panics on values that cannot (a programming error).
+func Env(m Manifest, inputs map[string]any, action *Action) map[string]string {
+	if m.Files == nil {
+		m.Files = []ManifestFile{}
+	}
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	env := map[string]string{
+		"SKRIPTOTEKET_INPUT_DIR":      InputDir,
+		"SKRIPTOTEKET_INPUT_MANIFEST": mustJSON("manifest", m),
+		"SKRIPTOTEKET_OUTPUT_DIR":     OutputDir,
+		"SKRIPTOTEKET_RESULT_PATH":    ResultPath,
+		"SKRIPTOTEKET_SCRIPT_PATH":    ScriptPath,
+		"SKRIPTOTEKET_ENTRYPOINT":     Entrypoint,
+		"SKRIPTOTEKET_INPUTS":         mustJSON("inputs", inputs),
+		"HOME":                        Home,
+	}
+	if action != nil {
+		env["SKRIPTOTEKET_ACTION"] = mustJSON("action", *action)
+	}
+	return env
+}
+
+func mustJSON(what string, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("contract.Env: %s cannot be encoded as JSON: %v", what, err))
+	}
+	return string(b)
+}

@@ -1,0 +1,411 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Statuses a result.json may carry.
+const (
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+)
+
+// Policy is the size policy of SPEC §5. A result over MaxResultBytes fails the run; any
+// other limit drops only the part over it, which a notice replaces.
+type Policy struct {
+	MaxOutputs       int   // outputs per result, skrip's notices included
+	MaxNextActions   int   // next_actions per result
+	MaxFields        int   // fields per next action
+	MaxStateBytes    int   // state, as compact JSON
+	MaxMarkdownBytes int   // a markdown output's text
+	MaxHTMLBytes     int   // an html_sandboxed output's html
+	MaxJSONBytes     int   // a json output's value, as compact JSON
+	MaxVegaBytes     int   // a vega_lite output's spec, as compact JSON
+	MaxTableRows     int   // rows per table output
+	MaxTableColumns  int   // columns per table output
+	MaxResultBytes   int64 // result.json itself
+}
+
+// DefaultPolicy returns the limits of SPEC §5.
+func DefaultPolicy() Policy {
+	return Policy{
+		MaxOutputs:       50,
+		MaxNextActions:   10,
+		MaxFields:        25,
+		MaxStateBytes:    64 << 10,
+		MaxMarkdownBytes: 64 << 10,
+		MaxHTMLBytes:     96 << 10,
+		MaxJSONBytes:     96 << 10,
+		MaxVegaBytes:     256 << 10,
+		MaxTableRows:     750,
+		MaxTableColumns:  40,
+		MaxResultBytes:   8 << 20,
+	}
+}
+
+// Result is a result.json that keeps to the contract and the size policy.
+type Result struct {
+	Status       string // StatusSucceeded or StatusFailed
+	ErrorSummary string
+	// Outputs are the tool's outputs, each one over the policy replaced in place by a
+	// warning notice, then the notices about next_actions, state and artifacts.
+	Outputs     []Output
+	NextActions []NextAction
+	// State is the state as compact JSON (re-encoded: valid UTF-8, keys sorted); nil
+	// when the key was absent or the state was dropped, "null" when explicitly null.
+	State json.RawMessage
+	// Artifacts are the paths the shim listed ("output/<path>"), for information: the
+	// runner scans output/ itself.
+	Artifacts []string
+	// Notices are the notices ParseResult added to Outputs, so callers can log them.
+	Notices []Output
+}
+
+// ParseResult reads result.json. Data over p.MaxResultBytes, bad JSON, a contract_version
+// other than Version, a status other than succeeded or failed, or a shim-written field
+// (error_summary, artifacts) of the wrong type give an error wrapping ErrViolation.
+//
+// Then the size policy: an output over its limit, of an unknown kind or malformed, a
+// malformed next action (or one with too many fields, or a duplicate action_id), and a
+// state over MaxStateBytes or not an object or null are each dropped and replaced by a
+// warning notice that says what was dropped and names the limit. A prefill that does not
+// fit its action's fields drops only the prefill (null entries in it are removed first).
+// Next actions past MaxNextActions are dropped with one notice. Outputs never number
+// more than MaxOutputs, notices included: when the tool's outputs and skrip's notices
+// would be more, the tool's last outputs give way to one notice that says how many were
+// dropped. (With a policy where MaxOutputs is not above MaxNextActions+3 that bound can
+// be passed by the notices alone.)
+func ParseResult(data []byte, p Policy) (Result, error) {
+	if int64(len(data)) > p.MaxResultBytes {
+		return Result{}, violation("result.json is %d bytes, over the limit of %s", len(data), bytesLimit(p.MaxResultBytes))
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Result{}, violation("result.json is empty: the run ended before the shim wrote its result")
+	}
+	var top map[string]json.RawMessage
+	if err := decodeJSON(data, &top); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return Result{}, violation("result.json is a JSON %s, not an object", listName(te.Value))
+		}
+		return Result{}, violation("result.json is not valid JSON: %v", err)
+	}
+	if top == nil {
+		return Result{}, violation("result.json is null, not an object")
+	}
+
+	v, ok := top["contract_version"]
+	n, isNum := value(v).(json.Number)
+	if f, err := strconv.ParseFloat(string(n), 64); !ok || !isNum || err != nil || f != Version {
+		return Result{}, violation("contract_version is %s, want %d", describe(v, ok), Version)
+	}
+	v, ok = top["status"]
+	status, _ := value(v).(string)
+	if status != StatusSucceeded && status != StatusFailed {
+		return Result{}, violation("status is %s, want %q or %q", describe(v, ok), StatusSucceeded, StatusFailed)
+	}
+	var summary string
+	switch s := value(top["error_summary"]).(type) {
+	case nil:
+	case string:
+		summary = s
+	default:
+		return Result{}, violation("error_summary is a JSON %s, want a string", jsonType(s))
+	}
+	var artifacts []string
+	switch a := value(top["artifacts"]).(type) {
+	case nil:
+	case []any:
+		for _, e := range a {
+			s, ok := e.(string)
+			if !ok {
+				return Result{}, violation("artifacts holds a JSON %s, want only strings", jsonType(e))
+			}
+			artifacts = append(artifacts, s)
+		}
+	default:
+		return Result{}, violation("artifacts is a JSON %s, want a list of strings", jsonType(a))
+	}
+
+	res := Result{Status: status, ErrorSummary: summary}
+	var extra []Output
+	res.NextActions, extra = parseNextActions(top["next_actions"], p, extra)
+	res.State, extra = parseState(top, p, extra)
+	res.Artifacts, extra = checkArtifacts(artifacts, extra)
+	outs, notices := parseOutputs(top["outputs"], p, max(p.MaxOutputs-len(extra), 1))
+	res.Outputs = append(outs, extra...)
+	res.Notices = append(notices, extra...)
+	return res, nil
+}
+
+func violation(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrViolation, fmt.Sprintf(format, args...))
+}
+
+func dropped(format string, args ...any) Output {
+	return Notice(LevelWarning, format, args...)
+}
+
+// parseOutputs checks the tool's outputs, keeping at most budget entries.
+func parseOutputs(raw json.RawMessage, p Policy, budget int) (outs, notices []Output) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		n := dropped("The result's outputs were dropped: they are a JSON %s, not a list.", jsonType(value(raw)))
+		return []Output{n}, []Output{n}
+	}
+	var overflow []Output
+	if len(raws) > budget {
+		keep := budget - 1
+		overflow = []Output{dropped("Outputs %d to %d of %d were dropped: over the limit of %d outputs per result, which counts skrip's notices.",
+			keep+1, len(raws), len(raws), p.MaxOutputs)}
+		raws = raws[:keep]
+	}
+	for i, r := range raws {
+		var o Output
+		reason := "it is null"
+		if !isNull(r) {
+			if err := decodeJSON(r, &o); err != nil {
+				reason = decodeReason(err)
+				var head kindJSON
+				_ = json.Unmarshal(r, &head) // only to name the kind in the notice
+				o.Kind = head.Kind
+			} else {
+				reason = checkOutput(o, p)
+			}
+		}
+		if reason == "" {
+			outs = append(outs, o)
+			continue
+		}
+		what := fmt.Sprintf("Output %d", i+1)
+		if knownKind(o.Kind) {
+			what += " (" + o.Kind + ")"
+		}
+		n := dropped("%s was dropped: %s.", what, reason)
+		outs = append(outs, n)
+		notices = append(notices, n)
+	}
+	return append(outs, overflow...), append(notices, overflow...)
+}
+
+var outputKinds = []string{KindNotice, KindMarkdown, KindTable, KindJSON, KindHTML, KindVegaLite}
+
+func knownKind(k string) bool { return slices.Contains(outputKinds, k) }
+
+// checkOutput returns "" when o keeps to the policy, or why it does not.
+func checkOutput(o Output, p Policy) string {
+	switch o.Kind {
+	case KindNotice:
+		if o.Level != LevelInfo && o.Level != LevelWarning && o.Level != LevelError {
+			return fmt.Sprintf("its level is %s, want %q, %q or %q", quote(o.Level), LevelInfo, LevelWarning, LevelError)
+		}
+	case KindMarkdown:
+		if len(o.Markdown) > p.MaxMarkdownBytes {
+			return overBytes(len(o.Markdown), p.MaxMarkdownBytes, "markdown")
+		}
+	case KindHTML:
+		if len(o.HTML) > p.MaxHTMLBytes {
+			return overBytes(len(o.HTML), p.MaxHTMLBytes, "html_sandboxed")
+		}
+	case KindTable:
+		if len(o.Columns) > p.MaxTableColumns {
+			return fmt.Sprintf("it has %d columns, over the limit of %d columns per table", len(o.Columns), p.MaxTableColumns)
+		}
+		if len(o.Rows) > p.MaxTableRows {
+			return fmt.Sprintf("it has %d rows, over the limit of %d rows per table", len(o.Rows), p.MaxTableRows)
+		}
+		keys := map[string]bool{}
+		for i, c := range o.Columns {
+			if c.Key == "" {
+				return fmt.Sprintf("its column %d has no key", i+1)
+			}
+			if keys[c.Key] {
+				return fmt.Sprintf("it has two columns with the key %s", quote(c.Key))
+			}
+			keys[c.Key] = true
+		}
+	case KindJSON:
+		n, err := jsonSize(o.Value)
+		if err != nil {
+			return "its value cannot be encoded as JSON"
+		}
+		if n > p.MaxJSONBytes {
+			return overBytes(n, p.MaxJSONBytes, "a json value")
+		}
+	case KindVegaLite:
+		if _, ok := o.Spec.(map[string]any); !ok {
+			return fmt.Sprintf("its spec is a JSON %s, not an object", jsonType(o.Spec))
+		}
+		n, err := jsonSize(o.Spec)
+		if err != nil {
+			return "its spec cannot be encoded as JSON"
+		}
+		if n > p.MaxVegaBytes {
+			return overBytes(n, p.MaxVegaBytes, "a vega_lite spec")
+		}
+	case "":
+		return "it has no kind"
+	default:
+		return fmt.Sprintf("its kind %s is unknown (known kinds: %s)", quote(o.Kind), strings.Join(outputKinds, ", "))
+	}
+	return ""
+}
+
+// parseState checks the state, re-encoding it compactly.
+func parseState(top map[string]json.RawMessage, p Policy, extra []Output) (json.RawMessage, []Output) {
+	raw, ok := top["state"]
+	if !ok {
+		return nil, extra
+	}
+	v := value(raw)
+	switch v.(type) {
+	case nil:
+		return json.RawMessage("null"), extra
+	case map[string]any:
+	default:
+		return nil, append(extra, dropped("The result's state was dropped: it is a JSON %s; state must be an object or null.", jsonType(v)))
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, append(extra, dropped("The result's state was dropped: it cannot be encoded as JSON."))
+	}
+	state := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	if len(state) > p.MaxStateBytes {
+		return nil, append(extra, dropped("The result's state was dropped: it is %d bytes, over the limit of %s for state.", len(state), bytesLimit(int64(p.MaxStateBytes))))
+	}
+	return json.RawMessage(state), extra
+}
+
+// checkArtifacts keeps the paths that are plain relative paths under output/.
+func checkArtifacts(paths []string, extra []Output) ([]string, []Output) {
+	var ok []string
+	var bad []string
+	for _, a := range paths {
+		if validArtifact(a) {
+			ok = append(ok, a)
+		} else {
+			bad = append(bad, a)
+		}
+	}
+	if len(bad) > 0 {
+		extra = append(extra, dropped("%d artifact paths listed in the result were ignored: they are not plain paths under output/ (the first is %s).", len(bad), quote(bad[0])))
+	}
+	return ok, extra
+}
+
+func validArtifact(a string) bool {
+	rel, ok := strings.CutPrefix(a, "output/")
+	if !ok || rel == "" || strings.ContainsRune(rel, 0) || path.Clean(rel) != rel || path.IsAbs(rel) {
+		return false
+	}
+	for _, el := range strings.Split(rel, "/") {
+		if el == ".." || el == "." {
+			return false
+		}
+	}
+	return true
+}
+
+// isNull reports whether a raw value is absent or null.
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// value decodes a raw JSON value known to be valid; nil for absent or null.
+func value(raw json.RawMessage) any {
+	if raw == nil {
+		return nil
+	}
+	var v any
+	if err := decodeJSON(raw, &v); err != nil {
+		return nil
+	}
+	return v
+}
+
+// describe shows a raw value for a violation message.
+func describe(raw json.RawMessage, present bool) string {
+	if !present {
+		return "missing"
+	}
+	return short(string(raw))
+}
+
+// jsonType names the JSON type of a decoded value.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number, float64:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "list"
+	default:
+		return "object"
+	}
+}
+
+// decodeReason says why a JSON value did not decode into an output or action.
+func decodeReason(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return "it is not valid JSON"
+	}
+	got := listName(te.Value)
+	if te.Field == "" {
+		return fmt.Sprintf("it is a JSON %s, not an object", got)
+	}
+	want := "a " + te.Type.Kind().String()
+	switch te.Type.Kind() {
+	case reflect.String:
+		want = "a string"
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.Map, reflect.Struct:
+		want = "an object"
+	case reflect.Bool:
+		want = "a boolean"
+	}
+	return fmt.Sprintf("its %s is a JSON %s, want %s", te.Field, got, want)
+}
+
+// listName calls a JSON array a list, as the contract does.
+func listName(jsonType string) string {
+	if jsonType == "array" {
+		return "list"
+	}
+	return jsonType
+}
+
+func overBytes(n, limit int, what string) string {
+	return fmt.Sprintf("it is %d bytes, over the limit of %s for %s", n, bytesLimit(int64(limit)), what)
+}
+
+// bytesLimit shows a limit in bytes, with KiB or MiB when it is a whole number of them.
+func bytesLimit(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d bytes (%d MiB)", n, n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d bytes (%d KiB)", n, n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

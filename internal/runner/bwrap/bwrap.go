@@ -1,0 +1,308 @@
+// Package bwrap runs tool runs under bubblewrap on the host: new user, pid, net, ipc, uts
+// and cgroup namespaces, a non-root uid, a cleared environment, a read-only root, tmpfs
+// /tmp, and limits from cgroup v2, cgroup v1 or rlimits, whichever the machine offers.
+package bwrap
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/runner/shim"
+)
+
+// Config chooses the programs and directories of the runner.
+type Config struct {
+	// WorkDir holds per-run scratch directories (<data>/work/bwrap); it is emptied on
+	// start, since nothing in it outlives a run.
+	WorkDir string
+	// Rootfs is a directory mounted read-only as the sandbox's root (a debootstrap tree);
+	// empty uses the host's /usr.
+	Rootfs string
+}
+
+// Runner is the bubblewrap runner.
+type Runner struct {
+	cfg      Config
+	bwrap    string
+	python   string
+	shimDir  string
+	limiter  limiter
+	tmpfsOut bool // /work/output is a size-capped tmpfs mounted by the server
+	log      *slog.Logger
+}
+
+// maxResultBytes caps how much of result.json is read.
+const maxResultBytes = 8 << 20
+
+// New checks that bubblewrap can make a sandbox here and prepares the work directory. An
+// ErrUnavailable error says what to install or change.
+func New(cfg Config, log *slog.Logger) (*Runner, error) {
+	bw, err := exec.LookPath("bwrap")
+	if err != nil {
+		return nil, fmt.Errorf("%w: bubblewrap is not installed; install it with `apt-get install bubblewrap`", runner.ErrUnavailable)
+	}
+	if cfg.WorkDir, err = filepath.Abs(cfg.WorkDir); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(cfg.WorkDir))
+	r := &Runner{cfg: cfg, bwrap: bw, log: log, limiter: pickLimiter(hex.EncodeToString(sum[:6]))}
+	r.limiter.sweep()
+	root := cfg.Rootfs
+	if root == "" {
+		root = "/"
+	}
+	r.python = "/usr/bin/python3"
+	if _, err := os.Stat(filepath.Join(root, "usr/bin/python3")); err != nil {
+		return nil, fmt.Errorf("%w: no python3 in %s; install it with `apt-get install python3`", runner.ErrUnavailable, filepath.Join(root, "usr/bin"))
+	}
+	if err := r.cleanWorkDir(); err != nil {
+		return nil, err
+	}
+	r.shimDir = filepath.Join(cfg.WorkDir, "shim")
+	if err := os.MkdirAll(r.shimDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := shim.WriteTo(r.shimDir); err != nil {
+		return nil, fmt.Errorf("writing the runner shim: %w", err)
+	}
+	out, err := exec.Command(bw, r.baseArgs(nil)...).CombinedOutput()
+	if err == nil {
+		// baseArgs(nil) ends with the command: a bare `true` from the sandbox's /usr.
+		_ = out
+	} else {
+		return nil, fmt.Errorf("%w: bubblewrap cannot create a sandbox here (%s): %v; user namespaces must be enabled (sysctl kernel.unprivileged_userns_clone=1)",
+			runner.ErrUnavailable, strings.TrimSpace(string(out)), err)
+	}
+	r.tmpfsOut = r.probeTmpfs()
+	return r, nil
+}
+
+// Name implements runner.Runner.
+func (r *Runner) Name() string { return "bwrap" }
+
+// Close implements runner.Runner: it removes this server's cgroups.
+func (r *Runner) Close() error {
+	r.limiter.close()
+	return nil
+}
+
+// Enforcement implements runner.Runner.
+func (r *Runner) Enforcement() []runner.Enforced {
+	var l runner.Limits
+	l.MemoryBytes, l.Pids, l.CPUs = 1<<30, 256, 1
+	out := []runner.Enforced{{Limit: "wall time", How: "SIGKILL of the whole sandbox at the deadline", OK: true}}
+	out = append(out, r.limiter.enforced(l)...)
+	out = append(out, runner.Enforced{Limit: "/tmp", How: "tmpfs with a size (bwrap --size)", OK: true})
+	if r.tmpfsOut {
+		out = append(out, runner.Enforced{Limit: "/work/output", How: "tmpfs with a size, mounted by the server (runs as root)", OK: true})
+	} else {
+		out = append(out, runner.Enforced{Limit: "/work/output", How: "RLIMIT_FSIZE per file only (the server is not root, so the total is not capped)", OK: false})
+	}
+	return append(out,
+		runner.Enforced{Limit: "stdout/stderr", How: "captured up to the log limit each, the rest counted and dropped", OK: true},
+		runner.Enforced{Limit: "network", How: "own network namespace with only loopback", OK: true})
+}
+
+// Limiter names the mechanism limiting memory, pids and CPU ("cgroup v1", …).
+func (r *Runner) Limiter() string { return r.limiter.name() }
+
+// baseArgs is the sandbox every run shares; spec-specific mounts follow it. With a nil
+// spec it is a probe that runs `true`.
+func (r *Runner) baseArgs(extra []string) []string {
+	args := []string{"--unshare-all", "--die-with-parent", "--new-session", "--uid", "65534", "--gid", "65534",
+		"--hostname", "skrip", "--clearenv"}
+	if r.cfg.Rootfs != "" {
+		args = append(args, "--ro-bind", r.cfg.Rootfs, "/",
+			// The rootfs's own secrets, readable by its root, which is the sandbox user here.
+			"--ro-bind", "/dev/null", "/etc/shadow")
+	} else {
+		args = append(args, "--ro-bind", "/usr", "/usr")
+		for _, l := range []string{"bin", "sbin", "lib", "lib64", "lib32", "libx32"} {
+			if _, err := os.Lstat(filepath.Join("/usr", l)); err == nil {
+				args = append(args, "--symlink", "usr/"+l, "/"+l)
+			}
+		}
+		for _, etc := range []string{"/etc/fonts", "/etc/alternatives", "/etc/mime.types", "/etc/ld.so.cache", "/etc/localtime"} {
+			args = append(args, "--ro-bind-try", etc, etc)
+		}
+	}
+	args = append(args, "--proc", "/proc", "--dev", "/dev")
+	if extra == nil {
+		return append(args, "--", "/usr/bin/true")
+	}
+	return append(args, extra...)
+}
+
+// Run implements runner.Runner.
+func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, error) {
+	scratch := filepath.Join(r.cfg.WorkDir, "runs", spec.ID)
+	if err := os.MkdirAll(filepath.Join(scratch, "output"), 0o755); err != nil {
+		return runner.Result{}, err
+	}
+	mounted := false
+	defer func() {
+		if mounted {
+			syscall.Unmount(filepath.Join(scratch, "output"), syscall.MNT_DETACH)
+		}
+		os.RemoveAll(scratch)
+	}()
+	l := spec.Limits
+	if r.tmpfsOut {
+		opts := "size=" + strconv.FormatInt(max(l.OutputBytes, 4096), 10) + ",mode=0755"
+		if err := syscall.Mount("tmpfs", filepath.Join(scratch, "output"), "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+			return runner.Result{}, fmt.Errorf("mounting the output tmpfs: %w", err)
+		}
+		mounted = true
+	}
+	if err := os.WriteFile(filepath.Join(scratch, "script.py"), spec.Script, 0o444); err != nil {
+		return runner.Result{}, err
+	}
+	resultPath := filepath.Join(scratch, "result.json")
+	if err := os.WriteFile(resultPath, nil, 0o644); err != nil {
+		return runner.Result{}, err
+	}
+
+	args := r.baseArgs([]string{
+		"--size", strconv.FormatInt(max(l.TmpBytes, 4096), 10), "--tmpfs", "/tmp", "--dir", "/tmp/home",
+		"--tmpfs", "/work",
+		"--ro-bind", filepath.Join(scratch, "script.py"), "/work/script.py",
+		"--ro-bind", spec.InputDir, "/work/input",
+		"--bind", filepath.Join(scratch, "output"), "/work/output",
+		"--bind", resultPath, "/work/result.json",
+		"--ro-bind", r.shimDir, "/skrip",
+		"--remount-ro", "/work",
+		// The root bwrap builds is a writable tmpfs: make it read-only too, once every
+		// mount point exists. /tmp and /work/output are mounts of their own and stay writable.
+		"--remount-ro", "/",
+		"--chdir", "/work",
+	})
+	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp/home",
+		"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--setenv", k, env[k])
+	}
+	args = append(args, "--", r.python, "-s", "-B", shim.Entry)
+
+	g, err := r.limiter.start(spec.ID, l)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	defer g.destroy()
+	argv := append([]string{r.bwrap}, args...)
+	if !r.tmpfsOut && l.OutputBytes > 0 {
+		argv = append([]string{"/bin/sh", "-c", fmt.Sprintf("ulimit -f %d || exit 125; exec \"$@\"", (l.OutputBytes+511)/512), "sh"}, argv...)
+	}
+	argv = g.wrap(argv)
+
+	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: spec.OnLine}
+	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: spec.OnLine}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = 2 * time.Second
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return runner.Result{}, fmt.Errorf("starting bwrap: %w", err)
+	}
+	var timedOut atomic.Bool
+	var once sync.Once
+	kill := func() { once.Do(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) }
+	timer := time.AfterFunc(l.WallTime, func() { timedOut.Store(true); kill() })
+	stop := context.AfterFunc(ctx, kill)
+	waitErr := cmd.Wait()
+	timer.Stop()
+	stop()
+	res := runner.Result{Duration: time.Since(start), TimedOut: timedOut.Load(), OOMKilled: g.oomKilled()}
+	stdout.Flush()
+	stderr.Flush()
+	res.Stdout, res.StdoutTruncated = stdout.Bytes()
+	res.Stderr, res.StderrTruncated = stderr.Bytes()
+	var exitErr *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &exitErr):
+		res.ExitCode = exitErr.ExitCode()
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.ExitCode = 128 + int(ws.Signal())
+		}
+	case errors.Is(waitErr, exec.ErrWaitDelay):
+	default:
+		return res, fmt.Errorf("waiting for bwrap: %w", waitErr)
+	}
+	if res.ExitCode == 125 && !res.TimedOut {
+		return res, fmt.Errorf("the sandbox could not be set up: %s", strings.TrimSpace(string(res.Stderr)))
+	}
+	if f, err := os.Open(resultPath); err == nil {
+		b, _ := io.ReadAll(io.LimitReader(f, maxResultBytes+1))
+		f.Close()
+		if len(b) > 0 {
+			res.ResultJSON = b
+		}
+	}
+	if spec.Collect != nil {
+		if err := spec.Collect(filepath.Join(scratch, "output")); err != nil {
+			return res, fmt.Errorf("collecting /work/output: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// probeTmpfs reports whether the server may mount a size-capped tmpfs (it is root).
+func (r *Runner) probeTmpfs() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	dir, err := os.MkdirTemp(r.cfg.WorkDir, "probe-")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(dir)
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4096"); err != nil {
+		return false
+	}
+	syscall.Unmount(dir, syscall.MNT_DETACH)
+	return true
+}
+
+// cleanWorkDir removes what a crashed server left: output tmpfs mounts and scratch dirs.
+func (r *Runner) cleanWorkDir() error {
+	runs := filepath.Join(r.cfg.WorkDir, "runs")
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(mi), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 4 && strings.HasPrefix(f[4], runs+"/") {
+				syscall.Unmount(f[4], syscall.MNT_DETACH)
+			}
+		}
+	}
+	if err := os.RemoveAll(runs); err != nil {
+		return fmt.Errorf("cleaning %s: %w", runs, err)
+	}
+	return os.MkdirAll(runs, 0o755)
+}

@@ -1,0 +1,45 @@
+package bwrap
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/runner/runnertest"
+	"github.com/skrip-dev/skrip/internal/testutil"
+)
+
+func newRunner(t *testing.T) runner.Runner {
+	t.Helper()
+	r, err := New(Config{WorkDir: t.TempDir()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if errors.Is(err, runner.ErrUnavailable) {
+		testutil.Missing(t, "bwrap", err.Error(), "apt-get install bubblewrap python3")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestConformance(t *testing.T) {
+	runnertest.Run(t, newRunner)
+}
+
+func TestEnforcementNamesEveryLimit(t *testing.T) {
+	r := newRunner(t)
+	seen := map[string]bool{}
+	for _, e := range r.Enforcement() {
+		if e.How == "" {
+			t.Errorf("%s: no description", e.Limit)
+		}
+		seen[e.Limit] = true
+	}
+	for _, l := range []string{"wall time", "memory", "pids", "cpu", "/tmp", "/work/output", "stdout/stderr", "network"} {
+		if !seen[l] {
+			t.Errorf("Enforcement does not mention %s", l)
+		}
+	}
+}

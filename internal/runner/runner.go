@@ -1,0 +1,106 @@
+// Package runner owns sandboxed execution of one tool run: the Runner interface that the
+// bubblewrap and Docker runners implement, the limits a run gets, and what a run leaves
+// behind (exit status, capped logs, result.json, the files of /work/output).
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrUnavailable means the runner cannot run anything on this machine (a missing program,
+// an engine that does not answer); its message says what to install.
+var ErrUnavailable = errors.New("runner unavailable")
+
+// Limits bound one run. Zero means the runner's own default is not applied: callers
+// always pass every limit (config holds the defaults).
+type Limits struct {
+	WallTime    time.Duration
+	MemoryBytes int64
+	Pids        int
+	CPUs        float64
+	TmpBytes    int64
+	OutputBytes int64
+	LogBytes    int64 // kept of stdout and of stderr each
+}
+
+// Spec is one run to execute. The runner mounts Script read-only at /work/script.py,
+// InputDir read-only at /work/input, a writable size-capped /work/output, a writable
+// /work/result.json, and the shim read-only at /skrip, then runs the shim with Env added
+// to an otherwise cleared environment.
+type Spec struct {
+	ID       string // the run id: names scratch dirs, cgroups and containers
+	ToolID   string
+	Script   []byte
+	InputDir string
+	Env      map[string]string
+	Limits   Limits
+	// OnLine, when set, receives stdout and stderr lines as they come ("stdout" or
+	// "stderr"); it must not block for long.
+	OnLine func(stream string, line []byte)
+	// Collect, when set, is called after the sandbox has exited (however it ended) with
+	// a host directory holding what the run left in /work/output. The directory is only
+	// valid during the call. Symlinks and special files are as the run left them: the
+	// caller decides what is an artifact.
+	Collect func(outputDir string) error
+}
+
+// Result is how a run ended.
+type Result struct {
+	ExitCode        int
+	TimedOut        bool
+	OOMKilled       bool
+	Stdout          []byte
+	Stderr          []byte
+	StdoutTruncated bool
+	StderrTruncated bool
+	ResultJSON      []byte // /work/result.json as the run left it; nil when empty
+	Duration        time.Duration
+}
+
+// Enforced says how one limit is enforced on this machine, for `skrip doctor`.
+type Enforced struct {
+	Limit string // "wall time", "memory", "pids", "cpu", "/tmp", "/work/output", "stdout/stderr", "network"
+	How   string // e.g. "cgroup v1 memory.limit_in_bytes", or "not enforced"
+	OK    bool
+}
+
+// Runner executes runs in a sandbox. Every method is safe for concurrent use.
+type Runner interface {
+	// Name is "bwrap" or "docker".
+	Name() string
+	// Run executes spec and waits for it to end. A run that fails, times out or runs
+	// out of memory is a Result, not an error; an error means the sandbox itself could
+	// not be set up or torn down.
+	Run(ctx context.Context, spec Spec) (Result, error)
+	// Enforcement lists every limit and how this runner enforces it here.
+	Enforcement() []Enforced
+	// Close releases what the runner holds.
+	Close() error
+}
+
+// MemoryExceeded is the error summary of a run stopped by its memory limit.
+func MemoryExceeded(limit int64) string {
+	return fmt.Sprintf("memory limit exceeded (%s)", HumanBytes(limit))
+}
+
+// TimedOut is the error summary of a run stopped by its wall-time limit.
+func TimedOut(d time.Duration) string {
+	return fmt.Sprintf("Execution timed out after %s", d)
+}
+
+// HumanBytes formats a limit in binary units: "1 GiB", "256 MiB", "1.5 GiB".
+func HumanBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, i := float64(n), 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d %s", int64(v), units[i])
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
+}

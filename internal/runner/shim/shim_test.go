@@ -1,0 +1,485 @@
+package shim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skrip-dev/skrip/internal/contract"
+)
+
+// python returns the interpreter the sandbox uses: the host's /usr/bin/python3, or
+// python3 from PATH.
+func python(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("/usr/bin/python3"); err == nil {
+		return p
+	}
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not available: apt-get install python3")
+	}
+	return p
+}
+
+// run is one shim run outside a sandbox, with /work's layout in temp dirs.
+type run struct {
+	exit           int
+	stdout, stderr string
+	raw            []byte
+	res            contract.Result
+	input, output  string
+}
+
+type tool struct {
+	script string
+	files  map[string]string // input files
+	inputs map[string]any
+	action *contract.Action
+}
+
+// runShim runs the shim on tl the way a runner does, but with the SKRIPTOTEKET_* paths
+// pointing at temp dirs, and parses result.json.
+func runShim(t *testing.T, tl tool) run {
+	t.Helper()
+	py := python(t)
+	tmp := t.TempDir()
+	skrip, work, home := filepath.Join(tmp, "skrip"), filepath.Join(tmp, "work"), filepath.Join(tmp, "home")
+	r := run{input: filepath.Join(work, "input"), output: filepath.Join(work, "output")}
+	for _, d := range []string{r.input, r.output, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteTo(skrip); err != nil {
+		t.Fatal(err)
+	}
+	script, result := filepath.Join(work, "script.py"), filepath.Join(work, "result.json")
+	// A stale, longer result.json shows that the shim truncates what it overwrites.
+	if err := os.WriteFile(result, bytes.Repeat([]byte("x"), 10000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte(tl.script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var m contract.Manifest
+	add := func(name string, body []byte) {
+		if err := os.WriteFile(filepath.Join(r.input, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m.Files = append(m.Files, contract.ManifestFile{Name: name, Path: filepath.Join(r.input, name), Bytes: int64(len(body))})
+	}
+	for name, body := range tl.files {
+		add(name, []byte(body))
+	}
+	if tl.action != nil {
+		b, err := json.Marshal(tl.action)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add(contract.ActionFileName, b)
+	}
+	env := contract.Env(m, tl.inputs, tl.action)
+	env["SKRIPTOTEKET_INPUT_DIR"] = r.input
+	env["SKRIPTOTEKET_OUTPUT_DIR"] = r.output
+	env["SKRIPTOTEKET_RESULT_PATH"] = result
+	env["SKRIPTOTEKET_SCRIPT_PATH"] = script
+	env["HOME"] = home
+	env["PATH"] = os.Getenv("PATH")
+
+	cmd := exec.Command(py, "-s", "-B", filepath.Join(skrip, "skrip_shim.py"))
+	cmd.Dir = work
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		r.exit = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	r.stdout, r.stderr = stdout.String(), stderr.String()
+	if r.raw, err = os.ReadFile(result); err != nil {
+		t.Fatal(err)
+	}
+	if r.res, err = contract.ParseResult(r.raw, contract.DefaultPolicy()); err != nil {
+		t.Fatalf("result.json: %v\n%s\nstderr:\n%s", err, r.raw, r.stderr)
+	}
+	if r.exit != 0 {
+		t.Fatalf("exit code %d with result.json written; stderr:\n%s", r.exit, r.stderr)
+	}
+	return r
+}
+
+func TestShim(t *testing.T) {
+	tests := []struct {
+		name  string
+		tool  tool
+		check func(t *testing.T, r run)
+	}{
+		{
+			name: "returns str",
+			tool: tool{script: "def run_tool(input_dir, output_dir):\n    return '<p>hej</p>'\n"},
+			check: func(t *testing.T, r run) {
+				wantSucceeded(t, r)
+				if len(r.res.Outputs) != 1 || r.res.Outputs[0].Kind != contract.KindHTML || r.res.Outputs[0].HTML != "<p>hej</p>" {
+					t.Errorf("outputs %+v", r.res.Outputs)
+				}
+				if r.res.State != nil || bytes.Contains(r.raw, []byte(`"state"`)) {
+					t.Errorf("state written: %s", r.raw)
+				}
+			},
+		},
+		{
+			name: "returns None",
+			tool: tool{script: "def run_tool(input_dir, output_dir):\n    print('working')\n"},
+			check: func(t *testing.T, r run) {
+				wantSucceeded(t, r)
+				if len(r.res.Outputs) != 0 || r.stdout != "working\n" {
+					t.Errorf("outputs %+v, stdout %q", r.res.Outputs, r.stdout)
+				}
+			},
+		},
+		{
+			name: "returns a dict",
+			tool: tool{script: `
+def run_tool(input_dir, output_dir):
+    return {
+        "outputs": [
+            {"kind": "notice", "level": "info", "message": "Klart"},
+            {"kind": "table", "columns": [{"key": "n", "label": "N"}], "rows": [{"n": 1}, {"n": 2}]},
+        ],
+        "next_actions": [{"action_id": "convert", "label": "Konvertera till PDF", "kind": "form",
+                          "fields": [{"name": "page_size", "label": "Sida", "kind": "enum",
+                                      "options": [{"value": "a4", "label": "A4"}]}]}],
+        "state": {"step": "preview", "html_files": ["å.html"]},
+    }
+`},
+			check: func(t *testing.T, r run) {
+				wantSucceeded(t, r)
+				if len(r.res.Outputs) != 2 || r.res.Outputs[0].Message != "Klart" || len(r.res.Outputs[1].Rows) != 2 {
+					t.Errorf("outputs %+v", r.res.Outputs)
+				}
+				if len(r.res.NextActions) != 1 || r.res.NextActions[0].Fields[0].Options[0].Value != "a4" {
+					t.Errorf("next actions %+v", r.res.NextActions)
+				}
+				if string(r.res.State) != `{"html_files":["å.html"],"step":"preview"}` {
+					t.Errorf("state %s", r.res.State)
+				}
+			},
+		},
+		{
+			name: "state explicitly None",
+			tool: tool{script: "def run_tool(i, o):\n    return {'outputs': None, 'state': None}\n"},
+			check: func(t *testing.T, r run) {
+				wantSucceeded(t, r)
+				if string(r.res.State) != "null" {
+					t.Errorf("state %q, want null", r.res.State)
+				}
+			},
+		},
+		{
+			name: "unknown keys in the dict",
+			tool: tool{script: "def run_tool(i, o):\n    return {'output': []}\n"},
+			check: func(t *testing.T, r run) {
+				wantSucceeded(t, r)
+				if !strings.Contains(r.stderr, "ignoring key(s) 'output'") {
+					t.Errorf("stderr %q", r.stderr)
+				}
+			},
+		},
+		{
+			name: "ToolUserError",
+			tool: tool{script: "import skrip_toolkit as tk\ndef run_tool(i, o):\n    raise tk.ToolUserError('Ladda upp minst en HTML-fil.')\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, "Ladda upp minst en HTML-fil.")
+				if strings.Contains(r.stderr, "Traceback") {
+					t.Errorf("a traceback for a ToolUserError:\n%s", r.stderr)
+				}
+			},
+		},
+		{
+			name: "ValueError",
+			tool: tool{script: "def helper():\n    raise ValueError('bad value')\n\ndef run_tool(i, o):\n    helper()\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, "Tool execution failed (ValueError).")
+				for _, want := range []string{"Traceback (most recent call last):", "script.py\", line 5, in run_tool", "line 2, in helper", "ValueError: bad value"} {
+					if !strings.Contains(r.stderr, want) {
+						t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+					}
+				}
+				if strings.Contains(r.stderr, "skrip_shim.py") {
+					t.Errorf("the traceback shows the shim's frames:\n%s", r.stderr)
+				}
+			},
+		},
+		{
+			name:  "error while importing",
+			tool:  tool{script: "import no_such_module_here\ndef run_tool(i, o):\n    return ''\n"},
+			check: func(t *testing.T, r run) { wantFailed(t, r, "Tool execution failed (ModuleNotFoundError).") },
+		},
+		{
+			name: "syntax error",
+			tool: tool{script: "def run_tool(i, o)\n    return ''\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, "Tool execution failed (SyntaxError).")
+				if !strings.Contains(r.stderr, "script.py\", line 1") {
+					t.Errorf("stderr:\n%s", r.stderr)
+				}
+			},
+		},
+		{
+			name:  "returns 42",
+			tool:  tool{script: "def run_tool(i, o):\n    return 42\n"},
+			check: func(t *testing.T, r run) { wantFailed(t, r, "run_tool returned int; return a str or a dict") },
+		},
+		{
+			name:  "returns bytes",
+			tool:  tool{script: "def run_tool(i, o):\n    return b'<p>'\n"},
+			check: func(t *testing.T, r run) { wantFailed(t, r, "run_tool returned bytes; return a str or a dict") },
+		},
+		{
+			name: "no run_tool",
+			tool: tool{script: "def main(i, o):\n    return ''\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, "The script defines no function run_tool(input_dir, output_dir).")
+			},
+		},
+		{
+			name: "sys.exit",
+			tool: tool{script: "import sys\ndef run_tool(i, o):\n    sys.exit(3)\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, "Tool execution failed (SystemExit): the tool called exit(3); return from run_tool instead.")
+			},
+		},
+		{
+			name:  "KeyboardInterrupt",
+			tool:  tool{script: "def run_tool(i, o):\n    raise KeyboardInterrupt\n"},
+			check: func(t *testing.T, r run) { wantFailed(t, r, "Tool execution was interrupted (KeyboardInterrupt).") },
+		},
+		{
+			name: "toolkit on an initial run",
+			tool: tool{
+				files:  map[string]string{"a.csv": "x,y\n", "bild ö.png": "PNG"},
+				inputs: map[string]any{"n": 3.0, "name": "Åsa"},
+				script: `
+import os, skrip_toolkit as tk
+def run_tool(input_dir, output_dir):
+    return {"outputs": [{"kind": "json", "value": {
+        "args": [input_dir, output_dir], "manifest": tk.manifest(), "files": sorted(f["name"] for f in tk.input_files()),
+        "inputs": tk.inputs(), "action": tk.action(), "state": tk.state(),
+        "content": open(os.path.join(input_dir, "a.csv")).read()}}]}
+`},
+			check: func(t *testing.T, r run) {
+				v := jsonValue(t, r)
+				if fmt.Sprint(v["args"]) != fmt.Sprint([]string{r.input, r.output}) {
+					t.Errorf("args %v", v["args"])
+				}
+				if fmt.Sprint(v["files"]) != "[a.csv bild ö.png]" || v["content"] != "x,y\n" {
+					t.Errorf("files %v, content %q", v["files"], v["content"])
+				}
+				if n := len(v["manifest"].(map[string]any)["files"].([]any)); n != 2 {
+					t.Errorf("manifest %v", v["manifest"])
+				}
+				if fmt.Sprint(v["inputs"]) != "map[n:3 name:Åsa]" || v["action"] != nil || v["state"] != nil {
+					t.Errorf("inputs %v, action %v, state %v", v["inputs"], v["action"], v["state"])
+				}
+			},
+		},
+		{
+			name: "toolkit on an action run",
+			tool: tool{
+				files: map[string]string{"index.html": "<h1>x</h1>"},
+				action: &contract.Action{ActionID: "convert", Input: map[string]any{"page_size": "a4"},
+					State: json.RawMessage(`{"step":"preview","html_files":["index.html"]}`)},
+				script: `
+import json, os, skrip_toolkit as tk
+def run_tool(input_dir, output_dir):
+    on_disk = json.load(open(os.path.join(input_dir, "action.json")))
+    return {"outputs": [{"kind": "json", "value": {
+        "manifest": sorted(f["name"] for f in tk.manifest()["files"]),
+        "files": [f["name"] for f in tk.input_files()],
+        "action": tk.action(), "same": tk.action() == on_disk, "state": tk.state(), "inputs": tk.inputs()}}],
+        "state": {"step": "done"}}
+`},
+			check: func(t *testing.T, r run) {
+				v := jsonValue(t, r)
+				if fmt.Sprint(v["manifest"]) != "[action.json index.html]" || fmt.Sprint(v["files"]) != "[index.html]" {
+					t.Errorf("manifest %v, files %v", v["manifest"], v["files"])
+				}
+				if v["same"] != true || fmt.Sprint(v["action"]) != "map[action_id:convert input:map[page_size:a4] state:map[html_files:[index.html] step:preview]]" {
+					t.Errorf("action %v (same as action.json: %v)", v["action"], v["same"])
+				}
+				if fmt.Sprint(v["state"]) != "map[html_files:[index.html] step:preview]" || fmt.Sprint(v["inputs"]) != "map[]" {
+					t.Errorf("state %v, inputs %v", v["state"], v["inputs"])
+				}
+				if string(r.res.State) != `{"step":"done"}` {
+					t.Errorf("new state %s", r.res.State)
+				}
+			},
+		},
+		{
+			name: "artifacts",
+			tool: tool{script: `
+import os
+def run_tool(input_dir, output_dir):
+    open(os.path.join(output_dir, "report.pdf"), "w").write("pdf")
+    os.makedirs(os.path.join(output_dir, "sub", "deeper"))
+    open(os.path.join(output_dir, "sub", "deeper", "b ö.png"), "w").write("png")
+    os.symlink("report.pdf", os.path.join(output_dir, "link.pdf"))
+    os.symlink("/etc", os.path.join(output_dir, "etc"))
+    os.symlink("sub", os.path.join(output_dir, "sublink"))
+    os.mkfifo(os.path.join(output_dir, "fifo"))
+    os.chdir("/")
+    return "<p>done</p>"
+`},
+			check: func(t *testing.T, r run) {
+				wantSucceeded(t, r)
+				if got := fmt.Sprint(r.res.Artifacts); got != "[output/report.pdf output/sub/deeper/b ö.png]" {
+					t.Errorf("artifacts %s", got)
+				}
+			},
+		},
+		{
+			name: "an undecodable file name",
+			tool: tool{script: "import os\ndef run_tool(i, o):\n    open(os.path.join(o.encode(), b'bad\\xff.txt'), 'w').write('x')\n    return {'outputs': [{'kind': 'markdown', 'markdown': os.listdir(o)[0]}]}\n"},
+			check: func(t *testing.T, r run) {
+				wantSucceeded(t, r)
+				if fmt.Sprint(r.res.Artifacts) != "[output/bad\ufffd.txt]" || r.res.Outputs[0].Markdown != "bad\ufffd.txt" {
+					t.Errorf("artifacts %q, outputs %+v", r.res.Artifacts, r.res.Outputs)
+				}
+			},
+		},
+		{
+			name: "values JSON cannot hold",
+			tool: tool{script: `
+import datetime, decimal, enum
+class Colour(enum.IntEnum):
+    RED = 1
+def run_tool(i, o):
+    return {"outputs": [{"kind": "json", "value": {
+        "when": datetime.date(2024, 5, 1), "dec": decimal.Decimal("1.10"), "nan": float("nan"), "inf": float("-inf"),
+        "set": {1}, 7: "int key", None: "none key", "tuple": (1, 2), "colour": Colour.RED, "big": 2**70}}]}
+`},
+			check: func(t *testing.T, r run) {
+				v := jsonValue(t, r)
+				want := map[string]any{"when": "2024-05-01", "dec": "1.10", "nan": nil, "inf": nil, "set": "{1}",
+					"7": "int key", "null": "none key", "tuple": []any{1.0, 2.0}, "colour": 1.0, "big": 1180591620717411303424.0}
+				if fmt.Sprint(v) != fmt.Sprint(want) {
+					t.Errorf("value %v\nwant  %v", v, want)
+				}
+			},
+		},
+		{
+			name: "a cycle",
+			tool: tool{script: "def run_tool(i, o):\n    l = []\n    l.append(l)\n    return {'outputs': [{'kind': 'json', 'value': l}]}\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, "run_tool's outputs, next_actions or state are not JSON-serialisable (ValueError: it contains itself).")
+			},
+		},
+		{
+			name: "closes stdout",
+			tool: tool{script: "import sys\ndef run_tool(i, o):\n    print('bye')\n    sys.stdout.close()\n    return 'ok'\n"},
+			check: func(t *testing.T, r run) {
+				wantSucceeded(t, r)
+				if r.stdout != "bye\n" {
+					t.Errorf("stdout %q", r.stdout)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.check(t, runShim(t, tc.tool))
+		})
+	}
+}
+
+func wantSucceeded(t *testing.T, r run) {
+	t.Helper()
+	if r.res.Status != contract.StatusSucceeded || len(r.res.Notices) != 0 {
+		t.Fatalf("status %q (%s), notices %+v; stderr:\n%s", r.res.Status, r.res.ErrorSummary, r.res.Notices, r.stderr)
+	}
+}
+
+func wantFailed(t *testing.T, r run, summary string) {
+	t.Helper()
+	if r.res.Status != contract.StatusFailed || r.res.ErrorSummary != summary {
+		t.Fatalf("status %q, error_summary %q; want failed, %q; stderr:\n%s", r.res.Status, r.res.ErrorSummary, summary, r.stderr)
+	}
+	if len(r.res.Outputs) != 0 || len(r.res.NextActions) != 0 || r.res.State != nil {
+		t.Errorf("a failed run kept outputs %+v, next actions %+v, state %s", r.res.Outputs, r.res.NextActions, r.res.State)
+	}
+}
+
+// jsonValue returns the value of the run's only output, a json one.
+func jsonValue(t *testing.T, r run) map[string]any {
+	t.Helper()
+	wantSucceeded(t, r)
+	if len(r.res.Outputs) != 1 || r.res.Outputs[0].Kind != contract.KindJSON {
+		t.Fatalf("outputs %+v", r.res.Outputs)
+	}
+	b, _ := json.Marshal(r.res.Outputs[0].Value)
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestShimWriteFails(t *testing.T) {
+	py := python(t)
+	dir := t.TempDir()
+	if err := WriteTo(dir); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "script.py")
+	os.WriteFile(script, []byte("def run_tool(i, o):\n    return 'x'\n"), 0o644)
+	cmd := exec.Command(py, "-s", "-B", filepath.Join(dir, "skrip_shim.py"))
+	cmd.Env = []string{"SKRIPTOTEKET_SCRIPT_PATH=" + script, "SKRIPTOTEKET_OUTPUT_DIR=" + dir,
+		"SKRIPTOTEKET_RESULT_PATH=" + filepath.Join(dir, "missing", "result.json")}
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "writing "+filepath.Join(dir, "missing", "result.json")+" failed") {
+		t.Fatalf("err %v, output %s", err, out)
+	}
+}
+
+func TestWriteTo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shim")
+	for range 2 { // the second time over existing files
+		if err := WriteTo(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+		info, _ := e.Info()
+		want, _ := FS.ReadFile(e.Name())
+		got, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		if info.Mode().Perm() != 0o644 || !bytes.Equal(got, want) {
+			t.Errorf("%s: mode %v, %d bytes (want 0644, %d bytes)", e.Name(), info.Mode().Perm(), len(got), len(want))
+		}
+	}
+	if fmt.Sprint(names) != "[skrip_shim.py skrip_toolkit.py]" {
+		t.Errorf("files %v", names)
+	}
+	if Entry != "/skrip/skrip_shim.py" || fmt.Sprint(Args()) != "[-s -B /skrip/skrip_shim.py]" {
+		t.Errorf("Entry %q, Args %v", Entry, Args())
+	}
+}

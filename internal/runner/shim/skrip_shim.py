@@ -1,0 +1,273 @@
+"""skrip's runner shim: runs one tool inside the sandbox and writes result.json (SPEC §5).
+
+The runner mounts this directory read-only at /skrip and starts
+
+    python3 -s -B /skrip/skrip_shim.py
+
+with cwd /work and the SKRIPTOTEKET_* environment. The shim imports the script at
+SKRIPTOTEKET_SCRIPT_PATH as the module "script", calls its entrypoint
+(SKRIPTOTEKET_ENTRYPOINT, "run_tool") as run_tool(input_dir, output_dir), and writes the
+outcome to SKRIPTOTEKET_RESULT_PATH:
+
+- a returned str becomes one html_sandboxed output;
+- a returned dict may carry "outputs", "next_actions" and "state" (state is written only
+  when the key is present, even when it is None);
+- None means no outputs;
+- anything else fails the run: "run_tool returned <type>; return a str or a dict";
+- skrip_toolkit.ToolUserError fails the run with its message as error_summary;
+- any other exception fails it with "Tool execution failed (TypeName)." and the
+  traceback on stderr; SystemExit and KeyboardInterrupt fail it too.
+
+Values JSON cannot hold become str (NaN and infinities become null). If the result still
+cannot be encoded, a failed result says so. The exit code is 0 whenever result.json was
+written (the status lives in it) and 1 only when writing it failed.
+"""
+
+import importlib.machinery
+import importlib.util
+import json
+import math
+import os
+import stat
+import sys
+import traceback
+from collections.abc import Mapping
+
+CONTRACT_VERSION = 2
+MAX_DEPTH = 200  # nesting of the result; deeper values fail it as not serialisable
+MAX_ARTIFACTS = 10000  # listed in result.json; the runner scans output/ itself anyway
+SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
+
+if SHIM_DIR not in sys.path:
+    sys.path.insert(0, SHIM_DIR)
+
+import skrip_toolkit  # noqa: E402  (needs SHIM_DIR on sys.path)
+
+
+class _Failure(Exception):
+    """A failure the shim detects itself; its message is the error_summary."""
+
+
+def _log(message):
+    try:
+        sys.stderr.write("skrip shim: " + message + "\n")
+    except Exception:
+        pass
+
+
+def _load_entrypoint(script_path, entrypoint):
+    loader = importlib.machinery.SourceFileLoader("script", script_path)
+    spec = importlib.util.spec_from_file_location("script", script_path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["script"] = module
+    loader.exec_module(module)
+    fn = getattr(module, entrypoint, None)
+    if not callable(fn):
+        raise _Failure("The script defines no function %s(input_dir, output_dir)." % entrypoint)
+    return fn
+
+
+def _apply(result, returned):
+    """Put what run_tool returned into result."""
+    if returned is None:
+        return
+    if isinstance(returned, str):
+        result["outputs"] = [{"kind": "html_sandboxed", "html": returned}]
+        return
+    if isinstance(returned, Mapping):
+        outputs = returned.get("outputs")
+        next_actions = returned.get("next_actions")
+        result["outputs"] = [] if outputs is None else outputs
+        result["next_actions"] = [] if next_actions is None else next_actions
+        if "state" in returned:
+            result["state"] = returned["state"]
+        unknown = sorted(repr(k) for k in returned if k not in ("outputs", "next_actions", "state"))
+        if unknown:
+            _log("ignoring key(s) %s in what run_tool returned" % ", ".join(unknown))
+        return
+    raise _Failure("run_tool returned %s; return a str or a dict" % type(returned).__name__)
+
+
+def _print_traceback(exc):
+    """Print exc's traceback without the shim's and importlib's own frames."""
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name != __file__ and not name.startswith("<frozen importlib"):
+            break
+        tb = tb.tb_next
+    try:
+        traceback.clear_frames(exc.__traceback__)  # frees the tool's locals (MemoryError)
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+    except BaseException:
+        text = "%s (the traceback could not be formatted)\n" % type(exc).__name__
+    try:
+        sys.stderr.write(text)
+    except Exception:
+        pass
+
+
+def _run_tool(result, script_path, entrypoint, input_dir, output_dir):
+    """Run the tool, recording its outcome in result."""
+
+    def fail(summary):
+        result.update(status="failed", error_summary=summary, outputs=[], next_actions=[])
+        result.pop("state", None)
+
+    try:
+        fn = _load_entrypoint(script_path, entrypoint)
+        _apply(result, fn(input_dir, output_dir))
+    except _Failure as e:
+        fail(str(e))
+        _log(str(e))
+    except skrip_toolkit.ToolUserError as e:
+        fail(str(e) or "The tool reported an error without a message.")
+    except SystemExit as e:
+        fail("Tool execution failed (SystemExit): the tool called exit(%r); return from %s instead." % (e.code, entrypoint))
+        _print_traceback(e)
+    except KeyboardInterrupt as e:
+        fail("Tool execution was interrupted (KeyboardInterrupt).")
+        _print_traceback(e)
+    except BaseException as e:
+        fail("Tool execution failed (%s)." % type(e).__name__)
+        _print_traceback(e)
+
+
+def _artifacts(output_dir):
+    """List every regular file under output_dir (not symlinks) as "output/<path>"."""
+    found = []
+    for root, _dirs, files in os.walk(output_dir, followlinks=False):
+        for name in files:
+            full = os.path.join(root, name)
+            try:
+                if not stat.S_ISREG(os.lstat(full).st_mode):
+                    continue
+            except OSError:
+                continue
+            found.append("output/" + os.path.relpath(full, output_dir).replace(os.sep, "/"))
+    found.sort()
+    if len(found) > MAX_ARTIFACTS:
+        _log("output holds %d files; result.json lists the first %d" % (len(found), MAX_ARTIFACTS))
+        del found[MAX_ARTIFACTS:]
+    return found
+
+
+def _key(k):
+    """Turn a dict key into a str the way json.dumps does, or with str()."""
+    if isinstance(k, str):
+        return k
+    if k is True:
+        return "true"
+    if k is False:
+        return "false"
+    if k is None:
+        return "null"
+    if isinstance(k, float):
+        return float.__repr__(k)
+    if isinstance(k, int):
+        return int.__repr__(k)
+    return str(k)
+
+
+def _jsonable(value, depth, active):
+    """Return value with only JSON types in it: other values become str, NaN and the
+    infinities None. Raises ValueError on a cycle or nesting deeper than MAX_DEPTH."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if not isinstance(value, (Mapping, list, tuple)):
+        return str(value)
+    if depth >= MAX_DEPTH:
+        raise ValueError("nested more than %d levels deep" % MAX_DEPTH)
+    if id(value) in active:
+        raise ValueError("it contains itself")
+    active.add(id(value))
+    try:
+        if isinstance(value, Mapping):
+            return {_key(k): _jsonable(v, depth + 1, active) for k, v in value.items()}
+        return [_jsonable(v, depth + 1, active) for v in value]
+    finally:
+        active.discard(id(value))
+
+
+def _encode(result):
+    text = json.dumps(_jsonable(result, 0, set()), ensure_ascii=False, allow_nan=False)
+    # Lone surrogates (from undecodable file names) become \udcXX escapes, valid JSON.
+    return text.encode("utf-8", "backslashreplace")
+
+
+def _write(path, data):
+    # The runner pre-creates result.json and bind-mounts it writable in a read-only
+    # /work: write in place with truncation, never by rename.
+    flags = os.O_WRONLY | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        fd = os.open(path, flags | os.O_CREAT, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+
+
+def _flush_std():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+def main():
+    env = os.environ
+    input_dir = env.get("SKRIPTOTEKET_INPUT_DIR", "/work/input")
+    output_dir = env.get("SKRIPTOTEKET_OUTPUT_DIR", "/work/output")
+    result_path = env.get("SKRIPTOTEKET_RESULT_PATH", "/work/result.json")
+    script_path = env.get("SKRIPTOTEKET_SCRIPT_PATH", "/work/script.py")
+    entrypoint = env.get("SKRIPTOTEKET_ENTRYPOINT") or "run_tool"
+
+    result = {
+        "contract_version": CONTRACT_VERSION,
+        "status": "succeeded",
+        "error_summary": None,
+        "outputs": [],
+        "next_actions": [],
+    }
+    _run_tool(result, script_path, entrypoint, input_dir, output_dir)
+    try:
+        result["artifacts"] = _artifacts(output_dir)
+    except Exception as e:
+        _log("listing %s failed: %s" % (output_dir, e))
+        result["artifacts"] = []
+
+    try:
+        data = _encode(result)
+    except BaseException as e:
+        _print_traceback(e)
+        reason = "%s: %s" % (type(e).__name__, e)
+        if len(reason) > 200:
+            reason = reason[:200] + "..."
+        data = _encode({
+            "contract_version": CONTRACT_VERSION,
+            "status": "failed",
+            "error_summary": "run_tool's outputs, next_actions or state are not JSON-serialisable (%s)." % reason,
+            "outputs": [],
+            "next_actions": [],
+            "artifacts": result["artifacts"],
+        })
+
+    code = 0
+    _flush_std()
+    try:
+        _write(result_path, data)
+    except BaseException as e:
+        _log("writing %s failed: %s" % (result_path, e))
+        code = 1
+    _flush_std()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Run statuses.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusTimedOut  = "timed_out"
+	StatusCancelled = "cancelled"
+)
+
+// Terminal reports whether a status is final.
+func Terminal(status string) bool {
+	return status != StatusQueued && status != StatusRunning
+}
+
+// Run is one execution of a tool version. The JSON columns hold what the API shows.
+type Run struct {
+	ID              string
+	ToolID          string
+	VersionID       string
+	UserID          string
+	Context         string
+	Kind            string // initial or action
+	ActionID        string
+	Status          string
+	ErrorSummary    string
+	Inputs          string // JSON object
+	Outputs         string // JSON array
+	NextActions     string // JSON array
+	Artifacts       string // JSON array
+	InputManifest   string // JSON {"files": [...]}
+	StateRev        *int64
+	Stdout          []byte
+	Stderr          []byte
+	StdoutTruncated bool
+	StderrTruncated bool
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+}
+
+const runCols = `id, tool_id, version_id, user_id, context, kind, action_id, status, error_summary, inputs, outputs,
+	next_actions, artifacts, input_manifest, state_rev, stdout, stderr, stdout_truncated, stderr_truncated,
+	created_at, started_at, finished_at`
+
+func scanRun(row interface{ Scan(...any) error }) (Run, error) {
+	var r Run
+	var rev, started, finished sql.NullInt64
+	var created int64
+	if err := row.Scan(&r.ID, &r.ToolID, &r.VersionID, &r.UserID, &r.Context, &r.Kind, &r.ActionID, &r.Status, &r.ErrorSummary,
+		&r.Inputs, &r.Outputs, &r.NextActions, &r.Artifacts, &r.InputManifest, &rev, &r.Stdout, &r.Stderr,
+		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished); err != nil {
+		return Run{}, mapErr(err)
+	}
+	r.CreatedAt = fromMS(created)
+	if rev.Valid {
+		r.StateRev = &rev.Int64
+	}
+	if started.Valid {
+		t := fromMS(started.Int64)
+		r.StartedAt = &t
+	}
+	if finished.Valid {
+		t := fromMS(finished.Int64)
+		r.FinishedAt = &t
+	}
+	return r, nil
+}
+
+func nullTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return ms(*t)
+}
+
+func nullInt(v *int64) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
+
+// CreateRun inserts a new run.
+func (s *Store) CreateRun(ctx context.Context, r Run) error {
+	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
+		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
+		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt))
+	if err != nil {
+		return fmt.Errorf("creating run: %w", err)
+	}
+	return nil
+}
+
+// StartRun marks a queued run running. It reports false when the run was no longer
+// queued (cancelled meanwhile).
+func (s *Store) StartRun(ctx context.Context, id string, at time.Time) (bool, error) {
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, started_at = ? WHERE id = ? AND status = ?", StatusRunning, ms(at), id, StatusQueued)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// FinishRun records how a run ended. Only a run not yet final is changed; it reports
+// whether this call finished it.
+func (s *Store) FinishRun(ctx context.Context, r Run) (bool, error) {
+	res, err := s.exec(ctx, `UPDATE runs SET status = ?, error_summary = ?, outputs = ?, next_actions = ?, artifacts = ?,
+		state_rev = ?, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?
+		WHERE id = ? AND status IN (?, ?)`,
+		r.Status, r.ErrorSummary, r.Outputs, r.NextActions, r.Artifacts, nullInt(r.StateRev), r.Stdout, r.Stderr,
+		r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), r.ID, StatusQueued, StatusRunning)
+	if err != nil {
+		return false, fmt.Errorf("finishing run %s: %w", r.ID, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// CancelQueuedRun ends a run that is still queued as cancelled; it reports whether it did.
+func (s *Store) CancelQueuedRun(ctx context.Context, id, summary string, at time.Time) (bool, error) {
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ? WHERE id = ? AND status = ?",
+		StatusCancelled, summary, ms(at), id, StatusQueued)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// GetRun returns a run.
+func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
+	r, err := scanRun(s.queryRow(ctx, "SELECT "+runCols+" FROM runs WHERE id = ?", id))
+	if err != nil {
+		return Run{}, fmt.Errorf("run %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns up to limit runs, newest first, of userID (empty: everyone's) and of
+// toolID (empty: every tool), older than the run before (empty: from the newest).
+func (s *Store) ListRuns(ctx context.Context, userID, toolID, before string, limit int) ([]Run, error) {
+	q := "SELECT " + runCols + " FROM runs WHERE (? = '' OR user_id = ?) AND (? = '' OR tool_id = ?) AND (? = '' OR id < ?) ORDER BY id DESC LIMIT ?"
+	rows, err := s.query(ctx, q, userID, userID, toolID, toolID, before, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// FailUnfinishedRuns marks every queued or running run failed with summary: what a
+// restart finds after a crash. It returns how many it marked.
+func (s *Store) FailUnfinishedRuns(ctx context.Context, summary string, at time.Time) (int64, error) {
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ? WHERE status IN (?, ?)",
+		StatusFailed, summary, ms(at), StatusQueued, StatusRunning)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

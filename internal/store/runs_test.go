@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestToolsAndRuns(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		for _, u := range []User{newUser("u_a", "author", RoleAuthor), newUser("u_b", "other", RoleAuthor)} {
+			if err := s.CreateUser(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v1 := ToolVersion{ID: "v_1", ToolID: "t_1", Source: "def run_tool(i, o): pass", Entrypoint: "run_tool", CreatedBy: "u_a", CreatedAt: now}
+		tool, err := s.CreateTool(ctx, Tool{ID: "t_1", Slug: "csv", Title: "CSV", AuthorID: "u_a", CreatedAt: now, UpdatedAt: now}, v1, false)
+		if err != nil || tool.PublishedVersionID != "" {
+			t.Fatalf("CreateTool = %+v, %v", tool, err)
+		}
+		if _, err := s.CreateTool(ctx, Tool{ID: "t_2", Slug: "csv", Title: "x", AuthorID: "u_b", CreatedAt: now, UpdatedAt: now},
+			ToolVersion{ID: "v_x", ToolID: "t_2", Entrypoint: "run_tool", CreatedBy: "u_b", CreatedAt: now}, true); !errors.Is(err, ErrConflict) {
+			t.Fatalf("duplicate slug: %v", err)
+		}
+		if _, err := s.ToolVersion(ctx, "v_x"); !errors.Is(err, ErrNotFound) {
+			t.Fatal("a failed CreateTool left its version behind")
+		}
+		// Unpublished: only its author (or everyone with all) sees it.
+		for _, c := range []struct {
+			author string
+			all    bool
+			n      int
+		}{{"u_a", false, 1}, {"u_b", false, 0}, {"", true, 1}} {
+			if got, _ := s.Tools(ctx, c.author, c.all); len(got) != c.n {
+				t.Errorf("Tools(%q, %v) = %d tools, want %d", c.author, c.all, len(got), c.n)
+			}
+		}
+		v2 := ToolVersion{ID: "v_2", ToolID: "t_1", Source: "v2", Entrypoint: "run_tool", CreatedBy: "u_a", CreatedAt: now.Add(time.Second)}
+		if err := s.CreateVersion(ctx, v2); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Publish(ctx, "t_1", "v_2", now); err != nil {
+			t.Fatal(err)
+		}
+		bySlug, err := s.Tool(ctx, "csv")
+		if err != nil || bySlug.PublishedVersionID != "v_2" {
+			t.Fatalf("Tool(csv) = %+v, %v", bySlug, err)
+		}
+		if got, _ := s.Tools(ctx, "u_b", false); len(got) != 1 {
+			t.Fatal("a published tool is not listed for everyone")
+		}
+		if vs, _ := s.Versions(ctx, "t_1"); len(vs) != 2 || vs[0].ID != "v_2" {
+			t.Fatalf("Versions = %+v", vs)
+		}
+
+		run := Run{ID: "r_01", ToolID: "t_1", VersionID: "v_2", UserID: "u_b", Context: "default", Kind: "initial", Status: StatusQueued,
+			Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`, CreatedAt: now}
+		if err := s.CreateRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.StartRun(ctx, "r_01", now); !ok || err != nil {
+			t.Fatalf("StartRun = %v, %v", ok, err)
+		}
+		if ok, _ := s.StartRun(ctx, "r_01", now); ok {
+			t.Fatal("a running run was started twice")
+		}
+		rev := int64(3)
+		fin := now.Add(time.Second)
+		run.Status, run.ErrorSummary, run.StateRev, run.FinishedAt = StatusSucceeded, "", &rev, &fin
+		run.Stdout, run.StdoutTruncated = []byte("out\x00with nul"), true
+		if ok, err := s.FinishRun(ctx, run); !ok || err != nil {
+			t.Fatalf("FinishRun = %v, %v", ok, err)
+		}
+		run.Status = StatusFailed
+		if ok, _ := s.FinishRun(ctx, run); ok {
+			t.Fatal("a finished run was finished again")
+		}
+		got, err := s.GetRun(ctx, "r_01")
+		if err != nil || got.Status != StatusSucceeded || *got.StateRev != 3 || string(got.Stdout) != "out\x00with nul" || !got.StdoutTruncated ||
+			got.StartedAt == nil || !got.FinishedAt.Equal(fin) {
+			t.Fatalf("GetRun = %+v, %v", got, err)
+		}
+		for i, id := range []string{"r_02", "r_03"} {
+			r := run
+			r.ID, r.Status, r.StateRev, r.FinishedAt, r.UserID = id, StatusQueued, nil, nil, []string{"u_a", "u_b"}[i]
+			s.CreateRun(ctx, r)
+		}
+		all, _ := s.ListRuns(ctx, "", "", "", 10)
+		mine, _ := s.ListRuns(ctx, "u_b", "t_1", "", 10)
+		page, _ := s.ListRuns(ctx, "", "", "r_03", 1)
+		if len(all) != 3 || all[0].ID != "r_03" || len(mine) != 2 || len(page) != 1 || page[0].ID != "r_02" {
+			t.Fatalf("ListRuns: all %d (%s first), mine %d, page %+v", len(all), all[0].ID, len(mine), page)
+		}
+		n, err := s.FailUnfinishedRuns(ctx, "interrupted by server restart", now)
+		if err != nil || n != 2 {
+			t.Fatalf("FailUnfinishedRuns = %d, %v", n, err)
+		}
+		if r, _ := s.GetRun(ctx, "r_02"); r.Status != StatusFailed || r.ErrorSummary != "interrupted by server restart" {
+			t.Fatalf("after restart: %+v", r)
+		}
+	})
+}

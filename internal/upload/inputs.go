@@ -1,0 +1,61 @@
+package upload
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/skrip-dev/skrip/internal/errs"
+)
+
+// parseInputs parses the inputs field: one JSON object and nothing after it. An empty or
+// blank value means no inputs and gives nil.
+func parseInputs(b []byte) (map[string]any, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
+	}
+	const example = `send a JSON object such as {"name": "value"}`
+	details := map[string]any{"field": InputsField}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		var syntax *json.SyntaxError
+		switch {
+		case errors.As(err, &syntax):
+			details["offset"] = syntax.Offset
+			return nil, errs.New(ErrInvalid, details,
+				"the inputs field is not valid JSON: %v (at byte %d); %s", syntax, syntax.Offset, example)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, errs.New(ErrInvalid, details,
+				"the inputs field is not valid JSON: it ends in the middle of a value; %s", example)
+		}
+		return nil, errs.New(ErrInvalid, details, "the inputs field is not valid JSON: %v; %s", err, example)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, errs.New(ErrInvalid, details, "the inputs field must be a JSON object, not %s; %s", jsonKind(v), example)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errs.New(ErrInvalid, details,
+			"the inputs field must hold one JSON object and nothing after it; %s", example)
+	}
+	return obj, nil
+}
+
+// jsonKind names the kind of a decoded JSON value for a message.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/app"
 	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/store"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -95,5 +97,43 @@ func TestBootstrapTokenOfAnotherUserIsRefused(t *testing.T) {
 	_, err := app.New(context.Background(), cfg, quiet)
 	if err == nil {
 		t.Fatal("a user's token was accepted as the admin bootstrap token")
+	}
+}
+
+// TestShutdownLetsRunsFinish: on shutdown a run that ends within the grace period
+// finishes; one that does not is cancelled.
+func TestShutdownLetsRunsFinish(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.ShutdownGrace = 3 * time.Second
+	env := apptest.Start(t, cfg)
+	ctx := context.Background()
+	src := "import time, skrip_toolkit as tk\ndef run_tool(i, o):\n    time.sleep(tk.inputs()['s'])\n    return 'done'\n"
+	if _, _, err := env.Admin.CreateTool(ctx, "sleep", "Sleep", "", src, true); err != nil {
+		t.Fatal(err)
+	}
+	short, err := env.Admin.RunFiles(ctx, "sleep", nil, map[string]any{"s": 1}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := env.Admin.RunFiles(ctx, "sleep", nil, map[string]any{"s": 60}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	env.App.Close()
+	if d := time.Since(start); d > 15*time.Second {
+		t.Fatalf("shutdown took %v with a 3s grace", d)
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, filepath.Join(cfg.DataDir, "skrip.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for id, want := range map[string]string{short.RunID: store.StatusSucceeded, long.RunID: store.StatusCancelled} {
+		r, err := st.GetRun(ctx, id)
+		if err != nil || r.Status != want {
+			t.Errorf("run %s: %q (%s), want %q", id, r.Status, r.ErrorSummary, want)
+		}
 	}
 }

@@ -130,3 +130,19 @@ func TestServeRefusesABusyPort(t *testing.T) {
 		t.Fatalf("err = %v, output:\n%s", err, out)
 	}
 }
+
+// TestServeRefusesWithoutSandbox hides bwrap from the server: it must not start, and must
+// say what to install. There is no unsandboxed mode.
+func TestServeRefusesWithoutSandbox(t *testing.T) {
+	bin := buildSkrip(t)
+	empty := t.TempDir()
+	cmd := exec.Command(bin, "serve", "--addr", freeAddr(t), "--data-dir", t.TempDir())
+	cmd.Env = []string{"PATH=" + empty, "HOME=" + empty}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("skrip serve started without any sandbox")
+	}
+	if !strings.Contains(string(out), "no sandbox for tool runs") || !strings.Contains(string(out), "apt-get install bubblewrap") {
+		t.Fatalf("output does not say what to install:\n%s", out)
+	}
+}

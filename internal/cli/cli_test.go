@@ -95,7 +95,8 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("doctor: %d %q", code, errOut.String())
 	}
 	for _, want := range []string{"SKRIP_DATA_DIR", env.Config.DataDir, "env", "SKRIP_LOG_LEVEL", "debug", "flag",
-		"SQLite 3.", "migrations applied", "bwrap", "python3", "cgroups", "(set, hidden)"} {
+		"SQLite 3.", "migrations applied", "bwrap", "python3", "cgroups", "(set, hidden)",
+		"SKRIP_RUNNER=auto", "bubblewrap 0.", "memory", "enforced", "network", "/work/output"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
 		}

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,7 +17,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/skrip-dev/skrip/internal/app"
 	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/runner/bwrap"
 	"github.com/skrip-dev/skrip/internal/natsserver"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/version"
@@ -84,6 +88,8 @@ func (e *env) doctor(ctx context.Context, loaded *config.Loaded) {
 		fmt.Fprintf(w, "  fs\t%s\t%s\n", cfg.Path("blobs"), dirState(cfg.Path("blobs")))
 	}
 
+	e.doctorRunner(w, cfg)
+
 	fmt.Fprintln(w, "\nMachine\t\t")
 	for _, t := range machineTools(ctx) {
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", t.name, t.where, t.state)
@@ -132,6 +138,34 @@ func natsState(ctx context.Context, cfg config.Config) (where, state string) {
 		return where, "JetStream not usable: " + err.Error()
 	}
 	return where, fmt.Sprintf("server %s, %s", nc.ConnectedServerVersion(), st)
+}
+
+// doctorRunner says which sandbox runs would use and how each limit is enforced. It only
+// inspects: a running server's runs and scratch directories are left alone.
+func (e *env) doctorRunner(w io.Writer, cfg config.Config) {
+	fmt.Fprintf(w, "\nRunner\tSKRIP_RUNNER=%s\t\n", cfg.Runner)
+	if cfg.Runner == "docker" {
+		fmt.Fprintf(w, "  docker\tnot part of this build yet\tuse SKRIP_RUNNER=bwrap\n")
+		return
+	}
+	r, err := bwrap.Inspect(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		fmt.Fprintf(w, "  bwrap\tunavailable\t%s\n", err)
+		fmt.Fprintf(w, "  \t\tskrip serve refuses to start without a sandbox\n")
+		return
+	}
+	root := "the host's /usr"
+	if cfg.BwrapRootfs != "" {
+		root = cfg.BwrapRootfs
+	}
+	fmt.Fprintf(w, "  bwrap\t%s\troot %s; memory, pids and CPU through %s\n", r.Version(), root, r.Limiter())
+	for _, en := range r.Enforcement(app.RunLimits(cfg)) {
+		state := "enforced"
+		if !en.OK {
+			state = "NOT fully enforced"
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", en.Limit, state, en.How)
+	}
 }
 
 func dirState(path string) string {

@@ -75,8 +75,8 @@ type Runner interface {
 	// out of memory is a Result, not an error; an error means the sandbox itself could
 	// not be set up or torn down.
 	Run(ctx context.Context, spec Spec) (Result, error)
-	// Enforcement lists every limit and how this runner enforces it here.
-	Enforcement() []Enforced
+	// Enforcement lists every limit and how this runner enforces l here.
+	Enforcement(l Limits) []Enforced
 	// Close releases what the runner holds.
 	Close() error
 }

@@ -44,15 +44,17 @@ type Runner struct {
 	shimDir  string
 	limiter  limiter
 	tmpfsOut bool // /work/output is a size-capped tmpfs mounted by the server
+	version  string
 	log      *slog.Logger
 }
 
 // maxResultBytes caps how much of result.json is read.
 const maxResultBytes = 8 << 20
 
-// New checks that bubblewrap can make a sandbox here and prepares the work directory. An
+// Inspect checks that bubblewrap can make a sandbox here, without touching the work
+// directory or any run: `skrip doctor` uses it beside a running server. An
 // ErrUnavailable error says what to install or change.
-func New(cfg Config, log *slog.Logger) (*Runner, error) {
+func Inspect(cfg Config, log *slog.Logger) (*Runner, error) {
 	bw, err := exec.LookPath("bwrap")
 	if err != nil {
 		return nil, fmt.Errorf("%w: bubblewrap is not installed; install it with `apt-get install bubblewrap`", runner.ErrUnavailable)
@@ -61,37 +63,48 @@ func New(cfg Config, log *slog.Logger) (*Runner, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(cfg.WorkDir))
-	r := &Runner{cfg: cfg, bwrap: bw, log: log, limiter: pickLimiter(hex.EncodeToString(sum[:6]))}
-	r.limiter.sweep()
+	r := &Runner{cfg: cfg, bwrap: bw, log: log, limiter: pickLimiter(hex.EncodeToString(sum[:6])), python: "/usr/bin/python3"}
 	root := cfg.Rootfs
 	if root == "" {
 		root = "/"
 	}
-	r.python = "/usr/bin/python3"
 	if _, err := os.Stat(filepath.Join(root, "usr/bin/python3")); err != nil {
 		return nil, fmt.Errorf("%w: no python3 in %s; install it with `apt-get install python3`", runner.ErrUnavailable, filepath.Join(root, "usr/bin"))
 	}
-	if err := r.cleanWorkDir(); err != nil {
-		return nil, err
-	}
-	r.shimDir = filepath.Join(cfg.WorkDir, "shim")
-	if err := os.MkdirAll(r.shimDir, 0o755); err != nil {
-		return nil, err
-	}
-	if err := shim.WriteTo(r.shimDir); err != nil {
-		return nil, fmt.Errorf("writing the runner shim: %w", err)
-	}
-	out, err := exec.Command(bw, r.baseArgs(nil)...).CombinedOutput()
-	if err == nil {
-		// baseArgs(nil) ends with the command: a bare `true` from the sandbox's /usr.
-		_ = out
-	} else {
+	if out, err := exec.Command(bw, r.baseArgs(nil)...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("%w: bubblewrap cannot create a sandbox here (%s): %v; user namespaces must be enabled (sysctl kernel.unprivileged_userns_clone=1)",
 			runner.ErrUnavailable, strings.TrimSpace(string(out)), err)
 	}
-	r.tmpfsOut = r.probeTmpfs()
+	r.tmpfsOut = probeTmpfs()
+	r.version, _ = bwrapVersion(bw)
 	return r, nil
 }
+
+// New inspects the machine like Inspect, then removes what a crashed server left (scratch
+// directories, output mounts, cgroups) and writes the shim.
+func New(cfg Config, log *slog.Logger) (*Runner, error) {
+	r, err := Inspect(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	r.limiter.sweep()
+	if err := r.cleanWorkDir(); err != nil {
+		return nil, err
+	}
+	r.shimDir = filepath.Join(r.cfg.WorkDir, "shim")
+	if err := shim.WriteTo(r.shimDir); err != nil {
+		return nil, fmt.Errorf("writing the runner shim: %w", err)
+	}
+	return r, nil
+}
+
+func bwrapVersion(bw string) (string, error) {
+	out, err := exec.Command(bw, "--version").Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+// Version is bubblewrap's own version line.
+func (r *Runner) Version() string { return r.version }
 
 // Name implements runner.Runner.
 func (r *Runner) Name() string { return "bwrap" }
@@ -103,19 +116,17 @@ func (r *Runner) Close() error {
 }
 
 // Enforcement implements runner.Runner.
-func (r *Runner) Enforcement() []runner.Enforced {
-	var l runner.Limits
-	l.MemoryBytes, l.Pids, l.CPUs = 1<<30, 256, 1
-	out := []runner.Enforced{{Limit: "wall time", How: "SIGKILL of the whole sandbox at the deadline", OK: true}}
+func (r *Runner) Enforcement(l runner.Limits) []runner.Enforced {
+	out := []runner.Enforced{{Limit: "wall time", How: fmt.Sprintf("%s, then SIGKILL of the whole sandbox", l.WallTime), OK: true}}
 	out = append(out, r.limiter.enforced(l)...)
-	out = append(out, runner.Enforced{Limit: "/tmp", How: "tmpfs with a size (bwrap --size)", OK: true})
+	out = append(out, runner.Enforced{Limit: "/tmp", How: runner.HumanBytes(l.TmpBytes) + " tmpfs (bwrap --size)", OK: true})
 	if r.tmpfsOut {
-		out = append(out, runner.Enforced{Limit: "/work/output", How: "tmpfs with a size, mounted by the server (runs as root)", OK: true})
+		out = append(out, runner.Enforced{Limit: "/work/output", How: runner.HumanBytes(l.OutputBytes) + " tmpfs mounted by the server (it runs as root)", OK: true})
 	} else {
-		out = append(out, runner.Enforced{Limit: "/work/output", How: "RLIMIT_FSIZE per file only (the server is not root, so the total is not capped)", OK: false})
+		out = append(out, runner.Enforced{Limit: "/work/output", How: runner.HumanBytes(l.OutputBytes) + " per file only (RLIMIT_FSIZE): the server is not root, so the total is not capped"})
 	}
 	return append(out,
-		runner.Enforced{Limit: "stdout/stderr", How: "captured up to the log limit each, the rest counted and dropped", OK: true},
+		runner.Enforced{Limit: "stdout/stderr", How: fmt.Sprintf("first %d bytes of each kept, the rest counted and dropped", l.LogBytes), OK: true},
 		runner.Enforced{Limit: "network", How: "own network namespace with only loopback", OK: true})
 }
 
@@ -274,11 +285,11 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 }
 
 // probeTmpfs reports whether the server may mount a size-capped tmpfs (it is root).
-func (r *Runner) probeTmpfs() bool {
+func probeTmpfs() bool {
 	if os.Geteuid() != 0 {
 		return false
 	}
-	dir, err := os.MkdirTemp(r.cfg.WorkDir, "probe-")
+	dir, err := os.MkdirTemp("", "skrip-probe-")
 	if err != nil {
 		return false
 	}

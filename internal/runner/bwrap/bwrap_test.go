@@ -31,7 +31,7 @@ func TestConformance(t *testing.T) {
 func TestEnforcementNamesEveryLimit(t *testing.T) {
 	r := newRunner(t)
 	seen := map[string]bool{}
-	for _, e := range r.Enforcement() {
+	for _, e := range r.Enforcement(runner.Limits{MemoryBytes: 1 << 30, Pids: 256, CPUs: 1}) {
 		if e.How == "" {
 			t.Errorf("%s: no description", e.Limit)
 		}

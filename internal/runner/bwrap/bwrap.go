@@ -46,6 +46,7 @@ type Runner struct {
 	tmpfsOut bool // /work/output is a size-capped tmpfs mounted by the server
 	version  string
 	log      *slog.Logger
+	pending  sync.WaitGroup // cgroups being removed
 }
 
 // maxResultBytes caps how much of result.json is read.
@@ -111,6 +112,7 @@ func (r *Runner) Name() string { return "bwrap" }
 
 // Close implements runner.Runner: it removes this server's cgroups.
 func (r *Runner) Close() error {
+	r.pending.Wait()
 	r.limiter.close()
 	return nil
 }
@@ -189,41 +191,22 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		return runner.Result{}, err
 	}
 
-	args := r.baseArgs([]string{
-		"--size", strconv.FormatInt(max(l.TmpBytes, 4096), 10), "--tmpfs", "/tmp", "--dir", "/tmp/home",
-		"--tmpfs", "/work",
-		"--ro-bind", filepath.Join(scratch, "script.py"), "/work/script.py",
-		"--ro-bind", spec.InputDir, "/work/input",
-		"--bind", filepath.Join(scratch, "output"), "/work/output",
-		"--bind", resultPath, "/work/result.json",
-		"--ro-bind", r.shimDir, "/skrip",
-		"--remount-ro", "/work",
-		// The root bwrap builds is a writable tmpfs: make it read-only too, once every
-		// mount point exists. /tmp and /work/output are mounts of their own and stay writable.
-		"--remount-ro", "/",
-		"--chdir", "/work",
-	})
-	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp/home",
-		"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
-	for k, v := range spec.Env {
-		env[k] = v
-	}
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		args = append(args, "--setenv", k, env[k])
-	}
-	args = append(args, "--", r.python, "-s", "-B", shim.Entry)
-
 	g, err := r.limiter.start(spec.ID, l)
 	if err != nil {
 		return runner.Result{}, err
 	}
-	defer g.destroy()
-	argv := append([]string{r.bwrap}, args...)
+	// The kernel frees a cgroup only after the sandbox's pid namespace is torn down, some
+	// milliseconds after the run ended: remove it in the background (Close waits).
+	r.pending.Add(1)
+	defer func() {
+		go func() {
+			defer r.pending.Done()
+			if err := g.destroy(); err != nil {
+				r.log.Warn("removing a run's cgroup", "run", spec.ID, "error", err)
+			}
+		}()
+	}()
+	argv := r.CommandLine(spec, scratch)
 	if !r.tmpfsOut && l.OutputBytes > 0 {
 		argv = append([]string{"/bin/sh", "-c", fmt.Sprintf("ulimit -f %d || exit 125; exec \"$@\"", (l.OutputBytes+511)/512), "sh"}, argv...)
 	}
@@ -282,6 +265,43 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		}
 	}
 	return res, nil
+}
+
+// CommandLine is the bwrap command line of spec with its scratch directory (holding
+// script.py, result.json and output/), without the cgroup wrapper: what Run executes, and
+// what benchmarks launch bare.
+func (r *Runner) CommandLine(spec runner.Spec, scratch string) []string {
+	l := spec.Limits
+	resultPath := filepath.Join(scratch, "result.json")
+	args := r.baseArgs([]string{
+		"--size", strconv.FormatInt(max(l.TmpBytes, 4096), 10), "--tmpfs", "/tmp", "--dir", "/tmp/home",
+		"--tmpfs", "/work",
+		"--ro-bind", filepath.Join(scratch, "script.py"), "/work/script.py",
+		"--ro-bind", spec.InputDir, "/work/input",
+		"--bind", filepath.Join(scratch, "output"), "/work/output",
+		"--bind", resultPath, "/work/result.json",
+		"--ro-bind", r.shimDir, "/skrip",
+		"--remount-ro", "/work",
+		// The root bwrap builds is a writable tmpfs: make it read-only too, once every
+		// mount point exists. /tmp and /work/output are mounts of their own and stay writable.
+		"--remount-ro", "/",
+		"--chdir", "/work",
+	})
+	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp/home",
+		"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--setenv", k, env[k])
+	}
+	args = append(args, "--", r.python, "-s", "-B", shim.Entry)
+	return append([]string{r.bwrap}, args...)
 }
 
 // probeTmpfs reports whether the server may mount a size-capped tmpfs (it is root).

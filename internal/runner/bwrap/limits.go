@@ -333,6 +333,9 @@ func counter(path, name string) int64 {
 // still counts exiting processes.
 func removeCgroup(dir string) error {
 	deadline := time.Now().Add(5 * time.Second)
+	// The kernel releases a cgroup a moment after its last process exits: retry soon,
+	// then less often.
+	wait := 500 * time.Microsecond
 	for {
 		if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
 			for _, f := range strings.Fields(string(b)) {
@@ -348,7 +351,8 @@ func removeCgroup(dir string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("removing cgroup %s: %w", dir, err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(wait)
+		wait = min(2*wait, 20*time.Millisecond)
 	}
 }
 

@@ -1,0 +1,156 @@
+// Command runlatency measures a no-op tool run end to end through skrip's API (upload,
+// queue, sandbox, result.json, database) beside the same shim launched under the same
+// bwrap command line from a shell loop, in one run on one machine: latency (median, p95)
+// and runs per second at concurrency 1, 2 and 4. It prints markdown for
+// docs/BENCHMARKS.md.
+//
+//	go run ./bench/runlatency -n 60 -k 40
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/skrip-dev/skrip/internal/app"
+	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/runner/bwrap"
+)
+
+const noop = "def run_tool(input_dir, output_dir):\n    return 'ok'\n"
+
+func main() {
+	n := flag.Int("n", 60, "sequential runs for the latency figures")
+	k := flag.Int("k", 40, "runs per throughput point")
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "skrip-bench-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	config.RegisterFlags(fs)
+	loaded, _ := config.Load(fs, func(string) string { return "" })
+	cfg := loaded.Config
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.BootstrapAdminToken = "skr_benchmark-admin-token"
+	cfg.RunnerConcurrency, cfg.RunnerQueue = 4, 256
+	a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	sctx, stop := context.WithCancel(ctx)
+	go a.Serve(sctx, ln)
+	defer func() { stop(); a.Close() }()
+	c, _ := client.New("http://"+ln.Addr().String(), cfg.BootstrapAdminToken)
+	if _, _, err := c.CreateTool(ctx, "noop", "No-op", "", noop, true); err != nil {
+		log.Fatal(err)
+	}
+	apiRun := func() time.Duration {
+		start := time.Now()
+		r, err := c.RunFiles(ctx, "noop", nil, nil, time.Minute)
+		if err != nil || r.Status != "succeeded" {
+			log.Fatalf("run: %v %+v", err, r)
+		}
+		return time.Since(start)
+	}
+	apiRun() // warm up
+
+	// The bare baseline: the runner's own bwrap command line, from a shell loop.
+	br, err := bwrap.New(bwrap.Config{WorkDir: filepath.Join(dir, "bare")}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		log.Fatal(err)
+	}
+	script := func(loops int, id string) string {
+		scratch := filepath.Join(dir, "bare-"+id)
+		in := filepath.Join(scratch, "input")
+		os.MkdirAll(filepath.Join(scratch, "output"), 0o755)
+		os.MkdirAll(in, 0o755)
+		os.WriteFile(filepath.Join(scratch, "script.py"), []byte(noop), 0o444)
+		os.WriteFile(filepath.Join(scratch, "result.json"), nil, 0o644)
+		spec := runner.Spec{ID: id, Script: []byte(noop), InputDir: in, Env: contract.Env(contract.Manifest{}, nil, nil), Limits: app.RunLimits(cfg)}
+		var q []string
+		for _, arg := range br.CommandLine(spec, scratch) {
+			q = append(q, "'"+strings.ReplaceAll(arg, "'", `'\''`)+"'")
+		}
+		return fmt.Sprintf("for i in $(seq %d); do s=$(date +%%s%%N); %s >/dev/null 2>&1 || exit 1; e=$(date +%%s%%N); echo $((e-s)); done", loops, strings.Join(q, " "))
+	}
+	bare := func(loops int, id string) []time.Duration {
+		out, err := exec.Command("/bin/sh", "-c", script(loops, id)).Output()
+		if err != nil {
+			log.Fatalf("bare loop: %v", err)
+		}
+		var ds []time.Duration
+		for _, f := range strings.Fields(string(out)) {
+			ns, _ := strconv.ParseInt(f, 10, 64)
+			ds = append(ds, time.Duration(ns))
+		}
+		return ds
+	}
+	bare(3, "warm")
+
+	var apiLat []time.Duration
+	for range *n {
+		apiLat = append(apiLat, apiRun())
+	}
+	bareLat := bare(*n, "lat")
+
+	fmt.Printf("No-op tool, %d sequential runs each; throughput from %d runs per point. Server: SQLite, fs blobs, bwrap with cgroup v1 limits, %d workers.\n\n", *n, *k, cfg.RunnerConcurrency)
+	fmt.Println("| measure | skrip API | bare bwrap loop | difference |")
+	fmt.Println("|---|---|---|---|")
+	am, ap := pct(apiLat, 50), pct(apiLat, 95)
+	bm, bp := pct(bareLat, 50), pct(bareLat, 95)
+	fmt.Printf("| median latency | %s | %s | %+.1f ms |\n", ms(am), ms(bm), float64(am-bm)/1e6)
+	fmt.Printf("| p95 latency | %s | %s | %+.1f ms |\n", ms(ap), ms(bp), float64(ap-bp)/1e6)
+	for _, conc := range []int{1, 2, 4} {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range conc {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := i; j < *k; j += conc {
+					apiRun()
+				}
+			}()
+		}
+		wg.Wait()
+		apiRate := float64(*k) / time.Since(start).Seconds()
+		start = time.Now()
+		for i := range conc {
+			wg.Add(1)
+			go func() { defer wg.Done(); bare(*k/conc, fmt.Sprintf("tp%d-%d", conc, i)) }()
+		}
+		wg.Wait()
+		bareRate := float64(*k/conc*conc) / time.Since(start).Seconds()
+		fmt.Printf("| runs/s at concurrency %d | %.1f | %.1f | ratio %.2f |\n", conc, apiRate, bareRate, apiRate/bareRate)
+	}
+}
+
+func pct(ds []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)*p/100]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }

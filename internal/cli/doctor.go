@@ -19,8 +19,8 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/app"
 	"github.com/skrip-dev/skrip/internal/config"
-	"github.com/skrip-dev/skrip/internal/runner/bwrap"
 	"github.com/skrip-dev/skrip/internal/natsserver"
+	"github.com/skrip-dev/skrip/internal/runner/bwrap"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/version"
 )

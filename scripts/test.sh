@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-apt_install postgresql bubblewrap python3
+apt_install postgresql bubblewrap python3 weasyprint poppler-utils fonts-dejavu-core
 
 # Start the first PostgreSQL cluster (Debian makes one when the package is installed).
 read -r pgver pgcluster pgport pgstatus _ < <(pg_lsclusters -h | head -n 1)
@@ -25,6 +25,6 @@ psql_admin "-c \"DO \\\$\\\$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE roln
   || psql_admin "-c 'CREATE DATABASE skrip_test OWNER skrip'"
 
 export SKRIP_TEST_DATABASE_URL="postgres://skrip:skrip@127.0.0.1:$pgport/skrip_test"
-export SKRIP_TEST_REQUIRE="postgres,bwrap"
+export SKRIP_TEST_REQUIRE="postgres,bwrap,weasyprint"
 
 go test -race -count=1 ./...

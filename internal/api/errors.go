@@ -7,9 +7,11 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/files"
 	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
 )
@@ -54,6 +56,10 @@ var errorTable = []apiError{
 	{upload.ErrInvalid, http.StatusBadRequest, "invalid_upload"},
 	{upload.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{run.ErrBusy, http.StatusServiceUnavailable, "unavailable"},
+	{errUnknownAction, http.StatusBadRequest, "unknown_action"},
+	{contract.ErrInvalidInput, http.StatusBadRequest, "invalid_request"},
+	{session.ErrConflict, http.StatusConflict, "conflict"},
+	{session.ErrNoSession, http.StatusNotFound, "not_found"},
 }
 
 // errorBody is the JSON shape of every error.

@@ -138,10 +138,6 @@ func (s *Server) readRunUpload(r *http.Request) (dir string, form upload.Form, e
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request, u store.User) error {
-	wait, err := parseWait(r, 60*time.Second)
-	if err != nil {
-		return err
-	}
 	t, err := s.visibleTool(r, u)
 	if err != nil {
 		return err
@@ -153,16 +149,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, u store.User) 
 	if err != nil {
 		return err
 	}
-	dir, form, err := s.readRunUpload(r)
-	if err != nil {
-		return err
-	}
-	rn, err := s.runs.Submit(r.Context(), run.Request{Tool: t, Version: v, User: u, Context: "default", Kind: "initial", InputDir: dir, Inputs: form.Inputs})
-	if err != nil {
-		os.RemoveAll(dir)
-		return err
-	}
-	return s.answerRun(w, r, u, rn.ID, wait, http.StatusCreated)
+	return s.initialRun(w, r, u, t, v, "default", 0)
 }
 
 // answerRun waits up to wait for the run, then answers with it: created (201) when it is

@@ -20,6 +20,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
 )
@@ -37,12 +38,15 @@ type Deps struct {
 	Files    *files.Service
 	Janitor  *janitor.Janitor
 	Runs     *run.Service
+	Sessions *session.Service
 	Blobs    blob.Store
-	Uploads  upload.Limits
-	Metrics  *metrics.Metrics
-	Log      *slog.Logger
-	Ready    []Check
-	Version  string
+	// SandboxTimeout is the wall time of editor sandbox runs.
+	SandboxTimeout time.Duration
+	Uploads        upload.Limits
+	Metrics        *metrics.Metrics
+	Log            *slog.Logger
+	Ready          []Check
+	Version        string
 }
 
 // Server is the HTTP API.
@@ -52,6 +56,7 @@ type Server struct {
 	files    *files.Service
 	janitor  *janitor.Janitor
 	runs     *run.Service
+	sessions *session.Service
 	blobs    blob.Store
 	metrics  *metrics.Metrics
 	log      *slog.Logger
@@ -59,12 +64,13 @@ type Server struct {
 	version  string
 	mux      *http.ServeMux
 
-	uploadLimits upload.Limits
+	uploadLimits   upload.Limits
+	sandboxTimeout time.Duration
 }
 
 // New builds the API's routes.
 func New(d Deps) *Server {
-	s := &Server{store: d.Store, accounts: d.Accounts, files: d.Files, janitor: d.Janitor, runs: d.Runs, blobs: d.Blobs, uploadLimits: d.Uploads, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
+	s := &Server{store: d.Store, accounts: d.Accounts, files: d.Files, janitor: d.Janitor, runs: d.Runs, sessions: d.Sessions, blobs: d.Blobs, uploadLimits: d.Uploads, sandboxTimeout: d.SandboxTimeout, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
 	s.routes()
 	return s
 }
@@ -102,6 +108,14 @@ func (s *Server) routes() {
 	m.Handle("GET /api/v1/runs/{run}/artifacts/{path...}", s.authed(s.getArtifact))
 	m.Handle("POST /api/v1/runs/{run}/cancel", s.authed(s.cancelRun))
 	m.Handle("GET /api/v1/runs/{run}/events", s.authed(s.runEvents))
+
+	m.Handle("POST /api/v1/start_action", s.authed(s.startAction))
+	m.Handle("GET /api/v1/tools/{tool}/sessions/{context}", s.authed(s.getSession))
+	m.Handle("GET /api/v1/tools/{tool}/session-files", s.authed(s.getSessionFiles))
+	m.Handle("DELETE /api/v1/tools/{tool}/session-files", s.authed(s.deleteSessionFiles))
+	m.Handle("POST /api/v1/editor/tool-versions/{version}/run-sandbox", s.authed(s.editorRun))
+	m.Handle("GET /api/v1/editor/tool-versions/{version}/session", s.authed(s.editorSession))
+	m.Handle("POST /api/v1/editor/tool-versions/{version}/start-action", s.authed(s.editorAction))
 }
 
 // Handler returns the API with request ids, logging and metrics around it. Requests that

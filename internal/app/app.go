@@ -30,6 +30,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
+	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
 	"github.com/skrip-dev/skrip/internal/version"
@@ -46,6 +47,7 @@ type App struct {
 	Janitor  *janitor.Janitor
 	Runner   runner.Runner
 	Runs     *run.Service
+	Sessions *session.Service
 	Metrics  *metrics.Metrics
 	API      *api.Server
 	closers  []func() error
@@ -81,7 +83,8 @@ func (a *App) open(ctx context.Context) error {
 	a.Files = files.New(st, a.Blobs, files.Limits{
 		MaxFileBytes: a.cfg.FilesMaxFileBytes, UserQuotaBytes: a.cfg.FilesUserQuotaBytes, MaxTotalBytes: a.cfg.FilesMaxTotalBytes,
 	}, a.log)
-	a.Janitor = janitor.New(a.Files, a.Blobs, a.Metrics, a.log)
+	a.Sessions = session.New(st, a.Blobs, a.cfg.SessionFilesTTL, a.log)
+	a.Janitor = janitor.New(a.Files, a.Sessions, a.Blobs, a.Metrics, a.log)
 	if a.Runner, err = OpenRunner(a.cfg, a.log); err != nil {
 		return err
 	}
@@ -102,9 +105,10 @@ func (a *App) open(ctx context.Context) error {
 		return err
 	}
 	a.API = api.New(api.Deps{
-		Store: st, Accounts: a.Accounts, Files: a.Files, Janitor: a.Janitor, Runs: a.Runs, Blobs: a.Blobs,
-		Uploads: upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes},
-		Metrics: a.Metrics, Log: a.log, Version: version.Version,
+		Store: st, Accounts: a.Accounts, Files: a.Files, Janitor: a.Janitor, Runs: a.Runs, Sessions: a.Sessions, Blobs: a.Blobs,
+		SandboxTimeout: a.cfg.SandboxRunTimeout,
+		Uploads:        upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes},
+		Metrics:        a.Metrics, Log: a.log, Version: version.Version,
 		Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}},
 	})
 	return nil

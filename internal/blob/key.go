@@ -39,3 +39,23 @@ func NormalizeKey(key string) (string, error) {
 	}
 	return key, nil
 }
+
+// SafeSegment turns any file name into a key segment: letters, digits and ._- stay, every
+// other byte becomes _, leading and trailing dots go, and it is cut to 200 bytes. Callers
+// keep the real name beside the key.
+func SafeSegment(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	out := strings.Trim(string(b), ".")
+	if len(out) > 200 {
+		out = out[:200]
+	}
+	if out == "" {
+		out = "file"
+	}
+	return out
+}

@@ -305,7 +305,8 @@ func (e *env) cleanupCmd() *cobra.Command {
 			if asJSON {
 				return e.printJSON(r)
 			}
-			fmt.Fprintf(e.stdout, "removed %d expired files (%s) and %d blob store leftovers\n", r.Files, size(r.FileBytes), r.BlobLeftovers)
+			fmt.Fprintf(e.stdout, "removed %d expired files (%s), %d session file sets (%d files, %s) and %d blob store leftovers\n",
+				r.Files, size(r.FileBytes), r.SessionSets, r.SessionFiles, size(r.SessionBytes), r.BlobLeftovers)
 			return nil
 		},
 	}

@@ -206,6 +206,9 @@ func (c *Client) DeleteFile(ctx context.Context, key string) error {
 type CleanupReport struct {
 	Files         int   `json:"files"`
 	FileBytes     int64 `json:"file_bytes"`
+	SessionSets   int   `json:"session_sets"`
+	SessionFiles  int   `json:"session_files"`
+	SessionBytes  int64 `json:"session_bytes"`
 	BlobLeftovers int   `json:"blob_leftovers"`
 }
 

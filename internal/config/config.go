@@ -29,6 +29,7 @@ type Config struct {
 	FilesUserQuotaBytes int64
 	FilesMaxTotalBytes  int64
 	CleanupInterval     time.Duration
+	SessionFilesTTL     time.Duration
 	ShutdownGrace       time.Duration
 	Runner              string
 	BwrapRootfs         string
@@ -97,7 +98,8 @@ func Settings() []Setting {
 		{Name: "files-max-file-bytes", Default: "104857600", Help: "largest staged file (bytes; 100MiB, 1GB also accepted)", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesMaxFileBytes })},
 		{Name: "files-user-quota-bytes", Default: "1073741824", Help: "staged bytes one user may hold", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesUserQuotaBytes })},
 		{Name: "files-max-total-bytes", Default: "10737418240", Help: "staged bytes the whole store may hold", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesMaxTotalBytes })},
-		{Name: "cleanup-interval", Default: "1h", Help: "how often the janitor removes expired files", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.CleanupInterval })},
+		{Name: "session-files-ttl", Default: "24h", Help: "how long a tool session's uploaded files are kept after their last use", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SessionFilesTTL })},
+		{Name: "cleanup-interval", Default: "1h", Help: "how often the janitor removes expired files and session files", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.CleanupInterval })},
 		{Name: "runner", Default: "auto", Help: "sandbox for tool runs: auto (docker if the engine answers, else bwrap), bwrap or docker", choices: []string{"auto", "bwrap", "docker"}, bind: str(func(c *Config) *string { return &c.Runner })},
 		{Name: "bwrap-rootfs", Default: "", Help: "directory mounted read-only as the bwrap sandbox's root; empty uses the host's /usr", bind: str(func(c *Config) *string { return &c.BwrapRootfs })},
 		{Name: "run-timeout", Default: "120s", Help: "wall-time limit of a production run", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.RunTimeout })},

@@ -1,5 +1,5 @@
 // Package janitor owns periodic cleanup: expired staged files, uploads that never
-// finished, and leftovers of the blob store. `skrip serve` runs it every
+// finished, session file sets past their TTL, and leftovers of the blob store. `skrip serve` runs it every
 // SKRIP_CLEANUP_INTERVAL; `skrip cleanup` asks the server for one pass.
 package janitor
 
@@ -12,12 +12,16 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/files"
 	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/session"
 )
 
 // Report is what one pass removed.
 type Report struct {
 	Files         int   `json:"files"`
 	FileBytes     int64 `json:"file_bytes"`
+	SessionSets   int   `json:"session_sets"`
+	SessionFiles  int   `json:"session_files"`
+	SessionBytes  int64 `json:"session_bytes"`
 	BlobLeftovers int   `json:"blob_leftovers"`
 }
 
@@ -29,16 +33,17 @@ type sweeper interface {
 
 // Janitor removes what has expired.
 type Janitor struct {
-	files   *files.Service
-	blobs   blob.Store
-	metrics *metrics.Metrics
-	log     *slog.Logger
-	mu      sync.Mutex // one pass at a time
+	files    *files.Service
+	sessions *session.Service
+	blobs    blob.Store
+	metrics  *metrics.Metrics
+	log      *slog.Logger
+	mu       sync.Mutex // one pass at a time
 }
 
 // New returns a Janitor.
-func New(f *files.Service, blobs blob.Store, m *metrics.Metrics, log *slog.Logger) *Janitor {
-	return &Janitor{files: f, blobs: blobs, metrics: m, log: log}
+func New(f *files.Service, sessions *session.Service, blobs blob.Store, m *metrics.Metrics, log *slog.Logger) *Janitor {
+	return &Janitor{files: f, sessions: sessions, blobs: blobs, metrics: m, log: log}
 }
 
 // Pass runs one cleanup pass and reports what it removed.
@@ -52,6 +57,12 @@ func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 	if err != nil {
 		return r, err
 	}
+	sess, err := j.sessions.Expire(ctx)
+	r.SessionSets, r.SessionFiles, r.SessionBytes = sess.Sets, sess.Files, sess.Bytes
+	j.metrics.JanitorDeletions.WithLabelValues("session_set").Add(float64(sess.Sets))
+	if err != nil {
+		return r, err
+	}
 	if sw, ok := j.blobs.(sweeper); ok {
 		n, err := sw.Sweep(ctx)
 		r.BlobLeftovers = n
@@ -61,7 +72,8 @@ func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 		}
 	}
 	if r != (Report{}) {
-		j.log.Info("janitor pass", "files", r.Files, "file_bytes", r.FileBytes, "blob_leftovers", r.BlobLeftovers)
+		j.log.Info("janitor pass", "files", r.Files, "file_bytes", r.FileBytes, "session_sets", r.SessionSets,
+			"session_files", r.SessionFiles, "session_bytes", r.SessionBytes, "blob_leftovers", r.BlobLeftovers)
 	}
 	return r, nil
 }

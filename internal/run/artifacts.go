@@ -61,7 +61,7 @@ func (s *Service) collect(ctx context.Context, runID, dir string) ([]Artifact, [
 			return err
 		}
 		defer f.Close()
-		key := fmt.Sprintf("runs/%s/output/%04d-%s", runID, len(arts), keySafe(filepath.Base(rel)))
+		key := fmt.Sprintf("runs/%s/output/%04d-%s", runID, len(arts), blob.SafeSegment(filepath.Base(rel)))
 		bi, err := s.blobs.Put(ctx, key, f, blob.PutOptions{ContentType: contentType(rel)})
 		if err != nil {
 			return fmt.Errorf("storing output/%s: %w", rel, err)
@@ -71,23 +71,4 @@ func (s *Service) collect(ctx context.Context, runID, dir string) ([]Artifact, [
 		return nil
 	})
 	return arts, notices, err
-}
-
-// keySafe turns a file name into a key segment: letters, digits and ._- stay, the rest
-// become _. The real name is kept beside the key.
-func keySafe(name string) string {
-	b := []byte(name)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			b[i] = '_'
-		}
-	}
-	s := strings.Trim(string(b), ".")
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	if s == "" {
-		s = "file"
-	}
-	return s
 }

@@ -114,6 +114,10 @@ type Request struct {
 	Inputs   map[string]any
 	Action   *contract.Action
 	WallTime time.Duration // 0: the production limit
+	// AfterSuccess, when set, is called when the run succeeded, before it is recorded;
+	// the revision it returns (nil: none) becomes the run's state_rev. A run that did
+	// not succeed never calls it, so it leaves the session as it was.
+	AfterSuccess func(ctx context.Context, runID string, res contract.Result) (*int64, error)
 }
 
 // Submit admits a run and returns it queued. A full queue gives ErrBusy and creates
@@ -237,6 +241,14 @@ func (s *Service) execute(j *job) {
 			break
 		}
 		out = outcome{status: parsed.Status, summary: parsed.ErrorSummary, outputs: parsed.Outputs, actions: parsed.NextActions, state: parsed.State}
+		if parsed.Status == store.StatusSucceeded && j.req.AfterSuccess != nil {
+			rev, err := j.req.AfterSuccess(ctx, r.ID, parsed)
+			if err != nil {
+				s.finish(ctx, r, started, failed("the tool succeeded but its session could not be saved; see the server log"), &res, err)
+				return
+			}
+			out.stateRev = rev
+		}
 	}
 	out.outputs = append(out.outputs, artNotices...)
 	out.artifacts = arts
@@ -250,6 +262,7 @@ type outcome struct {
 	outputs   []contract.Output
 	actions   []contract.NextAction
 	state     json.RawMessage
+	stateRev  *int64
 	artifacts []Artifact
 }
 
@@ -264,6 +277,7 @@ func (s *Service) finish(ctx context.Context, r store.Run, started time.Time, ou
 	r.Outputs = mustJSON(nonNil(out.outputs))
 	r.NextActions = mustJSON(nonNil(out.actions))
 	r.Artifacts = mustJSON(nonNil(out.artifacts))
+	r.StateRev = out.stateRev
 	if res != nil {
 		r.Stdout, r.StdoutTruncated, r.Stderr, r.StderrTruncated = res.Stdout, res.StdoutTruncated, res.Stderr, res.StderrTruncated
 	}

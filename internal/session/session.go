@@ -1,0 +1,270 @@
+// Package session owns tool sessions (SPEC §6, §7): the server-owned state of a
+// (tool, user, context) with its state_rev compare-and-swap, and the files uploaded at
+// the start, kept as one set that is replaced atomically and injected into later runs.
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/ids"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// Sentinel errors.
+var (
+	// ErrConflict means the session moved on: expected_state_rev is not the current one.
+	ErrConflict = errors.New("session conflict")
+	// ErrNoSession means the tool has no session for this user and context.
+	ErrNoSession = errors.New("no session")
+)
+
+// MaxContextLen is the longest context name.
+const MaxContextLen = 64
+
+// File is one session file.
+type File struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+	Key    string `json:"key"`
+}
+
+// Service keeps sessions.
+type Service struct {
+	st    *store.Store
+	blobs blob.Store
+	ttl   time.Duration
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// New returns a Service whose file sets expire ttl after their last access.
+func New(st *store.Store, blobs blob.Store, ttl time.Duration, log *slog.Logger) *Service {
+	return &Service{st: st, blobs: blobs, ttl: ttl, log: log, now: time.Now}
+}
+
+// TTL is how long a file set lives after its last access.
+func (s *Service) TTL() time.Duration { return s.ttl }
+
+// Get returns a session's state, or an error wrapping ErrNoSession.
+func (s *Service) Get(ctx context.Context, k store.SessionKey) (store.Session, error) {
+	sess, err := s.st.Session(ctx, k)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Session{}, fmt.Errorf("no session for this tool in context %q; run the tool first: %w", k.Context, ErrNoSession)
+	}
+	return sess, err
+}
+
+// Start records the state an initial run left (nil: {}) as a new revision, and returns it.
+func (s *Service) Start(ctx context.Context, k store.SessionKey, state json.RawMessage, runID string) (int64, error) {
+	return s.st.WriteSession(ctx, k, normalState(state), runID, s.now())
+}
+
+// Advance moves the session from revision expected to expected+1 with state (nil: keep
+// the state; JSON null: reset it to {}). It reports false when another write won.
+func (s *Service) Advance(ctx context.Context, k store.SessionKey, expected int64, state json.RawMessage, runID string) (bool, error) {
+	st := ""
+	if state != nil {
+		st = normalState(state)
+	}
+	return s.st.CompareAndSwapSession(ctx, k, expected, st, runID, s.now())
+}
+
+func normalState(state json.RawMessage) string {
+	t := strings.TrimSpace(string(state))
+	if t == "" || t == "null" {
+		return "{}"
+	}
+	return t
+}
+
+// ContextDir is the filesystem-safe form of a context in blob keys: hex SHA-256, so no
+// ':' or '/' ever reaches a key.
+func ContextDir(c string) string {
+	sum := sha256.Sum256([]byte(c))
+	return hex.EncodeToString(sum[:16])
+}
+
+// Replace stores the files of dir (an upload already validated) as the session's new
+// set. The swap is one database write: a failure or crash at any point leaves the old
+// set or the new one, never a mix; the replaced set's bytes are deleted afterwards.
+func (s *Service) Replace(ctx context.Context, k store.SessionKey, dir string, names []string) error {
+	setID := ids.New("s")
+	prefix := fmt.Sprintf("sessions/%s/%s/%s/%s/", k.ToolID, k.UserID, ContextDir(k.Context), setID)
+	var files []File
+	var total int64
+	undo := func() {
+		for _, f := range files {
+			s.blobs.Delete(context.WithoutCancel(ctx), f.Key)
+		}
+	}
+	for i, name := range names {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			undo()
+			return err
+		}
+		key := fmt.Sprintf("%s%03d-%s", prefix, i, blob.SafeSegment(name))
+		info, err := s.blobs.Put(ctx, key, f, blob.PutOptions{ContentType: "application/octet-stream"})
+		f.Close()
+		if err != nil {
+			undo()
+			return fmt.Errorf("storing session file %s: %w", name, err)
+		}
+		files = append(files, File{Name: name, Bytes: info.Size, SHA256: strings.TrimPrefix(info.Checksum, "sha256:"), Key: key})
+		total += info.Size
+	}
+	b, _ := json.Marshal(files)
+	now := s.now()
+	old, err := s.st.SwapSessionFiles(ctx, store.FileSet{SessionKey: k, SetID: setID, Files: string(b), Bytes: total, CreatedAt: now, LastAccessedAt: now})
+	if err != nil {
+		undo()
+		return err
+	}
+	if old != nil {
+		s.deleteBlobs(ctx, *old)
+	}
+	return nil
+}
+
+// Files returns the session's current files and touches last_accessed_at; no set is an
+// empty list.
+func (s *Service) Files(ctx context.Context, k store.SessionKey) ([]File, store.FileSet, error) {
+	set, err := s.st.SessionFiles(ctx, k)
+	if errors.Is(err, store.ErrNotFound) {
+		return []File{}, store.FileSet{}, nil
+	}
+	if err != nil {
+		return nil, store.FileSet{}, err
+	}
+	var files []File
+	if err := json.Unmarshal([]byte(set.Files), &files); err != nil {
+		return nil, store.FileSet{}, fmt.Errorf("session file set %s: %w", set.SetID, err)
+	}
+	set.LastAccessedAt = s.now()
+	if err := s.st.TouchSessionFiles(ctx, k, set.SetID, set.LastAccessedAt); err != nil {
+		return nil, store.FileSet{}, err
+	}
+	return files, set, nil
+}
+
+// linker is implemented by blob stores whose objects are immutable files on this
+// machine: a snapshot is then a set of hard links and copies no bytes.
+type linker interface {
+	ObjectPath(ctx context.Context, key string) (string, blob.Info, error)
+}
+
+// Inject places a read-only snapshot of the session's files in dir (hard links to the
+// blob store's immutable objects where it can, streamed copies otherwise), touches
+// last_accessed_at, and returns the files.
+func (s *Service) Inject(ctx context.Context, k store.SessionKey, dir string) ([]File, error) {
+	files, _, err := s.Files(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		dst := filepath.Join(dir, f.Name)
+		if l, ok := s.blobs.(linker); ok {
+			if src, _, err := l.ObjectPath(ctx, f.Key); err == nil && os.Link(src, dst) == nil {
+				continue
+			}
+		}
+		if err := s.copyOut(ctx, f.Key, dst); err != nil {
+			return nil, fmt.Errorf("session file %s: %w", f.Name, err)
+		}
+	}
+	return files, nil
+}
+
+func (s *Service) copyOut(ctx context.Context, key, dst string) error {
+	rc, _, err := s.blobs.Get(ctx, key, 0, -1)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, rc); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// Clear removes the session's files and reports what it removed.
+func (s *Service) Clear(ctx context.Context, k store.SessionKey) (int, int64, error) {
+	set, err := s.st.SessionFiles(ctx, k)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.remove(ctx, set)
+}
+
+func (s *Service) remove(ctx context.Context, set store.FileSet) (int, int64, error) {
+	ok, err := s.st.DeleteSessionFiles(ctx, set.SessionKey, set.SetID)
+	if err != nil || !ok {
+		return 0, 0, err
+	}
+	return s.deleteBlobs(ctx, set), set.Bytes, nil
+}
+
+// deleteBlobs removes a set's bytes; a failure leaves blobs the janitor's sweep finds.
+func (s *Service) deleteBlobs(ctx context.Context, set store.FileSet) int {
+	var files []File
+	json.Unmarshal([]byte(set.Files), &files)
+	for _, f := range files {
+		if err := s.blobs.Delete(context.WithoutCancel(ctx), f.Key); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			s.log.Warn("deleting a session file", "key", f.Key, "error", err)
+		}
+	}
+	return len(files)
+}
+
+// Expired is what one expiry pass removed.
+type Expired struct {
+	Sets  int
+	Files int
+	Bytes int64
+}
+
+// Expire removes every file set not accessed for the TTL.
+func (s *Service) Expire(ctx context.Context) (Expired, error) {
+	var out Expired
+	for {
+		stale, err := s.st.StaleSessionFiles(ctx, s.now().Add(-s.ttl), 200)
+		if err != nil || len(stale) == 0 {
+			return out, err
+		}
+		for _, set := range stale {
+			n, b, err := s.remove(ctx, set)
+			if err != nil {
+				return out, err
+			}
+			if n > 0 || b > 0 {
+				out.Sets++
+				out.Files += n
+				out.Bytes += b
+			}
+		}
+		if len(stale) < 200 {
+			return out, nil
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// SessionKey names a tool session.
+type SessionKey struct {
+	ToolID  string
+	UserID  string
+	Context string
+}
+
+// Session is a tool session's server-owned state.
+type Session struct {
+	SessionKey
+	State       string // JSON object
+	StateRev    int64
+	LatestRunID string // the run whose next_actions are on offer
+	UpdatedAt   time.Time
+}
+
+// Session returns a session, or ErrNotFound.
+func (s *Store) Session(ctx context.Context, k SessionKey) (Session, error) {
+	out := Session{SessionKey: k}
+	var updated int64
+	err := s.queryRow(ctx, "SELECT state, state_rev, latest_run_id, updated_at FROM tool_sessions WHERE tool_id = ? AND user_id = ? AND context = ?",
+		k.ToolID, k.UserID, k.Context).Scan(&out.State, &out.StateRev, &out.LatestRunID, &updated)
+	if err != nil {
+		return Session{}, fmt.Errorf("session %s/%s: %w", k.ToolID, k.Context, mapErr(err))
+	}
+	out.UpdatedAt = fromMS(updated)
+	return out, nil
+}
+
+// WriteSession stores state as a new revision of the session, whatever its revision was
+// (an initial run starts the session over), creating it at revision 1. It returns the new
+// revision.
+func (s *Store) WriteSession(ctx context.Context, k SessionKey, state, runID string, now time.Time) (int64, error) {
+	var rev int64
+	err := s.db.QueryRowContext(ctx, s.rebind(`INSERT INTO tool_sessions (tool_id, user_id, context, state, state_rev, latest_run_id, updated_at)
+		VALUES (?, ?, ?, ?, 1, ?, ?)
+		ON CONFLICT (tool_id, user_id, context) DO UPDATE SET state = excluded.state,
+			state_rev = tool_sessions.state_rev + 1, latest_run_id = excluded.latest_run_id, updated_at = excluded.updated_at
+		RETURNING state_rev`), k.ToolID, k.UserID, k.Context, state, runID, ms(now)).Scan(&rev)
+	if err != nil {
+		return 0, fmt.Errorf("writing session %s/%s: %w", k.ToolID, k.Context, mapErr(err))
+	}
+	return rev, nil
+}
+
+// CompareAndSwapSession moves the session from revision expected to expected+1 with state
+// (empty: keep the state) and runID as its latest run. It is one conditional UPDATE, so
+// of any number of concurrent calls with the same expected revision exactly one succeeds.
+func (s *Store) CompareAndSwapSession(ctx context.Context, k SessionKey, expected int64, state, runID string, now time.Time) (bool, error) {
+	res, err := s.exec(ctx, `UPDATE tool_sessions SET state = CASE WHEN ? = '' THEN state ELSE ? END, state_rev = state_rev + 1,
+		latest_run_id = ?, updated_at = ? WHERE tool_id = ? AND user_id = ? AND context = ? AND state_rev = ?`,
+		state, state, runID, ms(now), k.ToolID, k.UserID, k.Context, expected)
+	if err != nil {
+		return false, fmt.Errorf("updating session %s/%s: %w", k.ToolID, k.Context, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// FileSet is the current set of a session's files.
+type FileSet struct {
+	SessionKey
+	SetID          string
+	Files          string // JSON array of {name, bytes, sha256, key}
+	Bytes          int64
+	CreatedAt      time.Time
+	LastAccessedAt time.Time
+}
+
+func scanFileSet(row interface{ Scan(...any) error }) (FileSet, error) {
+	var f FileSet
+	var created, accessed int64
+	if err := row.Scan(&f.ToolID, &f.UserID, &f.Context, &f.SetID, &f.Files, &f.Bytes, &created, &accessed); err != nil {
+		return FileSet{}, mapErr(err)
+	}
+	f.CreatedAt, f.LastAccessedAt = fromMS(created), fromMS(accessed)
+	return f, nil
+}
+
+const fileSetCols = "tool_id, user_id, context, set_id, files, bytes, created_at, last_accessed_at"
+
+// SessionFiles returns a session's current file set, or ErrNotFound.
+func (s *Store) SessionFiles(ctx context.Context, k SessionKey) (FileSet, error) {
+	f, err := scanFileSet(s.queryRow(ctx, "SELECT "+fileSetCols+" FROM session_files WHERE tool_id = ? AND user_id = ? AND context = ?", k.ToolID, k.UserID, k.Context))
+	if err != nil {
+		return FileSet{}, fmt.Errorf("session files of %s/%s: %w", k.ToolID, k.Context, err)
+	}
+	return f, nil
+}
+
+// SwapSessionFiles makes set the session's current file set in one statement and returns
+// the set it replaced (nil when there was none).
+func (s *Store) SwapSessionFiles(ctx context.Context, set FileSet) (*FileSet, error) {
+	var old *FileSet
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		prev, err := scanFileSet(tx.QueryRowContext(ctx, s.rebind("SELECT "+fileSetCols+" FROM session_files WHERE tool_id = ? AND user_id = ? AND context = ?"),
+			set.ToolID, set.UserID, set.Context))
+		if err == nil {
+			old = &prev
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.rebind(`INSERT INTO session_files (`+fileSetCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (tool_id, user_id, context) DO UPDATE SET set_id = excluded.set_id, files = excluded.files,
+				bytes = excluded.bytes, created_at = excluded.created_at, last_accessed_at = excluded.last_accessed_at`),
+			set.ToolID, set.UserID, set.Context, set.SetID, set.Files, set.Bytes, ms(set.CreatedAt), ms(set.LastAccessedAt))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replacing session files of %s/%s: %w", set.ToolID, set.Context, err)
+	}
+	return old, nil
+}
+
+// TouchSessionFiles records that the set was read or injected.
+func (s *Store) TouchSessionFiles(ctx context.Context, k SessionKey, setID string, now time.Time) error {
+	_, err := s.exec(ctx, "UPDATE session_files SET last_accessed_at = ? WHERE tool_id = ? AND user_id = ? AND context = ? AND set_id = ?",
+		ms(now), k.ToolID, k.UserID, k.Context, setID)
+	return err
+}
+
+// DeleteSessionFiles removes the set if it is still setID; it reports whether it did.
+func (s *Store) DeleteSessionFiles(ctx context.Context, k SessionKey, setID string) (bool, error) {
+	res, err := s.exec(ctx, "DELETE FROM session_files WHERE tool_id = ? AND user_id = ? AND context = ? AND set_id = ?", k.ToolID, k.UserID, k.Context, setID)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// StaleSessionFiles returns up to limit sets last accessed before cutoff.
+func (s *Store) StaleSessionFiles(ctx context.Context, cutoff time.Time, limit int) ([]FileSet, error) {
+	rows, err := s.query(ctx, "SELECT "+fileSetCols+" FROM session_files WHERE last_accessed_at < ? ORDER BY last_accessed_at LIMIT ?", ms(cutoff), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []FileSet
+	for rows.Next() {
+		f, err := scanFileSet(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// SessionFileSetIDs returns every current set id, for finding blobs no set refers to.
+func (s *Store) SessionFileSetIDs(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.query(ctx, "SELECT set_id FROM session_files")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}

@@ -268,6 +268,9 @@ func (s *Server) getSessionFiles(w http.ResponseWriter, r *http.Request, u store
 	if err != nil {
 		return err
 	}
+	if set.SetID == "" {
+		return errs.New(session.ErrNoSession, map[string]any{"context": k.Context}, "no session files for this tool in context %q", k.Context)
+	}
 	type fileJSON struct {
 		Name   string `json:"name"`
 		Bytes  int64  `json:"bytes"`
@@ -291,8 +294,12 @@ func (s *Server) deleteSessionFiles(w http.ResponseWriter, r *http.Request, u st
 	if err != nil {
 		return err
 	}
-	if _, _, err := s.sessions.Clear(r.Context(), k); err != nil {
+	n, _, err := s.sessions.Clear(r.Context(), k)
+	if err != nil {
 		return err
+	}
+	if n == 0 {
+		return errs.New(session.ErrNoSession, map[string]any{"context": k.Context}, "no session files for this tool in context %q", k.Context)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -222,7 +222,7 @@ func (s *Service) remove(ctx context.Context, set store.FileSet) (int, int64, er
 	if err != nil || !ok {
 		return 0, 0, err
 	}
-	return s.deleteBlobs(ctx, set), set.Bytes, nil
+	return max(s.deleteBlobs(ctx, set), 1), set.Bytes, nil
 }
 
 // deleteBlobs removes a set's bytes; a failure leaves blobs the janitor's sweep finds.

@@ -35,7 +35,7 @@ const (
 	dirPerm        = 0o750
 	// objectPerm lets a hard link of an object (see ObjectPath) be read inside a sandbox
 	// running as another user; the store's own directories stay closed to others.
-	objectPerm = 0o644
+	objectPerm = 0o444 // immutable: never written again, readable in sandboxes through hard links
 )
 
 // Store keeps objects in a directory tree on the local filesystem. It is safe for

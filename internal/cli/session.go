@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/skrip-dev/skrip/internal/client"
+)
+
+func (e *env) actionCmd() *cobra.Command {
+	var inputs []string
+	var asJSON bool
+	var out string
+	cmd := &cobra.Command{
+		Use:   "action RUN_ID ACTION_ID",
+		Short: "Submit one of the next actions a run offered, with that run's state_rev",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := parseInputs(inputs)
+			if err != nil {
+				return err
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			prev, err := c.GetRun(cmd.Context(), args[0], 0)
+			if err != nil {
+				return err
+			}
+			if prev.StateRev == nil {
+				return fmt.Errorf("run %s left no session revision to continue from: it offered no actions, or it did not succeed", prev.RunID)
+			}
+			var res client.ActionResult
+			if v, ok := strings.CutPrefix(prev.Context, "sandbox:"); ok {
+				res, err = c.EditorAction(cmd.Context(), v, args[1], in, *prev.StateRev)
+			} else {
+				res, err = c.StartAction(cmd.Context(), prev.ToolID, prev.Context, args[1], in, *prev.StateRev)
+			}
+			var apiErr *client.Error
+			if errors.As(err, &apiErr) && apiErr.Code == "conflict" {
+				return fmt.Errorf("this session changed after run %s: it is now at revision %v, and that run left revision %d. "+
+					"Another tab, window or command acted on it meanwhile. See it with `skrip session show %s`, or start over with `skrip run`",
+					prev.RunID, apiErr.Details["current"], *prev.StateRev, prev.ToolID)
+			}
+			if err != nil {
+				return err
+			}
+			r, err := c.WaitRun(cmd.Context(), res.Run)
+			if err != nil {
+				return err
+			}
+			return e.showRun(cmd, c, r, asJSON, out)
+		},
+	}
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "a form value, key=value (JSON when it parses, else text); repeatable")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
+	cmd.Flags().StringVar(&out, "out", "", "download the run's artifacts into this directory")
+	return cmd
+}
+
+func (e *env) sessionCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "session", Short: "Show your tool sessions: state and session files"}
+	var sctx string
+	var asJSON bool
+	show := &cobra.Command{
+		Use:   "show TOOL",
+		Short: "Show the session's state and state_rev",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			s, err := c.SessionOf(cmd.Context(), args[0], sctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return e.printJSON(s)
+			}
+			var state any
+			json.Unmarshal(s.State, &state)
+			pretty, _ := json.MarshalIndent(state, "", "  ")
+			fmt.Fprintf(e.stdout, "context    %s\nstate_rev  %d\nupdated    %s\nstate\n%s\n", s.Context, s.StateRev, humanize.Time(s.UpdatedAt), pretty)
+			return nil
+		},
+	}
+	show.Flags().StringVar(&sctx, "context", "default", "session context: default, or sandbox:<version_id>")
+	show.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+
+	var fctx string
+	var fJSON, clear bool
+	files := &cobra.Command{
+		Use:   "files TOOL",
+		Short: "List the files kept for the session (or remove them with --clear)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			if clear {
+				if err := c.ClearSessionFiles(cmd.Context(), args[0], fctx); err != nil {
+					return err
+				}
+				fmt.Fprintln(e.stdout, "session files removed")
+				return nil
+			}
+			list, err := c.SessionFiles(cmd.Context(), args[0], fctx)
+			if err != nil {
+				return err
+			}
+			if fJSON {
+				return e.printJSON(list)
+			}
+			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tSIZE\tSHA-256")
+			for _, f := range list.Files {
+				fmt.Fprintf(w, "%s\t%s\t%s\n", f.Name, size(f.Bytes), f.SHA256)
+			}
+			w.Flush()
+			if list.ExpiresAt != nil {
+				fmt.Fprintf(e.stdout, "kept until %s unless used again\n", humanize.Time(*list.ExpiresAt))
+			}
+			return nil
+		},
+	}
+	files.Flags().StringVar(&fctx, "context", "default", "session context: default, or sandbox:<version_id>")
+	files.Flags().BoolVar(&fJSON, "json", false, "print JSON")
+	files.Flags().BoolVar(&clear, "clear", false, "remove the session's files")
+	cmd.AddCommand(show, files)
+	return cmd
+}

@@ -25,6 +25,10 @@ psql_admin "-c \"DO \\\$\\\$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE roln
   || psql_admin "-c 'CREATE DATABASE skrip_test OWNER skrip'"
 
 export SKRIP_TEST_DATABASE_URL="postgres://skrip:skrip@127.0.0.1:$pgport/skrip_test"
-export SKRIP_TEST_REQUIRE="postgres,bwrap,weasyprint"
+# The Docker runner's image, built from a debootstrap rootfs (cached); the same rootfs
+# serves bubblewrap in TestConformanceOnRootfs.
+SKRIP_TEST_RUNNER_ROOTFS=$(bash scripts/runner-image.sh | tail -n 1)
+export SKRIP_TEST_RUNNER_ROOTFS
+export SKRIP_TEST_REQUIRE="postgres,bwrap,weasyprint,docker"
 
 go test -race -count=1 ./...

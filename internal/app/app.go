@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
+	"github.com/skrip-dev/skrip/internal/runner/docker"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
@@ -85,7 +87,7 @@ func (a *App) open(ctx context.Context) error {
 	}, a.log)
 	a.Sessions = session.New(st, a.Blobs, a.cfg.SessionFilesTTL, a.log)
 	a.Janitor = janitor.New(a.Files, a.Sessions, a.Blobs, a.Metrics, a.log)
-	if a.Runner, err = OpenRunner(a.cfg, a.log); err != nil {
+	if a.Runner, err = OpenRunner(ctx, a.cfg, a.log); err != nil {
 		return err
 	}
 	a.closers = append(a.closers, a.Runner.Close)
@@ -120,16 +122,43 @@ func RunLimits(cfg config.Config) runner.Limits {
 		TmpBytes: cfg.RunTmpBytes, OutputBytes: cfg.RunOutputBytes, LogBytes: cfg.RunLogBytes}
 }
 
-// OpenRunner opens the sandbox SKRIP_RUNNER names. There is no unsandboxed mode: when
-// no sandbox works here, it fails with what to install.
-func OpenRunner(cfg config.Config, log *slog.Logger) (runner.Runner, error) {
+// OpenRunner opens the sandbox SKRIP_RUNNER names: docker (the engine must answer and
+// the image exist), bwrap, or auto (docker when it can, else bwrap). There is no
+// unsandboxed mode: when no sandbox works here, it fails with what to install.
+func OpenRunner(ctx context.Context, cfg config.Config, log *slog.Logger) (runner.Runner, error) {
+	openDocker := func() (runner.Runner, error) {
+		image := cfg.RunnerImage
+		if image == "" {
+			image = docker.DefaultImage()
+		}
+		server, _ := filepath.Abs(cfg.DataDir)
+		return docker.New(ctx, docker.Config{Image: image, Server: server}, log)
+	}
+	openBwrap := func() (runner.Runner, error) {
+		return bwrap.New(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs}, log)
+	}
 	switch cfg.Runner {
 	case "docker":
-		return nil, fmt.Errorf("SKRIP_RUNNER=docker: the Docker runner is not part of this build yet; use SKRIP_RUNNER=bwrap (apt-get install bubblewrap)")
-	default: // auto and bwrap
-		r, err := bwrap.New(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs}, log)
+		r, err := openDocker()
 		if err != nil {
-			return nil, fmt.Errorf("no sandbox for tool runs: %w", err)
+			return nil, fmt.Errorf("no sandbox for tool runs (SKRIP_RUNNER=docker): %w", err)
+		}
+		return r, nil
+	case "bwrap":
+		r, err := openBwrap()
+		if err != nil {
+			return nil, fmt.Errorf("no sandbox for tool runs (SKRIP_RUNNER=bwrap): %w", err)
+		}
+		return r, nil
+	default:
+		r, derr := openDocker()
+		if derr == nil {
+			return r, nil
+		}
+		log.Info("not using the Docker runner", "reason", derr.Error())
+		r, berr := openBwrap()
+		if berr != nil {
+			return nil, fmt.Errorf("no sandbox for tool runs: docker: %v; bwrap: %w", derr, berr)
 		}
 		return r, nil
 	}

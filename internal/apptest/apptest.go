@@ -66,6 +66,9 @@ func Config(t testing.TB, b Backend) config.Config {
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.BootstrapAdminToken = "skr_test-admin-token-0123456789"
 	cfg.ShutdownGrace = 5 * time.Second
+	// API tests run on bubblewrap; the Docker runner has its own suite and end-to-end
+	// tests, which set Runner themselves.
+	cfg.Runner = "bwrap"
 	if b.Blob != "" {
 		cfg.Blob = b.Blob
 	}

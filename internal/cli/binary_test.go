@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +14,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	mobyclient "github.com/moby/moby/client"
+
+	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/runner/docker"
 )
 
 // lockedBuffer is a bytes.Buffer that a running process may write while a test reads.
@@ -136,13 +142,84 @@ func TestServeRefusesABusyPort(t *testing.T) {
 func TestServeRefusesWithoutSandbox(t *testing.T) {
 	bin := buildSkrip(t)
 	empty := t.TempDir()
-	cmd := exec.Command(bin, "serve", "--addr", freeAddr(t), "--data-dir", t.TempDir())
-	cmd.Env = []string{"PATH=" + empty, "HOME=" + empty}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--addr", freeAddr(t), "--data-dir", t.TempDir())
+	// No bwrap on PATH, and no Docker engine to reach.
+	cmd.Env = []string{"PATH=" + empty, "HOME=" + empty, "DOCKER_HOST=unix://" + filepath.Join(empty, "no-docker.sock")}
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatal("skrip serve started without any sandbox")
 	}
-	if !strings.Contains(string(out), "no sandbox for tool runs") || !strings.Contains(string(out), "apt-get install bubblewrap") {
+	if !strings.Contains(string(out), "no sandbox for tool runs") || !strings.Contains(string(out), "apt-get install bubblewrap") ||
+		!strings.Contains(string(out), "Docker engine does not answer") {
 		t.Fatalf("output does not say what to install:\n%s", out)
+	}
+}
+
+// TestDockerOrphansAfterSIGKILL kills `skrip serve` (SIGKILL) while a run's container is
+// running, starts it again, and checks that no container of it is left and that the run
+// is marked failed, "interrupted by server restart".
+func TestDockerOrphansAfterSIGKILL(t *testing.T) {
+	needDocker(t)
+	bin := buildSkrip(t)
+	data := t.TempDir()
+	const token = "skr_orphan-test-admin-token"
+	start := func() (*exec.Cmd, *client.Client) {
+		addr := freeAddr(t)
+		cmd := exec.Command(bin, "serve", "--addr", addr, "--data-dir", data, "--runner", "docker")
+		cmd.Env = append(os.Environ(), "SKRIP_BOOTSTRAP_ADMIN_TOKEN="+token)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitHealthy(t, "http://"+addr)
+		c, _ := client.New("http://"+addr, token)
+		return cmd, c
+	}
+	ctx := context.Background()
+	first, c := start()
+	if _, _, err := c.CreateTool(ctx, "sleep", "Sleep", "", "import time\ndef run_tool(i, o):\n    time.sleep(60)\n", true); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.RunFiles(ctx, "sleep", nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := mobyclient.New(mobyclient.FromEnv, mobyclient.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	containersOf := func() []string {
+		list, err := dc.ContainerList(ctx, mobyclient.ContainerListOptions{All: true, Filters: make(mobyclient.Filters).Add("label", docker.LabelRunID+"="+r.RunID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, c := range list.Items {
+			ids = append(ids, c.ID)
+		}
+		return ids
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(containersOf()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run's container never appeared")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	first.Process.Kill() // SIGKILL: no cleanup
+	first.Wait()
+	if len(containersOf()) == 0 {
+		t.Fatal("the container went with the server; the test shows nothing")
+	}
+	second, c2 := start()
+	defer func() { second.Process.Signal(syscall.SIGTERM); second.Wait() }()
+	if left := containersOf(); len(left) != 0 {
+		t.Fatalf("containers left after the restart: %v", left)
+	}
+	got, err := c2.GetRun(ctx, r.RunID, 0)
+	if err != nil || got.Status != "failed" || got.ErrorSummary == nil || *got.ErrorSummary != "interrupted by server restart" {
+		t.Fatalf("run after restart: %+v, %v", got, err)
 	}
 }

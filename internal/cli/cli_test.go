@@ -89,14 +89,14 @@ func TestClientErrors(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	env := apptest.New(t, apptest.Backends[0])
 	var out, errOut bytes.Buffer
-	vars := map[string]string{"SKRIP_DATA_DIR": env.Config.DataDir, "SKRIP_BOOTSTRAP_ADMIN_TOKEN": "skr_do-not-print-me-please"}
+	vars := map[string]string{"SKRIP_DATA_DIR": env.Config.DataDir, "SKRIP_BOOTSTRAP_ADMIN_TOKEN": "skr_do-not-print-me-please", "SKRIP_RUNNER": "bwrap"}
 	code := Main(context.Background(), []string{"doctor", "--log-level", "debug"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] })
 	if code != 0 {
 		t.Fatalf("doctor: %d %q", code, errOut.String())
 	}
 	for _, want := range []string{"SKRIP_DATA_DIR", env.Config.DataDir, "env", "SKRIP_LOG_LEVEL", "debug", "flag",
 		"SQLite 3.", "migrations applied", "bwrap", "python3", "cgroups", "(set, hidden)",
-		"SKRIP_RUNNER=auto", "bubblewrap 0.", "memory", "enforced", "network", "/work/output"} {
+		"SKRIP_RUNNER=bwrap", "bubblewrap 0.", "memory", "enforced", "network", "/work/output"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
 		}

@@ -20,7 +20,9 @@ import (
 	"github.com/skrip-dev/skrip/internal/app"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/natsserver"
+	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
+	"github.com/skrip-dev/skrip/internal/runner/docker"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/version"
 )
@@ -88,7 +90,7 @@ func (e *env) doctor(ctx context.Context, loaded *config.Loaded) {
 		fmt.Fprintf(w, "  fs\t%s\t%s\n", cfg.Path("blobs"), dirState(cfg.Path("blobs")))
 	}
 
-	e.doctorRunner(w, cfg)
+	e.doctorRunner(ctx, w, cfg)
 
 	fmt.Fprintln(w, "\nMachine\t\t")
 	for _, t := range machineTools(ctx) {
@@ -142,13 +144,28 @@ func natsState(ctx context.Context, cfg config.Config) (where, state string) {
 
 // doctorRunner says which sandbox runs would use and how each limit is enforced. It only
 // inspects: a running server's runs and scratch directories are left alone.
-func (e *env) doctorRunner(w io.Writer, cfg config.Config) {
+func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) {
 	fmt.Fprintf(w, "\nRunner\tSKRIP_RUNNER=%s\t\n", cfg.Runner)
-	if cfg.Runner == "docker" {
-		fmt.Fprintf(w, "  docker\tnot part of this build yet\tuse SKRIP_RUNNER=bwrap\n")
-		return
+	quiet := slog.New(slog.DiscardHandler)
+	if cfg.Runner != "bwrap" {
+		image := cfg.RunnerImage
+		if image == "" {
+			image = docker.DefaultImage()
+		}
+		r, err := docker.Inspect(ctx, docker.Config{Image: image}, quiet)
+		if err == nil {
+			defer r.Close()
+			fmt.Fprintf(w, "  docker\t%s\timage %s\n", r.Version(), image)
+			printEnforcement(w, r.Enforcement(app.RunLimits(cfg)))
+			return
+		}
+		fmt.Fprintf(w, "  docker\tunavailable\t%s\n", err)
+		if cfg.Runner == "docker" {
+			fmt.Fprintf(w, "  \t\tskrip serve refuses to start without a sandbox\n")
+			return
+		}
 	}
-	r, err := bwrap.Inspect(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs}, slog.New(slog.DiscardHandler))
+	r, err := bwrap.Inspect(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs}, quiet)
 	if err != nil {
 		fmt.Fprintf(w, "  bwrap\tunavailable\t%s\n", err)
 		fmt.Fprintf(w, "  \t\tskrip serve refuses to start without a sandbox\n")
@@ -159,7 +176,11 @@ func (e *env) doctorRunner(w io.Writer, cfg config.Config) {
 		root = cfg.BwrapRootfs
 	}
 	fmt.Fprintf(w, "  bwrap\t%s\troot %s; memory, pids and CPU through %s\n", r.Version(), root, r.Limiter())
-	for _, en := range r.Enforcement(app.RunLimits(cfg)) {
+	printEnforcement(w, r.Enforcement(app.RunLimits(cfg)))
+}
+
+func printEnforcement(w io.Writer, list []runner.Enforced) {
+	for _, en := range list {
 		state := "enforced"
 		if !en.OK {
 			state = "NOT fully enforced"

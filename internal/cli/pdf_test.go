@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/skrip-dev/skrip/examples"
 	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/runner/docker"
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
@@ -47,7 +49,23 @@ func pdfInfo(t *testing.T, path string) (pageSize, text string) {
 // sandbox through the API (A4 landscape), each converting the files uploaded at the start.
 func TestHTMLToPDFEndToEnd(t *testing.T) {
 	needWeasyprint(t)
-	env := apptest.New(t, apptest.BlobBackends[0])
+	testHTMLToPDF(t, "bwrap")
+}
+
+// TestHTMLToPDFOnDocker is the same flow on the Docker runner, whose image carries its own
+// WeasyPrint.
+func TestHTMLToPDFOnDocker(t *testing.T) {
+	needDocker(t)
+	if _, err := exec.LookPath("pdfinfo"); err != nil {
+		testutil.Missing(t, "weasyprint", "pdfinfo is missing", "apt-get install poppler-utils")
+	}
+	testHTMLToPDF(t, "docker")
+}
+
+func testHTMLToPDF(t *testing.T, runnerName string) {
+	cfg := apptest.Config(t, apptest.BlobBackends[0])
+	cfg.Runner = runnerName
+	env := apptest.Start(t, cfg)
 	if _, err := env.App.LoadDemo(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -124,4 +142,15 @@ func TestHTMLToPDFEndToEnd(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "state_rev  2") || !strings.Contains(out, `"step": "converted"`) {
 		t.Fatalf("session show: %d %q", code, out)
 	}
+}
+
+// needDocker skips (or fails, when docker is required) unless the engine answers and the
+// runner image exists.
+func needDocker(t *testing.T) {
+	t.Helper()
+	r, err := docker.Inspect(context.Background(), docker.Config{Image: docker.DefaultImage()}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		testutil.Missing(t, "docker", err.Error(), "a running Docker engine and `skrip runner-image build`")
+	}
+	r.Close()
 }

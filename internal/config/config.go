@@ -32,6 +32,7 @@ type Config struct {
 	SessionFilesTTL     time.Duration
 	ShutdownGrace       time.Duration
 	Runner              string
+	RunnerImage         string
 	BwrapRootfs         string
 	RunTimeout          time.Duration
 	SandboxRunTimeout   time.Duration
@@ -101,6 +102,7 @@ func Settings() []Setting {
 		{Name: "session-files-ttl", Default: "24h", Help: "how long a tool session's uploaded files are kept after their last use", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SessionFilesTTL })},
 		{Name: "cleanup-interval", Default: "1h", Help: "how often the janitor removes expired files and session files", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.CleanupInterval })},
 		{Name: "runner", Default: "auto", Help: "sandbox for tool runs: auto (docker if the engine answers, else bwrap), bwrap or docker", choices: []string{"auto", "bwrap", "docker"}, bind: str(func(c *Config) *string { return &c.Runner })},
+		{Name: "runner-image", Default: "", Shown: "skrip-runner:<version>", Help: "image of the Docker runner (build it with `skrip runner-image build`)", bind: str(func(c *Config) *string { return &c.RunnerImage })},
 		{Name: "bwrap-rootfs", Default: "", Help: "directory mounted read-only as the bwrap sandbox's root; empty uses the host's /usr", bind: str(func(c *Config) *string { return &c.BwrapRootfs })},
 		{Name: "run-timeout", Default: "120s", Help: "wall-time limit of a production run", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.RunTimeout })},
 		{Name: "sandbox-run-timeout", Default: "60s", Help: "wall-time limit of an editor sandbox run", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxRunTimeout })},

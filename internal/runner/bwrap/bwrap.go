@@ -142,8 +142,10 @@ func (r *Runner) baseArgs(extra []string) []string {
 		"--hostname", "skrip", "--clearenv"}
 	if r.cfg.Rootfs != "" {
 		args = append(args, "--ro-bind", r.cfg.Rootfs, "/",
-			// The rootfs's own secrets, readable by its root, which is the sandbox user here.
-			"--ro-bind", "/dev/null", "/etc/shadow")
+			// The rootfs's root-only files would be the sandbox user's here (the server's
+			// uid maps to it): hide its secrets and root's home.
+			"--ro-bind", "/dev/null", "/etc/shadow",
+			"--tmpfs", "/root", "--remount-ro", "/root")
 	} else {
 		args = append(args, "--ro-bind", "/usr", "/usr")
 		for _, l := range []string{"bin", "sbin", "lib", "lib64", "lib32", "libx32"} {

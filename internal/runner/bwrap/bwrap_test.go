@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 
 	"github.com/skrip-dev/skrip/internal/runner"
@@ -42,4 +43,21 @@ func TestEnforcementNamesEveryLimit(t *testing.T) {
 			t.Errorf("Enforcement does not mention %s", l)
 		}
 	}
+}
+
+// TestConformanceOnRootfs runs the suite with the Docker runner image's rootfs as the
+// sandbox's root (SKRIP_BWRAP_ROOTFS): both runners can offer the very same environment.
+func TestConformanceOnRootfs(t *testing.T) {
+	rootfs := os.Getenv("SKRIP_TEST_RUNNER_ROOTFS")
+	if rootfs == "" {
+		testutil.Missing(t, "docker", "SKRIP_TEST_RUNNER_ROOTFS is empty", "bash scripts/runner-image.sh, then set SKRIP_TEST_RUNNER_ROOTFS to the path it prints")
+	}
+	runnertest.Run(t, func(t *testing.T) runner.Runner {
+		r, err := New(Config{WorkDir: t.TempDir(), Rootfs: rootfs}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	})
 }

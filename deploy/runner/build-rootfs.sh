@@ -1,0 +1,1 @@
+../../internal/runner/docker/build-rootfs.sh

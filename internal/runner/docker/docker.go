@@ -1,0 +1,511 @@
+// Package docker runs tool runs in containers through the Docker Engine API: one
+// container per run with no network, a read-only root, no capabilities, a non-root user
+// and memory, pids and CPU limits; files are copied in before start and the artifacts out
+// as a checked tar stream; the container is always removed.
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/runner/shim"
+)
+
+// Config chooses the image and names this server's containers.
+type Config struct {
+	Image string
+	// Server names this server's containers (a hash of it is a label), so that sweeping
+	// orphans at start never touches another server's runs on the same engine.
+	Server string
+}
+
+// Runner is the Docker runner.
+type Runner struct {
+	cli     *client.Client
+	image   string
+	server  string
+	version string
+	log     *slog.Logger
+}
+
+// Labels every container of a run carries.
+const (
+	LabelRunID  = "skrip.run_id"
+	LabelToolID = "skrip.tool_id"
+	LabelServer = "skrip.server"
+)
+
+// maxResultBytes caps how much of result.json is read.
+const maxResultBytes = 8 << 20
+
+// New connects like Inspect, then removes the containers a crash of this server left.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*Runner, error) {
+	r, err := Inspect(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	r.removeOrphans(ctx)
+	return r, nil
+}
+
+// Inspect connects to the engine named by the environment (DOCKER_HOST, or the local
+// socket) and checks that the image exists, touching no container: `skrip doctor` uses
+// it beside a running server. An ErrUnavailable error says what to start or build.
+func Inspect(ctx context.Context, cfg Config, log *slog.Logger) (*Runner, error) {
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", runner.ErrUnavailable, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx, client.PingOptions{}); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("%w: the Docker engine does not answer (%v); start it, or set DOCKER_HOST", runner.ErrUnavailable, err)
+	}
+	ok, err := ImageExists(pctx, cli, cfg.Image)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	if !ok {
+		cli.Close()
+		return nil, fmt.Errorf("%w: the Docker engine answers, but the runner image %s is missing; build it with `skrip runner-image build` (no registry needed)",
+			runner.ErrUnavailable, cfg.Image)
+	}
+	sum := sha256.Sum256([]byte(cfg.Server))
+	r := &Runner{cli: cli, image: cfg.Image, server: hex.EncodeToString(sum[:8]), log: log}
+	if v, err := cli.ServerVersion(pctx, client.ServerVersionOptions{}); err == nil {
+		r.version = "Docker Engine " + v.Version + " (API " + cli.ClientVersion() + ")"
+	}
+	return r, nil
+}
+
+// Name implements runner.Runner.
+func (r *Runner) Name() string { return "docker" }
+
+// Version describes the engine.
+func (r *Runner) Version() string { return r.version }
+
+// Image is the runner image in use.
+func (r *Runner) Image() string { return r.image }
+
+// Close implements runner.Runner.
+func (r *Runner) Close() error { return r.cli.Close() }
+
+// Enforcement implements runner.Runner.
+func (r *Runner) Enforcement(l runner.Limits) []runner.Enforced {
+	return []runner.Enforced{
+		{Limit: "wall time", How: fmt.Sprintf("%s: timeout(1) kills the tool, the server removes the container %s later at the latest", l.WallTime, killGrace), OK: true},
+		{Limit: "memory", How: "HostConfig.Memory = MemorySwap = " + runner.HumanBytes(l.MemoryBytes), OK: true},
+		{Limit: "pids", How: fmt.Sprintf("HostConfig.PidsLimit = %d", l.Pids), OK: true},
+		{Limit: "cpu", How: fmt.Sprintf("HostConfig.NanoCPUs (%g CPU)", l.CPUs), OK: true},
+		{Limit: "/tmp", How: runner.HumanBytes(l.TmpBytes) + " tmpfs", OK: true},
+		{Limit: "/work/output", How: runner.HumanBytes(l.OutputBytes) + " tmpfs, copied out as a checked tar stream", OK: true},
+		{Limit: "stdout/stderr", How: fmt.Sprintf("first %d bytes of each kept, the rest counted and dropped", l.LogBytes), OK: true},
+		{Limit: "network", How: "NetworkMode none", OK: true},
+	}
+}
+
+// killGrace is how long after the wall time the server waits for the container's own
+// timeout before it removes the container.
+const killGrace = 10 * time.Second
+
+// supervisor is the container's first process. It runs the shim under timeout(1) with
+// the runner's own variables removed from its environment, then reports the exit code
+// and the cgroup's OOM kill count after a marker on stderr, and waits, so that
+// /work/output (a tmpfs) is still there to copy out. (The engine's State.OOMKilled only
+// notices a kill of the first process, which is this one.)
+const supervisor = `mkdir -p /tmp/home
+token="$_SKRIP_DONE"; wall="$_SKRIP_WALL"
+env -u _SKRIP_DONE -u _SKRIP_WALL timeout -s KILL "$wall" python3 -s -B /work/.skrip/skrip_shim.py
+code=$?
+oom=$(cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null | awk '$1 == "oom_kill" { print $2; exit }')
+printf '\n%s %s %s\n' "$token" "$code" "${oom:-0}" >&2
+exec sleep 2147483647`
+
+// Run implements runner.Runner.
+func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, error) {
+	l := spec.Limits
+	token := randomToken()
+	wall := int64(l.WallTime / time.Second)
+	if wall < 1 {
+		wall = 1
+	}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp/home", "PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONUNBUFFERED=1", "_SKRIP_DONE=" + token, "_SKRIP_WALL=" + strconv.FormatInt(wall, 10)}
+	keys := make([]string, 0, len(spec.Env))
+	for k := range spec.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+spec.Env[k])
+	}
+	pids := int64(l.Pids)
+	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: "skrip-" + spec.ID,
+		Config: &container.Config{
+			Image: r.image, Cmd: []string{"/bin/sh", "-c", supervisor}, Env: env, User: "65534:65534", WorkingDir: "/work",
+			Labels:       map[string]string{LabelRunID: spec.ID, LabelToolID: spec.ToolID, LabelServer: r.server},
+			AttachStdout: true, AttachStderr: true, NetworkDisabled: true,
+		},
+		HostConfig: &container.HostConfig{
+			NetworkMode: "none", ReadonlyRootfs: true, CapDrop: []string{"ALL"}, SecurityOpt: []string{"no-new-privileges"},
+			Resources: container.Resources{Memory: l.MemoryBytes, MemorySwap: l.MemoryBytes, PidsLimit: &pids, NanoCPUs: int64(l.CPUs * 1e9)},
+			Tmpfs: map[string]string{
+				"/tmp":         fmt.Sprintf("size=%d,mode=1777", max(l.TmpBytes, 4096)),
+				"/work/output": fmt.Sprintf("size=%d,mode=1777", max(l.OutputBytes, 4096)),
+			},
+			// /work is an anonymous volume: files can be copied into it before start
+			// although the root is read-only; it goes with the container.
+			Mounts: []mount.Mount{{Type: mount.TypeVolume, Target: "/work"}},
+		},
+	})
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("creating the container: %w", err)
+	}
+	id := created.ID
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if _, err := r.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			r.log.Warn("removing a run's container", "run", spec.ID, "container", id, "error", err)
+		}
+	}()
+
+	in, err := inputTar(spec)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	if _, err := r.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/work", Content: in}); err != nil {
+		return runner.Result{}, fmt.Errorf("copying the inputs in: %w", err)
+	}
+	att, err := r.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("attaching: %w", err)
+	}
+	defer att.Close()
+	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: spec.OnLine}
+	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: spec.OnLine}
+	done := make(chan ending, 1)
+	marker := &markerWriter{next: stderr, token: []byte("\n" + token + " "), done: done}
+	streamed := make(chan struct{})
+	go func() {
+		stdcopy.StdCopy(stdout, marker, att.Reader)
+		close(streamed)
+	}()
+	waiter := r.cli.ContainerWait(context.WithoutCancel(ctx), id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+
+	start := time.Now()
+	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return runner.Result{}, fmt.Errorf("starting the container: %w", err)
+	}
+	res := runner.Result{ExitCode: -1}
+	deadline := time.NewTimer(l.WallTime + killGrace)
+	defer deadline.Stop()
+	finished := false
+	select {
+	case end := <-done:
+		res.ExitCode, finished = end.code, true
+		res.OOMKilled = end.oomKills > 0
+		res.TimedOut = end.code == 137 && !res.OOMKilled && time.Since(start) >= l.WallTime-100*time.Millisecond
+	case w := <-waiter.Result:
+		res.ExitCode = int(w.StatusCode) // the supervisor itself died
+	case <-waiter.Error:
+	case <-deadline.C:
+		res.TimedOut = true
+	case <-ctx.Done():
+	}
+	res.Duration = time.Since(start)
+	if insp, err := r.cli.ContainerInspect(context.WithoutCancel(ctx), id, client.ContainerInspectOptions{}); err == nil && insp.Container.State != nil {
+		res.OOMKilled = res.OOMKilled || insp.Container.State.OOMKilled
+	}
+	if finished {
+		if b, err := r.readFile(ctx, id, "/work/result.json", maxResultBytes); err == nil && len(b) > 0 {
+			res.ResultJSON = b
+		}
+		if spec.Collect != nil {
+			if err := r.collect(ctx, id, l.OutputBytes, spec.Collect); err != nil {
+				return res, err
+			}
+		}
+	}
+	r.cli.ContainerKill(context.WithoutCancel(ctx), id, client.ContainerKillOptions{})
+	att.Close()
+	select {
+	case <-streamed:
+	case <-time.After(2 * time.Second):
+	}
+	stdout.Flush()
+	stderr.Flush()
+	res.Stdout, res.StdoutTruncated = stdout.Bytes()
+	res.Stderr, res.StderrTruncated = stderr.Bytes()
+	return res, nil
+}
+
+// removeOrphans removes this server's containers that a crash left behind.
+func (r *Runner) removeOrphans(ctx context.Context) {
+	list, err := r.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", LabelServer+"="+r.server)})
+	if err != nil {
+		r.log.Warn("listing orphan containers", "error", err)
+		return
+	}
+	for _, c := range list.Items {
+		if _, err := r.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err == nil {
+			r.log.Info("removed a container a crash left behind", "container", c.ID, "run", c.Labels[LabelRunID])
+		}
+	}
+}
+
+// inputTar packs what the run sees under /work: script.py, input/ and the shim under
+// .skrip/ (all root's, read-only to the tool, which runs as 65534) and result.json.
+func inputTar(spec runner.Spec) (io.Reader, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	add := func(name string, mode int64, uid int, body []byte) error {
+		h := &tar.Header{Name: name, Mode: mode, Uid: uid, Gid: uid, ModTime: now, Size: int64(len(body)), Typeflag: tar.TypeReg}
+		if strings.HasSuffix(name, "/") {
+			h.Typeflag, h.Size = tar.TypeDir, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		_, err := tw.Write(body)
+		return err
+	}
+	if err := add("script.py", 0o444, 0, spec.Script); err != nil {
+		return nil, err
+	}
+	// Copied-in files belong to root: result.json is the one the tool may write.
+	if err := add("result.json", 0o666, 0, nil); err != nil {
+		return nil, err
+	}
+	if err := add(".skrip/", 0o755, 0, nil); err != nil {
+		return nil, err
+	}
+	shimFiles, _ := fs.ReadDir(shim.FS, ".")
+	for _, f := range shimFiles {
+		b, err := fs.ReadFile(shim.FS, f.Name())
+		if err != nil {
+			return nil, err
+		}
+		if err := add(".skrip/"+f.Name(), 0o444, 0, b); err != nil {
+			return nil, err
+		}
+	}
+	if err := add("input/", 0o755, 0, nil); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(spec.InputDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		f, err := os.Open(filepath.Join(spec.InputDir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		st, _ := f.Stat()
+		h := &tar.Header{Name: "input/" + e.Name(), Mode: 0o444, ModTime: now, Size: st.Size(), Typeflag: tar.TypeReg}
+		err = tw.WriteHeader(h)
+		if err == nil {
+			_, err = io.Copy(tw, f)
+		}
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &buf, tw.Close()
+}
+
+// readFile reads one file out of the container, up to limit bytes.
+func (r *Runner) readFile(ctx context.Context, id, p string, limit int64) ([]byte, error) {
+	res, err := r.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: p})
+	if err != nil {
+		return nil, err
+	}
+	defer res.Content.Close()
+	tr := tar.NewReader(res.Content)
+	h, err := tr.Next()
+	if err != nil {
+		return nil, err
+	}
+	if h.Typeflag != tar.TypeReg {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	return io.ReadAll(io.LimitReader(tr, limit+1))
+}
+
+// collect streams /work/output out as a tar (made by tar(1) inside the container: the
+// engine's copy API cannot see a tmpfs mounted in the container) into a temporary
+// directory and hands it to fn. Every member is checked: only regular files, directories
+// and symlinks (kept as links, never followed), no absolute names or "..", and no more
+// than the output cap.
+func (r *Runner) collect(ctx context.Context, id string, limit int64, fn func(dir string) error) error {
+	ex, err := r.cli.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: []string{"tar", "-C", "/work/output", "-cf", "-", "."},
+		AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return fmt.Errorf("copying /work/output out: %w", err)
+	}
+	att, err := r.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return fmt.Errorf("copying /work/output out: %w", err)
+	}
+	defer att.Close()
+	pr, pw := io.Pipe()
+	var tarErr bytes.Buffer
+	go func() {
+		_, err := stdcopy.StdCopy(pw, &tarErr, att.Reader)
+		pw.CloseWithError(err)
+	}()
+	dir, err := os.MkdirTemp("", "skrip-output-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := extract(tar.NewReader(pr), dir, limit); err != nil {
+		pr.CloseWithError(err)
+		return err
+	}
+	io.Copy(io.Discard, pr)
+	if insp, err := r.cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{}); err == nil && insp.ExitCode != 0 {
+		// tar reports files it could not read (the run's own permissions); what it
+		// could read is still collected.
+		r.log.Warn("tar of /work/output", "exit", insp.ExitCode, "stderr", strings.TrimSpace(tarErr.String()))
+	}
+	return fn(dir)
+}
+
+func extract(tr *tar.Reader, dir string, limit int64) error {
+	var total int64
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the output tar: %w", err)
+		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if name == "." || name == "output" {
+			continue
+		}
+		name = strings.TrimPrefix(name, "output/")
+		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+			return fmt.Errorf("output tar member %q leaves /work/output", h.Name)
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeSymlink:
+			os.MkdirAll(filepath.Dir(dst), 0o755)
+			if err := os.Symlink(h.Linkname, dst); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			total += h.Size
+			if total > limit {
+				return fmt.Errorf("/work/output holds more than its %s cap", runner.HumanBytes(limit))
+			}
+			os.MkdirAll(filepath.Dir(dst), 0o755)
+			f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(f, io.LimitReader(tr, h.Size))
+			f.Close()
+			if err != nil {
+				return err
+			}
+		default:
+			// Devices, fifos and hard links are not artifacts: leave them out.
+		}
+	}
+}
+
+// markerWriter passes stderr through until the supervisor's marker line, whose exit code
+// it sends on done; the marker itself never reaches the run's stderr.
+type markerWriter struct {
+	mu    sync.Mutex
+	next  io.Writer
+	token []byte
+	buf   []byte
+	done  chan ending
+	seen  bool
+}
+
+// ending is what the supervisor reports when the tool's process is over.
+type ending struct {
+	code     int
+	oomKills int
+}
+
+func (m *markerWriter) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen {
+		return len(p), nil
+	}
+	m.buf = append(m.buf, p...)
+	if i := bytes.Index(m.buf, m.token); i >= 0 {
+		if end := bytes.IndexByte(m.buf[i+len(m.token):], '\n'); end >= 0 {
+			var e ending
+			fields := strings.Fields(string(m.buf[i+len(m.token) : i+len(m.token)+end]))
+			if len(fields) > 0 {
+				e.code, _ = strconv.Atoi(fields[0])
+			}
+			if len(fields) > 1 {
+				e.oomKills, _ = strconv.Atoi(fields[1])
+			}
+			m.next.Write(m.buf[:i])
+			m.seen = true
+			m.done <- e
+			return len(p), nil
+		}
+		return len(p), nil // the marker is not complete yet
+	}
+	// Keep a tail that may be the start of the marker; pass the rest on.
+	keep := len(m.token)
+	if len(m.buf) > keep {
+		m.next.Write(m.buf[:len(m.buf)-keep])
+		m.buf = append(m.buf[:0], m.buf[len(m.buf)-keep:]...)
+	}
+	return len(p), nil
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return "skrip-done-" + hex.EncodeToString(b)
+}

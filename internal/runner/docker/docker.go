@@ -49,6 +49,7 @@ type Runner struct {
 	server  string
 	version string
 	log     *slog.Logger
+	pending sync.WaitGroup // containers being removed
 }
 
 // Labels every container of a run carries.
@@ -112,8 +113,11 @@ func (r *Runner) Version() string { return r.version }
 // Image is the runner image in use.
 func (r *Runner) Image() string { return r.image }
 
-// Close implements runner.Runner.
-func (r *Runner) Close() error { return r.cli.Close() }
+// Close implements runner.Runner; it waits for container removals under way.
+func (r *Runner) Close() error {
+	r.pending.Wait()
+	return r.cli.Close()
+}
 
 // Enforcement implements runner.Runner.
 func (r *Runner) Enforcement(l runner.Limits) []runner.Enforced {
@@ -188,12 +192,18 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		return runner.Result{}, fmt.Errorf("creating the container: %w", err)
 	}
 	id := created.ID
+	// The container and its volume are always removed; after the run has returned, so
+	// that the caller does not wait for it (Close waits for removals under way).
+	r.pending.Add(1)
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if _, err := r.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
-			r.log.Warn("removing a run's container", "run", spec.ID, "container", id, "error", err)
-		}
+		go func() {
+			defer r.pending.Done()
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if _, err := r.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+				r.log.Warn("removing a run's container", "run", spec.ID, "container", id, "error", err)
+			}
+		}()
 	}()
 
 	in, err := inputTar(spec)
@@ -244,16 +254,10 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		res.OOMKilled = res.OOMKilled || insp.Container.State.OOMKilled
 	}
 	if finished {
-		if b, err := r.readFile(ctx, id, "/work/result.json", maxResultBytes); err == nil && len(b) > 0 {
-			res.ResultJSON = b
-		}
-		if spec.Collect != nil {
-			if err := r.collect(ctx, id, l.OutputBytes, spec.Collect); err != nil {
-				return res, err
-			}
+		if res.ResultJSON, err = r.collect(ctx, id, l.OutputBytes, spec.Collect); err != nil {
+			return res, err
 		}
 	}
-	r.cli.ContainerKill(context.WithoutCancel(ctx), id, client.ContainerKillOptions{})
 	att.Close()
 	select {
 	case <-streamed:
@@ -346,38 +350,20 @@ func inputTar(spec runner.Spec) (io.Reader, error) {
 	return &buf, tw.Close()
 }
 
-// readFile reads one file out of the container, up to limit bytes.
-func (r *Runner) readFile(ctx context.Context, id, p string, limit int64) ([]byte, error) {
-	res, err := r.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: p})
-	if err != nil {
-		return nil, err
-	}
-	defer res.Content.Close()
-	tr := tar.NewReader(res.Content)
-	h, err := tr.Next()
-	if err != nil {
-		return nil, err
-	}
-	if h.Typeflag != tar.TypeReg {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	return io.ReadAll(io.LimitReader(tr, limit+1))
-}
-
-// collect streams /work/output out as a tar (made by tar(1) inside the container: the
-// engine's copy API cannot see a tmpfs mounted in the container) into a temporary
-// directory and hands it to fn. Every member is checked: only regular files, directories
-// and symlinks (kept as links, never followed), no absolute names or "..", and no more
-// than the output cap.
-func (r *Runner) collect(ctx context.Context, id string, limit int64, fn func(dir string) error) error {
-	ex, err := r.cli.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: []string{"tar", "-C", "/work/output", "-cf", "-", "."},
+// collect streams result.json and /work/output out in one tar, made by tar(1) inside the
+// container (the engine's copy API cannot see a tmpfs mounted in the container), into a
+// temporary directory, hands the output to fn (when set) and returns result.json. Every
+// member is checked: only regular files, directories and symlinks (kept as links, never
+// followed), no absolute names or "..", and no more than the output cap.
+func (r *Runner) collect(ctx context.Context, id string, limit int64, fn func(dir string) error) ([]byte, error) {
+	ex, err := r.cli.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: []string{"tar", "-C", "/work", "-cf", "-", "result.json", "output"},
 		AttachStdout: true, AttachStderr: true})
 	if err != nil {
-		return fmt.Errorf("copying /work/output out: %w", err)
+		return nil, fmt.Errorf("copying /work/output out: %w", err)
 	}
 	att, err := r.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
 	if err != nil {
-		return fmt.Errorf("copying /work/output out: %w", err)
+		return nil, fmt.Errorf("copying /work/output out: %w", err)
 	}
 	defer att.Close()
 	pr, pw := io.Pipe()
@@ -388,65 +374,78 @@ func (r *Runner) collect(ctx context.Context, id string, limit int64, fn func(di
 	}()
 	dir, err := os.MkdirTemp("", "skrip-output-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := extract(tar.NewReader(pr), dir, limit); err != nil {
+	result, err := extract(tar.NewReader(pr), dir, limit)
+	if err != nil {
 		pr.CloseWithError(err)
-		return err
+		return nil, err
 	}
 	io.Copy(io.Discard, pr)
-	if insp, err := r.cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{}); err == nil && insp.ExitCode != 0 {
+	if tarErr.Len() > 0 {
 		// tar reports files it could not read (the run's own permissions); what it
 		// could read is still collected.
-		r.log.Warn("tar of /work/output", "exit", insp.ExitCode, "stderr", strings.TrimSpace(tarErr.String()))
+		r.log.Warn("tar of /work/output", "stderr", strings.TrimSpace(tarErr.String()))
 	}
-	return fn(dir)
+	if fn == nil {
+		return result, nil
+	}
+	return result, fn(dir)
 }
 
-func extract(tr *tar.Reader, dir string, limit int64) error {
+// extract unpacks a tar of result.json and output/ into dir (output's members at its
+// top) and returns result.json's bytes.
+func extract(tr *tar.Reader, dir string, limit int64) ([]byte, error) {
 	var total int64
+	var result []byte
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return result, nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading the output tar: %w", err)
+			return nil, fmt.Errorf("reading the output tar: %w", err)
 		}
 		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		if name == "." || name == "output" {
+		if name == "result.json" && h.Typeflag == tar.TypeReg {
+			if result, err = io.ReadAll(io.LimitReader(tr, maxResultBytes+1)); err != nil {
+				return nil, err
+			}
 			continue
 		}
-		name = strings.TrimPrefix(name, "output/")
-		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
-			return fmt.Errorf("output tar member %q leaves /work/output", h.Name)
+		if name == "output" {
+			continue
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(name))
+		rel, ok := strings.CutPrefix(name, "output/")
+		if !ok || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+			return nil, fmt.Errorf("output tar member %q leaves /work/output", h.Name)
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(rel))
 		switch h.Typeflag {
 		case tar.TypeDir:
 			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
+				return nil, err
 			}
 		case tar.TypeSymlink:
 			os.MkdirAll(filepath.Dir(dst), 0o755)
 			if err := os.Symlink(h.Linkname, dst); err != nil {
-				return err
+				return nil, err
 			}
 		case tar.TypeReg:
 			total += h.Size
 			if total > limit {
-				return fmt.Errorf("/work/output holds more than its %s cap", runner.HumanBytes(limit))
+				return nil, fmt.Errorf("/work/output holds more than its %s cap", runner.HumanBytes(limit))
 			}
 			os.MkdirAll(filepath.Dir(dst), 0o755)
 			f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			_, err = io.Copy(f, io.LimitReader(tr, h.Size))
 			f.Close()
 			if err != nil {
-				return err
+				return nil, err
 			}
 		default:
 			// Devices, fifos and hard links are not artifacts: leave them out.

@@ -132,7 +132,11 @@ func OpenRunner(ctx context.Context, cfg config.Config, log *slog.Logger) (runne
 			image = docker.DefaultImage()
 		}
 		server, _ := filepath.Abs(cfg.DataDir)
-		return docker.New(ctx, docker.Config{Image: image, Server: server}, log)
+		pool := cfg.RunnerConcurrency
+		if pool <= 0 {
+			pool = runtime.NumCPU()
+		}
+		return docker.New(ctx, docker.Config{Image: image, Server: server, PoolSize: min(pool, 8), PoolLimits: RunLimits(cfg)}, log)
 	}
 	openBwrap := func() (runner.Runner, error) {
 		return bwrap.New(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs}, log)

@@ -37,6 +37,10 @@ import (
 // Config chooses the image and names this server's containers.
 type Config struct {
 	Image string
+	// PoolSize containers with PoolLimits are kept created and started ahead of runs
+	// (0: none); a run with other limits gets a container made for it.
+	PoolSize   int
+	PoolLimits runner.Limits
 	// Server names this server's containers (a hash of it is a label), so that sweeping
 	// orphans at start never touches another server's runs on the same engine.
 	Server string
@@ -50,6 +54,7 @@ type Runner struct {
 	version string
 	log     *slog.Logger
 	pending sync.WaitGroup // containers being removed
+	pool    *pool
 }
 
 // Labels every container of a run carries.
@@ -57,7 +62,14 @@ const (
 	LabelRunID  = "skrip.run_id"
 	LabelToolID = "skrip.tool_id"
 	LabelServer = "skrip.server"
+	LabelPool   = "skrip.pool" // a warm container, not yet given a run
 )
+
+// ServerLabel is the value of the skrip.server label of a server's containers.
+func ServerLabel(server string) string {
+	sum := sha256.Sum256([]byte(server))
+	return hex.EncodeToString(sum[:8])
+}
 
 // maxResultBytes caps how much of result.json is read.
 const maxResultBytes = 8 << 20
@@ -69,6 +81,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Runner, error) {
 		return nil, err
 	}
 	r.removeOrphans(ctx)
+	r.pool = r.startPool(cfg.PoolSize, cfg.PoolLimits)
 	return r, nil
 }
 
@@ -96,8 +109,7 @@ func Inspect(ctx context.Context, cfg Config, log *slog.Logger) (*Runner, error)
 		return nil, fmt.Errorf("%w: the Docker engine answers, but the runner image %s is missing; build it with `skrip runner-image build` (no registry needed)",
 			runner.ErrUnavailable, cfg.Image)
 	}
-	sum := sha256.Sum256([]byte(cfg.Server))
-	r := &Runner{cli: cli, image: cfg.Image, server: hex.EncodeToString(sum[:8]), log: log}
+	r := &Runner{cli: cli, image: cfg.Image, server: ServerLabel(cfg.Server), log: log}
 	if v, err := cli.ServerVersion(pctx, client.ServerVersionOptions{}); err == nil {
 		r.version = "Docker Engine " + v.Version + " (API " + cli.ClientVersion() + ")"
 	}
@@ -115,6 +127,7 @@ func (r *Runner) Image() string { return r.image }
 
 // Close implements runner.Runner; it waits for container removals under way.
 func (r *Runner) Close() error {
+	r.pool.close()
 	r.pending.Wait()
 	return r.cli.Close()
 }
@@ -137,44 +150,49 @@ func (r *Runner) Enforcement(l runner.Limits) []runner.Enforced {
 // timeout before it removes the container.
 const killGrace = 10 * time.Second
 
-// supervisor is the container's first process. It runs the shim under timeout(1) with
-// the runner's own variables removed from its environment, then reports the exit code
-// and the cgroup's OOM kill count after a marker on stderr, and waits, so that
-// /work/output (a tmpfs) is still there to copy out. (The engine's State.OOMKilled only
-// notices a kill of the first process, which is this one.)
-const supervisor = `mkdir -p /tmp/home
-token="$_SKRIP_DONE"; wall="$_SKRIP_WALL"
-env -u _SKRIP_DONE -u _SKRIP_WALL timeout -s KILL "$wall" python3 -s -B /work/.skrip/skrip_shim.py
+// supervisor is the container's first process. It waits for its run's start line on
+// stdin (a marker token and the wall time in seconds), so that a container can be created
+// and started ahead of its run (the warm pool); takes the run's environment from the file
+// copied in with the inputs; runs the shim under timeout(1); reports the exit code and
+// the cgroup's OOM kill count after the marker on stderr (the engine's State.OOMKilled
+// only notices a kill of the first process, which is this one); and waits, so that
+// /work/output (a tmpfs) is still there to copy out.
+const supervisor = `read -r token wall || exit 0
+set -a
+. /work/.skrip/env
+set +a
+mkdir -p /tmp/home
+timeout -s KILL "$wall" python3 -s -B /work/.skrip/skrip_shim.py
 code=$?
 oom=$(cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null | awk '$1 == "oom_kill" { print $2; exit }')
 printf '\n%s %s %s\n' "$token" "$code" "${oom:-0}" >&2
 exec sleep 2147483647`
 
-// Run implements runner.Runner.
-func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, error) {
-	l := spec.Limits
-	token := randomToken()
-	wall := int64(l.WallTime / time.Second)
-	if wall < 1 {
-		wall = 1
-	}
-	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp/home", "PYTHONDONTWRITEBYTECODE=1",
-		"PYTHONUNBUFFERED=1", "_SKRIP_DONE=" + token, "_SKRIP_WALL=" + strconv.FormatInt(wall, 10)}
-	keys := make([]string, 0, len(spec.Env))
-	for k := range spec.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+spec.Env[k])
+// container is a created, attached and started container whose supervisor waits for its
+// run.
+type box struct {
+	id     string
+	att    client.ContainerAttachResult
+	waiter client.ContainerWaitResult
+}
+
+// prepare creates, attaches and starts a container with limits l; runID and toolID label
+// it when known (a pooled container gets them only in the log).
+func (r *Runner) prepare(ctx context.Context, l runner.Limits, runID, toolID string) (*box, error) {
+	labels := map[string]string{LabelServer: r.server}
+	name := ""
+	if runID != "" {
+		labels[LabelRunID], labels[LabelToolID], name = runID, toolID, "skrip-"+runID
+	} else {
+		labels[LabelPool] = "1"
 	}
 	pids := int64(l.Pids)
 	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name: "skrip-" + spec.ID,
+		Name: name,
 		Config: &container.Config{
-			Image: r.image, Cmd: []string{"/bin/sh", "-c", supervisor}, Env: env, User: "65534:65534", WorkingDir: "/work",
-			Labels:       map[string]string{LabelRunID: spec.ID, LabelToolID: spec.ToolID, LabelServer: r.server},
-			AttachStdout: true, AttachStderr: true, NetworkDisabled: true,
+			Image: r.image, Cmd: []string{"/bin/sh", "-c", supervisor}, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+			User: "65534:65534", WorkingDir: "/work", Labels: labels, NetworkDisabled: true,
+			OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		},
 		HostConfig: &container.HostConfig{
 			NetworkMode: "none", ReadonlyRootfs: true, CapDrop: []string{"ALL"}, SecurityOpt: []string{"no-new-privileges"},
@@ -183,56 +201,105 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 				"/tmp":         fmt.Sprintf("size=%d,mode=1777", max(l.TmpBytes, 4096)),
 				"/work/output": fmt.Sprintf("size=%d,mode=1777", max(l.OutputBytes, 4096)),
 			},
-			// /work is an anonymous volume: files can be copied into it before start
-			// although the root is read-only; it goes with the container.
+			// /work is an anonymous volume: files can be copied into it although the
+			// root is read-only; it goes with the container.
 			Mounts: []mount.Mount{{Type: mount.TypeVolume, Target: "/work"}},
 		},
 	})
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("creating the container: %w", err)
+		return nil, fmt.Errorf("creating the container: %w", err)
 	}
-	id := created.ID
-	// The container and its volume are always removed; after the run has returned, so
-	// that the caller does not wait for it (Close waits for removals under way).
-	r.pending.Add(1)
-	defer func() {
-		go func() {
-			defer r.pending.Done()
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			if _, err := r.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
-				r.log.Warn("removing a run's container", "run", spec.ID, "container", id, "error", err)
-			}
-		}()
-	}()
+	c := &box{id: created.ID}
+	fail := func(err error) (*box, error) {
+		r.remove(c.id)
+		return nil, err
+	}
+	if c.att, err = r.cli.ContainerAttach(ctx, c.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true}); err != nil {
+		return fail(fmt.Errorf("attaching: %w", err))
+	}
+	c.waiter = r.cli.ContainerWait(context.WithoutCancel(ctx), c.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := r.cli.ContainerStart(ctx, c.id, client.ContainerStartOptions{}); err != nil {
+		c.att.Close()
+		return fail(fmt.Errorf("starting the container: %w", err))
+	}
+	return c, nil
+}
 
-	in, err := inputTar(spec)
+// remove removes a container and its volume in the background; Close waits for it.
+func (r *Runner) remove(id string) {
+	r.pending.Add(1)
+	go func() {
+		defer r.pending.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := r.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			r.log.Warn("removing a run's container", "container", id, "error", err)
+		}
+	}()
+}
+
+// envFile is the run's environment as shell assignments the supervisor sources.
+func envFile(spec runner.Spec) []byte {
+	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp/home",
+		"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s='%s'\n", k, strings.ReplaceAll(env[k], "'", `'\''`))
+	}
+	return b.Bytes()
+}
+
+// Run implements runner.Runner. It takes a container from the warm pool when one with
+// the run's limits is there, and makes one otherwise.
+func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, error) {
+	l := spec.Limits
+	token := randomToken()
+	wall := int64(l.WallTime / time.Second)
+	if wall < 1 {
+		wall = 1
+	}
+	c := r.pool.take(l)
+	if c != nil {
+		r.log.Debug("run in a warm container", "run", spec.ID, "container", c.id)
+	} else {
+		var err error
+		if c, err = r.prepare(ctx, l, spec.ID, spec.ToolID); err != nil {
+			return runner.Result{}, err
+		}
+	}
+	// The container serves this run only, and is always removed with its volume.
+	defer r.remove(c.id)
+	defer c.att.Close()
+
+	in, err := inputTar(spec, envFile(spec))
 	if err != nil {
 		return runner.Result{}, err
 	}
-	if _, err := r.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/work", Content: in}); err != nil {
+	if _, err := r.cli.CopyToContainer(ctx, c.id, client.CopyToContainerOptions{DestinationPath: "/work", Content: in}); err != nil {
 		return runner.Result{}, fmt.Errorf("copying the inputs in: %w", err)
 	}
-	att, err := r.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
-	if err != nil {
-		return runner.Result{}, fmt.Errorf("attaching: %w", err)
-	}
-	defer att.Close()
 	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: spec.OnLine}
 	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: spec.OnLine}
 	done := make(chan ending, 1)
 	marker := &markerWriter{next: stderr, token: []byte("\n" + token + " "), done: done}
 	streamed := make(chan struct{})
 	go func() {
-		stdcopy.StdCopy(stdout, marker, att.Reader)
+		stdcopy.StdCopy(stdout, marker, c.att.Reader)
 		close(streamed)
 	}()
-	waiter := r.cli.ContainerWait(context.WithoutCancel(ctx), id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
-
-	start := time.Now()
-	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		return runner.Result{}, fmt.Errorf("starting the container: %w", err)
+	if _, err := fmt.Fprintf(c.att.Conn, "%s %d\n", token, wall); err != nil {
+		return runner.Result{}, fmt.Errorf("starting the run: %w", err)
 	}
+	id, waiter := c.id, c.waiter
+	start := time.Now()
 	res := runner.Result{ExitCode: -1}
 	deadline := time.NewTimer(l.WallTime + killGrace)
 	defer deadline.Stop()
@@ -258,7 +325,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 			return res, err
 		}
 	}
-	att.Close()
+	c.att.Close()
 	select {
 	case <-streamed:
 	case <-time.After(2 * time.Second):
@@ -286,7 +353,7 @@ func (r *Runner) removeOrphans(ctx context.Context) {
 
 // inputTar packs what the run sees under /work: script.py, input/ and the shim under
 // .skrip/ (all root's, read-only to the tool, which runs as 65534) and result.json.
-func inputTar(spec runner.Spec) (io.Reader, error) {
+func inputTar(spec runner.Spec, env []byte) (io.Reader, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
@@ -309,6 +376,9 @@ func inputTar(spec runner.Spec) (io.Reader, error) {
 		return nil, err
 	}
 	if err := add(".skrip/", 0o755, 0, nil); err != nil {
+		return nil, err
+	}
+	if err := add(".skrip/env", 0o444, 0, env); err != nil {
 		return nil, err
 	}
 	shimFiles, _ := fs.ReadDir(shim.FS, ".")

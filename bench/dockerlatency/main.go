@@ -9,21 +9,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log"
-	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"time"
 
-	"github.com/spf13/pflag"
-
-	"github.com/skrip-dev/skrip/internal/app"
-	"github.com/skrip-dev/skrip/internal/client"
-	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/bench/benchutil"
 	"github.com/skrip-dev/skrip/internal/runner/docker"
 )
 
@@ -48,21 +41,10 @@ func main() {
 		return ds[len(ds)/2]
 	}
 	api := func(runnerName string) time.Duration {
-		fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-		config.RegisterFlags(fs)
-		loaded, _ := config.Load(fs, func(string) string { return "" })
-		cfg := loaded.Config
-		cfg.DataDir, cfg.Runner = filepath.Join(dir, runnerName), runnerName
-		cfg.BootstrapAdminToken = "skr_benchmark-admin-token"
-		a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			log.Fatal(err)
-		}
-		ln, _ := net.Listen("tcp", "127.0.0.1:0")
-		sctx, stop := context.WithCancel(ctx)
-		go a.Serve(sctx, ln)
-		defer func() { stop(); a.Close() }()
-		c, _ := client.New("http://"+ln.Addr().String(), cfg.BootstrapAdminToken)
+		cfg := benchutil.Defaults(filepath.Join(dir, runnerName))
+		cfg.Runner = runnerName
+		c, stop := benchutil.Serve(ctx, cfg)
+		defer stop()
 		if _, _, err := c.CreateTool(ctx, "noop", "No-op", "", "def run_tool(i, o):\n    return 'ok'\n", true); err != nil {
 			log.Fatal(err)
 		}

@@ -14,8 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +23,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/skrip-dev/skrip/internal/app"
+	"github.com/skrip-dev/skrip/bench/benchutil"
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/natsserver"
@@ -73,9 +71,11 @@ func main() {
 	ratio := func(a, b time.Duration) string { return fmt.Sprintf("%.2f", b.Seconds()/a.Seconds()) }
 
 	// fsblob against cp.
-	cp := median(*runs, func(i int) time.Duration { return timed(func() { run("cp", src, filepath.Join(dir, "cp.bin")) }) })
+	cp := median(*runs, func(i int) time.Duration {
+		return benchutil.Timed(func() { run("cp", src, filepath.Join(dir, "cp.bin")) })
+	})
 	cpSync := median(*runs, func(i int) time.Duration {
-		return timed(func() {
+		return benchutil.Timed(func() {
 			run("cp", src, filepath.Join(dir, "cps.bin"))
 			run("sync", "-f", filepath.Join(dir, "cps.bin"))
 		})
@@ -102,7 +102,7 @@ func main() {
 	dPut := median(*runs, func(i int) time.Duration {
 		f, _ := os.Open(src)
 		defer f.Close()
-		return timed(func() {
+		return benchutil.Timed(func() {
 			if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: "direct"}, f); err != nil {
 				log.Fatal(err)
 			}
@@ -111,7 +111,7 @@ func main() {
 	dGet := median(*runs, func(i int) time.Duration {
 		out, _ := os.Create(filepath.Join(dir, "direct.bin"))
 		defer out.Close()
-		return timed(func() {
+		return benchutil.Timed(func() {
 			r, err := obs.Get(ctx, "direct")
 			if err != nil {
 				log.Fatal(err)
@@ -142,26 +142,11 @@ func main() {
 
 // serve starts a skrip server in-process on a fresh data dir.
 func serve(ctx context.Context, dir, blob, natsURL string) (*client.Client, func()) {
-	fs := flagSet()
-	loaded, err := config.Load(fs, func(string) string { return "" })
-	if err != nil {
-		log.Fatal(err)
-	}
-	cfg := loaded.Config
-	cfg.DataDir, _ = os.MkdirTemp(dir, "data-")
+	data, _ := os.MkdirTemp(dir, "data-")
+	cfg := benchutil.Defaults(data)
 	cfg.Blob, cfg.NATSURL = blob, natsURL
-	cfg.BootstrapAdminToken = "skr_benchmark-admin-token"
 	cfg.FilesMaxFileBytes, cfg.FilesUserQuotaBytes, cfg.FilesMaxTotalBytes = 1<<40, 1<<40, 1<<40
-	sctx, cancel := context.WithCancel(ctx)
-	a, err := app.New(sctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		log.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	done := make(chan struct{})
-	go func() { a.Serve(sctx, ln); close(done) }()
-	c, _ := client.New("http://"+ln.Addr().String(), cfg.BootstrapAdminToken)
-	return c, func() { cancel(); <-done; a.Close() }
+	return benchutil.Serve(ctx, cfg)
 }
 
 // apiRoundTrips uploads src from disk and downloads it back to disk runs times.
@@ -169,7 +154,7 @@ func apiRoundTrips(ctx context.Context, c *client.Client, src, dir string, runs 
 	up = median(runs, func(i int) time.Duration {
 		f, _ := os.Open(src)
 		defer f.Close()
-		return timed(func() {
+		return benchutil.Timed(func() {
 			if _, err := c.Upload(ctx, "src.bin", f, client.UploadOptions{Key: "files/bench"}); err != nil {
 				log.Fatal(err)
 			}
@@ -178,7 +163,7 @@ func apiRoundTrips(ctx context.Context, c *client.Client, src, dir string, runs 
 	down = median(runs, func(i int) time.Duration {
 		out, _ := os.Create(filepath.Join(dir, "down.bin"))
 		defer out.Close()
-		return timed(func() {
+		return benchutil.Timed(func() {
 			if _, err := c.Download(ctx, "files/bench", func(client.FileInfo) (io.Writer, error) { return out, nil }); err != nil {
 				log.Fatal(err)
 			}
@@ -193,7 +178,7 @@ func rawPuts(ctx context.Context, c *client.Client, src string, runs int) time.D
 		f, _ := os.Open(src)
 		defer f.Close()
 		st, _ := f.Stat()
-		return timed(func() {
+		return benchutil.Timed(func() {
 			if err := c.Put(ctx, "files/bench-put", f, st.Size(), ""); err != nil {
 				log.Fatal(err)
 			}
@@ -208,12 +193,6 @@ func median(n int, f func(int) time.Duration) time.Duration {
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[n/2]
-}
-
-func timed(f func()) time.Duration {
-	start := time.Now()
-	f()
-	return time.Since(start)
 }
 
 func run(name string, args ...string) {

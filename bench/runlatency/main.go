@@ -11,10 +11,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,11 +22,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/pflag"
-
+	"github.com/skrip-dev/skrip/bench/benchutil"
 	"github.com/skrip-dev/skrip/internal/app"
-	"github.com/skrip-dev/skrip/internal/client"
-	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
@@ -47,22 +42,10 @@ func main() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-	config.RegisterFlags(fs)
-	loaded, _ := config.Load(fs, func(string) string { return "" })
-	cfg := loaded.Config
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.BootstrapAdminToken = "skr_benchmark-admin-token"
+	cfg := benchutil.Defaults(filepath.Join(dir, "data"))
 	cfg.RunnerConcurrency, cfg.RunnerQueue = 4, 256
-	a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		log.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	sctx, stop := context.WithCancel(ctx)
-	go a.Serve(sctx, ln)
-	defer func() { stop(); a.Close() }()
-	c, _ := client.New("http://"+ln.Addr().String(), cfg.BootstrapAdminToken)
+	c, stop := benchutil.Serve(ctx, cfg)
+	defer stop()
 	if _, _, err := c.CreateTool(ctx, "noop", "No-op", "", noop, true); err != nil {
 		log.Fatal(err)
 	}

@@ -10,20 +10,13 @@ import (
 	"crypto/rand"
 	"flag"
 	"fmt"
-	"io"
 	"log"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
-	"github.com/spf13/pflag"
-
-	"github.com/skrip-dev/skrip/internal/app"
-	"github.com/skrip-dev/skrip/internal/client"
-	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/bench/benchutil"
 )
 
 const tool = `
@@ -44,22 +37,11 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-	config.RegisterFlags(fs)
-	loaded, _ := config.Load(fs, func(string) string { return "" })
-	cfg := loaded.Config
-	cfg.DataDir, cfg.Blob = filepath.Join(dir, "data"), *blobBackend
-	cfg.BootstrapAdminToken = "skr_benchmark-admin-token"
+	cfg := benchutil.Defaults(filepath.Join(dir, "data"))
+	cfg.Blob = *blobBackend
 	cfg.UploadMaxFileBytes, cfg.UploadMaxTotalBytes = 60_000_000, 60_000_000
-	a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		log.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	sctx, stop := context.WithCancel(ctx)
-	go a.Serve(sctx, ln)
-	defer func() { stop(); a.Close() }()
-	c, _ := client.New("http://"+ln.Addr().String(), cfg.BootstrapAdminToken)
+	c, stop := benchutil.Serve(ctx, cfg)
+	defer stop()
 	t, _, err := c.CreateTool(ctx, "files", "Files", "", tool, true)
 	if err != nil {
 		log.Fatal(err)

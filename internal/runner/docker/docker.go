@@ -187,7 +187,11 @@ func (r *Runner) prepare(ctx context.Context, l runner.Limits, runID, toolID str
 		labels[LabelPool] = "1"
 	}
 	pids := int64(l.Pids)
-	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+	// Creation is never cancelled halfway: the engine would finish it anyway, and a
+	// container whose id we never learnt could not be removed.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	created, err := r.cli.ContainerCreate(cctx, client.ContainerCreateOptions{
 		Name: name,
 		Config: &container.Config{
 			Image: r.image, Cmd: []string{"/bin/sh", "-c", supervisor}, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
@@ -213,6 +217,9 @@ func (r *Runner) prepare(ctx context.Context, l runner.Limits, runID, toolID str
 	fail := func(err error) (*box, error) {
 		r.remove(c.id)
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
 	}
 	if c.att, err = r.cli.ContainerAttach(ctx, c.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true}); err != nil {
 		return fail(fmt.Errorf("attaching: %w", err))

@@ -215,10 +215,9 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, u store.User) 
 	}
 	toolID := ""
 	if ref := q.Get("tool"); ref != "" {
-		t, err := s.store.Tool(r.Context(), ref)
-		if errors.Is(err, store.ErrNotFound) {
-			return errs.New(errNotFound, map[string]any{"tool": ref}, "no tool %q", ref)
-		} else if err != nil {
+		r.SetPathValue("tool", ref)
+		t, err := s.visibleTool(r, u)
+		if err != nil {
 			return err
 		}
 		toolID = t.ID
@@ -322,6 +321,9 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	for {
 		select {
 		case e := <-events:
+			if e.Type != "status" && rn.UserID != u.ID {
+				continue // output lines are the owner's alone (an admin sees the status)
+			}
 			send(e)
 			if e.Type == "status" && store.Terminal(e.Data) {
 				return nil

@@ -214,11 +214,12 @@ func (s *Service) Clear(ctx context.Context, k store.SessionKey) (int, int64, er
 	if err != nil {
 		return 0, 0, err
 	}
-	return s.remove(ctx, set)
+	return s.remove(ctx, set, time.Time{})
 }
 
-func (s *Service) remove(ctx context.Context, set store.FileSet) (int, int64, error) {
-	ok, err := s.st.DeleteSessionFiles(ctx, set.SessionKey, set.SetID)
+// remove deletes set if it is still current and unused since unusedSince (zero: now).
+func (s *Service) remove(ctx context.Context, set store.FileSet, unusedSince time.Time) (int, int64, error) {
+	ok, err := s.st.DeleteSessionFiles(ctx, set.SessionKey, set.SetID, unusedSince)
 	if err != nil || !ok {
 		return 0, 0, err
 	}
@@ -248,12 +249,13 @@ type Expired struct {
 func (s *Service) Expire(ctx context.Context) (Expired, error) {
 	var out Expired
 	for {
-		stale, err := s.st.StaleSessionFiles(ctx, s.now().Add(-s.ttl), 200)
+		cutoff := s.now().Add(-s.ttl)
+		stale, err := s.st.StaleSessionFiles(ctx, cutoff, 200)
 		if err != nil || len(stale) == 0 {
 			return out, err
 		}
 		for _, set := range stale {
-			n, b, err := s.remove(ctx, set)
+			n, b, err := s.remove(ctx, set, cutoff)
 			if err != nil {
 				return out, err
 			}

@@ -124,3 +124,30 @@ func TestInjectLinksWithoutCopying(t *testing.T) {
 		t.Fatalf("the snapshot is writable: %v", info.Mode())
 	}
 }
+
+// TestExpireSparesASetUsedMeanwhile: a set the janitor listed as stale but that a run
+// injected before the delete must survive.
+func TestExpireSparesASetUsedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	st, fs, k := setup(t)
+	s := New(st, fs, time.Hour, slog.New(slog.DiscardHandler))
+	dir, names := files(t, map[string]string{"keep.txt": "k"})
+	if err := s.Replace(ctx, k, dir, names); err != nil {
+		t.Fatal(err)
+	}
+	set, _ := st.SessionFiles(ctx, k)
+	cutoff := time.Now().Add(time.Minute) // the set looks stale to this cutoff...
+	if _, err := s.Inject(ctx, k, t.TempDir()); err != nil { // ...but is used now
+		t.Fatal(err)
+	}
+	s.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+	if _, err := s.Inject(ctx, k, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := s.remove(ctx, set, cutoff); err != nil || n != 0 {
+		t.Fatalf("a set used after the cutoff was removed (%d files, %v)", n, err)
+	}
+	if got, _, _ := s.Files(ctx, k); len(got) != 1 {
+		t.Fatalf("files = %v", got)
+	}
+}

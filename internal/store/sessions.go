@@ -129,9 +129,16 @@ func (s *Store) TouchSessionFiles(ctx context.Context, k SessionKey, setID strin
 	return err
 }
 
-// DeleteSessionFiles removes the set if it is still setID; it reports whether it did.
-func (s *Store) DeleteSessionFiles(ctx context.Context, k SessionKey, setID string) (bool, error) {
-	res, err := s.exec(ctx, "DELETE FROM session_files WHERE tool_id = ? AND user_id = ? AND context = ? AND set_id = ?", k.ToolID, k.UserID, k.Context, setID)
+// DeleteSessionFiles removes the set if it is still setID and was last accessed before
+// unusedSince (the zero time: whenever); it reports whether it did. The janitor passes
+// its cutoff, so a set used after it listed it survives.
+func (s *Store) DeleteSessionFiles(ctx context.Context, k SessionKey, setID string, unusedSince time.Time) (bool, error) {
+	cutoff := int64(1 << 62)
+	if !unusedSince.IsZero() {
+		cutoff = ms(unusedSince)
+	}
+	res, err := s.exec(ctx, "DELETE FROM session_files WHERE tool_id = ? AND user_id = ? AND context = ? AND set_id = ? AND last_accessed_at < ?",
+		k.ToolID, k.UserID, k.Context, setID, cutoff)
 	if err != nil {
 		return false, err
 	}

@@ -157,7 +157,12 @@ func (r *Runner) baseArgs(extra []string) []string {
 			args = append(args, "--ro-bind-try", etc, etc)
 		}
 	}
-	args = append(args, "--proc", "/proc", "--dev", "/dev")
+	args = append(args, "--proc", "/proc",
+		// When the server is root, the sandbox user is host root to the kernel's uid
+		// checks: /proc/sys (core_pattern, …) and sysrq must not be writable.
+		"--ro-bind", "/proc/sys", "/proc/sys",
+		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+		"--dev", "/dev")
 	if extra == nil {
 		return append(args, "--", "/usr/bin/true")
 	}
@@ -209,9 +214,9 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		}()
 	}()
 	argv := r.CommandLine(spec, scratch)
-	if !r.tmpfsOut && l.OutputBytes > 0 {
-		argv = append([]string{"/bin/sh", "-c", fmt.Sprintf("ulimit -f %d || exit 125; exec \"$@\"", (l.OutputBytes+511)/512), "sh"}, argv...)
-	}
+	// Every file the run writes is capped at the output limit: /work/result.json lives on
+	// the data disk, and without the server's tmpfs so does /work/output.
+	argv = append([]string{"/bin/sh", "-c", fmt.Sprintf("ulimit -f %d || exit 125; exec \"$@\"", (max(l.OutputBytes, maxResultBytes)+511)/512), "sh"}, argv...)
 	argv = g.wrap(argv)
 
 	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: spec.OnLine}
@@ -277,6 +282,9 @@ func (r *Runner) CommandLine(spec runner.Spec, scratch string) []string {
 	resultPath := filepath.Join(scratch, "result.json")
 	args := r.baseArgs([]string{
 		"--size", strconv.FormatInt(max(l.TmpBytes, 4096), 10), "--tmpfs", "/tmp", "--dir", "/tmp/home",
+		// /dev is a tmpfs bwrap makes: give shared memory its own capped tmpfs, and make
+		// the rest read-only (writing to /dev/null and friends still works).
+		"--size", strconv.FormatInt(max(l.TmpBytes, 4096), 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
 		"--tmpfs", "/work",
 		"--ro-bind", filepath.Join(scratch, "script.py"), "/work/script.py",
 		"--ro-bind", spec.InputDir, "/work/input",

@@ -157,13 +157,16 @@ const killGrace = 10 * time.Second
 // the cgroup's OOM kill count after the marker on stderr (the engine's State.OOMKilled
 // only notices a kill of the first process, which is this one); and waits, so that
 // /work/output (a tmpfs) is still there to copy out.
-const supervisor = `read -r token wall || exit 0
+const supervisor = `read -r token wall fsize || exit 0
 set -a
 . /work/.skrip/env
 set +a
 mkdir -p /tmp/home
+ulimit -f "$fsize"
 timeout -s KILL "$wall" python3 -s -B /work/.skrip/skrip_shim.py
 code=$?
+# Nothing the tool started may outlive it: collection must not race a process of the run.
+kill -KILL -1 2>/dev/null
 oom=$(cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null | awk '$1 == "oom_kill" { print $2; exit }')
 printf '\n%s %s %s\n' "$token" "$code" "${oom:-0}" >&2
 exec sleep 2147483647`
@@ -302,7 +305,8 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		stdcopy.StdCopy(stdout, marker, c.att.Reader)
 		close(streamed)
 	}()
-	if _, err := fmt.Fprintf(c.att.Conn, "%s %d\n", token, wall); err != nil {
+	fsize := (max(l.OutputBytes, maxResultBytes) + 511) / 512 // ulimit -f blocks: result.json is on the volume
+	if _, err := fmt.Fprintf(c.att.Conn, "%s %d %d\n", token, wall, fsize); err != nil {
 		return runner.Result{}, fmt.Errorf("starting the run: %w", err)
 	}
 	id, waiter := c.id, c.waiter
@@ -472,8 +476,15 @@ func (r *Runner) collect(ctx context.Context, id string, limit int64, fn func(di
 }
 
 // extract unpacks a tar of result.json and output/ into dir (output's members at its
-// top) and returns result.json's bytes.
+// top) and returns result.json's bytes. The tar comes from inside the container, so it
+// is the tool's to shape: every path is resolved through an os.Root, which no symlink or
+// ".." can leave, and symlinks are recreated as links only, for the caller to report.
 func extract(tr *tar.Reader, dir string, limit int64) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	var total int64
 	var result []byte
 	for {
@@ -498,26 +509,28 @@ func extract(tr *tar.Reader, dir string, limit int64) ([]byte, error) {
 		if !ok || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
 			return nil, fmt.Errorf("output tar member %q leaves /work/output", h.Name)
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(rel))
+		if d := path.Dir(rel); d != "." {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return nil, fmt.Errorf("output tar member %q: %w", h.Name, err)
+			}
+		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return nil, err
+			if err := root.MkdirAll(rel, 0o755); err != nil {
+				return nil, fmt.Errorf("output tar member %q: %w", h.Name, err)
 			}
 		case tar.TypeSymlink:
-			os.MkdirAll(filepath.Dir(dst), 0o755)
-			if err := os.Symlink(h.Linkname, dst); err != nil {
-				return nil, err
+			if err := root.Symlink(h.Linkname, rel); err != nil {
+				return nil, fmt.Errorf("output tar member %q: %w", h.Name, err)
 			}
 		case tar.TypeReg:
 			total += h.Size
 			if total > limit {
 				return nil, fmt.Errorf("/work/output holds more than its %s cap", runner.HumanBytes(limit))
 			}
-			os.MkdirAll(filepath.Dir(dst), 0o755)
-			f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("output tar member %q: %w", h.Name, err)
 			}
 			_, err = io.Copy(f, io.LimitReader(tr, h.Size))
 			f.Close()

@@ -114,6 +114,8 @@ func Run(t *testing.T, newRunner func(t *testing.T) runner.Runner) {
 	r := newRunner(t)
 	t.Run("contract", func(t *testing.T) { testContract(t, r) })
 	t.Run("writes", func(t *testing.T) { testWrites(t, r) })
+	t.Run("kernel settings", func(t *testing.T) { testKernelSettings(t, r) })
+	t.Run("result.json cap", func(t *testing.T) { testResultCap(t, r) })
 	t.Run("network", func(t *testing.T) { testNetwork(t, r) })
 	t.Run("visibility", func(t *testing.T) { testVisibility(t, r) })
 	t.Run("symlinks", func(t *testing.T) { testSymlinks(t, r) })
@@ -187,7 +189,7 @@ import os
 def run_tool(input_dir, output_dir):
     res = {}
     for p in ["/work/input/new.txt", "/work/input/a.txt", "/work/script.py", "/work/x.txt", "/x.txt",
-              "/usr/x.txt", "/etc/x.txt", "/skrip/x.txt", "/proc/x.txt",
+              "/usr/x.txt", "/etc/x.txt", "/skrip/x.txt", "/proc/x.txt", "/dev/x.txt",
               "/tmp/ok.txt", "/tmp/home/ok.txt", "/work/output/ok.txt"]:
         try:
             with open(p, "w") as f:
@@ -206,6 +208,49 @@ def run_tool(input_dir, output_dir):
 	}
 	if o.Files["ok.txt"] != "file:x" {
 		t.Errorf("output files %v", o.Files)
+	}
+}
+
+// testKernelSettings opens host-wide kernel settings for writing (without writing, so a
+// failing runner does not change the host): every open must be refused.
+func testKernelSettings(t *testing.T, r runner.Runner) {
+	o := Exec(t, r, `
+import os
+def run_tool(input_dir, output_dir):
+    res = {}
+    for p in ["/proc/sys/kernel/core_pattern", "/proc/sys/vm/drop_caches", "/proc/sys/fs/file-max", "/proc/sysrq-trigger"]:
+        try:
+            os.close(os.open(p, os.O_WRONLY))
+            res[p] = "writable"
+        except OSError as e:
+            res[p] = type(e).__name__
+    return {"outputs": [{"kind": "json", "value": res}]}
+`, nil, nil, Limits())
+	for p, got := range jsonValue(t, o) {
+		if got == "writable" {
+			t.Errorf("%s is writable from the sandbox", p)
+		}
+	}
+}
+
+// testResultCap writes far more than the output cap straight into /work/result.json,
+// which no tmpfs bounds on some runners: the writes must stop at the cap.
+func testResultCap(t *testing.T, r runner.Runner) {
+	lim := Limits()
+	o := Exec(t, r, `
+def run_tool(input_dir, output_dir):
+    written = 0
+    try:
+        with open("/work/result.json", "wb") as f:
+            for _ in range(64):
+                f.write(b" " * (1 << 20))
+                written += 1 << 20
+    except OSError as e:
+        pass
+    return {"outputs": [{"kind": "json", "value": {"written": written}}]}
+`, nil, nil, lim)
+	if w := jsonValue(t, o)["written"].(float64); w > float64(max(lim.OutputBytes, 8<<20)) {
+		t.Fatalf("wrote %v bytes into result.json; the cap is %d", w, max(lim.OutputBytes, 8<<20))
 	}
 }
 

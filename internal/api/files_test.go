@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,8 +196,8 @@ func TestFilesRoundTrip(t *testing.T) {
 				t.Fatalf("%s after delete: %d", m, a.status)
 			}
 		}
-		if keys := storedKeys(t, env); len(keys) != 1 || keys[0] != key {
-			t.Fatalf("blob store holds %v, want only %s", keys, key)
+		if keys := storedKeys(t, env); len(keys) != 1 || keys[0] != blobKeyOf(t, env, key) {
+			t.Fatalf("blob store holds %v, want only the bytes of %s", keys, key)
 		}
 	})
 }
@@ -473,7 +474,7 @@ func TestFilesTTLAndCleanup(t *testing.T) {
 		if err != nil || r.Files != 1 || r.FileBytes != 5 {
 			t.Fatalf("cleanup = %+v, %v; want 1 file of 5 bytes", r, err)
 		}
-		if keys := storedKeys(t, env); len(keys) != 1 || keys[0] != long.body["file_key"] {
+		if keys := storedKeys(t, env); len(keys) != 1 || keys[0] != blobKeyOf(t, env, long.body["file_key"].(string)) {
 			t.Fatalf("after cleanup the blob store holds %v", keys)
 		}
 		if r, _ := env.Admin.Cleanup(context.Background()); r.Files != 0 {
@@ -507,4 +508,77 @@ func TestJanitorRunsOnItsInterval(t *testing.T) {
 	if !strings.Contains(string(body), `skrip_janitor_deletions_total{kind="file"} 1`) {
 		t.Fatal("/metrics does not count the janitor's deletion")
 	}
+}
+
+// blobKeyOf returns where the bytes of the file under key are stored.
+func blobKeyOf(t *testing.T, env *apptest.Env, key string) string {
+	t.Helper()
+	f, err := env.App.Store.FileAny(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.BlobKey
+}
+
+// TestConcurrentUploadsToOneKey: whatever order concurrent uploads to one key commit in,
+// the entry describes exactly the bytes stored, and no other bytes stay behind.
+func TestConcurrentUploadsToOneKey(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		env := apptest.New(t, b)
+		_, u := env.User(t, "u", "user")
+		for round := range 5 {
+			var wg sync.WaitGroup
+			for i := range 6 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					body := strings.Repeat(fmt.Sprintf("%d-%d ", round, i), 20000)
+					send(t, env, "PUT", "/api/v1/files/files/same", u.Token, "text/plain", strings.NewReader(body))
+				}()
+			}
+			wg.Wait()
+			g := send(t, env, "GET", "/api/v1/files/files/same", u.Token, "", nil)
+			if g.status != 200 || g.header.Get("X-Checksum") != sum([]byte(g.raw)) || g.header.Get("Content-Length") != fmt.Sprint(len(g.raw)) {
+				t.Fatalf("round %d: the entry does not describe the bytes (%d, %s)", round, g.status, g.header.Get("X-Checksum"))
+			}
+			if keys := storedKeys(t, env); len(keys) != 1 {
+				t.Fatalf("round %d: the blob store holds %v", round, keys)
+			}
+		}
+	})
+}
+
+// TestConcurrentUploadsKeepTheQuota: ten uploads at once, each alone within the quota,
+// all together far over it: at most what fits is accepted.
+func TestConcurrentUploadsKeepTheQuota(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		cfg := apptest.Config(t, b)
+		cfg.FilesUserQuotaBytes = 1 << 20
+		env := apptest.Start(t, cfg)
+		_, u := env.User(t, "u", "user")
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		accepted := 0
+		for i := range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a := send(t, env, "PUT", fmt.Sprintf("/api/v1/files/files/q%d", i), u.Token, "", bytes.NewReader(make([]byte, 900<<10)))
+				if a.status == 201 {
+					mu.Lock()
+					accepted++
+					mu.Unlock()
+				} else if a.status != 507 {
+					t.Errorf("upload %d: %d %s", i, a.status, a.raw)
+				}
+			}()
+		}
+		wg.Wait()
+		if accepted != 1 {
+			t.Fatalf("%d uploads of 900 KiB were accepted against a 1 MiB quota", accepted)
+		}
+		if keys := storedKeys(t, env); len(keys) != 1 {
+			t.Fatalf("the blob store holds %d objects; the refused uploads' bytes must go", len(keys))
+		}
+	})
 }

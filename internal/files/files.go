@@ -6,7 +6,6 @@ package files
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"path"
@@ -111,23 +110,39 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	info, err := s.blobs.Put(ctx, key, lr, blob.PutOptions{ContentType: ct})
+	// Every upload's bytes get a blob key of their own: a failed or concurrent upload
+	// never touches the bytes another version's entry points to.
+	blobKey := "files/_objects/" + ids.New("b")
+	info, err := s.blobs.Put(ctx, blobKey, lr, blob.PutOptions{ContentType: ct})
 	if err != nil {
 		return store.File{}, err
 	}
 	f := store.File{Key: key, OwnerID: up.OwnerID, Size: info.Size, Checksum: info.Checksum, ContentType: ct,
-		OriginalName: cleanName(up.Name, key), CreatedAt: now}
+		OriginalName: cleanName(up.Name, key), CreatedAt: now, BlobKey: blobKey}
 	if up.TTL > 0 {
 		exp := now.Add(up.TTL)
 		f.ExpiresAt = &exp
 	}
-	if err := s.st.PutFile(context.WithoutCancel(ctx), f); err != nil {
-		if !existing {
-			s.blobs.Delete(context.WithoutCancel(ctx), key)
+	old, err := s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now)
+	if err != nil {
+		s.blobs.Delete(context.WithoutCancel(ctx), blobKey)
+		name := displayName(up.Name, key)
+		switch {
+		case errors.Is(err, store.ErrOverQuota):
+			return store.File{}, errs.New(ErrQuota, map[string]any{"file": name, "quota_bytes": s.limits.UserQuotaBytes},
+				"%s does not fit in your %s quota; delete some files first", name, Size(s.limits.UserQuotaBytes))
+		case errors.Is(err, store.ErrOverTotal):
+			return store.File{}, errs.New(ErrQuota, map[string]any{"file": name, "limit_bytes": s.limits.MaxTotalBytes},
+				"%s does not fit: the file store is full (%s limit); ask an operator", name, Size(s.limits.MaxTotalBytes))
 		}
 		return store.File{}, err
 	}
 	stored = true
+	if old != "" && old != blobKey {
+		if err := s.blobs.Delete(context.WithoutCancel(ctx), old); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			s.log.Warn("deleting a replaced file's bytes", "key", key, "blob", old, "error", err)
+		}
+	}
 	return f, nil
 }
 
@@ -171,7 +186,7 @@ func (s *Service) Get(ctx context.Context, caller store.User, key string) (store
 
 // Open reads f's bytes from off; n < 0 reads to the end.
 func (s *Service) Open(ctx context.Context, f store.File, off, n int64) (io.ReadCloser, error) {
-	rc, _, err := s.blobs.Get(ctx, f.Key, off, n)
+	rc, _, err := s.blobs.Get(ctx, f.BlobKey, off, n)
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, errs.New(ErrNotFound, map[string]any{"key": f.Key}, "file not found: %s", f.Key)
 	}
@@ -204,13 +219,17 @@ func (s *Service) Delete(ctx context.Context, caller store.User, key string) err
 	return err
 }
 
-// remove deletes f's bytes, then its index entry (unless a new upload replaced it
-// meanwhile). It reports whether the entry went.
+// remove deletes f's index entry if it is still that version, then its bytes (which no
+// other entry points to). It reports whether the entry went.
 func (s *Service) remove(ctx context.Context, f store.File) (bool, error) {
-	if err := s.blobs.Delete(ctx, f.Key); err != nil && !errors.Is(err, blob.ErrNotFound) {
-		return false, fmt.Errorf("deleting the bytes of %s: %w", f.Key, err)
+	ok, err := s.st.DeleteFile(ctx, f)
+	if err != nil || !ok || f.BlobKey == "" {
+		return ok, err
 	}
-	return s.st.DeleteFile(ctx, f)
+	if err := s.blobs.Delete(ctx, f.BlobKey); err != nil && !errors.Is(err, blob.ErrNotFound) {
+		s.log.Warn("deleting a file's bytes", "key", f.Key, "blob", f.BlobKey, "error", err)
+	}
+	return true, nil
 }
 
 // Expired is what one expiry pass removed.

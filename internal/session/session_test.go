@@ -136,7 +136,7 @@ func TestExpireSparesASetUsedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	set, _ := st.SessionFiles(ctx, k)
-	cutoff := time.Now().Add(time.Minute) // the set looks stale to this cutoff...
+	cutoff := time.Now().Add(time.Minute)                    // the set looks stale to this cutoff...
 	if _, err := s.Inject(ctx, k, t.TempDir()); err != nil { // ...but is used now
 		t.Fatal(err)
 	}

@@ -17,6 +17,9 @@ import (
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
+// maxActionBytes caps action.json, which also travels as an environment variable.
+const maxActionBytes = 120 << 10
+
 // errUnknownAction means the action is not one the session's latest run offered.
 var errUnknownAction = errors.New("unknown action")
 
@@ -180,6 +183,13 @@ func (s *Server) runAction(w http.ResponseWriter, r *http.Request, u store.User,
 	}
 	act := contract.Action{ActionID: req.ActionID, Input: req.Input, State: json.RawMessage(sess.State)}
 	b, _ := json.Marshal(act)
+	// SKRIPTOTEKET_ACTION carries this JSON, and the kernel holds one environment string
+	// to 128 KiB (MAX_ARG_STRLEN), escapes included.
+	if len(b) > maxActionBytes {
+		os.RemoveAll(dir)
+		return errs.New(errTooLarge, map[string]any{"bytes": len(b), "limit_bytes": maxActionBytes},
+			"the action's input and the session's state are %d bytes together; the limit is %d (120 KiB)", len(b), maxActionBytes)
+	}
 	if _, err = s.sessions.Inject(r.Context(), k, dir); err == nil {
 		err = os.WriteFile(filepath.Join(dir, "action.json"), b, 0o444)
 	}

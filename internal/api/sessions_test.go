@@ -310,3 +310,23 @@ func TestSessionFilesExpire(t *testing.T) {
 		t.Fatalf("blob store holds %v", keys)
 	}
 }
+
+func TestOversizeActionIsRefused(t *testing.T) {
+	env := apptest.New(t, apptest.BlobBackends[0])
+	tool := publish(t, env, "texty", `
+A = [{"action_id": "go", "label": "Go", "kind": "form", "fields": [{"name": "t", "label": "T", "kind": "text"}]}]
+def run_tool(i, o):
+    return {"outputs": [], "next_actions": A, "state": {"pad": "x" * 60000}}
+`)
+	_, u := env.User(t, "u", "user")
+	if a := runUpload(t, env, u.Token, "texty", nil, nil, "", ""); a.body["state_rev"] != 1.0 {
+		t.Fatalf("initial: %s", a.raw)
+	}
+	a := act(t, env, u.Token, tool.ID, "default", "go", map[string]any{"t": strings.Repeat("<", 30000)}, 1)
+	if a.status != 413 || a.errCode() != "too_large" || !strings.Contains(a.errMessage(), "120 KiB") {
+		t.Fatalf("oversize action: %d %s", a.status, a.raw)
+	}
+	if s := send(t, env, "GET", "/api/v1/tools/texty/sessions/default", u.Token, "", nil); s.body["state_rev"] != 1.0 {
+		t.Fatalf("the refused action changed the session: %s", s.raw)
+	}
+}

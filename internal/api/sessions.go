@@ -46,21 +46,21 @@ func (s *Server) initialRun(w http.ResponseWriter, r *http.Request, u store.User
 		return err
 	}
 	k := store.SessionKey{ToolID: t.ID, UserID: u.ID, Context: sctx}
-	if len(form.Files) > 0 {
+	// The session's files change only once the run is admitted: a run refused for
+	// capacity leaves them as they were.
+	files := func(ctx context.Context) error {
+		if len(form.Files) == 0 {
+			_, err := s.sessions.Inject(ctx, k, dir)
+			return err
+		}
 		names := make([]string, len(form.Files))
 		for i, f := range form.Files {
 			names[i] = f.Name
 		}
-		err = s.sessions.Replace(r.Context(), k, dir, names)
-	} else {
-		_, err = s.sessions.Inject(r.Context(), k, dir)
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return err
+		return s.sessions.Replace(ctx, k, dir, names)
 	}
 	rn, err := s.runs.Submit(r.Context(), run.Request{Tool: t, Version: v, User: u, Context: sctx, Kind: "initial", InputDir: dir,
-		Inputs: form.Inputs, WallTime: wallTime,
+		Inputs: form.Inputs, WallTime: wallTime, Before: files,
 		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
 			if len(res.NextActions) == 0 {
 				return nil, nil

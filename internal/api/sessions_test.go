@@ -330,3 +330,29 @@ def run_tool(i, o):
 		t.Fatalf("the refused action changed the session: %s", s.raw)
 	}
 }
+
+// TestRefusedRunKeepsSessionFiles: an initial run with new files, refused because the
+// queue is full, leaves the session's files as they were.
+func TestRefusedRunKeepsSessionFiles(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.RunnerConcurrency, cfg.RunnerQueue = 1, 0
+	env := apptest.Start(t, cfg)
+	publish(t, env, "counter", counterTool)
+	publish(t, env, "sleep", sleepTool)
+	_, u := env.User(t, "u", "user")
+	if a := runUpload(t, env, u.Token, "counter", []string{"keep.txt"}, []string{"K"}, "", ""); a.status != 201 {
+		t.Fatalf("first run: %s", a.raw)
+	}
+	busy := runUpload(t, env, u.Token, "sleep", nil, nil, `{"s": 10}`, "?wait=0s")
+	if busy.status != 202 {
+		t.Fatalf("busy run: %d %s", busy.status, busy.raw)
+	}
+	if a := runUpload(t, env, u.Token, "counter", []string{"new.txt"}, []string{"N"}, "", ""); a.status != 503 {
+		t.Fatalf("run while the worker is busy: %d %s", a.status, a.raw)
+	}
+	sf := sessionFiles(t, env, u.Token, "counter", "default")
+	if !strings.Contains(sf.raw, "keep.txt") || strings.Contains(sf.raw, "new.txt") {
+		t.Fatalf("a refused run changed the session files: %s", sf.raw)
+	}
+	send(t, env, "POST", "/api/v1/runs/"+busy.body["run_id"].(string)+"/cancel", u.Token, "", nil)
+}

@@ -114,6 +114,9 @@ type Request struct {
 	Inputs   map[string]any
 	Action   *contract.Action
 	WallTime time.Duration // 0: the production limit
+	// Before, when set, runs once the run is admitted and before it is created: a run
+	// refused for capacity never calls it. An error refuses the run.
+	Before func(ctx context.Context) error
 	// AfterSuccess, when set, is called when the run succeeded, before it is recorded;
 	// the revision it returns (nil: none) becomes the run's state_rev. A run that did
 	// not succeed never calls it, so it leaves the session as it was.
@@ -138,6 +141,11 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 			<-s.slots
 		}
 	}()
+	if req.Before != nil {
+		if err := req.Before(ctx); err != nil {
+			return store.Run{}, err
+		}
+	}
 	manifest, err := listInputs(req.InputDir, false)
 	if err != nil {
 		return store.Run{}, err

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -100,6 +102,49 @@ func TestToolsAndRuns(t *testing.T) {
 		}
 		if r, _ := s.GetRun(ctx, "r_02"); r.Status != StatusFailed || r.ErrorSummary != "interrupted by server restart" {
 			t.Fatalf("after restart: %+v", r)
+		}
+	})
+}
+
+// TestConcurrentFileSetSwaps: of concurrent swaps of one session's files, each returns the
+// set it really replaced, so every replaced set is handed back exactly once.
+func TestConcurrentFileSetSwaps(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		now := time.Now()
+		s.CreateUser(ctx, newUser("u_a", "a", RoleUser))
+		s.CreateTool(ctx, Tool{ID: "t_1", Slug: "t", Title: "t", AuthorID: "u_a", CreatedAt: now, UpdatedAt: now},
+			ToolVersion{ID: "v_1", ToolID: "t_1", Source: "x", Entrypoint: "run_tool", CreatedBy: "u_a", CreatedAt: now}, true)
+		k := SessionKey{ToolID: "t_1", UserID: "u_a", Context: "default"}
+		const n = 8
+		var mu sync.Mutex
+		returned := map[string]int{}
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				old, err := s.SwapSessionFiles(ctx, FileSet{SessionKey: k, SetID: fmt.Sprintf("s_%d", i), Files: "[]", CreatedAt: now, LastAccessedAt: now})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if old != nil {
+					mu.Lock()
+					returned[old.SetID]++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		cur, _ := s.SessionFiles(ctx, k)
+		if len(returned) != n-1 || returned[cur.SetID] != 0 {
+			t.Fatalf("replaced sets handed back: %v (current %s); want each of the other %d once", returned, cur.SetID, n-1)
+		}
+		for id, times := range returned {
+			if times != 1 {
+				t.Fatalf("set %s handed back %d times", id, times)
+			}
 		}
 	})
 }

@@ -103,6 +103,13 @@ func (s *Store) SessionFiles(ctx context.Context, k SessionKey) (FileSet, error)
 func (s *Store) SwapSessionFiles(ctx context.Context, set FileSet) (*FileSet, error) {
 	var old *FileSet
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if s.dialect == Postgres {
+			// Replaces of one session's files run one at a time, so each sees (and
+			// returns, for deletion) the set it really replaces. SQLite is serial already.
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", set.ToolID+"/"+set.UserID+"/"+set.Context); err != nil {
+				return err
+			}
+		}
 		prev, err := scanFileSet(tx.QueryRowContext(ctx, s.rebind("SELECT "+fileSetCols+" FROM session_files WHERE tool_id = ? AND user_id = ? AND context = ?"),
 			set.ToolID, set.UserID, set.Context))
 		if err == nil {

@@ -214,6 +214,9 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		}()
 	}()
 	argv := r.CommandLine(spec, scratch)
+	// bwrap says on fd 3 when the sandboxed process has started: an exit code of 125
+	// before that is a sandbox that could not be set up, after it the tool's own.
+	argv = append(argv[:1], append([]string{"--json-status-fd", "3"}, argv[1:]...)...)
 	// Every file the run writes is capped at the output limit: /work/result.json lives on
 	// the data disk, and without the server's tmpfs so does /work/output.
 	argv = append([]string{"/bin/sh", "-c", fmt.Sprintf("ulimit -f %d || exit 125; exec \"$@\"", (max(l.OutputBytes, maxResultBytes)+511)/512), "sh"}, argv...)
@@ -227,8 +230,21 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 2 * time.Second
 
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return runner.Result{}, err
+	}
+	cmd.ExtraFiles = []*os.File{statusW}
+	started := make(chan bool, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(statusR, 1<<16))
+		statusR.Close()
+		started <- strings.Contains(string(b), `"child-pid"`)
+	}()
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	statusW.Close()
+	if err != nil {
 		return runner.Result{}, fmt.Errorf("starting bwrap: %w", err)
 	}
 	var timedOut atomic.Bool
@@ -256,7 +272,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	default:
 		return res, fmt.Errorf("waiting for bwrap: %w", waitErr)
 	}
-	if res.ExitCode == 125 && !res.TimedOut {
+	if childStarted := <-started; res.ExitCode == 125 && !childStarted && !res.TimedOut {
 		return res, fmt.Errorf("the sandbox could not be set up: %s", strings.TrimSpace(string(res.Stderr)))
 	}
 	if f, err := os.Open(resultPath); err == nil {

@@ -115,6 +115,7 @@ func Run(t *testing.T, newRunner func(t *testing.T) runner.Runner) {
 	t.Run("contract", func(t *testing.T) { testContract(t, r) })
 	t.Run("writes", func(t *testing.T) { testWrites(t, r) })
 	t.Run("kernel settings", func(t *testing.T) { testKernelSettings(t, r) })
+	t.Run("exit 125", func(t *testing.T) { testExit125(t, r) })
 	t.Run("result.json cap", func(t *testing.T) { testResultCap(t, r) })
 	t.Run("network", func(t *testing.T) { testNetwork(t, r) })
 	t.Run("visibility", func(t *testing.T) { testVisibility(t, r) })
@@ -230,6 +231,15 @@ def run_tool(input_dir, output_dir):
 		if got == "writable" {
 			t.Errorf("%s is writable from the sandbox", p)
 		}
+	}
+}
+
+// testExit125 ends the tool's process with the code wrappers use for "could not start":
+// it is the tool's failure, not the sandbox's (Run returns a result, not an error).
+func testExit125(t *testing.T, r runner.Runner) {
+	o := Exec(t, r, "import os\ndef run_tool(i, o):\n    os._exit(125)\n", nil, nil, Limits())
+	if o.Result.ExitCode != 125 || len(o.Result.ResultJSON) != 0 {
+		t.Fatalf("exit %d, result %q", o.Result.ExitCode, o.Result.ResultJSON)
 	}
 }
 

@@ -124,19 +124,7 @@ func (s *Store) ListFiles(ctx context.Context, ownerID, prefix, after string, li
 	rows, err := s.query(ctx, `SELECT `+fileCols+` FROM files
 		WHERE owner_id = ? AND key >= ? AND key < ? AND key > ? AND checksum <> '' AND (expires_at IS NULL OR expires_at > ?)
 		ORDER BY key LIMIT ?`, ownerID, prefix, prefix+"~", after, ms(now), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []File
-	for rows.Next() {
-		f, err := scanFile(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, scanFile)
 }
 
 // DeleteFile removes the entry under f.Key if it is still the version f (the same blob
@@ -153,19 +141,7 @@ func (s *Store) DeleteFile(ctx context.Context, f File) (bool, error) {
 // ExpiredFiles returns up to limit files whose expires_at is at or before now.
 func (s *Store) ExpiredFiles(ctx context.Context, now time.Time, limit int) ([]File, error) {
 	rows, err := s.query(ctx, "SELECT "+fileCols+" FROM files WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?", ms(now), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []File
-	for rows.Next() {
-		f, err := scanFile(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, scanFile)
 }
 
 // ClaimFileKey makes key ownerID's before any bytes are written under it: a new key gets a

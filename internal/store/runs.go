@@ -153,19 +153,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
 func (s *Store) ListRuns(ctx context.Context, userID, toolID, before string, limit int) ([]Run, error) {
 	q := "SELECT " + runCols + " FROM runs WHERE (? = '' OR user_id = ?) AND (? = '' OR tool_id = ?) AND (? = '' OR id < ?) ORDER BY id DESC LIMIT ?"
 	rows, err := s.query(ctx, q, userID, userID, toolID, toolID, before, before, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, scanRun)
 }
 
 // FailUnfinishedRuns marks every queued or running run failed with summary: what a

@@ -156,19 +156,7 @@ func (s *Store) DeleteSessionFiles(ctx context.Context, k SessionKey, setID stri
 // StaleSessionFiles returns up to limit sets last accessed before cutoff.
 func (s *Store) StaleSessionFiles(ctx context.Context, cutoff time.Time, limit int) ([]FileSet, error) {
 	rows, err := s.query(ctx, "SELECT "+fileSetCols+" FROM session_files WHERE last_accessed_at < ? ORDER BY last_accessed_at LIMIT ?", ms(cutoff), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []FileSet
-	for rows.Next() {
-		f, err := scanFileSet(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, scanFileSet)
 }
 
 // SessionFileSetIDs returns every current set id, for finding blobs no set refers to.

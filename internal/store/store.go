@@ -274,6 +274,23 @@ func redact(raw string) string {
 	return u.String()
 }
 
+// scanAll reads every row of rows with scan and closes rows.
+func scanAll[T any](rows *sql.Rows, err error, scan func(interface{ Scan(...any) error }) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // ms converts a time to the stored form, Unix milliseconds.
 func ms(t time.Time) int64 { return t.UnixMilli() }
 

@@ -116,19 +116,7 @@ func (s *Store) Tool(ctx context.Context, idOrSlug string) (Tool, error) {
 // (empty: none), or all tools when all is set.
 func (s *Store) Tools(ctx context.Context, authorID string, all bool) ([]Tool, error) {
 	rows, err := s.query(ctx, "SELECT "+toolCols+" FROM tools WHERE ? OR published_version_id IS NOT NULL OR author_id = ? ORDER BY slug", all, authorID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Tool
-	for rows.Next() {
-		t, err := scanTool(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, scanTool)
 }
 
 // ToolVersion returns a tool version.
@@ -143,19 +131,7 @@ func (s *Store) ToolVersion(ctx context.Context, id string) (ToolVersion, error)
 // Versions lists a tool's versions, newest first.
 func (s *Store) Versions(ctx context.Context, toolID string) ([]ToolVersion, error) {
 	rows, err := s.query(ctx, "SELECT "+versionCols+" FROM tool_versions WHERE tool_id = ? ORDER BY created_at DESC, id DESC", toolID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ToolVersion
-	for rows.Next() {
-		v, err := scanVersion(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, scanVersion)
 }
 
 // IsNotFound reports whether err is ErrNotFound.

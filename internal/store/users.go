@@ -76,19 +76,7 @@ func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
 // Users lists every user, by name.
 func (s *Store) Users(ctx context.Context) ([]User, error) {
 	rows, err := s.query(ctx, "SELECT "+userCols+" FROM users ORDER BY name")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []User
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return scanAll(rows, err, scanUser)
 }
 
 // CountUsers returns how many users exist.

@@ -22,6 +22,8 @@ import (
 var (
 	// ErrInvalid means the request names a bad user name, role or password.
 	ErrInvalid = errors.New("invalid account request")
+	// ErrForbidden means the user is signed in but their role does not allow this.
+	ErrForbidden = errors.New("forbidden")
 	// ErrUnauthenticated means no valid credential was given.
 	ErrUnauthenticated = errors.New("unauthenticated")
 )
@@ -58,9 +60,8 @@ func (s *Service) CreateUser(ctx context.Context, name, role, password string) (
 	}
 	u := store.User{ID: ids.New("u"), Name: name, Role: role, CreatedAt: s.now()}
 	if password != "" {
-		if len(password) < MinPasswordLen {
-			return store.User{}, "", errs.New(ErrInvalid, map[string]any{"field": "password", "min_length": MinPasswordLen},
-				"password must be at least %d characters", MinPasswordLen)
+		if err := checkPassword(password); err != nil {
+			return store.User{}, "", err
 		}
 		u.PasswordHash = auth.HashPassword(password)
 	}
@@ -75,6 +76,22 @@ func (s *Service) CreateUser(ctx context.Context, name, role, password string) (
 		return store.User{}, "", err
 	}
 	return u, tok, nil
+}
+
+// SetPassword gives a user a new web sign-in password and signs them out of every browser.
+func (s *Service) SetPassword(ctx context.Context, userID, password string) error {
+	if err := checkPassword(password); err != nil {
+		return err
+	}
+	return s.st.SetPassword(ctx, userID, auth.HashPassword(password))
+}
+
+func checkPassword(password string) error {
+	if len(password) < MinPasswordLen {
+		return errs.New(ErrInvalid, map[string]any{"field": "password", "min_length": MinPasswordLen},
+			"password must be at least %d characters", MinPasswordLen)
+	}
+	return nil
 }
 
 // IssueToken makes a new token for userID and returns it; only its hash is stored.
@@ -111,6 +128,47 @@ func (s *Service) CheckPassword(ctx context.Context, name, password string) (sto
 		return store.User{}, fmt.Errorf("wrong name or password: %w", ErrUnauthenticated)
 	}
 	return u, nil
+}
+
+// SessionCookie is the name of the cookie that holds a browser's sign-in.
+const SessionCookie = "skrip_session"
+
+// SessionTTL is how long a browser sign-in lasts.
+const SessionTTL = 7 * 24 * time.Hour
+
+// SignIn checks name and password and starts a browser session. It returns the user and
+// the session's secret, which goes in the cookie; only its hash is stored.
+func (s *Service) SignIn(ctx context.Context, name, password string) (store.User, string, error) {
+	u, err := s.CheckPassword(ctx, name, password)
+	if err != nil {
+		return store.User{}, "", err
+	}
+	secret := auth.NewToken()
+	now := s.now()
+	err = s.st.CreateWebSession(ctx, store.WebSession{Hash: auth.HashToken(secret), UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)})
+	if err != nil {
+		return store.User{}, "", err
+	}
+	return u, secret, nil
+}
+
+// SessionUser returns the user signed in with the browser session secret.
+func (s *Service) SessionUser(ctx context.Context, secret string) (store.User, error) {
+	u, err := s.st.UserByWebSession(ctx, auth.HashToken(secret), s.now())
+	if errors.Is(err, store.ErrNotFound) {
+		return store.User{}, fmt.Errorf("you are signed out; sign in again: %w", ErrUnauthenticated)
+	}
+	return u, err
+}
+
+// SignOut ends the browser session secret.
+func (s *Service) SignOut(ctx context.Context, secret string) error {
+	return s.st.DeleteWebSession(ctx, auth.HashToken(secret))
+}
+
+// ExpireSignIns removes browser sessions past their expiry and says how many.
+func (s *Service) ExpireSignIns(ctx context.Context) (int64, error) {
+	return s.st.DeleteExpiredWebSessions(ctx, s.now())
 }
 
 // AdminTokenFile is the name, inside the data dir, of the first-start admin token.

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/auth"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/store"
 )
@@ -48,8 +50,24 @@ func adminOnly(h handlerFunc) handlerFunc {
 	}
 }
 
+// CSRFHeader carries the anti-forgery token on requests a signed-in browser page makes.
+const CSRFHeader = "X-CSRF-Token"
+
+// authenticate resolves the bearer token or, for the web UI's own scripts, the browser
+// session cookie. A request authenticated by the cookie that changes anything must carry
+// the session's anti-forgery token in X-CSRF-Token.
 func (s *Server) authenticate(r *http.Request) (store.User, error) {
 	h := r.Header.Get("Authorization")
+	if c, err := r.Cookie(account.SessionCookie); h == "" && err == nil && c.Value != "" {
+		u, err := s.accounts.SessionUser(r.Context(), c.Value)
+		if err != nil {
+			return u, err
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !auth.CheckCSRF(c.Value, r.Header.Get(CSRFHeader)) {
+			return store.User{}, errs.New(errForbidden, nil, "this request lacks the page's anti-forgery token; reload the page and try again")
+		}
+		return u, nil
+	}
 	if h == "" {
 		return store.User{}, errs.New(errUnauthorized, nil, "this needs an API token: send the header Authorization: Bearer <token>")
 	}

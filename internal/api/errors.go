@@ -7,6 +7,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/files"
@@ -42,6 +43,7 @@ var errorTable = []apiError{
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized"},
 	{account.ErrUnauthenticated, http.StatusUnauthorized, "unauthorized"},
 	{errForbidden, http.StatusForbidden, "forbidden"},
+	{account.ErrForbidden, http.StatusForbidden, "forbidden"},
 	{errNotFound, http.StatusNotFound, "not_found"},
 	{store.ErrNotFound, http.StatusNotFound, "not_found"},
 	{errMethod, http.StatusMethodNotAllowed, "invalid_request"},
@@ -56,10 +58,28 @@ var errorTable = []apiError{
 	{upload.ErrInvalid, http.StatusBadRequest, "invalid_upload"},
 	{upload.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{run.ErrBusy, http.StatusServiceUnavailable, "unavailable"},
-	{errUnknownAction, http.StatusBadRequest, "unknown_action"},
+	{run.ErrNotFound, http.StatusNotFound, "not_found"},
+	{run.ErrUnknownAction, http.StatusBadRequest, "unknown_action"},
+	{run.ErrActionTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{catalog.ErrNotFound, http.StatusNotFound, "not_found"},
+	{catalog.ErrForbidden, http.StatusForbidden, "forbidden"},
+	{catalog.ErrInvalid, http.StatusBadRequest, "invalid_request"},
+	{catalog.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{catalog.ErrUnpublished, http.StatusConflict, "conflict"},
 	{contract.ErrInvalidInput, http.StatusBadRequest, "invalid_request"},
 	{session.ErrConflict, http.StatusConflict, "conflict"},
 	{session.ErrNoSession, http.StatusNotFound, "not_found"},
+}
+
+// ErrorStatus returns the HTTP status and error code of err, from the error table: the
+// web UI answers with the same statuses as the API.
+func ErrorStatus(err error) (int, string) {
+	for _, row := range errorTable {
+		if errors.Is(err, row.err) {
+			return row.status, row.code
+		}
+	}
+	return http.StatusInternalServerError, "internal"
 }
 
 // errorBody is the JSON shape of every error.
@@ -75,14 +95,8 @@ type errorBody struct {
 // text goes to the log with the request id, and the client gets only the request id.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var body errorBody
-	status := http.StatusInternalServerError
-	body.Error.Code = "internal"
-	for _, row := range errorTable {
-		if errors.Is(err, row.err) {
-			status, body.Error.Code = row.status, row.code
-			break
-		}
-	}
+	status, code := ErrorStatus(err)
+	body.Error.Code = code
 	rid := requestID(r.Context())
 	if status == http.StatusInternalServerError {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String("request_id", rid),

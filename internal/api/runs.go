@@ -3,11 +3,9 @@ package api
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -74,22 +72,13 @@ func toRunJSON(r store.Run, viewer store.User) runJSON {
 	json.Unmarshal([]byte(r.Artifacts), &arts)
 	for _, a := range arts {
 		out.Artifacts = append(out.Artifacts, artifactJSON{Path: a.Path, Name: a.Name, Bytes: a.Bytes, SHA256: a.SHA256,
-			URL: "/api/v1/runs/" + r.ID + "/artifacts/" + escapePath(a.Path)})
+			URL: run.ArtifactURL(r.ID, a.Path)})
 	}
 	if viewer.ID == r.UserID {
 		so, se := marked(r.Stdout, r.StdoutTruncated), marked(r.Stderr, r.StderrTruncated)
 		out.Stdout, out.Stderr, out.StdoutTruncated, out.StderrTruncated = &so, &se, r.StdoutTruncated, r.StderrTruncated
 	}
 	return out
-}
-
-// escapePath escapes each segment of a slash-separated path for a URL.
-func escapePath(p string) string {
-	segs := strings.Split(p, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
-	}
-	return strings.Join(segs, "/")
 }
 
 // marked returns a log as text, with a last line saying when it was cut.
@@ -126,26 +115,12 @@ func (s *Server) readRunUpload(r *http.Request) (dir string, form upload.Form, e
 			os.RemoveAll(dir)
 		}
 	}()
-	if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
-		return dir, upload.Form{}, nil
-	}
-	mr, merr := r.MultipartReader()
-	if merr != nil {
-		return "", upload.Form{}, errs.New(upload.ErrInvalid, nil, "send multipart/form-data with fields files (any number) and inputs (a JSON object)")
-	}
-	form, err = upload.Read(r.Context(), mr, dir, s.uploadLimits, upload.Options{FileField: "files"})
+	form, err = upload.ReadRequest(r, dir, s.uploadLimits, upload.Options{FileField: "files"})
 	return dir, form, err
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request, u store.User) error {
-	t, err := s.visibleTool(r, u)
-	if err != nil {
-		return err
-	}
-	if t.PublishedVersionID == "" {
-		return errs.New(store.ErrConflict, map[string]any{"tool": t.Slug}, "%s has no published version yet; publish one, or try it in the editor sandbox", t.Slug)
-	}
-	v, err := s.store.ToolVersion(r.Context(), t.PublishedVersionID)
+	t, v, err := s.catalog.Published(r.Context(), u, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
@@ -169,12 +144,7 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u store.User,
 
 // ownRun returns the run in the path if u owns it or is an admin.
 func (s *Server) ownRun(r *http.Request, u store.User) (store.Run, error) {
-	id := r.PathValue("run")
-	rn, err := s.store.GetRun(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && rn.UserID != u.ID && u.Role != store.RoleAdmin) {
-		return store.Run{}, errs.New(errNotFound, map[string]any{"run": id}, "no run %q", id)
-	}
-	return rn, err
+	return s.steps.Owned(r.Context(), u, r.PathValue("run"))
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request, u store.User) error {
@@ -215,8 +185,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, u store.User) 
 	}
 	toolID := ""
 	if ref := q.Get("tool"); ref != "" {
-		r.SetPathValue("tool", ref)
-		t, err := s.visibleTool(r, u)
+		t, err := s.catalog.Visible(r.Context(), u, ref)
 		if err != nil {
 			return err
 		}

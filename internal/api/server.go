@@ -15,6 +15,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/files"
 	"github.com/skrip-dev/skrip/internal/janitor"
@@ -40,6 +41,8 @@ type Deps struct {
 	Runs     *run.Service
 	Sessions *session.Service
 	Blobs    blob.Store
+	Catalog  *catalog.Service
+	Steps    *run.Steps
 	// SandboxTimeout is the wall time of editor sandbox runs.
 	SandboxTimeout time.Duration
 	Uploads        upload.Limits
@@ -58,11 +61,14 @@ type Server struct {
 	runs     *run.Service
 	sessions *session.Service
 	blobs    blob.Store
+	catalog  *catalog.Service
+	steps    *run.Steps
 	metrics  *metrics.Metrics
 	log      *slog.Logger
 	ready    []Check
 	version  string
 	mux      *http.ServeMux
+	notFound http.Handler
 
 	uploadLimits   upload.Limits
 	sandboxTimeout time.Duration
@@ -70,7 +76,7 @@ type Server struct {
 
 // New builds the API's routes.
 func New(d Deps) *Server {
-	s := &Server{store: d.Store, accounts: d.Accounts, files: d.Files, janitor: d.Janitor, runs: d.Runs, sessions: d.Sessions, blobs: d.Blobs, uploadLimits: d.Uploads, sandboxTimeout: d.SandboxTimeout, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
+	s := &Server{store: d.Store, accounts: d.Accounts, files: d.Files, janitor: d.Janitor, runs: d.Runs, sessions: d.Sessions, blobs: d.Blobs, catalog: d.Catalog, steps: d.Steps, uploadLimits: d.Uploads, sandboxTimeout: d.SandboxTimeout, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
 	s.routes()
 	return s
 }
@@ -86,6 +92,7 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/users", s.authed(adminOnly(s.createUser)))
 	m.Handle("PATCH /api/v1/users/{id}", s.authed(adminOnly(s.updateUser)))
 	m.Handle("POST /api/v1/users/{id}/tokens", s.authed(s.createToken))
+	m.Handle("PUT /api/v1/users/{id}/password", s.authed(s.setPassword))
 
 	m.Handle("POST /api/v1/files", s.authed(s.uploadFile))
 	m.Handle("GET /api/v1/files", s.authed(s.listFiles))
@@ -133,6 +140,10 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		if _, pattern := s.mux.Handler(r); pattern == "" {
+			if s.notFound != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
+				s.notFound.ServeHTTP(w, r)
+				return
+			}
 			s.unmatched(w, r)
 			return
 		}
@@ -142,6 +153,9 @@ func (s *Server) Handler() http.Handler {
 
 // Mux exposes the route table so other packages (the web UI) can add their routes.
 func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// SetNotFound answers requests outside /api/ that match no route (the web UI's page).
+func (s *Server) SetNotFound(h http.Handler) { s.notFound = h }
 
 func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
 	var allowed []string

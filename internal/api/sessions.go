@@ -1,30 +1,16 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 )
-
-// maxActionBytes caps action.json, which also travels as an environment variable.
-const maxActionBytes = 120 << 10
-
-// errUnknownAction means the action is not one the session's latest run offered.
-var errUnknownAction = errors.New("unknown action")
-
-// sandboxContext is the editor sandbox's context for a version (ADR-0038).
-func sandboxContext(versionID string) string { return "sandbox:" + versionID }
 
 func checkContext(c string) error {
 	if c == "" || len(c) > session.MaxContextLen {
@@ -33,9 +19,8 @@ func checkContext(c string) error {
 	return nil
 }
 
-// initialRun runs version as an initial run in context: an upload with files replaces
-// the session's files (after every file was validated), one without keeps and injects
-// them; a run that offers next actions starts the session over with its state.
+// initialRun runs version as an initial run in context (run.Steps.Initial says how the
+// session's files and state change) and answers with the run.
 func (s *Server) initialRun(w http.ResponseWriter, r *http.Request, u store.User, t store.Tool, v store.ToolVersion, sctx string, wallTime time.Duration) error {
 	wait, err := parseWait(r, 60*time.Second)
 	if err != nil {
@@ -45,31 +30,8 @@ func (s *Server) initialRun(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	k := store.SessionKey{ToolID: t.ID, UserID: u.ID, Context: sctx}
-	// The session's files change only once the run is admitted: a run refused for
-	// capacity leaves them as they were.
-	files := func(ctx context.Context) error {
-		if len(form.Files) == 0 {
-			_, err := s.sessions.Inject(ctx, k, dir)
-			return err
-		}
-		names := make([]string, len(form.Files))
-		for i, f := range form.Files {
-			names[i] = f.Name
-		}
-		return s.sessions.Replace(ctx, k, dir, names)
-	}
-	rn, err := s.runs.Submit(r.Context(), run.Request{Tool: t, Version: v, User: u, Context: sctx, Kind: "initial", InputDir: dir,
-		Inputs: form.Inputs, WallTime: wallTime, Before: files,
-		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
-			if len(res.NextActions) == 0 {
-				return nil, nil
-			}
-			rev, err := s.sessions.Start(ctx, k, res.State, runID)
-			return &rev, err
-		}})
+	rn, err := s.steps.Initial(r.Context(), run.Initial{Tool: t, Version: v, User: u, Context: sctx, Dir: dir, Form: form, WallTime: wallTime})
 	if err != nil {
-		os.RemoveAll(dir)
 		return err
 	}
 	return s.answerRun(w, r, u, rn.ID, wait, http.StatusCreated)
@@ -120,104 +82,32 @@ func (s *Server) startAction(w http.ResponseWriter, r *http.Request, u store.Use
 		return errs.New(errInvalidRequest, map[string]any{"field": "context"},
 			"sandbox contexts belong to the editor: POST /api/v1/editor/tool-versions/{version_id}/start-action")
 	}
-	r.SetPathValue("tool", req.ToolID)
-	t, err := s.visibleTool(r, u)
-	if err != nil {
-		return err
-	}
-	if t.PublishedVersionID == "" {
-		return errs.New(store.ErrConflict, map[string]any{"tool": t.Slug}, "%s has no published version", t.Slug)
-	}
-	v, err := s.store.ToolVersion(r.Context(), t.PublishedVersionID)
+	t, v, err := s.catalog.Published(r.Context(), u, req.ToolID)
 	if err != nil {
 		return err
 	}
 	return s.runAction(w, r, u, t, v, req, 0)
 }
 
-// runAction runs an action as SPEC §6 orders it: the revision must be current, the action
-// one the latest run offered and its input valid; the run gets the server's state and a
-// snapshot of the session files; afterwards a compare-and-swap from expected to
-// expected+1 records its state. Losing that race keeps the run and answers 409.
+// runAction runs an action (run.Steps.Action says how) and answers with it. A run that
+// succeeded but lost the race for the session's revision is kept, and answered with 409.
 func (s *Server) runAction(w http.ResponseWriter, r *http.Request, u store.User, t store.Tool, v store.ToolVersion, req actionRequest, wallTime time.Duration) error {
 	wait, err := parseWait(r, 60*time.Second)
 	if err != nil {
 		return err
 	}
-	k := store.SessionKey{ToolID: t.ID, UserID: u.ID, Context: req.Context}
-	sess, err := s.sessions.Get(r.Context(), k)
+	rn, err := s.steps.Action(r.Context(), run.Action{Tool: t, Version: v, User: u, Context: req.Context, ActionID: req.ActionID,
+		Input: req.Input, ExpectedStateRev: *req.ExpectedStateRev, WallTime: wallTime})
 	if err != nil {
-		return err
-	}
-	expected := *req.ExpectedStateRev
-	if expected != sess.StateRev {
-		return conflict(expected, sess.StateRev)
-	}
-	latest, err := s.store.GetRun(r.Context(), sess.LatestRunID)
-	if err != nil {
-		return err
-	}
-	var offered []contract.NextAction
-	json.Unmarshal([]byte(latest.NextActions), &offered)
-	var action *contract.NextAction
-	var ids []string
-	for i := range offered {
-		ids = append(ids, offered[i].ActionID)
-		if offered[i].ActionID == req.ActionID {
-			action = &offered[i]
-		}
-	}
-	if action == nil {
-		return errs.New(errUnknownAction, map[string]any{"action_id": req.ActionID, "offered": ids},
-			"%q is not an action this session offers now; it offers: %s", req.ActionID, strings.Join(ids, ", "))
-	}
-	if err := contract.ValidateInput(*action, req.Input); err != nil {
-		return err
-	}
-	if req.Input == nil {
-		req.Input = map[string]any{}
-	}
-	dir, err := s.runs.NewInputDir()
-	if err != nil {
-		return err
-	}
-	act := contract.Action{ActionID: req.ActionID, Input: req.Input, State: json.RawMessage(sess.State)}
-	b, _ := json.Marshal(act)
-	// SKRIPTOTEKET_ACTION carries this JSON, and the kernel holds one environment string
-	// to 128 KiB (MAX_ARG_STRLEN), escapes included.
-	if len(b) > maxActionBytes {
-		os.RemoveAll(dir)
-		return errs.New(errTooLarge, map[string]any{"bytes": len(b), "limit_bytes": maxActionBytes},
-			"the action's input and the session's state are %d bytes together; the limit is %d (120 KiB)", len(b), maxActionBytes)
-	}
-	if _, err = s.sessions.Inject(r.Context(), k, dir); err == nil {
-		err = os.WriteFile(filepath.Join(dir, "action.json"), b, 0o444)
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return err
-	}
-	rn, err := s.runs.Submit(r.Context(), run.Request{Tool: t, Version: v, User: u, Context: req.Context, Kind: "action",
-		ActionID: req.ActionID, InputDir: dir, Action: &act, WallTime: wallTime,
-		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
-			ok, err := s.sessions.Advance(ctx, k, expected, res.State, runID)
-			if err != nil || !ok {
-				return nil, err
-			}
-			rev := expected + 1
-			return &rev, nil
-		}})
-	if err != nil {
-		os.RemoveAll(dir)
 		return err
 	}
 	done, err := s.runs.Wait(r.Context(), rn.ID, wait)
 	if err != nil {
 		return err
 	}
-	if done.Status == store.StatusSucceeded && done.StateRev == nil {
-		cur, _ := s.sessions.Get(r.Context(), k)
-		return conflict(expected, cur.StateRev)
+	if run.LostRace(done) {
+		cur, _ := s.sessions.Get(r.Context(), store.SessionKey{ToolID: t.ID, UserID: u.ID, Context: req.Context})
+		return run.Conflict(*req.ExpectedStateRev, cur.StateRev)
 	}
 	status := http.StatusCreated
 	if !store.Terminal(done.Status) {
@@ -227,13 +117,8 @@ func (s *Server) runAction(w http.ResponseWriter, r *http.Request, u store.User,
 	return nil
 }
 
-func conflict(expected, current int64) error {
-	return errs.New(session.ErrConflict, map[string]any{"expected": expected, "current": current},
-		"This session changed in another tab or window (it is at revision %d, not %d). Reload to continue.", current, expected)
-}
-
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request, u store.User) error {
-	t, err := s.visibleTool(r, u)
+	t, err := s.catalog.Visible(r.Context(), u, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
@@ -255,7 +140,7 @@ func (s *Server) writeSession(w http.ResponseWriter, r *http.Request, k store.Se
 }
 
 func (s *Server) sessionKeyOf(r *http.Request, u store.User) (store.SessionKey, error) {
-	t, err := s.visibleTool(r, u)
+	t, err := s.catalog.Visible(r.Context(), u, r.PathValue("tool"))
 	if err != nil {
 		return store.SessionKey{}, err
 	}
@@ -316,23 +201,23 @@ func (s *Server) deleteSessionFiles(w http.ResponseWriter, r *http.Request, u st
 }
 
 func (s *Server) editorRun(w http.ResponseWriter, r *http.Request, u store.User) error {
-	v, t, err := s.ownedVersion(r, u)
+	v, t, err := s.catalog.OwnedVersion(r.Context(), u, r.PathValue("version"))
 	if err != nil {
 		return err
 	}
-	return s.initialRun(w, r, u, t, v, sandboxContext(v.ID), s.sandboxTimeout)
+	return s.initialRun(w, r, u, t, v, run.SandboxContext(v.ID), s.sandboxTimeout)
 }
 
 func (s *Server) editorSession(w http.ResponseWriter, r *http.Request, u store.User) error {
-	v, t, err := s.ownedVersion(r, u)
+	v, t, err := s.catalog.OwnedVersion(r.Context(), u, r.PathValue("version"))
 	if err != nil {
 		return err
 	}
-	return s.writeSession(w, r, store.SessionKey{ToolID: t.ID, UserID: u.ID, Context: sandboxContext(v.ID)})
+	return s.writeSession(w, r, store.SessionKey{ToolID: t.ID, UserID: u.ID, Context: run.SandboxContext(v.ID)})
 }
 
 func (s *Server) editorAction(w http.ResponseWriter, r *http.Request, u store.User) error {
-	v, t, err := s.ownedVersion(r, u)
+	v, t, err := s.catalog.OwnedVersion(r.Context(), u, r.PathValue("version"))
 	if err != nil {
 		return err
 	}
@@ -343,6 +228,6 @@ func (s *Server) editorAction(w http.ResponseWriter, r *http.Request, u store.Us
 	if req.ToolID != "" && req.ToolID != t.ID && req.ToolID != t.Slug {
 		return errs.New(errInvalidRequest, map[string]any{"field": "tool_id"}, "tool_id %q is not the tool of version %s", req.ToolID, v.ID)
 	}
-	req.Context = sandboxContext(v.ID)
+	req.Context = run.SandboxContext(v.ID)
 	return s.runAction(w, r, u, t, v, req, s.sandboxTimeout)
 }

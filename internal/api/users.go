@@ -99,6 +99,24 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, caller stor
 	return nil
 }
 
+func (s *Server) setPassword(w http.ResponseWriter, r *http.Request, caller store.User) error {
+	var req struct {
+		Password string `json:"password"`
+	}
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	target, err := s.targetUser(r, caller)
+	if err != nil {
+		return err
+	}
+	if err := s.accounts.SetPassword(r.Context(), target.ID, req.Password); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 func (s *Server) updateUser(w http.ResponseWriter, r *http.Request, caller store.User) error {
 	var req struct {
 		Role string `json:"role"`

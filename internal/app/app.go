@@ -22,6 +22,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/fsblob"
 	"github.com/skrip-dev/skrip/internal/blob/natsblob"
+	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/files"
@@ -36,6 +37,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
 	"github.com/skrip-dev/skrip/internal/version"
+	"github.com/skrip-dev/skrip/internal/web"
 )
 
 // App is a running skrip server's parts.
@@ -50,6 +52,8 @@ type App struct {
 	Runner   runner.Runner
 	Runs     *run.Service
 	Sessions *session.Service
+	Catalog  *catalog.Service
+	Steps    *run.Steps
 	Metrics  *metrics.Metrics
 	API      *api.Server
 	closers  []func() error
@@ -86,7 +90,7 @@ func (a *App) open(ctx context.Context) error {
 		MaxFileBytes: a.cfg.FilesMaxFileBytes, UserQuotaBytes: a.cfg.FilesUserQuotaBytes, MaxTotalBytes: a.cfg.FilesMaxTotalBytes,
 	}, a.log)
 	a.Sessions = session.New(st, a.Blobs, a.cfg.SessionFilesTTL, a.log)
-	a.Janitor = janitor.New(a.Files, a.Sessions, a.Blobs, a.Metrics, a.log)
+	a.Janitor = janitor.New(a.Accounts, a.Files, a.Sessions, a.Blobs, a.Metrics, a.log)
 	if a.Runner, err = OpenRunner(ctx, a.cfg, a.log); err != nil {
 		return err
 	}
@@ -106,13 +110,24 @@ func (a *App) open(ctx context.Context) error {
 	if err := a.Runs.Recover(ctx); err != nil {
 		return err
 	}
+	uploads := upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes}
+	a.Catalog = catalog.New(st)
+	a.Steps = run.NewSteps(a.Runs, a.Sessions)
 	a.API = api.New(api.Deps{
 		Store: st, Accounts: a.Accounts, Files: a.Files, Janitor: a.Janitor, Runs: a.Runs, Sessions: a.Sessions, Blobs: a.Blobs,
+		Catalog: a.Catalog, Steps: a.Steps,
 		SandboxTimeout: a.cfg.SandboxRunTimeout,
-		Uploads:        upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes},
+		Uploads:        uploads,
 		Metrics:        a.Metrics, Log: a.log, Version: version.Version,
 		Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}},
 	})
+	ui, err := web.New(web.Deps{Store: st, Accounts: a.Accounts, Catalog: a.Catalog, Steps: a.Steps, Runs: a.Runs, Sessions: a.Sessions,
+		Files: a.Files, Uploads: uploads, SandboxTimeout: a.cfg.SandboxRunTimeout, Log: a.log})
+	if err != nil {
+		return err
+	}
+	ui.Register(a.API.Mux())
+	a.API.SetNotFound(ui.NotFound())
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/skrip-dev/skrip/internal/testutil"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -39,33 +41,12 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// buildSkrip compiles the real binary once per test binary run.
-func buildSkrip(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "skrip")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/skrip-dev/skrip/cmd/skrip")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestServeWithDefaults starts `skrip serve` in an empty directory with no settings but a
 // free port, as the README's first command does, and stops it with SIGTERM.
 func TestServeWithDefaults(t *testing.T) {
-	bin := buildSkrip(t)
+	bin := testutil.BuildSkrip(t)
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	var stderr lockedBuffer
 	cmd := exec.Command(bin, "serve", "--addr", addr)
 	cmd.Dir = dir
@@ -124,7 +105,7 @@ func TestServeWithDefaults(t *testing.T) {
 }
 
 func TestServeRefusesABusyPort(t *testing.T) {
-	bin := buildSkrip(t)
+	bin := testutil.BuildSkrip(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -140,11 +121,11 @@ func TestServeRefusesABusyPort(t *testing.T) {
 // TestServeRefusesWithoutSandbox hides bwrap from the server: it must not start, and must
 // say what to install. There is no unsandboxed mode.
 func TestServeRefusesWithoutSandbox(t *testing.T) {
-	bin := buildSkrip(t)
+	bin := testutil.BuildSkrip(t)
 	empty := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "serve", "--addr", freeAddr(t), "--data-dir", t.TempDir())
+	cmd := exec.CommandContext(ctx, bin, "serve", "--addr", testutil.FreeAddr(t), "--data-dir", t.TempDir())
 	// No bwrap on PATH, and no Docker engine to reach.
 	cmd.Env = []string{"PATH=" + empty, "HOME=" + empty, "DOCKER_HOST=unix://" + filepath.Join(empty, "no-docker.sock")}
 	out, err := cmd.CombinedOutput()
@@ -162,17 +143,17 @@ func TestServeRefusesWithoutSandbox(t *testing.T) {
 // is marked failed, "interrupted by server restart".
 func TestDockerOrphansAfterSIGKILL(t *testing.T) {
 	needDocker(t)
-	bin := buildSkrip(t)
+	bin := testutil.BuildSkrip(t)
 	data := t.TempDir()
 	const token = "skr_orphan-test-admin-token"
 	start := func() (*exec.Cmd, *client.Client) {
-		addr := freeAddr(t)
+		addr := testutil.FreeAddr(t)
 		cmd := exec.Command(bin, "serve", "--addr", addr, "--data-dir", data, "--runner", "docker")
 		cmd.Env = append(os.Environ(), "SKRIP_BOOTSTRAP_ADMIN_TOKEN="+token)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitHealthy(t, "http://"+addr)
+		testutil.WaitHealthy(t, "http://"+addr)
 		c, _ := client.New("http://"+addr, token)
 		return cmd, c
 	}

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/testutil"
@@ -59,7 +57,7 @@ func roundTrip(t *testing.T, c *client.Client, key string, size int64) {
 // MiB, through it each way. Its peak RSS must stay far below the file sizes, and the
 // second, twice larger file must not raise it further: memory does not grow with size.
 func TestServerMemoryIsFlatForLargeFiles(t *testing.T) {
-	bin := buildSkrip(t)
+	bin := testutil.BuildSkrip(t)
 	for _, tc := range []struct {
 		blob    string
 		first   int64 // the most the peak may rise while the first 100 MiB pass
@@ -72,7 +70,7 @@ func TestServerMemoryIsFlatForLargeFiles(t *testing.T) {
 		{"nats", 32 << 20, 8 << 20},
 	} {
 		t.Run(tc.blob, func(t *testing.T) {
-			addr := freeAddr(t)
+			addr := testutil.FreeAddr(t)
 			const token = "skr_memory-test-admin-token"
 			// bwrap: the Docker runner's warm pool would add its own work to what is measured.
 			args := []string{"serve", "--addr", addr, "--data-dir", t.TempDir(), "--blob", tc.blob, "--files-max-file-bytes", "256MiB", "--runner", "bwrap"}
@@ -85,7 +83,7 @@ func TestServerMemoryIsFlatForLargeFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
-			waitHealthy(t, "http://"+addr)
+			testutil.WaitHealthy(t, "http://"+addr)
 			c, _ := client.New("http://"+addr, token)
 
 			roundTrip(t, c, "files/warm-up", 4<<20)
@@ -104,23 +102,5 @@ func TestServerMemoryIsFlatForLargeFiles(t *testing.T) {
 					(second-first)>>20, tc.plateau>>20)
 			}
 		})
-	}
-}
-
-func waitHealthy(t *testing.T, base string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server at %s did not become healthy", base)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -25,11 +25,9 @@ func (e *env) usersCmd() *cobra.Command {
 			}
 			var password string
 			if passwordStdin {
-				line, err := bufio.NewReader(e.stdin).ReadString('\n')
-				if err != nil && line == "" {
-					return fmt.Errorf("--password-stdin: no password on standard input")
+				if password, err = e.readPassword(); err != nil {
+					return err
 				}
-				password = strings.TrimRight(line, "\r\n")
 			}
 			u, err := c.CreateUser(cmd.Context(), args[0], role, password)
 			if err != nil {
@@ -94,8 +92,41 @@ func (e *env) usersCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(add, list, setRole)
+	setPassword := &cobra.Command{
+		Use:   "set-password USER --password-stdin",
+		Short: "Set the password a user signs in to the web UI with (admin, or yourself); it signs them out elsewhere",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !passwordStdin {
+				return fmt.Errorf("give the password on standard input with --password-stdin, so it stays out of the shell history")
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			password, err := e.readPassword()
+			if err != nil {
+				return err
+			}
+			if err := c.SetPassword(cmd.Context(), args[0], password); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "password of %s set\n", args[0])
+			return nil
+		},
+	}
+	setPassword.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input")
+	cmd.AddCommand(add, list, setRole, setPassword)
 	return cmd
+}
+
+// readPassword reads one line from standard input, for --password-stdin.
+func (e *env) readPassword() (string, error) {
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return "", fmt.Errorf("--password-stdin: no password on standard input")
+	}
+	return strings.TrimRight(line, "\r\n"), nil
 }
 
 func (e *env) tokensCmd() *cobra.Command {

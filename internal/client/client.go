@@ -183,6 +183,11 @@ func (c *Client) SetRole(ctx context.Context, user, role string) (User, error) {
 	return u, c.Do(ctx, http.MethodPatch, "/api/v1/users/"+url.PathEscape(user), map[string]string{"role": role}, &u)
 }
 
+// SetPassword sets the web sign-in password of user (an id or a name).
+func (c *Client) SetPassword(ctx context.Context, user, password string) error {
+	return c.Do(ctx, http.MethodPut, "/api/v1/users/"+url.PathEscape(user)+"/password", map[string]string{"password": password}, nil)
+}
+
 // CreateToken issues a new token for user (an id or a name; admins may name anyone).
 func (c *Client) CreateToken(ctx context.Context, user, name string) (string, error) {
 	var out struct {

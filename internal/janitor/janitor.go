@@ -1,5 +1,5 @@
 // Package janitor owns periodic cleanup: expired staged files, uploads that never
-// finished, session file sets past their TTL, and leftovers of the blob store. `skrip serve` runs it every
+// finished, expired browser sign-ins, session file sets past their TTL, and leftovers of the blob store. `skrip serve` runs it every
 // SKRIP_CLEANUP_INTERVAL; `skrip cleanup` asks the server for one pass.
 package janitor
 
@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/files"
 	"github.com/skrip-dev/skrip/internal/metrics"
@@ -23,6 +24,7 @@ type Report struct {
 	SessionFiles  int   `json:"session_files"`
 	SessionBytes  int64 `json:"session_bytes"`
 	BlobLeftovers int   `json:"blob_leftovers"`
+	SignIns       int64 `json:"sign_ins"`
 }
 
 // sweeper is implemented by blob stores that can leave leftovers behind after a crash
@@ -33,6 +35,7 @@ type sweeper interface {
 
 // Janitor removes what has expired.
 type Janitor struct {
+	accounts *account.Service
 	files    *files.Service
 	sessions *session.Service
 	blobs    blob.Store
@@ -42,8 +45,8 @@ type Janitor struct {
 }
 
 // New returns a Janitor.
-func New(f *files.Service, sessions *session.Service, blobs blob.Store, m *metrics.Metrics, log *slog.Logger) *Janitor {
-	return &Janitor{files: f, sessions: sessions, blobs: blobs, metrics: m, log: log}
+func New(accounts *account.Service, f *files.Service, sessions *session.Service, blobs blob.Store, m *metrics.Metrics, log *slog.Logger) *Janitor {
+	return &Janitor{accounts: accounts, files: f, sessions: sessions, blobs: blobs, metrics: m, log: log}
 }
 
 // Pass runs one cleanup pass and reports what it removed.
@@ -71,8 +74,14 @@ func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 			return r, err
 		}
 	}
+	n, err := j.accounts.ExpireSignIns(ctx)
+	r.SignIns = n
+	j.metrics.JanitorDeletions.WithLabelValues("sign_in").Add(float64(n))
+	if err != nil {
+		return r, err
+	}
 	if r != (Report{}) {
-		j.log.Info("janitor pass", "files", r.Files, "file_bytes", r.FileBytes, "session_sets", r.SessionSets,
+		j.log.Info("janitor pass", "sign_ins", r.SignIns, "files", r.Files, "file_bytes", r.FileBytes, "session_sets", r.SessionSets,
 			"session_files", r.SessionFiles, "session_bytes", r.SessionBytes, "blob_leftovers", r.BlobLeftovers)
 	}
 	return r, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,4 +72,10 @@ func (s *Service) collect(ctx context.Context, runID, dir string) ([]Artifact, [
 		return nil
 	})
 	return arts, notices, err
+}
+
+// ArtifactURL is where the API serves the artifact at path ("output/<name>") of run
+// runID, each segment escaped.
+func ArtifactURL(runID, path string) string {
+	return "/api/v1/runs/" + runID + "/artifacts/" + (&url.URL{Path: path}).EscapedPath()
 }

@@ -86,6 +86,21 @@ func (s *Store) CountUsers(ctx context.Context) (int, error) {
 	return n, err
 }
 
+// SetPassword stores a user's new password hash and ends their browser sessions.
+func (s *Store) SetPassword(ctx context.Context, id, hash string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.rebind("UPDATE users SET password_hash = ? WHERE id = ?"), hash, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("user %q: %w", id, ErrNotFound)
+		}
+		_, err = tx.ExecContext(ctx, s.rebind("DELETE FROM web_sessions WHERE user_id = ?"), id)
+		return err
+	})
+}
+
 // SetRole changes a user's role.
 func (s *Store) SetRole(ctx context.Context, id, role string) error {
 	res, err := s.exec(ctx, "UPDATE users SET role = ? WHERE id = ?", role, id)

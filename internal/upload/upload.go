@@ -374,3 +374,16 @@ func formatSize(n int64) string {
 	}
 	return s + " " + units[i]
 }
+
+// ReadRequest reads the multipart body of r into dir as Read does. A request with no body
+// and no content type is an upload of nothing.
+func ReadRequest(r *http.Request, dir string, lim Limits, opts Options) (Form, error) {
+	if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
+		return Form{}, nil
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return Form{}, errs.New(ErrInvalid, nil, "send multipart/form-data with fields files (any number) and inputs (a JSON object)")
+	}
+	return Read(r.Context(), mr, dir, lim, opts)
+}

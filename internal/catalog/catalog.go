@@ -1,0 +1,191 @@
+// Package catalog owns who may see and change tools: which tools a user sees (published
+// ones, plus their own drafts), creating tools and versions, and publishing. The api and
+// web packages both go through it, so the rules live in one place.
+package catalog
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/ids"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// Sentinel errors.
+var (
+	// ErrNotFound means no such tool or version, or one the user may not see.
+	ErrNotFound = errors.New("tool not found")
+	// ErrForbidden means the user sees the tool but may not change it.
+	ErrForbidden = errors.New("forbidden")
+	// ErrInvalid means a slug, title or source is not acceptable.
+	ErrInvalid = errors.New("invalid tool")
+	// ErrTooLarge means a source is over MaxSourceBytes.
+	ErrTooLarge = errors.New("source too large")
+	// ErrUnpublished means a tool has no published version to run.
+	ErrUnpublished = errors.New("no published version")
+)
+
+// MaxSourceBytes caps a tool version's source.
+const MaxSourceBytes = 512 << 10
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// Service applies the catalogue's rules over the store.
+type Service struct {
+	st  *store.Store
+	now func() time.Time
+}
+
+// New returns a Service over st.
+func New(st *store.Store) *Service { return &Service{st: st, now: time.Now} }
+
+// CanAuthor reports whether u may create tools.
+func CanAuthor(u store.User) bool { return u.Role == store.RoleAuthor || u.Role == store.RoleAdmin }
+
+// Owns reports whether u may change t: its author, or an admin.
+func Owns(u store.User, t store.Tool) bool { return u.Role == store.RoleAdmin || t.AuthorID == u.ID }
+
+// List returns the tools u sees, by slug.
+func (s *Service) List(ctx context.Context, u store.User) ([]store.Tool, error) {
+	return s.st.Tools(ctx, u.ID, u.Role == store.RoleAdmin)
+}
+
+// Visible returns the tool ref (an id or a slug) if u may see it: published tools are
+// everyone's, drafts their author's and the admins'.
+func (s *Service) Visible(ctx context.Context, u store.User, ref string) (store.Tool, error) {
+	t, err := s.st.Tool(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && t.PublishedVersionID == "" && !Owns(u, t)) {
+		return store.Tool{}, errs.New(ErrNotFound, map[string]any{"tool": ref}, "no tool %q", ref)
+	}
+	return t, err
+}
+
+// Published returns the tool ref and its published version, for a production run.
+func (s *Service) Published(ctx context.Context, u store.User, ref string) (store.Tool, store.ToolVersion, error) {
+	t, err := s.Visible(ctx, u, ref)
+	if err != nil {
+		return t, store.ToolVersion{}, err
+	}
+	if t.PublishedVersionID == "" {
+		return t, store.ToolVersion{}, errs.New(ErrUnpublished, map[string]any{"tool": t.Slug},
+			"%s has no published version yet; publish one, or try it in the editor sandbox", t.Slug)
+	}
+	v, err := s.st.ToolVersion(ctx, t.PublishedVersionID)
+	return t, v, err
+}
+
+// Owned returns the tool ref if u may change it. A tool u may see but not change gives
+// ErrForbidden; one u may not see gives ErrNotFound.
+func (s *Service) Owned(ctx context.Context, u store.User, ref string) (store.Tool, error) {
+	t, err := s.Visible(ctx, u, ref)
+	if err != nil {
+		return t, err
+	}
+	if !Owns(u, t) {
+		return store.Tool{}, errs.New(ErrForbidden, map[string]any{"tool": t.Slug}, "only the author of %s or an admin may change it", t.Slug)
+	}
+	return t, nil
+}
+
+// OwnedVersion returns the version id and its tool if u is the tool's author or an admin.
+// Anyone else is answered as if it did not exist.
+func (s *Service) OwnedVersion(ctx context.Context, u store.User, id string) (store.ToolVersion, store.Tool, error) {
+	notFound := errs.New(ErrNotFound, map[string]any{"version": id}, "no tool version %q", id)
+	v, err := s.st.ToolVersion(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.ToolVersion{}, store.Tool{}, notFound
+	}
+	if err != nil {
+		return store.ToolVersion{}, store.Tool{}, err
+	}
+	t, err := s.st.Tool(ctx, v.ToolID)
+	if err != nil {
+		return store.ToolVersion{}, store.Tool{}, err
+	}
+	if !Owns(u, t) {
+		return store.ToolVersion{}, store.Tool{}, notFound
+	}
+	return v, t, nil
+}
+
+// Versions lists the versions of t, newest first, if u owns it.
+func (s *Service) Versions(ctx context.Context, u store.User, t store.Tool) ([]store.ToolVersion, error) {
+	if !Owns(u, t) {
+		return nil, errs.New(ErrNotFound, map[string]any{"tool": t.Slug}, "no tool %q", t.Slug)
+	}
+	return s.st.Versions(ctx, t.ID)
+}
+
+// NewTool is what Create needs.
+type NewTool struct {
+	Slug, Title, Description, Source string
+	Publish                          bool
+}
+
+// Create stores a tool and its first version, authored by u.
+func (s *Service) Create(ctx context.Context, u store.User, n NewTool) (store.Tool, store.ToolVersion, error) {
+	if !CanAuthor(u) {
+		return store.Tool{}, store.ToolVersion{}, errs.New(ErrForbidden, map[string]any{"role": u.Role},
+			"creating tools needs the author or admin role; you are %s", u.Role)
+	}
+	if !slugPattern.MatchString(n.Slug) {
+		return store.Tool{}, store.ToolVersion{}, errs.New(ErrInvalid, map[string]any{"field": "slug", "value": n.Slug},
+			"slug %q must be 1 to 64 lower-case letters, digits, _ or -, starting with a letter or digit", n.Slug)
+	}
+	if strings.TrimSpace(n.Title) == "" {
+		return store.Tool{}, store.ToolVersion{}, errs.New(ErrInvalid, map[string]any{"field": "title"}, "title is empty")
+	}
+	if err := CheckSource(n.Source); err != nil {
+		return store.Tool{}, store.ToolVersion{}, err
+	}
+	now := s.now()
+	t := store.Tool{ID: ids.New("t"), Slug: n.Slug, Title: strings.TrimSpace(n.Title), Description: n.Description, AuthorID: u.ID, CreatedAt: now, UpdatedAt: now}
+	v := store.ToolVersion{ID: ids.New("v"), ToolID: t.ID, Source: n.Source, Entrypoint: "run_tool", CreatedBy: u.ID, CreatedAt: now}
+	t, err := s.st.CreateTool(ctx, t, v, n.Publish)
+	if errors.Is(err, store.ErrConflict) {
+		return store.Tool{}, store.ToolVersion{}, errs.New(store.ErrConflict, map[string]any{"slug": n.Slug}, "a tool with slug %q already exists", n.Slug)
+	}
+	return t, v, err
+}
+
+// AddVersion stores source as a new version of the tool ref, if u owns it.
+func (s *Service) AddVersion(ctx context.Context, u store.User, ref, source string) (store.ToolVersion, error) {
+	t, err := s.Owned(ctx, u, ref)
+	if err != nil {
+		return store.ToolVersion{}, err
+	}
+	if err := CheckSource(source); err != nil {
+		return store.ToolVersion{}, err
+	}
+	v := store.ToolVersion{ID: ids.New("v"), ToolID: t.ID, Source: source, Entrypoint: "run_tool", CreatedBy: u.ID, CreatedAt: s.now()}
+	return v, s.st.CreateVersion(ctx, v)
+}
+
+// Publish makes version id what users of its tool run, if u owns the tool.
+func (s *Service) Publish(ctx context.Context, u store.User, id string) (store.Tool, error) {
+	v, t, err := s.OwnedVersion(ctx, u, id)
+	if err != nil {
+		return store.Tool{}, err
+	}
+	now := s.now()
+	if err := s.st.Publish(ctx, t.ID, v.ID, now); err != nil {
+		return store.Tool{}, err
+	}
+	t.PublishedVersionID, t.UpdatedAt = v.ID, now
+	return t, nil
+}
+
+// CheckSource refuses an empty source or one over MaxSourceBytes.
+func CheckSource(src string) error {
+	if strings.TrimSpace(src) == "" {
+		return errs.New(ErrInvalid, map[string]any{"field": "source"}, "source is empty; send the tool's Python code")
+	}
+	if len(src) > MaxSourceBytes {
+		return errs.New(ErrTooLarge, map[string]any{"field": "source", "limit_bytes": MaxSourceBytes}, "source is %d bytes; the limit is %d", len(src), MaxSourceBytes)
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/session"
+	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
+)
+
+// Errors of the session steps.
+var (
+	// ErrUnknownAction means the action is not one the session's latest run offered.
+	ErrUnknownAction = errors.New("unknown action")
+	// ErrNotFound means no such run, or one the user may not see.
+	ErrNotFound = errors.New("run not found")
+	// ErrActionTooLarge means an action's input and state together are over MaxActionBytes.
+	ErrActionTooLarge = errors.New("action too large")
+)
+
+// MaxActionBytes caps action.json, which also travels as an environment variable: the
+// kernel holds one environment string to 128 KiB (MAX_ARG_STRLEN), escapes included.
+const MaxActionBytes = 120 << 10
+
+// SandboxContext is the editor sandbox's context for a version (ADR-0038).
+func SandboxContext(versionID string) string { return "sandbox:" + versionID }
+
+// Steps runs tools as sessions (SPEC §6, §7): initial runs that replace or inject the
+// session's files and start its state, and action runs guarded by state_rev. The API and
+// the web UI both drive it.
+type Steps struct {
+	runs     *Service
+	sessions *session.Service
+}
+
+// NewSteps returns Steps over runs and sessions.
+func NewSteps(runs *Service, sessions *session.Service) *Steps {
+	return &Steps{runs: runs, sessions: sessions}
+}
+
+// Initial is an initial run: the version, who runs it, in which context, and the upload
+// that upload.Read accepted into Dir.
+type Initial struct {
+	Tool     store.Tool
+	Version  store.ToolVersion
+	User     store.User
+	Context  string
+	Dir      string
+	Form     upload.Form
+	WallTime time.Duration // 0: the production limit
+}
+
+// Initial submits an initial run and returns it queued. An upload with files replaces
+// the session's files (after every file was validated), one without keeps and injects
+// them; a run that offers next actions starts the session over with its state. Dir is
+// the run's from then on, or removed when the run is refused.
+func (st *Steps) Initial(ctx context.Context, in Initial) (store.Run, error) {
+	k := store.SessionKey{ToolID: in.Tool.ID, UserID: in.User.ID, Context: in.Context}
+	// The session's files change only once the run is admitted: a run refused for
+	// capacity leaves them as they were.
+	files := func(ctx context.Context) error {
+		if len(in.Form.Files) == 0 {
+			_, err := st.sessions.Inject(ctx, k, in.Dir)
+			return err
+		}
+		names := make([]string, len(in.Form.Files))
+		for i, f := range in.Form.Files {
+			names[i] = f.Name
+		}
+		return st.sessions.Replace(ctx, k, in.Dir, names)
+	}
+	rn, err := st.runs.Submit(ctx, Request{Tool: in.Tool, Version: in.Version, User: in.User, Context: in.Context, Kind: "initial",
+		InputDir: in.Dir, Inputs: in.Form.Inputs, WallTime: in.WallTime, Before: files,
+		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
+			if len(res.NextActions) == 0 {
+				return nil, nil
+			}
+			rev, err := st.sessions.Start(ctx, k, res.State, runID)
+			return &rev, err
+		}})
+	if err != nil {
+		os.RemoveAll(in.Dir)
+	}
+	return rn, err
+}
+
+// Action is one submission of a next action.
+type Action struct {
+	Tool             store.Tool
+	Version          store.ToolVersion
+	User             store.User
+	Context          string
+	ActionID         string
+	Input            map[string]any
+	ExpectedStateRev int64
+	WallTime         time.Duration // 0: the production limit
+}
+
+// Action submits an action run as SPEC §6 orders it and returns it queued: the revision
+// must be current, the action one the latest run offered and its input valid; the run
+// gets the server's state and a snapshot of the session files; when it succeeds a
+// compare-and-swap from expected to expected+1 records its state. A run that loses that
+// race succeeds without a state_rev: see LostRace.
+func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
+	k := store.SessionKey{ToolID: a.Tool.ID, UserID: a.User.ID, Context: a.Context}
+	sess, err := st.sessions.Get(ctx, k)
+	if err != nil {
+		return store.Run{}, err
+	}
+	if a.ExpectedStateRev != sess.StateRev {
+		return store.Run{}, Conflict(a.ExpectedStateRev, sess.StateRev)
+	}
+	latest, err := st.runs.st.GetRun(ctx, sess.LatestRunID)
+	if err != nil {
+		return store.Run{}, err
+	}
+	action, err := Offered(latest, a.ActionID)
+	if err != nil {
+		return store.Run{}, err
+	}
+	if err := contract.ValidateInput(action, a.Input); err != nil {
+		return store.Run{}, err
+	}
+	if a.Input == nil {
+		a.Input = map[string]any{}
+	}
+	act := contract.Action{ActionID: a.ActionID, Input: a.Input, State: json.RawMessage(sess.State)}
+	b, _ := json.Marshal(act)
+	if len(b) > MaxActionBytes {
+		return store.Run{}, errs.New(ErrActionTooLarge, map[string]any{"bytes": len(b), "limit_bytes": MaxActionBytes},
+			"the action's input and the session's state are %d bytes together; the limit is %d (120 KiB)", len(b), MaxActionBytes)
+	}
+	dir, err := st.runs.NewInputDir()
+	if err != nil {
+		return store.Run{}, err
+	}
+	if _, err = st.sessions.Inject(ctx, k, dir); err == nil {
+		err = os.WriteFile(filepath.Join(dir, "action.json"), b, 0o444)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return store.Run{}, err
+	}
+	expected := a.ExpectedStateRev
+	rn, err := st.runs.Submit(ctx, Request{Tool: a.Tool, Version: a.Version, User: a.User, Context: a.Context, Kind: "action",
+		ActionID: a.ActionID, InputDir: dir, Action: &act, WallTime: a.WallTime,
+		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
+			ok, err := st.sessions.Advance(ctx, k, expected, res.State, runID)
+			if err != nil || !ok {
+				return nil, err
+			}
+			rev := expected + 1
+			return &rev, nil
+		}})
+	if err != nil {
+		os.RemoveAll(dir)
+	}
+	return rn, err
+}
+
+// Owned returns run id if u started it or is an admin; anyone else is answered as if it
+// did not exist.
+func (st *Steps) Owned(ctx context.Context, u store.User, id string) (store.Run, error) {
+	rn, err := st.runs.st.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && rn.UserID != u.ID && u.Role != store.RoleAdmin) {
+		return store.Run{}, errs.New(ErrNotFound, map[string]any{"run": id}, "no run %q", id)
+	}
+	return rn, err
+}
+
+// Offered returns the next action id that run r offered, or an ErrUnknownAction naming
+// the ones it did offer.
+func Offered(r store.Run, id string) (contract.NextAction, error) {
+	var offered []contract.NextAction
+	json.Unmarshal([]byte(r.NextActions), &offered)
+	var ids []string
+	for _, a := range offered {
+		if a.ActionID == id {
+			return a, nil
+		}
+		ids = append(ids, a.ActionID)
+	}
+	return contract.NextAction{}, errs.New(ErrUnknownAction, map[string]any{"action_id": id, "offered": ids},
+		"%q is not an action this session offers now; it offers: %s", id, strings.Join(ids, ", "))
+}
+
+// LostRace reports whether r is an action run that succeeded but whose state was not
+// recorded, because another write to the session won meanwhile.
+func LostRace(r store.Run) bool {
+	return r.Kind == "action" && r.Status == store.StatusSucceeded && r.StateRev == nil
+}
+
+// Conflict is the error for a submission made at revision expected when the session is
+// at current.
+func Conflict(expected, current int64) error {
+	return errs.New(session.ErrConflict, map[string]any{"expected": expected, "current": current},
+		"This session changed in another tab or window (it is at revision %d, not %d). Reload to continue.", current, expected)
+}

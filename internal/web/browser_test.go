@@ -1,0 +1,549 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/skrip-dev/skrip/examples"
+	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/testutil"
+)
+
+var screenshotDir = flag.String("screenshots", "", "also write the UI screenshots to this directory (docs/screenshots)")
+
+const (
+	adminToken = "skr_browser-test-admin-token-0123456789"
+	password   = "correct horse battery"
+	// maxFileBytes is the per-file upload cap the test server runs with, so that an
+	// upload over it is small.
+	maxFileBytes = 200_000
+)
+
+// site is a real `skrip serve` with the demo tools, and a browser pointed at it.
+type site struct {
+	base     string
+	admin    *client.Client
+	chrome   string
+	browsers map[string]context.Context // user name -> their browser
+	cleanups []func()
+	demo     map[string]string // demo file name of html-to-pdf-preview -> path on disk
+}
+
+func chromiumPath(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	testutil.Missing(t, "chromium", "no chromium in PATH", "apt-get install chromium")
+	return ""
+}
+
+func startSite(t *testing.T) *site {
+	t.Helper()
+	chrome := chromiumPath(t)
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		testutil.Missing(t, "bwrap", err.Error(), "apt-get install bubblewrap")
+	}
+	bin := testutil.BuildSkrip(t)
+	dir := t.TempDir()
+	addr := testutil.FreeAddr(t)
+	cmd := exec.Command(bin, "serve", "--demo", "--addr", addr, "--data-dir", filepath.Join(dir, "data"), "--runner", "bwrap",
+		"--upload-max-file-bytes", fmt.Sprint(maxFileBytes), "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "SKRIP_BOOTSTRAP_ADMIN_TOKEN="+adminToken)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	base := "http://" + addr
+	testutil.WaitHealthy(t, base)
+	admin, err := client.New(base, adminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for name, role := range map[string]string{"teacher": "user", "author": "author"} {
+		if _, err := admin.CreateUser(ctx, name, role, password); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	demo := map[string]string{}
+	tools, err := examples.Tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range tools {
+		if ex.Slug != "html-to-pdf-preview" {
+			continue
+		}
+		for name, b := range ex.Demo {
+			p := filepath.Join(dir, "demo", name)
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			demo[name] = p
+		}
+	}
+
+	return &site{base: base, admin: admin, chrome: chrome, demo: demo, browsers: map[string]context.Context{}}
+}
+
+// as returns a new tab of the browser that user is signed in to. Each user has a browser
+// of their own (a separate Chromium, so no cookies are shared); tabs of one browser share
+// the sign-in, as a person's tabs do.
+func (s *site) as(t *testing.T, user string) context.Context {
+	t.Helper()
+	b, ok := s.browsers[user]
+	if !ok {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(s.chrome), chromedp.NoSandbox,
+			chromedp.WindowSize(1280, 900), chromedp.Flag("disable-gpu", true),
+			// Keep framed documents in the page's process, so the test can read the tool
+			// frame's DOM; how scripts are allowed does not depend on it.
+			chromedp.Flag("disable-site-isolation-trials", true), chromedp.Flag("disable-features", "IsolateOrigins,site-per-process"))
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, cancelBrowser := chromedp.NewContext(actx)
+		if err := chromedp.Run(bctx); err != nil {
+			cancelAlloc()
+			t.Fatalf("starting chromium: %v", err)
+		}
+		s.cleanups = append(s.cleanups, func() { cancelBrowser(); cancelAlloc() })
+		s.browsers[user], b = bctx, bctx
+		s.signIn(t, s.tab(t, b), user)
+	}
+	return s.tab(t, b)
+}
+
+
+// tab opens a new tab in the browser of parent (a tab or a browser).
+func (s *site) tab(t *testing.T, parent context.Context) context.Context {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(parent)
+	t.Cleanup(cancel)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancelTimeout)
+	return ctx
+}
+
+func (s *site) signIn(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	run(t, ctx,
+		chromedp.Navigate(s.base+"/"),
+		chromedp.WaitVisible("#name", chromedp.ByQuery),
+		chromedp.SendKeys("#name", name, chromedp.ByQuery),
+		chromedp.SendKeys("#password", password, chromedp.ByQuery),
+		chromedp.Click("form[action='/signin'] button", chromedp.ByQuery),
+		chromedp.WaitVisible("form.signout", chromedp.ByQuery),
+	)
+}
+
+func run(t *testing.T, ctx context.Context, actions ...chromedp.Action) {
+	t.Helper()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		var html, url string
+		chromedp.Run(ctx, chromedp.Location(&url), chromedp.OuterHTML("main", &html, chromedp.ByQuery))
+		t.Fatalf("%v\nat %s:\n%s", err, url, html)
+	}
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	var s string
+	run(t, ctx, chromedp.Text(sel, &s, chromedp.ByQuery))
+	return s
+}
+
+func location(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	var u string
+	run(t, ctx, chromedp.Location(&u))
+	return u
+}
+
+// waitPath waits until the tab's URL path starts with prefix and the URL is none of not.
+func waitPath(t *testing.T, ctx context.Context, prefix string, not ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		u := location(t, ctx)
+		if i := strings.Index(u[len("http://"):], "/"); i >= 0 && strings.HasPrefix(u[len("http://")+i:], prefix) && !slices.Contains(not, u) {
+			return u
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tab stayed at %s; expected a page under %s", u, prefix)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (s *site) runPreview(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	run(t, ctx,
+		chromedp.Navigate(s.base+"/tools/html-to-pdf-preview"),
+		chromedp.WaitVisible("#files", chromedp.ByQuery),
+		chromedp.SetUploadFiles("#files", []string{s.demo["index.html"], s.demo["style.css"], s.demo["logo.svg"]}, chromedp.ByQuery),
+		chromedp.WaitVisible("[data-picked] li", chromedp.ByQuery),
+	)
+	if listed := text(t, ctx, "[data-picked]"); !strings.Contains(listed, "index.html") || !strings.Contains(listed, "bytes") && !strings.Contains(listed, "kB") {
+		t.Fatalf("the picker lists %q; want each file with its size", listed)
+	}
+	run(t, ctx, chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
+	u := waitPath(t, ctx, "/runs/")
+	run(t, ctx, chromedp.WaitVisible("iframe[sandbox]", chromedp.ByQuery))
+	return u
+}
+
+// convertButton is the submit button of the convert action's form.
+const convertButton = "form[action$='/actions/convert'] button[type=submit]"
+
+func TestBrowser(t *testing.T) {
+	s := startSite(t)
+	defer func() {
+		for _, c := range s.cleanups {
+			c()
+		}
+	}()
+
+	t.Run("preview, convert and download a PDF", func(t *testing.T) {
+		ctx := s.as(t, "teacher")
+		first := s.runPreview(t, ctx)
+		var label string
+		run(t, ctx, chromedp.Text(convertButton, &label, chromedp.ByQuery))
+		if label != "Konvertera till PDF" {
+			t.Fatalf("the convert button reads %q", label)
+		}
+		run(t, ctx,
+			chromedp.SetValue("select[name='in.page_size']", "a4", chromedp.ByQuery),
+			chromedp.Click(convertButton, chromedp.ByQuery),
+		)
+		waitPath(t, ctx, "/runs/", first)
+		run(t, ctx, chromedp.WaitVisible(".downloads a[download]", chromedp.ByQuery))
+		name := text(t, ctx, ".downloads a[download]")
+		if !strings.HasSuffix(name, ".pdf") {
+			t.Fatalf("the download link reads %q; want a .pdf", name)
+		}
+		if size := text(t, ctx, ".downloads .muted"); !strings.Contains(size, "kB") && !strings.Contains(size, "bytes") {
+			t.Fatalf("the download's size reads %q", size)
+		}
+
+		dl := t.TempDir()
+		done := make(chan string, 1)
+		chromedp.ListenTarget(ctx, func(ev any) {
+			if e, ok := ev.(*browser.EventDownloadProgress); ok && e.State == browser.DownloadProgressStateCompleted {
+				select {
+				case done <- e.GUID:
+				default:
+				}
+			}
+		})
+		run(t, ctx,
+			browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).WithDownloadPath(dl).WithEventsEnabled(true),
+			chromedp.Click(".downloads a[download]", chromedp.ByQuery),
+		)
+		var guid string
+		select {
+		case guid = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the PDF download did not finish")
+		}
+		pdf, err := os.ReadFile(filepath.Join(dl, guid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(pdf, []byte("%PDF-")) {
+			t.Fatalf("the download starts %q; want a PDF", pdf[:min(len(pdf), 16)])
+		}
+		out, err := exec.Command("pdfinfo", filepath.Join(dl, guid)).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Pages:") {
+			t.Fatalf("pdfinfo: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("an action in one tab makes the other show the conflict", func(t *testing.T) {
+		a := s.as(t, "teacher")
+		runURL := s.runPreview(t, a)
+		b := s.tab(t, a)
+		run(t, b, chromedp.Navigate(runURL), chromedp.WaitEnabled(convertButton, chromedp.ByQuery))
+
+		run(t, a, chromedp.Click(convertButton, chromedp.ByQuery))
+		waitPath(t, a, "/runs/", runURL)
+		run(t, a, chromedp.WaitVisible(".downloads a[download]", chromedp.ByQuery))
+
+		run(t, b, chromedp.Click(convertButton, chromedp.ByQuery), chromedp.WaitVisible("[data-submit-error]", chromedp.ByQuery))
+		msg := text(t, b, "[data-submit-error]")
+		if !strings.Contains(msg, "This session changed in another tab or window. Reload to continue.") {
+			t.Fatalf("tab B shows %q", msg)
+		}
+		var body string
+		run(t, b, chromedp.Text("body", &body, chromedp.ByQuery))
+		for _, leak := range []string{"goroutine", "panic", ".go:", "sql"} {
+			if strings.Contains(body, leak) {
+				t.Fatalf("the conflict page shows %q:\n%s", leak, body)
+			}
+		}
+		run(t, b, chromedp.Click("[data-submit-error] a.button", chromedp.ByQuery), chromedp.WaitVisible("main h1", chromedp.ByQuery))
+		if u := location(t, b); u != runURL {
+			t.Fatalf("Reload went to %s; want %s", u, runURL)
+		}
+		if !strings.Contains(text(t, b, "main"), "moved on") {
+			t.Fatal("after reloading, the old run does not say the session moved on")
+		}
+	})
+
+	t.Run("an upload over the cap shows the server's message and creates no run", func(t *testing.T) {
+		ctx := s.as(t, "teacher")
+		teacher := s.userClient(t, "teacher")
+		before := countRuns(t, teacher)
+		big := filepath.Join(t.TempDir(), "stor.html")
+		if err := os.WriteFile(big, bytes.Repeat([]byte("<p>x</p>\n"), maxFileBytes/9+1000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx,
+			chromedp.Navigate(s.base+"/tools/html-to-pdf-preview"),
+			chromedp.WaitVisible("#files", chromedp.ByQuery),
+			chromedp.SetUploadFiles("#files", []string{big}, chromedp.ByQuery),
+			chromedp.WaitVisible("[data-courtesy]", chromedp.ByQuery),
+			chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery),
+			chromedp.WaitVisible("[data-error]", chromedp.ByQuery),
+		)
+		msg := text(t, ctx, "[data-error]")
+		if !strings.Contains(msg, "stor.html") || !strings.Contains(msg, "200 kB") {
+			t.Fatalf("the error next to the form reads %q; want the server's message naming the file and the limit", msg)
+		}
+		if !strings.HasSuffix(location(t, ctx), "/tools/html-to-pdf-preview") {
+			t.Fatalf("the page moved to %s", location(t, ctx))
+		}
+		var kept int
+		run(t, ctx, chromedp.Evaluate(`document.querySelector("#files").files.length`, &kept))
+		if kept != 1 {
+			t.Fatalf("the file input holds %d files after the refusal; want the 1 chosen", kept)
+		}
+		if after := countRuns(t, teacher); after != before {
+			t.Fatalf("runs went from %d to %d", before, after)
+		}
+	})
+
+	t.Run("an author edits, runs in the sandbox and acts on the next action", func(t *testing.T) {
+		ctx := s.as(t, "author")
+		run(t, ctx,
+			chromedp.Navigate(s.base+"/editor"),
+			chromedp.WaitVisible("#t-title", chromedp.ByQuery),
+			chromedp.SendKeys("#t-title", "Hälsning", chromedp.ByQuery),
+			chromedp.SendKeys("#t-slug", "greeting", chromedp.ByQuery),
+			chromedp.Click("form[action='/editor'] button[type=submit]", chromedp.ByQuery),
+		)
+		waitPath(t, ctx, "/editor/greeting")
+		run(t, ctx,
+			chromedp.WaitVisible("#source", chromedp.ByQuery),
+			chromedp.SetValue("#source", greetingSource, chromedp.ByQuery),
+			chromedp.Click("form[action$='/versions'] button[type=submit]", chromedp.ByQuery),
+		)
+		waitPath(t, ctx, "/editor/greeting?version=")
+		var src string
+		run(t, ctx, chromedp.Value("#source", &src, chromedp.ByQuery))
+		if !strings.Contains(src, "greet") {
+			t.Fatalf("the editor shows the old source after saving:\n%s", src)
+		}
+		saved := location(t, ctx)
+		run(t, ctx,
+			chromedp.SetUploadFiles("#sandbox-files", []string{s.demo["index.html"]}, chromedp.ByQuery),
+			chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery),
+		)
+		sandboxRun := waitPath(t, ctx, "/editor/greeting?version=", saved)
+		run(t, ctx, chromedp.WaitEnabled("form[action$='/actions/greet'] button[type=submit]", chromedp.ByQuery))
+		if got := text(t, ctx, ".pane:last-child"); !strings.Contains(got, "Step 1") {
+			t.Fatalf("the sandbox session is not shown at step 1:\n%s", got)
+		}
+		run(t, ctx,
+			chromedp.SetValue("input[name='in.name']", "Ada", chromedp.ByQuery),
+			chromedp.SetValue("input[name='in.times']", "2", chromedp.ByQuery),
+			chromedp.SetValue("select[name='in.tone']", "warm", chromedp.ByQuery),
+			chromedp.Click("form[action$='/actions/greet'] button[type=submit]", chromedp.ByQuery),
+		)
+		waitPath(t, ctx, "/editor/greeting?version=", sandboxRun)
+		run(t, ctx, chromedp.WaitVisible(".notice", chromedp.ByQuery))
+		page := text(t, ctx, ".pane:last-child")
+		for _, want := range []string{"Hej Ada! Hej Ada!", "index.html", "Step 2", `"greeted": "Ada"`} {
+			if !strings.Contains(page, want) {
+				t.Fatalf("after the action the sandbox pane lacks %q:\n%s", want, page)
+			}
+		}
+	})
+
+	t.Run("a script in html_sandboxed output does not run", func(t *testing.T) {
+		author := s.userClient(t, "author")
+		if _, _, err := author.CreateTool(context.Background(), "script-probe", "Script probe", "", scriptSource, true); err != nil {
+			t.Fatal(err)
+		}
+		ctx := s.as(t, "teacher")
+		// Record every message posted to the page, from before any of its scripts.
+		var id page.ScriptIdentifier
+		run(t, ctx, chromedp.ActionFunc(func(ctx context.Context) error {
+			var err error
+			id, err = page.AddScriptToEvaluateOnNewDocument(`if (window === window.top) { window.__msgs = []; addEventListener("message", e => window.__msgs.push(String(e.data))); }`).Do(ctx)
+			return err
+		}))
+		_ = id
+		run(t, ctx,
+			chromedp.Navigate(s.base+"/tools/script-probe"),
+			chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
+			chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery),
+		)
+		waitPath(t, ctx, "/runs/")
+		run(t, ctx, chromedp.WaitVisible("iframe[sandbox]", chromedp.ByQuery))
+		// The frame's document is there, script and all: find it through the DOM.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var root *cdp.Node
+			run(t, ctx, chromedp.ActionFunc(func(ctx context.Context) error {
+				var err error
+				root, err = dom.GetDocument().WithDepth(-1).WithPierce(true).Do(ctx)
+				return err
+			}))
+			marker, script := findNode(root, "P", "probe-marker"), findNode(root, "SCRIPT", "probe-script")
+			if marker != nil && script != nil {
+				if v, _ := marker.Attribute("data-ran"); v != "" {
+					t.Fatal("the tool's script changed its own document")
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the tool's HTML never loaded in the frame")
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		time.Sleep(time.Second) // give a script that could run the time to post
+		var msgs []string
+		var title string
+		run(t, ctx,
+			chromedp.Evaluate(`window.postMessage("control", "*")`, nil),
+			chromedp.Sleep(200*time.Millisecond),
+			chromedp.Evaluate(`window.__msgs`, &msgs),
+			chromedp.Title(&title),
+		)
+		if len(msgs) != 1 || msgs[0] != "control" {
+			t.Fatalf("the page received messages %q; want only the test's own control message", msgs)
+		}
+		if strings.Contains(title, "pwned") {
+			t.Fatalf("the page title is %q", title)
+		}
+		var sandbox string
+		var ok bool
+		run(t, ctx, chromedp.AttributeValue("iframe[sandbox]", "sandbox", &sandbox, &ok, chromedp.ByQuery))
+		if !ok || sandbox != "" {
+			t.Fatalf("the frame's sandbox attribute is %q (present %v); want present and empty", sandbox, ok)
+		}
+	})
+
+	t.Run("screenshots at desktop and 360 px", func(t *testing.T) {
+		s.screenshots(t)
+	})
+}
+
+// findNode returns the element named tag with the id id anywhere under n, frames included.
+func findNode(n *cdp.Node, tag, id string) *cdp.Node {
+	if n == nil {
+		return nil
+	}
+	if n.NodeName == tag {
+		if v, _ := n.Attribute("id"); v == id {
+			return n
+		}
+	}
+	for _, c := range n.Children {
+		if f := findNode(c, tag, id); f != nil {
+			return f
+		}
+	}
+	if f := findNode(n.ContentDocument, tag, id); f != nil {
+		return f
+	}
+	return nil
+}
+
+func (s *site) userClient(t *testing.T, name string) *client.Client {
+	t.Helper()
+	tok, err := s.admin.CreateToken(context.Background(), name, "browser test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(s.base, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func countRuns(t *testing.T, c *client.Client) int {
+	t.Helper()
+	var out struct {
+		Count int `json:"count"`
+	}
+	if err := c.Do(context.Background(), http.MethodGet, "/api/v1/runs?limit=500", nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Count
+}
+
+// greetingSource offers an action with fields of several kinds and answers it from the
+// server's state and the session's files.
+const greetingSource = `import json, os
+from skrip_toolkit import action, manifest
+
+def run_tool(input_dir, output_dir):
+    act = action()
+    names = [f["name"] for f in manifest()["files"] if f["name"] != "action.json"]
+    if act is None:
+        return {
+            "outputs": [{"kind": "markdown", "markdown": "Files: **" + ", ".join(names) + "**"}],
+            "next_actions": [{"action_id": "greet", "label": "Greet", "kind": "form", "fields": [
+                {"name": "name", "label": "Name", "kind": "string"},
+                {"name": "times", "label": "How many times", "kind": "integer"},
+                {"name": "tone", "label": "Tone", "kind": "enum", "options": [{"value": "plain", "label": "Plain"}, {"value": "warm", "label": "Warm"}]},
+                {"name": "loud", "label": "Loud", "kind": "boolean"},
+            ], "prefill": {"name": "you", "times": 1, "tone": "plain"}}],
+            "state": {"files": names},
+        }
+    inp = act["input"]
+    msg = " ".join(["Hej " + inp["name"] + "!"] * inp["times"])
+    return {
+        "outputs": [{"kind": "notice", "level": "info", "message": msg + " Files still here: " + ", ".join(names)}],
+        "state": {"greeted": inp["name"], "files": act["state"]["files"]},
+        "next_actions": [{"action_id": "greet", "label": "Greet again", "kind": "form", "fields": [{"name": "name", "label": "Name", "kind": "string"}, {"name": "times", "label": "Times", "kind": "integer"}]}],
+    }
+`
+
+// scriptSource returns HTML whose script, if it ever ran, would tell the page.
+const scriptSource = `def run_tool(input_dir, output_dir):
+    return ('<p id="probe-marker">probe</p>'
+            '<script id="probe-script">'
+            'document.getElementById("probe-marker").setAttribute("data-ran", "1");'
+            'parent.postMessage("ran", "*"); top.postMessage("ran", "*");'
+            'try { parent.document.title = "pwned"; } catch (e) {}'
+            '</script>')
+`

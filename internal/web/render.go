@@ -1,0 +1,333 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+
+	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+var funcs = template.FuncMap{
+	"size":    Size,
+	"ago":     func(t time.Time) string { return Ago(t, time.Now()) },
+	"agoPtr":  func(t *time.Time) string { return agoPtr(t) },
+	"until":   func(t time.Time) string { return Until(t, time.Now()) },
+	"stamp":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"status":  statusLabel,
+	"done":    store.Terminal,
+	"ctxName": contextName,
+	"keyURL":  keyURL,
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
+}
+
+func agoPtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return Ago(*t, time.Now())
+}
+
+// Size formats a byte count in decimal units with one decimal, as "12.3 MB"; whole
+// bytes are shown as such ("512 bytes"). Written here because go-humanize rounds to whole
+// units ("12 MB").
+func Size(n int64) string {
+	if n < 1000 {
+		if n == 1 {
+			return "1 byte"
+		}
+		return strconv.FormatInt(n, 10) + " bytes"
+	}
+	units := []string{"kB", "MB", "GB", "TB", "PB", "EB"}
+	v, i := float64(n)/1000, 0
+	for v >= 999.95 && i < len(units)-1 {
+		v /= 1000
+		i++
+	}
+	return strconv.FormatFloat(math.Round(v*10)/10, 'f', 1, 64) + " " + units[i]
+}
+
+// Ago says how long before now t was, in plain words: "just now", "3 minutes ago",
+// "yesterday", "5 days ago"; past a month, the date.
+func Ago(t, now time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return Until(t, now)
+	case d < 45*time.Second:
+		return "just now"
+	case d < 90*time.Second:
+		return "a minute ago"
+	case d < 45*time.Minute:
+		return fmt.Sprintf("%d minutes ago", int(math.Round(d.Minutes())))
+	case d < 90*time.Minute:
+		return "an hour ago"
+	case d < 22*time.Hour:
+		return fmt.Sprintf("%d hours ago", int(math.Round(d.Hours())))
+	case d < 36*time.Hour:
+		return "yesterday"
+	case d < 30*24*time.Hour:
+		return fmt.Sprintf("%d days ago", int(math.Round(d.Hours()/24)))
+	}
+	return t.Local().Format("2 Jan 2006")
+}
+
+// Until says how long after now t is: "in 3 minutes", "in 23 hours".
+func Until(t, now time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d <= 0:
+		return "now"
+	case d < 90*time.Second:
+		return "in a minute"
+	case d < 45*time.Minute:
+		return fmt.Sprintf("in %d minutes", int(math.Round(d.Minutes())))
+	case d < 90*time.Minute:
+		return "in an hour"
+	case d < 36*time.Hour:
+		return fmt.Sprintf("in %d hours", int(math.Round(d.Hours())))
+	}
+	return fmt.Sprintf("in %d days", int(math.Round(d.Hours()/24)))
+}
+
+func statusLabel(s string) string {
+	switch s {
+	case store.StatusQueued:
+		return "Waiting to start"
+	case store.StatusRunning:
+		return "Running"
+	case store.StatusSucceeded:
+		return "Done"
+	case store.StatusFailed:
+		return "Failed"
+	case store.StatusTimedOut:
+		return "Timed out"
+	case store.StatusCancelled:
+		return "Cancelled"
+	}
+	return s
+}
+
+// keyURL is where the files API serves the staged file key, each segment escaped.
+func keyURL(key string) string {
+	return "/api/v1/files/" + (&url.URL{Path: key}).EscapedPath()
+}
+
+func contextName(c string) string {
+	if strings.HasPrefix(c, "sandbox:") {
+		return "editor sandbox"
+	}
+	return ""
+}
+
+// output is one run output ready for a template.
+type output struct {
+	Kind    string
+	Level   string
+	Message string
+	HTML    template.HTML // markdown, rendered and sanitised
+	Title   string
+	Columns []contract.Column
+	Rows    [][]string
+	JSON    string // json value or vega_lite spec, indented
+	Index   int    // position among the run's outputs, for the html_sandboxed frame's URL
+}
+
+var (
+	markdown = goldmark.New(goldmark.WithExtensions(extension.GFM))
+	// sanitiser keeps what user-generated markdown may hold and nothing that runs.
+	sanitiser = bluemonday.UGCPolicy()
+)
+
+// renderMarkdown turns markdown into HTML that is safe to put in the page.
+func renderMarkdown(src string) template.HTML {
+	var buf bytes.Buffer
+	if err := markdown.Convert([]byte(src), &buf); err != nil {
+		return template.HTML(template.HTMLEscapeString(src))
+	}
+	return template.HTML(sanitiser.SanitizeBytes(buf.Bytes()))
+}
+
+// outputs decodes a run's outputs for the page.
+func outputs(raw string) []output {
+	var outs []contract.Output
+	if err := json.Unmarshal([]byte(raw), &outs); err != nil {
+		return []output{{Kind: contract.KindNotice, Level: contract.LevelError, Message: "The outputs of this run could not be read."}}
+	}
+	view := make([]output, 0, len(outs))
+	for i, o := range outs {
+		v := output{Kind: o.Kind, Level: o.Level, Message: o.Message, Title: o.Title, Columns: o.Columns, Index: i}
+		switch o.Kind {
+		case contract.KindMarkdown:
+			v.HTML = renderMarkdown(o.Markdown)
+		case contract.KindTable:
+			for _, row := range o.Rows {
+				cells := make([]string, len(o.Columns))
+				for j, c := range o.Columns {
+					cells[j] = cell(row[c.Key])
+				}
+				v.Rows = append(v.Rows, cells)
+			}
+		case contract.KindJSON:
+			v.JSON = indent(o.Value)
+		case contract.KindVegaLite:
+			v.JSON = indent(o.Spec)
+		}
+		view = append(view, v)
+	}
+	return view
+}
+
+// cell shows one table value: strings as they are, numbers and booleans as JSON writes
+// them, nothing for null, and anything else as compact JSON.
+func cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func indent(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// artifact is one downloadable file of a run.
+type artifact struct {
+	Name  string
+	Bytes int64
+	URL   string
+}
+
+func artifacts(r store.Run) []artifact {
+	var arts []run.Artifact
+	json.Unmarshal([]byte(r.Artifacts), &arts)
+	out := make([]artifact, 0, len(arts))
+	for _, a := range arts {
+		out = append(out, artifact{Name: a.Name, Bytes: a.Bytes, URL: run.ArtifactURL(r.ID, a.Path)})
+	}
+	return out
+}
+
+// field is one field of an action form, with its prefilled value.
+type field struct {
+	contract.Field
+	ID       string
+	Value    string          // string, text, integer, number, enum
+	Checked  bool            // boolean
+	Selected map[string]bool // multi_enum
+}
+
+// action is one next action ready for a form.
+type action struct {
+	ID     string
+	Label  string
+	Fields []field
+}
+
+func actions(r store.Run) []action {
+	var next []contract.NextAction
+	json.Unmarshal([]byte(r.NextActions), &next)
+	out := make([]action, 0, len(next))
+	for _, a := range next {
+		v := action{ID: a.ActionID, Label: a.Label}
+		for _, f := range a.Fields {
+			fv := field{Field: f, ID: "f-" + a.ActionID + "-" + f.Name, Selected: map[string]bool{}}
+			p, ok := a.Prefill[f.Name]
+			switch x := p.(type) {
+			case bool:
+				fv.Checked = x
+			case []any:
+				for _, s := range x {
+					fv.Selected[fmt.Sprint(s)] = true
+				}
+			case nil:
+			default:
+				if ok {
+					fv.Value = cell(x)
+				}
+			}
+			v.Fields = append(v.Fields, fv)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// formInput reads an action's input from a submitted form: each field by its kind,
+// leaving out empty numbers and choices (missing fields are allowed) and reading an
+// unticked checkbox as false.
+func formInput(a contract.NextAction, form map[string][]string) (map[string]any, error) {
+	in := map[string]any{}
+	for _, f := range a.Fields {
+		vals := form["in."+f.Name]
+		first := ""
+		if len(vals) > 0 {
+			first = vals[0]
+		}
+		switch f.Kind {
+		case contract.FieldBoolean:
+			in[f.Name] = first == "true"
+		case contract.FieldMultiEnum:
+			list := make([]any, 0, len(vals))
+			for _, v := range vals {
+				list = append(list, v)
+			}
+			in[f.Name] = list
+		case contract.FieldInteger:
+			if strings.TrimSpace(first) == "" {
+				continue
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(first), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s must be a whole number, such as 3; %q is not", f.Label, first)
+			}
+			in[f.Name] = n
+		case contract.FieldNumber:
+			if strings.TrimSpace(first) == "" {
+				continue
+			}
+			n, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(first), ",", "."), 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s must be a number, such as 2.5; %q is not", f.Label, first)
+			}
+			in[f.Name] = n
+		case contract.FieldEnum:
+			if first == "" {
+				continue
+			}
+			in[f.Name] = first
+		default:
+			if len(vals) > 0 {
+				in[f.Name] = first
+			}
+		}
+	}
+	return in, nil
+}

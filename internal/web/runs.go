@@ -1,0 +1,221 @@
+package web
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/session"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// conflictMessage is what a page says when its session moved on in another tab.
+const conflictMessage = "This session changed in another tab or window. Reload to continue."
+
+// result is a finished or running run as the run page and the editor show it.
+type result struct {
+	Run       store.Run
+	Outputs   []output
+	Artifacts []artifact
+	Actions   []action
+	Files     []fileEntry // the input manifest
+	// Rev is the session revision the action forms submit against; empty while the page
+	// does not hold it (the run wrote none, or the session moved on), and then the
+	// forms cannot be sent.
+	Rev       string
+	Stale     bool   // the session has moved on past this run
+	LatestRun string // the session's latest run, when Stale
+	Conflict  bool   // this action run lost the race for the session
+	CanAct    bool   // the viewer owns the session
+	Owner     bool   // the viewer started the run, so sees its logs
+	Stdout    string
+	Stderr    string
+	Error     string // why the last submission was refused
+	CSRF      string // for the action forms
+	ReloadURL string // where "Reload" goes: this run's page, or the editor for a sandbox run
+}
+
+func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (*result, error) {
+	res := &result{ReloadURL: "/runs/" + rn.ID, Run: rn, Outputs: outputs(rn.Outputs), Artifacts: artifacts(rn), Actions: actions(rn),
+		Owner: rn.UserID == c.User.ID, CanAct: rn.UserID == c.User.ID, Conflict: run.LostRace(rn), CSRF: c.CSRF}
+	if vid, ok := strings.CutPrefix(rn.Context, "sandbox:"); ok {
+		res.ReloadURL = "/editor/" + t.Slug + "?version=" + vid
+	}
+	var m struct {
+		Files []fileEntry `json:"files"`
+	}
+	json.Unmarshal([]byte(rn.InputManifest), &m)
+	res.Files = m.Files
+	if res.Owner {
+		res.Stdout, res.Stderr = logText(rn.Stdout, rn.StdoutTruncated), logText(rn.Stderr, rn.StderrTruncated)
+	}
+	if len(res.Actions) > 0 && rn.StateRev != nil {
+		sess, err := h.Sessions.Get(r.Context(), store.SessionKey{ToolID: rn.ToolID, UserID: rn.UserID, Context: rn.Context})
+		switch {
+		case errors.Is(err, session.ErrNoSession):
+			res.Stale = true
+		case err != nil:
+			return nil, err
+		case sess.StateRev != *rn.StateRev || sess.LatestRunID != rn.ID:
+			res.Stale, res.LatestRun = true, sess.LatestRunID
+		default:
+			res.Rev = strconv.FormatInt(*rn.StateRev, 10)
+		}
+	}
+	return res, nil
+}
+
+func logText(b []byte, truncated bool) string {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	if truncated {
+		s += "\n[cut here: only the first " + Size(int64(len(b))) + " were kept]"
+	}
+	return s
+}
+
+func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, c *call) error {
+	rn, err := h.Steps.Owned(r.Context(), c.User, r.PathValue("run"))
+	if err != nil {
+		return err
+	}
+	return h.showRun(w, r, c, rn, http.StatusOK, "")
+}
+
+// showRun renders the run page, with submitErr (a refused action) above the forms.
+func (h *Handler) showRun(w http.ResponseWriter, r *http.Request, c *call, rn store.Run, status int, submitErr string) error {
+	t, err := h.Store.Tool(r.Context(), rn.ToolID)
+	if err != nil {
+		return err
+	}
+	res, err := h.result(r, c, t, rn)
+	if err != nil {
+		return err
+	}
+	res.Error = submitErr
+	if submitErr == conflictMessage {
+		res.Rev = ""
+	}
+	h.render(w, r, status, "run", c, map[string]any{"Title": t.Title, "Tool": t, "Result": res})
+	return nil
+}
+
+// htmlOutput serves one html_sandboxed output for the run page's frame. The CSP sandbox
+// gives the document an opaque origin with scripts off, whoever frames or opens it, so
+// tool HTML never runs with the page's privileges; it may use inline styles and data:
+// images only.
+func (h *Handler) htmlOutput(w http.ResponseWriter, r *http.Request, c *call) error {
+	rn, err := h.Steps.Owned(r.Context(), c.User, r.PathValue("run"))
+	if err != nil {
+		return err
+	}
+	var outs []contract.Output
+	json.Unmarshal([]byte(rn.Outputs), &outs)
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil || n < 0 || n >= len(outs) || outs[n].Kind != contract.KindHTML {
+		return errs.New(run.ErrNotFound, map[string]any{"run": rn.ID, "output": r.PathValue("n")}, "run %s has no HTML output %s", rn.ID, r.PathValue("n"))
+	}
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; frame-ancestors 'self'")
+	hd.Set("X-Frame-Options", "SAMEORIGIN")
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	w.Write([]byte(outs[n].HTML))
+	return nil
+}
+
+func (h *Handler) history(w http.ResponseWriter, r *http.Request, c *call) error {
+	const pageSize = 50
+	before := ""
+	if cur := r.URL.Query().Get("before"); cur != "" {
+		b, err := base64.RawURLEncoding.DecodeString(cur)
+		if err == nil {
+			before = string(b)
+		}
+	}
+	runs, err := h.Store.ListRuns(r.Context(), c.User.ID, "", before, pageSize+1)
+	if err != nil {
+		return err
+	}
+	next := ""
+	if len(runs) > pageSize {
+		runs = runs[:pageSize]
+		next = base64.RawURLEncoding.EncodeToString([]byte(runs[pageSize-1].ID))
+	}
+	tools, err := h.Catalog.List(r.Context(), c.User)
+	if err != nil {
+		return err
+	}
+	titles := map[string]string{}
+	for _, t := range tools {
+		titles[t.ID] = t.Title
+	}
+	h.render(w, r, http.StatusOK, "history", c, map[string]any{"Title": "History", "Runs": runs, "Titles": titles, "Next": next})
+	return nil
+}
+
+// submitAction runs a next action of run {run}, in the run's own context: the published
+// version for "default", the version under test for an editor sandbox. A refusal shows
+// the run page again with the reason; a 409 says the session changed elsewhere.
+func (h *Handler) submitAction(w http.ResponseWriter, r *http.Request, c *call) error {
+	rn, err := h.Steps.Owned(r.Context(), c.User, r.PathValue("run"))
+	if err != nil {
+		return err
+	}
+	if rn.UserID != c.User.ID {
+		return errs.New(run.ErrNotFound, map[string]any{"run": rn.ID}, "only the person who ran %s can act on it", rn.ID)
+	}
+	t, v, wall, back, err := h.actionTarget(r, c, rn)
+	if err != nil {
+		return err
+	}
+	expected, perr := strconv.ParseInt(r.PostFormValue("expected_state_rev"), 10, 64)
+	var next store.Run
+	if perr != nil {
+		err = errs.New(session.ErrConflict, nil, conflictMessage)
+	} else if offered, oerr := run.Offered(rn, r.PathValue("action")); oerr != nil {
+		err = oerr
+	} else if in, ierr := formInput(offered, r.PostForm); ierr != nil {
+		err = errs.New(contract.ErrInvalidInput, nil, "%s", ierr.Error())
+	} else {
+		next, err = h.Steps.Action(r.Context(), run.Action{Tool: t, Version: v, User: c.User, Context: rn.Context,
+			ActionID: r.PathValue("action"), Input: in, ExpectedStateRev: expected, WallTime: wall})
+	}
+	if err != nil {
+		status, _ := h.statusOf(err)
+		msg := h.message(err)
+		if errors.Is(err, session.ErrConflict) {
+			msg = conflictMessage
+		}
+		if status >= 500 && status != http.StatusServiceUnavailable {
+			return err
+		}
+		if back != "" {
+			return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, RunID: rn.ID, Status: status, RunErr: msg})
+		}
+		return h.showRun(w, r, c, rn, status, msg)
+	}
+	h.Runs.Wait(r.Context(), next.ID, runWait)
+	if back != "" {
+		redirect(w, r, back+"&run="+next.ID)
+		return nil
+	}
+	redirect(w, r, "/runs/"+next.ID)
+	return nil
+}
+
+// actionTarget is the tool and version an action of rn runs, its wall time, and for an
+// editor sandbox the editor page to go back to.
+func (h *Handler) actionTarget(r *http.Request, c *call, rn store.Run) (store.Tool, store.ToolVersion, time.Duration, string, error) {
+	if vid, ok := strings.CutPrefix(rn.Context, "sandbox:"); ok {
+		v, t, err := h.Catalog.OwnedVersion(r.Context(), c.User, vid)
+		return t, v, h.SandboxTimeout, "/editor/" + t.Slug + "?version=" + v.ID, err
+	}
+	t, v, err := h.Catalog.Published(r.Context(), c.User, rn.ToolID)
+	return t, v, 0, "", err
+}

@@ -1,0 +1,52 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/skrip-dev/skrip/internal/account"
+)
+
+// localPath returns next when it is a path on this site, else "/".
+func localPath(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}
+
+func (h *Handler) signInPage(w http.ResponseWriter, r *http.Request) {
+	if c := h.visitor(r); c != nil {
+		redirect(w, r, localPath(r.URL.Query().Get("next")))
+		return
+	}
+	h.render(w, r, http.StatusOK, "signin", nil, map[string]any{"Next": localPath(r.URL.Query().Get("next"))})
+}
+
+func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
+	name, next := strings.TrimSpace(r.PostFormValue("name")), localPath(r.PostFormValue("next"))
+	_, secret, err := h.Accounts.SignIn(r.Context(), name, r.PostFormValue("password"))
+	if err != nil {
+		status, msg := http.StatusUnauthorized, "That name and password do not match. Check them and try again."
+		if !errors.Is(err, account.ErrUnauthenticated) {
+			h.fail(w, r, nil, err)
+			return
+		}
+		h.render(w, r, status, "signin", nil, map[string]any{"Error": msg, "Name": name, "Next": next})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: account.SessionCookie, Value: secret, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: int(account.SessionTTL.Seconds())})
+	redirect(w, r, next)
+}
+
+func (h *Handler) signOut(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := h.Accounts.SignOut(r.Context(), c.secret); err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{Name: account.SessionCookie, Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: -1})
+	redirect(w, r, "/signin")
+	return nil
+}

@@ -1,0 +1,264 @@
+// Package web owns skrip's browser UI: server-rendered pages from embedded templates,
+// sign-in with a cookie and anti-forgery tokens, and a little hand-written JavaScript
+// where a page needs it. It drives the same services as the API (catalog, run, session,
+// files, account) and answers errors with the statuses of the API's error table.
+package web
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/api"
+	"github.com/skrip-dev/skrip/internal/auth"
+	"github.com/skrip-dev/skrip/internal/catalog"
+	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/session"
+	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
+)
+
+//go:embed templates static
+var assets embed.FS
+
+// csp keeps every page to its own scripts and styles. Tool HTML is framed from its own
+// route, which answers with a CSP sandbox of its own (see htmlOutput).
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// Deps are what the web UI serves from.
+type Deps struct {
+	Store          *store.Store
+	Accounts       *account.Service
+	Catalog        *catalog.Service
+	Steps          *run.Steps
+	Runs           *run.Service
+	Sessions       *session.Service
+	Files          *files.Service
+	Uploads        upload.Limits
+	SandboxTimeout time.Duration
+	Log            *slog.Logger
+}
+
+// Handler serves the pages.
+type Handler struct {
+	Deps
+	pages  map[string]*template.Template
+	static http.Handler
+}
+
+// New parses the templates.
+func New(d Deps) (*Handler, error) {
+	h := &Handler{Deps: d, pages: map[string]*template.Template{}}
+	names, err := fs.Glob(assets, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if base == "layout" || strings.HasPrefix(base, "part_") {
+			continue
+		}
+		partials, _ := fs.Glob(assets, "templates/part_*.html")
+		t, err := template.New(base).Funcs(funcs).ParseFS(assets, append([]string{"templates/layout.html", n}, partials...)...)
+		if err != nil {
+			return nil, err
+		}
+		h.pages[base] = t
+	}
+	sub, _ := fs.Sub(assets, "static")
+	h.static = http.StripPrefix("/static/", http.FileServerFS(sub))
+	return h, nil
+}
+
+// Register adds the pages to mux.
+func (h *Handler) Register(mux *http.ServeMux) {
+	mux.Handle("GET /static/", h.secure(h.static))
+	mux.Handle("GET /signin", h.secure(http.HandlerFunc(h.signInPage)))
+	mux.Handle("POST /signin", h.secure(http.HandlerFunc(h.signIn)))
+	mux.Handle("POST /signout", h.page(h.signOut))
+
+	mux.Handle("GET /{$}", h.page(h.catalogue))
+	mux.Handle("GET /tools/{tool}", h.page(h.toolPage))
+	mux.Handle("POST /tools/{tool}/runs", h.page(h.startRun))
+	mux.Handle("POST /tools/{tool}/session-files/clear", h.page(h.clearSessionFiles))
+	mux.Handle("GET /runs", h.page(h.history))
+	mux.Handle("GET /runs/{run}", h.page(h.runPage))
+	mux.Handle("GET /runs/{run}/outputs/{n}", h.page(h.htmlOutput))
+	mux.Handle("POST /runs/{run}/actions/{action}", h.page(h.submitAction))
+
+	mux.Handle("GET /editor", h.page(h.editorIndex))
+	mux.Handle("POST /editor", h.page(h.createTool))
+	mux.Handle("GET /editor/{tool}", h.page(h.editor))
+	mux.Handle("POST /editor/{tool}/versions", h.page(h.saveVersion))
+	mux.Handle("POST /editor/versions/{version}/publish", h.page(h.publish))
+	mux.Handle("POST /editor/versions/{version}/runs", h.page(h.sandboxRun))
+
+	mux.Handle("GET /files", h.page(h.filesPage))
+
+	mux.Handle("GET /admin/users", h.page(h.usersPage))
+	mux.Handle("POST /admin/users", h.page(h.createUser))
+	mux.Handle("POST /admin/users/{id}/role", h.page(h.setRole))
+	mux.Handle("POST /admin/users/{id}/tokens", h.page(h.issueToken))
+}
+
+// NotFound answers a path that is no page.
+func (h *Handler) NotFound() http.Handler {
+	return h.secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := h.visitor(r)
+		h.render(w, r, http.StatusNotFound, "error", c, map[string]any{"Title": "Page not found",
+			"Message": "There is no page at " + r.URL.Path + "."})
+	}))
+}
+
+// call is one signed-in request: who asks, and the anti-forgery token of their session.
+type call struct {
+	User   store.User
+	CSRF   string
+	secret string
+}
+
+// IsAuthor reports whether the caller may write tools.
+func (c *call) IsAuthor() bool { return c != nil && catalog.CanAuthor(c.User) }
+
+// IsAdmin reports whether the caller is an admin.
+func (c *call) IsAdmin() bool { return c != nil && c.User.Role == store.RoleAdmin }
+
+type pageFunc func(w http.ResponseWriter, r *http.Request, c *call) error
+
+// secure sets the headers every page carries.
+func (h *Handler) secure(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", csp)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "same-origin")
+		if !strings.HasPrefix(r.URL.Path, "/static/") {
+			hd.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// visitor returns the signed-in caller of r, or nil.
+func (h *Handler) visitor(r *http.Request) *call {
+	ck, err := r.Cookie(account.SessionCookie)
+	if err != nil || ck.Value == "" {
+		return nil
+	}
+	u, err := h.Accounts.SessionUser(r.Context(), ck.Value)
+	if err != nil {
+		return nil
+	}
+	return &call{User: u, CSRF: auth.CSRFToken(ck.Value), secret: ck.Value}
+}
+
+// page wraps fn so that it runs only for a signed-in user (others go to the sign-in page)
+// and, for a form that changes something, only with the session's anti-forgery token. A
+// multipart form carries its token in the X-CSRF-Token header or as a field that the
+// handler checks with checkCSRF once it has read the body.
+func (h *Handler) page(fn pageFunc) http.Handler {
+	return h.secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := h.visitor(r)
+		if c == nil {
+			if r.Method != http.MethodGet {
+				h.render(w, r, http.StatusUnauthorized, "signin", nil, map[string]any{"Error": "You are signed out. Sign in again, then repeat what you were doing.", "Next": "/"})
+				return
+			}
+			http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		if r.Method == http.MethodPost && !isMultipart(r) && !h.checkCSRF(c, r, r.PostFormValue("csrf")) {
+			h.fail(w, r, c, errForgery)
+			return
+		}
+		if err := fn(w, r, c); err != nil {
+			h.fail(w, r, c, err)
+		}
+	}))
+}
+
+var errForgery = errors.New("forgery")
+
+func isMultipart(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data")
+}
+
+// checkCSRF reports whether r carries c's anti-forgery token, in its header or as field.
+func (h *Handler) checkCSRF(c *call, r *http.Request, field string) bool {
+	if v := r.Header.Get(api.CSRFHeader); v != "" {
+		field = v
+	}
+	return auth.CheckCSRF(c.secret, field)
+}
+
+// statusOf is the status the API's error table gives err (403 for a forged form).
+func (h *Handler) statusOf(err error) (int, string) {
+	if errors.Is(err, errForgery) {
+		return http.StatusForbidden, "forbidden"
+	}
+	return api.ErrorStatus(err)
+}
+
+// message is what the page says about err: its own sentence for a user's mistake, and
+// for the server's own failure only a reference to the log.
+func (h *Handler) message(err error) string {
+	status, _ := h.statusOf(err)
+	switch {
+	case errors.Is(err, errForgery):
+		return "This form is out of date or came from another site. Reload the page and try again."
+	case status == http.StatusInternalServerError:
+		ref := time.Now().UTC().Format("20060102T150405.000")
+		h.Log.Error("web: internal error", "ref", ref, "error", err)
+		return "Something went wrong on the server. If it keeps happening, tell your administrator the time " + ref + "."
+	}
+	return err.Error()
+}
+
+// fail renders err as an error page with the API's status for it.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, c *call, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	status, _ := h.statusOf(err)
+	h.render(w, r, status, "error", c, map[string]any{"Title": http.StatusText(status), "Message": h.message(err)})
+}
+
+// render executes page into a buffer first, so a template error never sends half a page.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, page string, c *call, data map[string]any) {
+	t, ok := h.pages[page]
+	if !ok {
+		http.Error(w, "no page "+page, http.StatusInternalServerError)
+		return
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	data["Me"] = c
+	data["Path"] = r.URL.Path
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
+		h.Log.Error("web: rendering", "page", page, "error", err)
+		http.Error(w, "The page could not be shown; the error is in the server log.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// redirect sends the browser to target after a form was handled.
+func redirect(w http.ResponseWriter, r *http.Request, target string) {
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-apt_install postgresql bubblewrap python3 weasyprint poppler-utils fonts-dejavu-core
+apt_install postgresql bubblewrap python3 weasyprint poppler-utils fonts-dejavu-core chromium
 
 # Start the first PostgreSQL cluster (Debian makes one when the package is installed).
 read -r pgver pgcluster pgport pgstatus _ < <(pg_lsclusters -h | head -n 1)
@@ -29,6 +29,6 @@ export SKRIP_TEST_DATABASE_URL="postgres://skrip:skrip@127.0.0.1:$pgport/skrip_t
 # serves bubblewrap in TestConformanceOnRootfs.
 SKRIP_TEST_RUNNER_ROOTFS=$(bash scripts/runner-image.sh | tail -n 1)
 export SKRIP_TEST_RUNNER_ROOTFS
-export SKRIP_TEST_REQUIRE="postgres,bwrap,weasyprint,docker"
+export SKRIP_TEST_REQUIRE="postgres,bwrap,weasyprint,docker,chromium"
 
 go test -race -count=1 ./...

@@ -139,7 +139,6 @@ func (s *site) as(t *testing.T, user string) context.Context {
 	return s.tab(t, b)
 }
 
-
 // tab opens a new tab in the browser of parent (a tab or a browser).
 func (s *site) tab(t *testing.T, parent context.Context) context.Context {
 	t.Helper()

@@ -140,7 +140,7 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		if _, pattern := s.mux.Handler(r); pattern == "" {
-			if s.notFound != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
+			if s.notFound != nil && !strings.HasPrefix(r.URL.Path, "/api/") && strings.Contains(r.Header.Get("Accept"), "text/html") {
 				s.notFound.ServeHTTP(w, r)
 				return
 			}
@@ -154,7 +154,8 @@ func (s *Server) Handler() http.Handler {
 // Mux exposes the route table so other packages (the web UI) can add their routes.
 func (s *Server) Mux() *http.ServeMux { return s.mux }
 
-// SetNotFound answers requests outside /api/ that match no route (the web UI's page).
+// SetNotFound answers requests outside /api/ that match no route and accept HTML (a
+// browser's): the web UI's page. Programs still get the JSON error.
 func (s *Server) SetNotFound(h http.Handler) { s.notFound = h }
 
 func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {

@@ -250,34 +250,15 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("the download's size reads %q", size)
 		}
 
-		dl := t.TempDir()
-		done := make(chan string, 1)
-		chromedp.ListenTarget(ctx, func(ev any) {
-			if e, ok := ev.(*browser.EventDownloadProgress); ok && e.State == browser.DownloadProgressStateCompleted {
-				select {
-				case done <- e.GUID:
-				default:
-				}
-			}
-		})
-		run(t, ctx,
-			browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).WithDownloadPath(dl).WithEventsEnabled(true),
-			chromedp.Click(".downloads a[download]", chromedp.ByQuery),
-		)
-		var guid string
-		select {
-		case guid = <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the PDF download did not finish")
-		}
-		pdf, err := os.ReadFile(filepath.Join(dl, guid))
-		if err != nil {
-			t.Fatal(err)
-		}
+		pdf := download(t, ctx, ".downloads a[download]")
 		if !bytes.HasPrefix(pdf, []byte("%PDF-")) {
 			t.Fatalf("the download starts %q; want a PDF", pdf[:min(len(pdf), 16)])
 		}
-		out, err := exec.Command("pdfinfo", filepath.Join(dl, guid)).CombinedOutput()
+		pdfPath := filepath.Join(t.TempDir(), "out.pdf")
+		if err := os.WriteFile(pdfPath, pdf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("pdfinfo", pdfPath).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "Pages:") {
 			t.Fatalf("pdfinfo: %v\n%s", err, out)
 		}
@@ -451,17 +432,88 @@ func TestBrowser(t *testing.T) {
 		if strings.Contains(title, "pwned") {
 			t.Fatalf("the page title is %q", title)
 		}
-		var sandbox string
-		var ok bool
-		run(t, ctx, chromedp.AttributeValue("iframe[sandbox]", "sandbox", &sandbox, &ok, chromedp.ByQuery))
-		if !ok || sandbox != "" {
-			t.Fatalf("the frame's sandbox attribute is %q (present %v); want present and empty", sandbox, ok)
+		var sandbox *string
+		run(t, ctx, chromedp.Evaluate(`document.querySelector("main iframe").getAttribute("sandbox")`, &sandbox))
+		if sandbox == nil || *sandbox != "" {
+			t.Fatalf("the frame's sandbox attribute is %v; want present and empty (no allow-scripts, no allow-same-origin)", sandbox)
+		}
+	})
+
+	t.Run("staged files: upload, list, download and delete", func(t *testing.T) {
+		ctx := s.as(t, "teacher")
+		content := bytes.Repeat([]byte("anteckning\n"), 100_000)
+		src := filepath.Join(t.TempDir(), "anteckningar.txt")
+		if err := os.WriteFile(src, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		link := `a[href="/api/v1/files/files/notes/anteckningar.txt"]`
+		run(t, ctx,
+			chromedp.Navigate(s.base+"/files"),
+			chromedp.WaitVisible("#stage-file", chromedp.ByQuery),
+			chromedp.SetUploadFiles("#stage-file", []string{src}, chromedp.ByQuery),
+			chromedp.SendKeys("#stage-key", "files/notes/anteckningar.txt", chromedp.ByQuery),
+			chromedp.Click("form[data-stage] button[type=submit]", chromedp.ByQuery),
+			chromedp.WaitVisible(link, chromedp.ByQuery),
+		)
+		if row := text(t, ctx, "tbody tr"); !strings.Contains(row, "1.1 MB") || !strings.Contains(row, "anteckningar.txt") {
+			t.Fatalf("the files table row reads %q", row)
+		}
+		got := download(t, ctx, link)
+		if !bytes.Equal(got, content) {
+			t.Fatalf("downloaded %d bytes; want the %d uploaded", len(got), len(content))
+		}
+		chromedp.ListenTarget(ctx, func(ev any) {
+			if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+				go chromedp.Run(ctx, page.HandleJavaScriptDialog(true))
+			}
+		})
+		run(t, ctx,
+			chromedp.Click("[data-delete]", chromedp.ByQuery),
+			chromedp.WaitNotPresent(link, chromedp.ByQuery),
+		)
+		var out struct {
+			Count int `json:"count"`
+		}
+		if err := s.userClient(t, "teacher").Do(context.Background(), http.MethodGet, "/api/v1/files", nil, &out); err != nil || out.Count != 0 {
+			t.Fatalf("after deleting, the API lists %d files (%v)", out.Count, err)
 		}
 	})
 
 	t.Run("screenshots at desktop and 360 px", func(t *testing.T) {
 		s.screenshots(t)
 	})
+}
+
+// download clicks the link sel and returns the bytes the browser saved.
+func download(t *testing.T, ctx context.Context, sel string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	done := make(chan string, 1)
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	chromedp.ListenTarget(lctx, func(ev any) {
+		if e, ok := ev.(*browser.EventDownloadProgress); ok && e.State == browser.DownloadProgressStateCompleted {
+			select {
+			case done <- e.GUID:
+			default:
+			}
+		}
+	})
+	run(t, ctx,
+		browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).WithDownloadPath(dir).WithEventsEnabled(true),
+		chromedp.Click(sel, chromedp.ByQuery),
+	)
+	select {
+	case guid := <-done:
+		b, err := os.ReadFile(filepath.Join(dir, guid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the download of %s did not finish", sel)
+	}
+	return nil
 }
 
 // findNode returns the element named tag with the id id anywhere under n, frames included.

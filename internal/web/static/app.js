@@ -122,9 +122,9 @@ function setupStage(form) {
     ev.preventDefault();
     const file = form.querySelector("input[type=file]").files[0];
     if (!file) return;
-    const key = form.querySelector("[name=key]").value.trim() || file.name;
+    const key = form.querySelector("[name=key]").value.trim();
     const body = new FormData();
-    body.append("key", key);
+    if (key) body.append("key", key);
     body.append("file", file);
     const xhr = new XMLHttpRequest();
     xhr.open("POST", "/api/v1/files");

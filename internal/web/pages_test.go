@@ -1,0 +1,167 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/skrip-dev/skrip/internal/apptest"
+)
+
+// browserless is a cookie-keeping HTTP client that does not follow redirects, so tests
+// see each answer the server gives a browser.
+type browserless struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+func newBrowserless(t *testing.T, base string) *browserless {
+	jar, _ := cookiejar.New(nil)
+	return &browserless{t: t, base: base, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (b *browserless) do(method, path string, form url.Values, header http.Header) (int, http.Header, string) {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.base+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(out)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// signIn signs in and returns the page's anti-forgery token.
+func (b *browserless) signIn(name, pw string) string {
+	b.t.Helper()
+	status, h, body := b.do("POST", "/signin", url.Values{"name": {name}, "password": {pw}, "next": {"/files"}}, nil)
+	if status != http.StatusSeeOther || h.Get("Location") != "/files" {
+		b.t.Fatalf("sign-in answered %d to %q:\n%s", status, h.Get("Location"), body)
+	}
+	_, _, page := b.do("GET", "/files", nil, nil)
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		b.t.Fatalf("no csrf field on the files page:\n%s", page)
+	}
+	return m[1]
+}
+
+func TestPagesAndCookies(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, be apptest.Backend) {
+		env := apptest.New(t, be)
+		ctx := context.Background()
+		if _, err := env.Admin.CreateUser(ctx, "ada", "user", "a good password"); err != nil {
+			t.Fatal(err)
+		}
+		b := newBrowserless(t, env.URL)
+
+		status, h, _ := b.do("GET", "/runs", nil, nil)
+		if status != http.StatusSeeOther || h.Get("Location") != "/signin?next=%2Fruns" {
+			t.Fatalf("signed out, /runs answered %d to %q; want the sign-in page", status, h.Get("Location"))
+		}
+		status, _, body := b.do("POST", "/signin", url.Values{"name": {"ada"}, "password": {"wrong password"}}, nil)
+		if status != http.StatusUnauthorized || !strings.Contains(body, "do not match") {
+			t.Fatalf("a wrong password answered %d:\n%s", status, body)
+		}
+		status, h, _ = b.do("POST", "/signin", url.Values{"name": {"ada"}, "password": {"a good password"}, "next": {"//evil.example/"}}, nil)
+		if status != http.StatusSeeOther || h.Get("Location") != "/" {
+			t.Fatalf("sign-in with an off-site next answered %d to %q; want /", status, h.Get("Location"))
+		}
+		cookie := h.Get("Set-Cookie")
+		for _, want := range []string{"skrip_session=", "HttpOnly", "SameSite=Lax", "Path=/"} {
+			if !strings.Contains(cookie, want) {
+				t.Fatalf("the session cookie %q lacks %s", cookie, want)
+			}
+		}
+		csrf := b.signIn("ada", "a good password")
+
+		status, h, _ = b.do("GET", "/", nil, nil)
+		if status != http.StatusOK || !strings.Contains(h.Get("Content-Security-Policy"), "script-src 'self'") || h.Get("X-Frame-Options") != "DENY" {
+			t.Fatalf("the catalogue answered %d with CSP %q", status, h.Get("Content-Security-Policy"))
+		}
+
+		// A form without the token, or with another session's, is refused and changes nothing.
+		if _, err := env.Admin.CreateUser(ctx, "bob", "user", "another password"); err != nil {
+			t.Fatal(err)
+		}
+		other := newBrowserless(t, env.URL)
+		otherCSRF := other.signIn("bob", "another password")
+		for _, token := range []string{"", otherCSRF} {
+			status, _, body = b.do("POST", "/signout", url.Values{"csrf": {token}}, nil)
+			if status != http.StatusForbidden || !strings.Contains(body, "out of date or came from another site") {
+				t.Fatalf("sign-out with csrf %q answered %d:\n%s", token, status, body)
+			}
+		}
+
+		// The API takes the cookie, but a change needs the page's token in X-CSRF-Token.
+		put := func(hdr http.Header) int {
+			req, _ := http.NewRequest("PUT", env.URL+"/api/v1/files/files/notes.txt", strings.NewReader("hej"))
+			for k, v := range hdr {
+				req.Header[k] = v
+			}
+			resp, err := b.c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode >= 400 && resp.StatusCode != 401 && resp.StatusCode != 403 {
+				b, _ := io.ReadAll(resp.Body)
+				t.Logf("PUT answered %d: %s", resp.StatusCode, b)
+			}
+			return resp.StatusCode
+		}
+		if got := put(nil); got != http.StatusForbidden {
+			t.Fatalf("a cookie PUT without X-CSRF-Token answered %d; want 403", got)
+		}
+		if got := put(http.Header{"X-Csrf-Token": {otherCSRF}}); got != http.StatusForbidden {
+			t.Fatalf("a cookie PUT with another session's token answered %d; want 403", got)
+		}
+		if got := put(http.Header{"X-Csrf-Token": {csrf}}); got != http.StatusCreated && got != http.StatusOK {
+			t.Fatalf("a cookie PUT with the page's token answered %d", got)
+		}
+		if status, _, body = b.do("GET", "/files", nil, nil); !strings.Contains(body, "files/notes.txt") || !strings.Contains(body, "3 bytes") {
+			t.Fatalf("the files page (%d) does not list notes.txt with its size:\n%s", status, body)
+		}
+
+		// Signing out ends the session on the server, not only in this browser.
+		status, _, _ = b.do("POST", "/signout", url.Values{"csrf": {csrf}}, nil)
+		if status != http.StatusSeeOther {
+			t.Fatalf("sign-out answered %d", status)
+		}
+		if got := put(http.Header{"X-Csrf-Token": {csrf}}); got != http.StatusUnauthorized {
+			t.Fatalf("after sign-out the API answered %d; want 401", got)
+		}
+
+		// Only admins see the users page.
+		status, _, _ = other.do("GET", "/admin/users", nil, nil)
+		if status != http.StatusForbidden {
+			t.Fatalf("a user opening /admin/users got %d; want 403", status)
+		}
+		status, _, body = other.do("GET", "/no/such/page", nil, http.Header{"Accept": {"text/html,*/*"}})
+		if status != http.StatusNotFound || !strings.Contains(body, "There is no page at /no/such/page") {
+			t.Fatalf("an unknown page answered %d:\n%s", status, body)
+		}
+	})
+}

@@ -60,6 +60,26 @@ func TestUsersAndTokens(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "nora is now user") {
 		t.Fatalf("set-role: %d %q", code, out)
 	}
+
+	// nora changes her own web password; the old one stops working, the new one signs in.
+	code, _, errOut = run(t, env, noraToken, "short\n", "users", "set-password", "nora", "--password-stdin")
+	if code == 0 || !strings.Contains(errOut, "at least 8 characters") {
+		t.Fatalf("set-password with a short password: %d %q", code, errOut)
+	}
+	code, out, errOut = run(t, env, noraToken, "a better password\n", "users", "set-password", "nora", "--password-stdin")
+	if code != 0 || !strings.Contains(out, "password of nora set") {
+		t.Fatalf("set-password: %d %q %q", code, out, errOut)
+	}
+	if _, err := env.App.Accounts.CheckPassword(context.Background(), "nora", "a good password"); err == nil {
+		t.Fatal("the old password still signs in")
+	}
+	if _, err := env.App.Accounts.CheckPassword(context.Background(), "nora", "a better password"); err != nil {
+		t.Fatalf("the new password does not sign in: %v", err)
+	}
+	code, _, errOut = run(t, env, noraToken, "a better password\n", "users", "set-password", "admin", "--password-stdin")
+	if code == 0 || !strings.Contains(errOut, `no user "admin"`) {
+		t.Fatalf("nora setting admin's password: %d %q", code, errOut)
+	}
 }
 
 func TestClientErrors(t *testing.T) {

@@ -47,8 +47,8 @@ func agoPtr(t *time.Time) string {
 	return Ago(*t, time.Now())
 }
 
-// Size formats a byte count in decimal units with one decimal, as "12.3 MB"; whole
-// bytes are shown as such ("512 bytes"). Written here because go-humanize rounds to whole
+// Size formats a byte count in decimal units with at most one decimal, as "12.3 MB" or
+// "20 MB"; under a kilobyte, as bytes ("512 bytes"). Written here because go-humanize rounds to whole
 // units ("12 MB").
 func Size(n int64) string {
 	if n < 1000 {
@@ -63,7 +63,7 @@ func Size(n int64) string {
 		v /= 1000
 		i++
 	}
-	return strconv.FormatFloat(math.Round(v*10)/10, 'f', 1, 64) + " " + units[i]
+	return strings.TrimSuffix(strconv.FormatFloat(math.Round(v*10)/10, 'f', 1, 64), ".0") + " " + units[i]
 }
 
 // Ago says how long before now t was, in plain words: "just now", "3 minutes ago",

@@ -9,8 +9,8 @@ import (
 )
 
 func TestSize(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 bytes", 1: "1 byte", 999: "999 bytes", 1000: "1.0 kB", 12_345_678: "12.3 MB",
-		200_000: "200.0 kB", 999_999: "1.0 MB", 20_000_000: "20.0 MB", 1_500_000_000: "1.5 GB"} {
+	for n, want := range map[int64]string{0: "0 bytes", 1: "1 byte", 999: "999 bytes", 1000: "1 kB", 12_345_678: "12.3 MB",
+		200_000: "200 kB", 999_999: "1 MB", 20_000_000: "20 MB", 1_500_000_000: "1.5 GB"} {
 		if got := Size(n); got != want {
 			t.Errorf("Size(%d) = %q; want %q", n, got, want)
 		}

@@ -2,10 +2,10 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"image/png"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,13 +19,19 @@ import (
 func (s *site) screenshots(t *testing.T) {
 	ctx := s.as(t, "author")
 	runURL := s.runPreview(t, ctx)
+	// The editor beside a sandbox run that offers a next action.
+	author := s.userClient(t, "author")
+	_, v, err := author.CreateTool(context.Background(), "greeting-demo", "Hälsning", "Greets someone, in two steps.", greetingSource, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := author.EditorRun(context.Background(), v.ID, []string{s.demo["index.html"]}, nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	pages := []struct{ name, url string }{
 		{"catalogue", s.base + "/"},
 		{"run", runURL},
-		{"editor", s.base + "/editor/html-to-pdf-preview"},
-	}
-	if strings.TrimSpace(*screenshotDir) == "" {
-		pages[2].url = s.base + "/editor/greeting"
+		{"editor", s.base + "/editor/greeting-demo"},
 	}
 	for _, size := range []struct {
 		name          string

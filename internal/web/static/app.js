@@ -7,7 +7,7 @@ function formatSize(n) {
   const units = ["kB", "MB", "GB", "TB"];
   let v = n / 1000, i = 0;
   while (v >= 999.95 && i < units.length - 1) { v /= 1000; i++; }
-  return v.toFixed(1) + " " + units[i];
+  return v.toFixed(1).replace(/\.0$/, "") + " " + units[i];
 }
 
 function escapeKey(key) {

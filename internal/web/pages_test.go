@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
+	"mime/multipart"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -26,9 +28,12 @@ func newBrowserless(t *testing.T, base string) *browserless {
 	return &browserless{t: t, base: base, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
-func (b *browserless) do(method, path string, form url.Values, header http.Header) (int, http.Header, string) {
+func (b *browserless) do(method, path string, form url.Values, header http.Header, raw ...io.Reader) (int, http.Header, string) {
 	b.t.Helper()
 	var body io.Reader
+	if len(raw) > 0 {
+		body = raw[0]
+	}
 	if form != nil {
 		body = strings.NewReader(form.Encode())
 	}
@@ -113,6 +118,29 @@ func TestPagesAndCookies(t *testing.T) {
 			if status != http.StatusForbidden || !strings.Contains(body, "out of date or came from another site") {
 				t.Fatalf("sign-out with csrf %q answered %d:\n%s", token, status, body)
 			}
+		}
+
+		// A multipart form is no way around the token: not to a form route, and not to a
+		// run upload, which reads the body before it checks (and then keeps nothing).
+		if _, _, err := env.Admin.CreateTool(ctx, "probe", "Probe", "", "def run_tool(i, o):\n    return 'hej'\n", true); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{"/signout", "/tools/probe/runs"} {
+			var mp bytes.Buffer
+			w := multipart.NewWriter(&mp)
+			fw, _ := w.CreateFormFile("files", "a.txt")
+			fw.Write([]byte("hej"))
+			w.Close()
+			status, _, body = b.do("POST", path, nil, http.Header{"Content-Type": {w.FormDataContentType()}}, &mp)
+			if status != http.StatusForbidden {
+				t.Fatalf("a multipart POST to %s without the token answered %d:\n%s", path, status, body)
+			}
+		}
+		if status, _, _ = b.do("GET", "/files", nil, nil); status != http.StatusOK {
+			t.Fatalf("the multipart POST to /signout signed the user out (%d)", status)
+		}
+		if status, _, body = b.do("GET", "/runs", nil, nil); strings.Contains(body, "/runs/r_") {
+			t.Fatalf("the refused upload created a run (%d):\n%s", status, body)
 		}
 
 		// The API takes the cookie, but a change needs the page's token in X-CSRF-Token.

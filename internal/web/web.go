@@ -90,7 +90,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 
 	mux.Handle("GET /{$}", h.page(h.catalogue))
 	mux.Handle("GET /tools/{tool}", h.page(h.toolPage))
-	mux.Handle("POST /tools/{tool}/runs", h.page(h.startRun))
+	mux.Handle("POST /tools/{tool}/runs", h.upload(h.startRun))
 	mux.Handle("POST /tools/{tool}/session-files/clear", h.page(h.clearSessionFiles))
 	mux.Handle("GET /runs", h.page(h.history))
 	mux.Handle("GET /runs/{run}", h.page(h.runPage))
@@ -102,7 +102,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /editor/{tool}", h.page(h.editor))
 	mux.Handle("POST /editor/{tool}/versions", h.page(h.saveVersion))
 	mux.Handle("POST /editor/versions/{version}/publish", h.page(h.publish))
-	mux.Handle("POST /editor/versions/{version}/runs", h.page(h.sandboxRun))
+	mux.Handle("POST /editor/versions/{version}/runs", h.upload(h.sandboxRun))
 
 	mux.Handle("GET /files", h.page(h.filesPage))
 
@@ -165,10 +165,14 @@ func (h *Handler) visitor(r *http.Request) *call {
 }
 
 // page wraps fn so that it runs only for a signed-in user (others go to the sign-in page)
-// and, for a form that changes something, only with the session's anti-forgery token. A
-// multipart form carries its token in the X-CSRF-Token header or as a field that the
-// handler checks with checkCSRF once it has read the body.
-func (h *Handler) page(fn pageFunc) http.Handler {
+// and, for a form that changes something, only with the session's anti-forgery token.
+func (h *Handler) page(fn pageFunc) http.Handler { return h.signedIn(fn, true) }
+
+// upload is page for a form of files: fn reads the body as a stream and checks the
+// anti-forgery token itself (readUpload), before anything is kept or run.
+func (h *Handler) upload(fn pageFunc) http.Handler { return h.signedIn(fn, false) }
+
+func (h *Handler) signedIn(fn pageFunc, checkForm bool) http.Handler {
 	return h.secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := h.visitor(r)
 		if c == nil {
@@ -179,7 +183,7 @@ func (h *Handler) page(fn pageFunc) http.Handler {
 			http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		if r.Method == http.MethodPost && !isMultipart(r) && !h.checkCSRF(c, r, r.PostFormValue("csrf")) {
+		if r.Method == http.MethodPost && checkForm && !h.checkCSRF(c, r, r.PostFormValue("csrf")) {
 			h.fail(w, r, c, errForgery)
 			return
 		}
@@ -190,10 +194,6 @@ func (h *Handler) page(fn pageFunc) http.Handler {
 }
 
 var errForgery = errors.New("forgery")
-
-func isMultipart(r *http.Request) bool {
-	return strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data")
-}
 
 // checkCSRF reports whether r carries c's anti-forgery token, in its header or as field.
 func (h *Handler) checkCSRF(c *call, r *http.Request, field string) bool {

@@ -3,8 +3,8 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"mime/multipart"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"

@@ -264,7 +264,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	if err != nil {
 		return err
 	}
-	events, stop := s.runs.Subscribe(rn.ID)
+	past, events, stop := s.runs.Subscribe(rn.ID)
 	defer stop()
 	// Read again after subscribing, so a change in between is not missed.
 	if rn, err = s.store.GetRun(r.Context(), rn.ID); err != nil {
@@ -284,6 +284,11 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	send(run.Event{Type: "status", Data: rn.Status})
 	if store.Terminal(rn.Status) {
 		return nil
+	}
+	if rn.UserID == u.ID {
+		for _, e := range past {
+			send(e)
+		}
 	}
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()

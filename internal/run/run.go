@@ -324,12 +324,15 @@ func (s *Service) Cancel(ctx context.Context, runID string) (bool, error) {
 	return true, nil
 }
 
-// Subscribe returns a run's events until the returned function is called.
-func (s *Service) Subscribe(runID string) (<-chan Event, func()) { return s.hub.subscribe(runID) }
+// Subscribe returns the lines a running run printed so far and its events from then on,
+// until the returned function is called.
+func (s *Service) Subscribe(runID string) ([]Event, <-chan Event, func()) {
+	return s.hub.subscribe(runID)
+}
 
 // Wait returns the run once it is final, or as it is when d passes or ctx ends.
 func (s *Service) Wait(ctx context.Context, runID string, d time.Duration) (store.Run, error) {
-	events, stop := s.hub.subscribe(runID)
+	_, events, stop := s.hub.subscribe(runID)
 	defer stop()
 	r, err := s.st.GetRun(ctx, runID)
 	if err != nil || store.Terminal(r.Status) || d <= 0 {

@@ -439,6 +439,35 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("the run page follows a run live, then shows its results", func(t *testing.T) {
+		author := s.userClient(t, "author")
+		if _, _, err := author.CreateTool(context.Background(), "slow", "Slow", "", slowSource, true); err != nil {
+			t.Fatal(err)
+		}
+		ctx := s.as(t, "teacher")
+		run(t, ctx,
+			chromedp.Navigate(s.base+"/tools/slow"),
+			chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
+			chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery),
+		)
+		waitPath(t, ctx, "/runs/")
+		run(t, ctx, chromedp.WaitVisible("[data-live]", chromedp.ByQuery))
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(text(t, ctx, "[data-log]"), "halfway there") {
+			if time.Now().After(deadline) {
+				t.Fatal("the live log never showed the tool's first line")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if got := text(t, ctx, "[data-status-label]"); got != "Running" {
+			t.Fatalf("while the tool sleeps, the status reads %q", got)
+		}
+		run(t, ctx, chromedp.WaitVisible(".markdown", chromedp.ByQuery))
+		if got := text(t, ctx, ".markdown"); !strings.Contains(got, "Klart") {
+			t.Fatalf("after the run the page shows %q", got)
+		}
+	})
+
 	t.Run("staged files: upload, list, download and delete", func(t *testing.T) {
 		ctx := s.as(t, "teacher")
 		content := bytes.Repeat([]byte("anteckning\n"), 100_000)
@@ -587,6 +616,16 @@ def run_tool(input_dir, output_dir):
         "state": {"greeted": inp["name"], "files": act["state"]["files"]},
         "next_actions": [{"action_id": "greet", "label": "Greet again", "kind": "form", "fields": [{"name": "name", "label": "Name", "kind": "string"}, {"name": "times", "label": "Times", "kind": "integer"}]}],
     }
+`
+
+// slowSource prints a line, then takes a few seconds: longer than a form waits before
+// it shows the run page.
+const slowSource = `import time
+
+def run_tool(input_dir, output_dir):
+    print("halfway there", flush=True)
+    time.sleep(8)
+    return {"outputs": [{"kind": "markdown", "markdown": "**Klart.**"}]}
 `
 
 // scriptSource returns HTML whose script, if it ever ran, would tell the page.

@@ -75,19 +75,10 @@ func toRunJSON(r store.Run, viewer store.User) runJSON {
 			URL: run.ArtifactURL(r.ID, a.Path)})
 	}
 	if viewer.ID == r.UserID {
-		so, se := marked(r.Stdout, r.StdoutTruncated), marked(r.Stderr, r.StderrTruncated)
+		so, se := run.LogText(r.Stdout, r.StdoutTruncated), run.LogText(r.Stderr, r.StderrTruncated)
 		out.Stdout, out.Stderr, out.StdoutTruncated, out.StderrTruncated = &so, &se, r.StdoutTruncated, r.StderrTruncated
 	}
 	return out
-}
-
-// marked returns a log as text, with a last line saying when it was cut.
-func marked(b []byte, truncated bool) string {
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	if truncated {
-		s += "\n[output truncated: only the first " + strconv.Itoa(len(b)) + " bytes were kept]"
-	}
-	return s
 }
 
 // parseWait reads a ?wait= duration, capped at 10 minutes.

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/skrip-dev/skrip/internal/blob"
@@ -78,4 +79,14 @@ func (s *Service) collect(ctx context.Context, runID, dir string) ([]Artifact, [
 // runID, each segment escaped.
 func ArtifactURL(runID, path string) string {
 	return "/api/v1/runs/" + runID + "/artifacts/" + (&url.URL{Path: path}).EscapedPath()
+}
+
+// LogText returns a run's stdout or stderr as valid UTF-8 text, with a last line saying
+// when it was cut.
+func LogText(b []byte, truncated bool) string {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	if truncated {
+		s += "\n[output truncated: only the first " + strconv.Itoa(len(b)) + " bytes were kept]"
+	}
+	return s
 }

@@ -52,7 +52,8 @@ func DefaultLimits() Limits {
 	return Limits{MaxFiles: 20, MaxFileBytes: 20_000_000, MaxTotalBytes: 50_000_000}
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with each unset cap at its default.
+func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits()
 	if l.MaxFiles <= 0 {
 		l.MaxFiles = d.MaxFiles
@@ -110,7 +111,7 @@ func Read(ctx context.Context, mr *multipart.Reader, dir string, lim Limits, opt
 	}
 	r := &reader{
 		dir:    dir,
-		lim:    lim.withDefaults(),
+		lim:    lim.WithDefaults(),
 		opts:   opts,
 		buf:    make([]byte, copyBufBytes),
 		folded: map[string]int{},

@@ -216,7 +216,7 @@ func (h *Handler) sandboxRun(w http.ResponseWriter, r *http.Request, c *call) er
 	}
 	if err != nil {
 		status, _ := h.statusOf(err)
-		if status >= 500 && status != http.StatusServiceUnavailable && status != http.StatusInsufficientStorage {
+		if !shownToUser(status) {
 			return err
 		}
 		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunErr: h.message(err)})

@@ -54,7 +54,7 @@ func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (
 	json.Unmarshal([]byte(rn.InputManifest), &m)
 	res.Files = m.Files
 	if res.Owner {
-		res.Stdout, res.Stderr = logText(rn.Stdout, rn.StdoutTruncated), logText(rn.Stderr, rn.StderrTruncated)
+		res.Stdout, res.Stderr = run.LogText(rn.Stdout, rn.StdoutTruncated), run.LogText(rn.Stderr, rn.StderrTruncated)
 	}
 	if len(res.Actions) > 0 && rn.StateRev != nil {
 		sess, err := h.Sessions.Get(r.Context(), store.SessionKey{ToolID: rn.ToolID, UserID: rn.UserID, Context: rn.Context})
@@ -70,14 +70,6 @@ func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (
 		}
 	}
 	return res, nil
-}
-
-func logText(b []byte, truncated bool) string {
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	if truncated {
-		s += "\n[cut here: only the first " + Size(int64(len(b))) + " were kept]"
-	}
-	return s
 }
 
 func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -192,7 +184,7 @@ func (h *Handler) submitAction(w http.ResponseWriter, r *http.Request, c *call) 
 		if errors.Is(err, session.ErrConflict) {
 			msg = conflictMessage
 		}
-		if status >= 500 && status != http.StatusServiceUnavailable {
+		if !shownToUser(status) {
 			return err
 		}
 		if back != "" {

@@ -96,19 +96,7 @@ func (h *Handler) toolData(r *http.Request, c *call, t store.Tool) (map[string]a
 }
 
 // limits are the upload caps, for the page's courtesy check and its wording.
-func (h *Handler) limits() upload.Limits {
-	l, d := h.Uploads, upload.DefaultLimits()
-	if l.MaxFiles <= 0 {
-		l.MaxFiles = d.MaxFiles
-	}
-	if l.MaxFileBytes <= 0 {
-		l.MaxFileBytes = d.MaxFileBytes
-	}
-	if l.MaxTotalBytes <= 0 {
-		l.MaxTotalBytes = d.MaxTotalBytes
-	}
-	return l
-}
+func (h *Handler) limits() upload.Limits { return h.Uploads.WithDefaults() }
 
 func (h *Handler) toolPage(w http.ResponseWriter, r *http.Request, c *call) error {
 	t, err := h.Catalog.Visible(r.Context(), c.User, r.PathValue("tool"))
@@ -160,11 +148,18 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request, c *call) erro
 	return nil
 }
 
+// shownToUser reports whether a refusal with status is the user's to read next to the
+// form (their mistake, or the server at capacity or out of space) rather than an error
+// page.
+func shownToUser(status int) bool {
+	return status < 500 || status == http.StatusServiceUnavailable || status == http.StatusInsufficientStorage
+}
+
 // refuseUpload shows the tool page again with the server's reason next to the form, and
 // the status the API gives for it.
 func (h *Handler) refuseUpload(w http.ResponseWriter, r *http.Request, c *call, t store.Tool, cause error) error {
 	status, _ := h.statusOf(cause)
-	if status >= 500 && status != http.StatusServiceUnavailable && status != http.StatusInsufficientStorage {
+	if !shownToUser(status) {
 		return cause
 	}
 	data, err := h.toolData(r, c, t)

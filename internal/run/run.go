@@ -64,6 +64,7 @@ type job struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	canceled atomic.Bool // by a user, not by shutdown
+	retired  sync.Once
 }
 
 // New starts the worker pool. Call Shutdown to stop it.
@@ -182,13 +183,22 @@ func (s *Service) worker() {
 	for j := range s.jobs {
 		s.metrics.QueueDepth.Dec()
 		s.execute(j)
+		s.retire(j)
+	}
+}
+
+// retire gives back what job j holds: its input directory and its slot. finish calls it
+// before the run is recorded as over, so that a caller who saw it end finds the slot
+// free; it runs once.
+func (s *Service) retire(j *job) {
+	j.retired.Do(func() {
 		s.mu.Lock()
 		delete(s.active, j.run.ID)
 		s.mu.Unlock()
 		j.cancel()
 		os.RemoveAll(j.req.InputDir)
 		<-s.slots
-	}
+	})
 }
 
 // execute runs one job to its end and records it.
@@ -206,7 +216,7 @@ func (s *Service) execute(j *job) {
 
 	manifest, err := listInputs(j.req.InputDir, true)
 	if err != nil {
-		s.finish(ctx, r, started, failed("could not read the run's input files"), nil, err)
+		s.finish(ctx, j, started, failed("could not read the run's input files"), nil, err)
 		return
 	}
 	lim := s.cfg.Limits
@@ -227,7 +237,7 @@ func (s *Service) execute(j *job) {
 	}
 	res, err := s.runner.Run(j.ctx, spec)
 	if err != nil {
-		s.finish(ctx, r, started, failed("the sandbox failed: see the server log"), &res, err)
+		s.finish(ctx, j, started, failed("the sandbox failed: see the server log"), &res, err)
 		return
 	}
 	out := outcome{status: store.StatusFailed}
@@ -252,7 +262,7 @@ func (s *Service) execute(j *job) {
 		if parsed.Status == store.StatusSucceeded && j.req.AfterSuccess != nil {
 			rev, err := j.req.AfterSuccess(ctx, r.ID, parsed)
 			if err != nil {
-				s.finish(ctx, r, started, failed("the tool succeeded but its session could not be saved; see the server log"), &res, err)
+				s.finish(ctx, j, started, failed("the tool succeeded but its session could not be saved; see the server log"), &res, err)
 				return
 			}
 			out.stateRev = rev
@@ -260,7 +270,7 @@ func (s *Service) execute(j *job) {
 	}
 	out.outputs = append(out.outputs, artNotices...)
 	out.artifacts = arts
-	s.finish(ctx, r, started, out, &res, nil)
+	s.finish(ctx, j, started, out, &res, nil)
 }
 
 // outcome is how a run ended, before it is stored.
@@ -276,7 +286,9 @@ type outcome struct {
 
 func failed(summary string) outcome { return outcome{status: store.StatusFailed, summary: summary} }
 
-func (s *Service) finish(ctx context.Context, r store.Run, started time.Time, out outcome, res *runner.Result, cause error) {
+func (s *Service) finish(ctx context.Context, j *job, started time.Time, out outcome, res *runner.Result, cause error) {
+	s.retire(j)
+	r := j.run
 	if cause != nil {
 		s.log.Error("run failed in the server", "run", r.ID, "error", cause)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -47,8 +48,9 @@ type Spec struct {
 	Collect func(outputDir string) error
 }
 
-// Result is how a run ended.
-type Result struct {
+// ExecResult is how a sandboxed process ended: a run's, or one exec's in a persistent
+// sandbox. A process that fails or times out is a result, not an error.
+type ExecResult struct {
 	ExitCode        int
 	TimedOut        bool
 	OOMKilled       bool
@@ -56,8 +58,13 @@ type Result struct {
 	Stderr          []byte
 	StdoutTruncated bool
 	StderrTruncated bool
-	ResultJSON      []byte // /work/result.json as the run left it; nil when empty
 	Duration        time.Duration
+}
+
+// Result is how a run ended: its process, and the result.json it left.
+type Result struct {
+	ExecResult
+	ResultJSON []byte // /work/result.json as the run left it; nil when empty
 }
 
 // Enforced says how one limit is enforced on this machine, for `skrip doctor`.
@@ -77,8 +84,10 @@ type Runner interface {
 	Run(ctx context.Context, spec Spec) (Result, error)
 	// Enforcement lists every limit and how this runner enforces l here.
 	Enforcement(l Limits) []Enforced
-	// Close releases what the runner holds.
+	// Close releases what the runner holds; persistent sandboxes outlive it.
 	Close() error
+	// Sandboxes keeps the persistent sandboxes of agents (SPEC §9).
+	Sandboxes
 }
 
 // MemoryExceeded is the error summary of a run stopped by its memory limit.
@@ -103,4 +112,25 @@ func HumanBytes(n int64) string {
 		return fmt.Sprintf("%d %s", int64(v), units[i])
 	}
 	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+// Env is the environment every sandboxed process starts from (PATH, LANG, HOME and
+// Python's settings), with extra added over it.
+func Env(home string, extra map[string]string) map[string]string {
+	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home,
+		"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// SortedKeys returns the keys of env in order, so command lines are stable.
+func SortedKeys(env map[string]string) []string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

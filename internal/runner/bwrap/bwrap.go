@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -198,9 +197,46 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		return runner.Result{}, err
 	}
 
-	g, err := r.limiter.start(spec.ID, l)
+	argv := r.CommandLine(spec, scratch)
+	// Every file the run writes is capped at the output limit: /work/result.json lives on
+	// the data disk, and without the server's tmpfs so does /work/output.
+	ex, err := r.execute(ctx, process{name: spec.ID, argv: argv, limits: l, fsize: max(l.OutputBytes, maxResultBytes), onLine: spec.OnLine})
+	res := runner.Result{ExecResult: ex}
 	if err != nil {
-		return runner.Result{}, err
+		return res, err
+	}
+	if f, err := os.Open(resultPath); err == nil {
+		b, _ := io.ReadAll(io.LimitReader(f, maxResultBytes+1))
+		f.Close()
+		if len(b) > 0 {
+			res.ResultJSON = b
+		}
+	}
+	if spec.Collect != nil {
+		if err := spec.Collect(filepath.Join(scratch, "output")); err != nil {
+			return res, fmt.Errorf("collecting /work/output: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// process is one sandboxed command line to execute under limits.
+type process struct {
+	name   string // names the cgroup
+	argv   []string
+	limits runner.Limits
+	fsize  int64 // bytes any one file may reach (RLIMIT_FSIZE); 0: no limit
+	stdin  io.Reader
+	onLine func(stream string, line []byte)
+}
+
+// execute runs p's bwrap command line in a cgroup of its own, kills the whole sandbox at
+// the wall time or when ctx ends, and returns how it ended with its capped output.
+func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, error) {
+	l := p.limits
+	g, err := r.limiter.start(p.name, l)
+	if err != nil {
+		return runner.ExecResult{}, err
 	}
 	// The kernel frees a cgroup only after the sandbox's pid namespace is torn down, some
 	// milliseconds after the run ended: remove it in the background (Close waits).
@@ -209,30 +245,30 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		go func() {
 			defer r.pending.Done()
 			if err := g.destroy(); err != nil {
-				r.log.Warn("removing a run's cgroup", "run", spec.ID, "error", err)
+				r.log.Warn("removing a sandbox's cgroup", "name", p.name, "error", err)
 			}
 		}()
 	}()
-	argv := r.CommandLine(spec, scratch)
 	// bwrap says on fd 3 when the sandboxed process has started: an exit code of 125
 	// before that is a sandbox that could not be set up, after it the tool's own.
-	argv = append(argv[:1], append([]string{"--json-status-fd", "3"}, argv[1:]...)...)
-	// Every file the run writes is capped at the output limit: /work/result.json lives on
-	// the data disk, and without the server's tmpfs so does /work/output.
-	argv = append([]string{"/bin/sh", "-c", fmt.Sprintf("ulimit -f %d || exit 125; exec \"$@\"", (max(l.OutputBytes, maxResultBytes)+511)/512), "sh"}, argv...)
+	argv := append([]string{p.argv[0], "--json-status-fd", "3"}, p.argv[1:]...)
+	if p.fsize > 0 {
+		argv = append([]string{"/bin/sh", "-c", fmt.Sprintf("ulimit -f %d || exit 125; exec \"$@\"", (p.fsize+511)/512), "sh"}, argv...)
+	}
 	argv = g.wrap(argv)
 
-	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: spec.OnLine}
-	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: spec.OnLine}
+	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: p.onLine}
+	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: p.onLine}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Stdin = p.stdin
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 2 * time.Second
 
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		return runner.Result{}, err
+		return runner.ExecResult{}, err
 	}
 	cmd.ExtraFiles = []*os.File{statusW}
 	started := make(chan bool, 1)
@@ -245,7 +281,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	err = cmd.Start()
 	statusW.Close()
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("starting bwrap: %w", err)
+		return runner.ExecResult{}, fmt.Errorf("starting bwrap: %w", err)
 	}
 	var timedOut atomic.Bool
 	var once sync.Once
@@ -255,7 +291,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	waitErr := cmd.Wait()
 	timer.Stop()
 	stop()
-	res := runner.Result{Duration: time.Since(start), TimedOut: timedOut.Load(), OOMKilled: g.oomKilled()}
+	res := runner.ExecResult{Duration: time.Since(start), TimedOut: timedOut.Load(), OOMKilled: g.oomKilled()}
 	stdout.Flush()
 	stderr.Flush()
 	res.Stdout, res.StdoutTruncated = stdout.Bytes()
@@ -274,18 +310,6 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	}
 	if childStarted := <-started; res.ExitCode == 125 && !childStarted && !res.TimedOut {
 		return res, fmt.Errorf("the sandbox could not be set up: %s", strings.TrimSpace(string(res.Stderr)))
-	}
-	if f, err := os.Open(resultPath); err == nil {
-		b, _ := io.ReadAll(io.LimitReader(f, maxResultBytes+1))
-		f.Close()
-		if len(b) > 0 {
-			res.ResultJSON = b
-		}
-	}
-	if spec.Collect != nil {
-		if err := spec.Collect(filepath.Join(scratch, "output")); err != nil {
-			return res, fmt.Errorf("collecting /work/output: %w", err)
-		}
 	}
 	return res, nil
 }
@@ -313,21 +337,16 @@ func (r *Runner) CommandLine(spec runner.Spec, scratch string) []string {
 		"--remount-ro", "/",
 		"--chdir", "/work",
 	})
-	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp/home",
-		"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
-	for k, v := range spec.Env {
-		env[k] = v
-	}
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	args = append(setenv(args, runner.Env("/tmp/home", spec.Env)), "--", r.python, "-s", "-B", shim.Entry)
+	return append([]string{r.bwrap}, args...)
+}
+
+// setenv adds --setenv for each variable of env, in a stable order.
+func setenv(args []string, env map[string]string) []string {
+	for _, k := range runner.SortedKeys(env) {
 		args = append(args, "--setenv", k, env[k])
 	}
-	args = append(args, "--", r.python, "-s", "-B", shim.Entry)
-	return append([]string{r.bwrap}, args...)
+	return args
 }
 
 // probeTmpfs reports whether the server may mount a size-capped tmpfs (it is root).

@@ -1,10 +1,12 @@
 package bwrap
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/skrip-dev/skrip/internal/runner"
@@ -60,4 +62,27 @@ func TestConformanceOnRootfs(t *testing.T) {
 		t.Cleanup(func() { r.Close() })
 		return r
 	})
+}
+
+func TestSandboxes(t *testing.T) {
+	runnertest.RunSandboxes(t, newRunner)
+}
+
+// TestResolveIsBounded: every Lstat of resolve walks from the workspace's root, so a
+// path far deeper than any real one is refused instead of walked.
+func TestResolveIsBounded(t *testing.T) {
+	r := newRunner(t)
+	id := runnertest.NewBox(t, r, 16<<20)
+	deep := strings.Repeat("d/", 200) + "f"
+	if res := runnertest.Sh(t, r, id, "mkdir -p "+strings.TrimSuffix(deep, "/f")+" && echo x > "+deep); res.ExitCode != 0 {
+		t.Fatalf("making a deep tree: %s", res.Stderr)
+	}
+	if _, _, err := r.ReadFile(context.Background(), id, deep); !errors.Is(err, runner.ErrPath) {
+		t.Errorf("a 200-deep path: %v, want ErrPath", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := r.ReadFile(ctx, id, "d/d/f"); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled read: %v", err)
+	}
 }

@@ -19,7 +19,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -250,18 +249,9 @@ func (r *Runner) remove(id string) {
 
 // envFile is the run's environment as shell assignments the supervisor sources.
 func envFile(spec runner.Spec) []byte {
-	env := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp/home",
-		"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
-	for k, v := range spec.Env {
-		env[k] = v
-	}
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	env := runner.Env("/tmp/home", spec.Env)
 	var b bytes.Buffer
-	for _, k := range keys {
+	for _, k := range runner.SortedKeys(env) {
 		fmt.Fprintf(&b, "%s='%s'\n", k, strings.ReplaceAll(env[k], "'", `'\''`))
 	}
 	return b.Bytes()
@@ -311,7 +301,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	}
 	id, waiter := c.id, c.waiter
 	start := time.Now()
-	res := runner.Result{ExitCode: -1}
+	res := runner.Result{ExecResult: runner.ExecResult{ExitCode: -1}}
 	deadline := time.NewTimer(l.WallTime + killGrace)
 	defer deadline.Stop()
 	finished := false

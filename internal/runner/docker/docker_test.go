@@ -70,3 +70,7 @@ func TestCloseLeavesNoContainer(t *testing.T) {
 		t.Errorf("container %s (%s) left after Close", c.ID[:12], c.State)
 	}
 }
+
+func TestSandboxes(t *testing.T) {
+	runnertest.RunSandboxes(t, newRunner)
+}

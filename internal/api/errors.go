@@ -12,6 +12,8 @@ import (
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/files"
 	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
@@ -69,6 +71,14 @@ var errorTable = []apiError{
 	{contract.ErrInvalidInput, http.StatusBadRequest, "invalid_request"},
 	{session.ErrConflict, http.StatusConflict, "conflict"},
 	{session.ErrNoSession, http.StatusNotFound, "not_found"},
+	{sandbox.ErrNotFound, http.StatusNotFound, "not_found"},
+	{sandbox.ErrInvalid, http.StatusBadRequest, "invalid_request"},
+	{sandbox.ErrTooMany, http.StatusConflict, "conflict"},
+	{sandbox.ErrElsewhere, http.StatusConflict, "conflict"},
+	{sandbox.ErrFull, http.StatusServiceUnavailable, "unavailable"},
+	{runner.ErrPath, http.StatusBadRequest, "invalid_request"},
+	{runner.ErrNoFile, http.StatusNotFound, "not_found"},
+	{runner.ErrNoSpace, http.StatusInsufficientStorage, "quota_exceeded"},
 }
 
 // ErrorStatus returns the HTTP status and error code of err, from the error table: the

@@ -21,6 +21,8 @@ import (
 	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
@@ -43,6 +45,8 @@ type Deps struct {
 	Blobs    blob.Store
 	Catalog  *catalog.Service
 	Steps    *run.Steps
+	// Sandboxes are the persistent agent sandboxes.
+	Sandboxes *sandbox.Service
 	// SandboxTimeout is the wall time of editor sandbox runs.
 	SandboxTimeout time.Duration
 	Uploads        upload.Limits
@@ -54,21 +58,22 @@ type Deps struct {
 
 // Server is the HTTP API.
 type Server struct {
-	store    *store.Store
-	accounts *account.Service
-	files    *files.Service
-	janitor  *janitor.Janitor
-	runs     *run.Service
-	sessions *session.Service
-	blobs    blob.Store
-	catalog  *catalog.Service
-	steps    *run.Steps
-	metrics  *metrics.Metrics
-	log      *slog.Logger
-	ready    []Check
-	version  string
-	mux      *http.ServeMux
-	notFound http.Handler
+	store     *store.Store
+	accounts  *account.Service
+	files     *files.Service
+	janitor   *janitor.Janitor
+	runs      *run.Service
+	sessions  *session.Service
+	blobs     blob.Store
+	catalog   *catalog.Service
+	steps     *run.Steps
+	sandboxes *sandbox.Service
+	metrics   *metrics.Metrics
+	log       *slog.Logger
+	ready     []Check
+	version   string
+	mux       *http.ServeMux
+	notFound  http.Handler
 
 	uploadLimits   upload.Limits
 	sandboxTimeout time.Duration
@@ -76,7 +81,7 @@ type Server struct {
 
 // New builds the API's routes.
 func New(d Deps) *Server {
-	s := &Server{store: d.Store, accounts: d.Accounts, files: d.Files, janitor: d.Janitor, runs: d.Runs, sessions: d.Sessions, blobs: d.Blobs, catalog: d.Catalog, steps: d.Steps, uploadLimits: d.Uploads, sandboxTimeout: d.SandboxTimeout, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
+	s := &Server{store: d.Store, accounts: d.Accounts, files: d.Files, janitor: d.Janitor, runs: d.Runs, sessions: d.Sessions, blobs: d.Blobs, catalog: d.Catalog, steps: d.Steps, sandboxes: d.Sandboxes, uploadLimits: d.Uploads, sandboxTimeout: d.SandboxTimeout, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
 	s.routes()
 	return s
 }
@@ -123,6 +128,16 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/editor/tool-versions/{version}/run-sandbox", s.authed(s.editorRun))
 	m.Handle("GET /api/v1/editor/tool-versions/{version}/session", s.authed(s.editorSession))
 	m.Handle("POST /api/v1/editor/tool-versions/{version}/start-action", s.authed(s.editorAction))
+
+	m.Handle("POST /api/v1/sandboxes", s.authed(s.createSandbox))
+	m.Handle("GET /api/v1/sandboxes", s.authed(s.listSandboxes))
+	m.Handle("GET /api/v1/sandboxes/{id}", s.authed(s.getSandbox))
+	m.Handle("DELETE /api/v1/sandboxes/{id}", s.authed(s.deleteSandbox))
+	m.Handle("POST /api/v1/sandboxes/{id}/exec", s.authed(s.execSandbox))
+	m.Handle("PUT /api/v1/sandboxes/{id}/fs/{path...}", s.authed(s.putSandboxFile))
+	m.Handle("GET /api/v1/sandboxes/{id}/fs/{path...}", s.authed(s.getSandboxFile))
+	m.Handle("POST /api/v1/sandboxes/{id}/stage", s.authed(s.stageSandboxFile))
+	m.Handle("POST /api/v1/sandboxes/{id}/publish", s.authed(s.publishSandboxFile))
 }
 
 // Handler returns the API with request ids, logging and metrics around it. Requests that
@@ -135,6 +150,13 @@ func (s *Server) Handler() http.Handler {
 			kind, what := errInvalidRequest, "path"
 			if strings.HasPrefix(p, "/api/v1/files/") {
 				kind, what = blob.ErrInvalidKey, "key"
+			}
+			if _, rest, ok := strings.Cut(p, "/fs/"); ok && strings.HasPrefix(p, "/api/v1/sandboxes/") {
+				// A workspace path: say what is wrong with it as the sandbox would.
+				if _, err := runner.CleanPath(rest); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
 			}
 			s.writeError(w, r, errs.New(kind, map[string]any{"path": p}, "the %s in %s has an empty, . or .. segment", what, p))
 			return

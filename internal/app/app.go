@@ -5,6 +5,8 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +35,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
 	"github.com/skrip-dev/skrip/internal/runner/docker"
+	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
@@ -54,9 +57,11 @@ type App struct {
 	Sessions *session.Service
 	Catalog  *catalog.Service
 	Steps    *run.Steps
-	Metrics  *metrics.Metrics
-	API      *api.Server
-	closers  []func() error
+	// Sandboxes are the persistent agent sandboxes.
+	Sandboxes *sandbox.Service
+	Metrics   *metrics.Metrics
+	API       *api.Server
+	closers   []func() error
 }
 
 // New opens everything cfg names. The caller must Close the App.
@@ -90,11 +95,15 @@ func (a *App) open(ctx context.Context) error {
 		MaxFileBytes: a.cfg.FilesMaxFileBytes, UserQuotaBytes: a.cfg.FilesUserQuotaBytes, MaxTotalBytes: a.cfg.FilesMaxTotalBytes,
 	}, a.log)
 	a.Sessions = session.New(st, a.Blobs, a.cfg.SessionFilesTTL, a.log)
-	a.Janitor = janitor.New(a.Accounts, a.Files, a.Sessions, a.Blobs, a.Metrics, a.log)
 	if a.Runner, err = OpenRunner(ctx, a.cfg, a.log); err != nil {
 		return err
 	}
 	a.closers = append(a.closers, a.Runner.Close)
+	a.Sandboxes = sandbox.New(st, a.Runner, a.Runner.Name(), a.Files, SandboxConfig(a.cfg), a.log)
+	if err := a.Sandboxes.Recover(ctx); err != nil {
+		return fmt.Errorf("recovering the agent sandboxes: %w", err)
+	}
+	a.Janitor = janitor.New(a.Accounts, a.Files, a.Sessions, a.Sandboxes, a.Blobs, a.Metrics, a.log)
 	conc := a.cfg.RunnerConcurrency
 	if conc <= 0 {
 		conc = runtime.NumCPU()
@@ -115,7 +124,7 @@ func (a *App) open(ctx context.Context) error {
 	a.Steps = run.NewSteps(a.Runs, a.Sessions)
 	a.API = api.New(api.Deps{
 		Store: st, Accounts: a.Accounts, Files: a.Files, Janitor: a.Janitor, Runs: a.Runs, Sessions: a.Sessions, Blobs: a.Blobs,
-		Catalog: a.Catalog, Steps: a.Steps,
+		Catalog: a.Catalog, Steps: a.Steps, Sandboxes: a.Sandboxes,
 		SandboxTimeout: a.cfg.SandboxRunTimeout,
 		Uploads:        uploads,
 		Metrics:        a.Metrics, Log: a.log, Version: version.Version,
@@ -135,6 +144,24 @@ func (a *App) open(ctx context.Context) error {
 func RunLimits(cfg config.Config) runner.Limits {
 	return runner.Limits{WallTime: cfg.RunTimeout, MemoryBytes: cfg.RunMemoryBytes, Pids: cfg.RunPids, CPUs: cfg.RunCPUs,
 		TmpBytes: cfg.RunTmpBytes, OutputBytes: cfg.RunOutputBytes, LogBytes: cfg.RunLogBytes}
+}
+
+// SandboxConfig is the limits of agent sandboxes, from the settings: a run's memory,
+// pids, CPU, /tmp and log limits, and the sandbox settings.
+func SandboxConfig(cfg config.Config) sandbox.Config {
+	l := RunLimits(cfg)
+	l.WallTime, l.OutputBytes = 0, 0
+	return sandbox.Config{Limits: l, WorkspaceBytes: cfg.SandboxWorkspace, IdleTimeout: cfg.SandboxIdleTimeout,
+		MaxIdleTimeout: max(24*time.Hour, cfg.SandboxIdleTimeout), ExecTimeout: cfg.SandboxExecTimeout, MaxPerUser: cfg.SandboxMaxPerUser, MaxTotal: cfg.SandboxMaxTotal,
+		Node: node(cfg)}
+}
+
+// node names this server among those sharing a database: its host and data dir.
+func node(cfg config.Config) string {
+	host, _ := os.Hostname()
+	dir, _ := filepath.Abs(cfg.DataDir)
+	sum := sha256.Sum256([]byte(host + "\x00" + dir))
+	return hex.EncodeToString(sum[:8])
 }
 
 // OpenRunner opens the sandbox SKRIP_RUNNER names: docker (the engine must answer and
@@ -232,6 +259,10 @@ func (a *App) Close() error {
 	return err
 }
 
+// sandboxSweep is how often idle sandboxes are looked for at most: their timeouts are
+// minutes, far shorter than the janitor's interval.
+const sandboxSweep = 30 * time.Second
+
 // Serve answers HTTP on ln until ctx ends, then stops accepting and waits up to the
 // shutdown grace for requests in flight.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
@@ -247,6 +278,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	jctx, stopJanitor := context.WithCancel(ctx)
 	defer stopJanitor()
 	go a.Janitor.Run(jctx, a.cfg.CleanupInterval)
+	go a.Janitor.RunSandboxes(jctx, min(a.cfg.CleanupInterval, sandboxSweep))
 	a.log.Info("skrip is serving", "addr", "http://"+ln.Addr().String(), "version", version.Version,
 		"database", string(a.Store.Dialect()), "data_dir", a.cfg.DataDir)
 	select {

@@ -102,6 +102,14 @@ func Start(t testing.TB, cfg config.Config) *Env {
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, ln) }()
 	t.Cleanup(func() {
+		// Sandboxes outlive a server on purpose; a test's must not outlive the test
+		// (their workspaces are mounts inside its temp dir).
+		// (A test that closed its server itself has nothing left to destroy with.)
+		if a.Store.Ping(context.Background()) == nil {
+			if err := a.Sandboxes.DestroyAll(context.Background()); err != nil {
+				t.Errorf("destroying the test's sandboxes: %v", err)
+			}
+		}
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)

@@ -156,7 +156,7 @@ func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) 
 		if err == nil {
 			defer r.Close()
 			fmt.Fprintf(w, "  docker\t%s\timage %s\n", r.Version(), image)
-			printEnforcement(w, r.Enforcement(app.RunLimits(cfg)))
+			printLimits(w, r, cfg)
 			return
 		}
 		fmt.Fprintf(w, "  docker\tunavailable\t%s\n", err)
@@ -176,7 +176,16 @@ func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) 
 		root = cfg.BwrapRootfs
 	}
 	fmt.Fprintf(w, "  bwrap\t%s\troot %s; memory, pids and CPU through %s\n", r.Version(), root, r.Limiter())
+	printLimits(w, r, cfg)
+}
+
+// printLimits says how r enforces the limits of tool runs and of agent sandboxes.
+func printLimits(w io.Writer, r runner.Runner, cfg config.Config) {
 	printEnforcement(w, r.Enforcement(app.RunLimits(cfg)))
+	sb := app.SandboxConfig(cfg)
+	fmt.Fprintf(w, "\nAgent sandboxes\t%s runner\tdestroyed after %s unused, %d per user, one exec up to %s\n",
+		r.Name(), sb.IdleTimeout, sb.MaxPerUser, sb.ExecTimeout)
+	printEnforcement(w, r.BoxEnforcement(sb.Limits, sb.WorkspaceBytes))
 }
 
 func printEnforcement(w io.Writer, list []runner.Enforced) {

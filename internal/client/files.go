@@ -210,6 +210,7 @@ type CleanupReport struct {
 	SessionFiles  int   `json:"session_files"`
 	SessionBytes  int64 `json:"session_bytes"`
 	BlobLeftovers int   `json:"blob_leftovers"`
+	Sandboxes     int   `json:"sandboxes"`
 }
 
 // Cleanup asks the server to run one janitor pass now (admin only).

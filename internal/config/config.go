@@ -47,6 +47,11 @@ type Config struct {
 	UploadMaxFiles      int
 	UploadMaxFileBytes  int64
 	UploadMaxTotalBytes int64
+	SandboxIdleTimeout  time.Duration
+	SandboxWorkspace    int64
+	SandboxExecTimeout  time.Duration
+	SandboxMaxPerUser   int
+	SandboxMaxTotal     int
 	LogLevel            string
 	LogFormat           string
 }
@@ -117,6 +122,11 @@ func Settings() []Setting {
 		{Name: "upload-max-files", Default: "20", Help: "files in one run's upload", kind: kInt, bind: intv(func(c *Config) *int { return &c.UploadMaxFiles })},
 		{Name: "upload-max-file-bytes", Default: "20000000", Help: "largest file in a run's upload", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.UploadMaxFileBytes })},
 		{Name: "upload-max-total-bytes", Default: "50000000", Help: "all files of a run's upload together", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.UploadMaxTotalBytes })},
+		{Name: "sandbox-idle-timeout", Default: "15m", Help: "an agent sandbox unused this long is destroyed (a sandbox may ask for less or up to 24h)", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxIdleTimeout })},
+		{Name: "sandbox-workspace-bytes", Default: "1073741824", Help: "largest /workspace of an agent sandbox (a sandbox may ask for less)", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.SandboxWorkspace })},
+		{Name: "sandbox-exec-timeout", Default: "10m", Help: "longest timeout_s one exec in an agent sandbox may ask for", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxExecTimeout })},
+		{Name: "sandbox-max-per-user", Default: "10", Help: "agent sandboxes one user may hold at once", kind: kInt, bind: intv(func(c *Config) *int { return &c.SandboxMaxPerUser })},
+		{Name: "sandbox-max-total", Default: "64", Help: "agent sandboxes this server holds at once; beyond it new ones get 503 with Retry-After", kind: kInt, bind: intv(func(c *Config) *int { return &c.SandboxMaxTotal })},
 		{Name: "shutdown-grace", Default: "30s", Help: "how long SIGTERM waits for requests in flight", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
 		{Name: "log-level", Default: "info", Help: "debug, info, warn or error", choices: []string{"debug", "info", "warn", "error"}, bind: str(func(c *Config) *string { return &c.LogLevel })},
 		{Name: "log-format", Default: "text", Help: "text or json", choices: []string{"text", "json"}, bind: str(func(c *Config) *string { return &c.LogFormat })},

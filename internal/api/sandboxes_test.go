@@ -1,0 +1,422 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/client"
+)
+
+// newSandbox creates a sandbox with body as its request and returns its id.
+func newSandbox(t *testing.T, env *apptest.Env, token, body string) string {
+	t.Helper()
+	a := send(t, env, "POST", "/api/v1/sandboxes", token, "application/json", strings.NewReader(body))
+	if a.status != 201 {
+		t.Fatalf("create sandbox: %d %s", a.status, a.raw)
+	}
+	id, _ := a.body["sandbox_id"].(string)
+	if !strings.HasPrefix(id, "sb_") {
+		t.Fatalf("sandbox id %q", id)
+	}
+	return id
+}
+
+func execIn(t *testing.T, env *apptest.Env, token, id string, cmd ...string) answer {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"cmd": cmd, "timeout_s": 30})
+	return send(t, env, "POST", "/api/v1/sandboxes/"+id+"/exec", token, "application/json", strings.NewReader(string(b)))
+}
+
+func TestSandboxLifecycleAndOwnership(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, b apptest.Backend) {
+		env := apptest.New(t, b)
+		_, alice := env.User(t, "alice", "user")
+		_, bob := env.User(t, "bob", "user")
+		a := send(t, env, "POST", "/api/v1/sandboxes", alice.Token, "application/json",
+			strings.NewReader(`{"idle_timeout": "30m", "limits": {"memory_bytes": 268435456, "workspace_bytes": 10485760}}`))
+		if a.status != 201 {
+			t.Fatalf("create: %d %s", a.status, a.raw)
+		}
+		id := a.body["sandbox_id"].(string)
+		limits := a.body["limits"].(map[string]any)
+		if a.body["runner"] != "bwrap" || a.body["idle_timeout_s"] != 1800.0 || limits["memory_bytes"] != 268435456.0 ||
+			limits["workspace_bytes"] != 10485760.0 || a.body["workspace"] != "/workspace" || a.body["owner_id"] != alice.ID {
+			t.Errorf("created sandbox: %s", a.raw)
+		}
+		if a := send(t, env, "GET", "/api/v1/sandboxes/"+id, alice.Token, "", nil); a.status != 200 || a.body["sandbox_id"] != id {
+			t.Errorf("get: %d %s", a.status, a.raw)
+		}
+		if a := send(t, env, "GET", "/api/v1/sandboxes", alice.Token, "", nil); a.status != 200 || a.body["count"] != 1.0 {
+			t.Errorf("list: %d %s", a.status, a.raw)
+		}
+		if a := send(t, env, "GET", "/api/v1/sandboxes", bob.Token, "", nil); a.body["count"] != 0.0 {
+			t.Errorf("bob's list shows alice's sandbox: %s", a.raw)
+		}
+		// Someone else's sandbox does not exist for them, whatever they try.
+		for _, c := range []struct{ method, path, body string }{
+			{"GET", "", ""},
+			{"DELETE", "", ""},
+			{"POST", "/exec", `{"cmd": ["true"]}`},
+			{"GET", "/fs/a.txt", ""},
+			{"PUT", "/fs/a.txt", "x"},
+			{"POST", "/stage", `{"file_key": "files/f_x", "destination": "a"}`},
+			{"POST", "/publish", `{"source": "a"}`},
+		} {
+			if a := send(t, env, c.method, "/api/v1/sandboxes/"+id+c.path, bob.Token, "application/json", strings.NewReader(c.body)); a.status != 404 || a.errCode() != "not_found" {
+				t.Errorf("bob %s %s: %d %s", c.method, c.path, a.status, a.raw)
+			}
+		}
+		if a := send(t, env, "GET", "/api/v1/sandboxes/"+id, env.AdminToken, "", nil); a.status != 200 {
+			t.Errorf("an admin reads any sandbox: %d", a.status)
+		}
+		if a := send(t, env, "GET", "/api/v1/sandboxes?all=true", env.AdminToken, "", nil); a.body["count"] != 1.0 {
+			t.Errorf("admin list all: %s", a.raw)
+		}
+		if a := send(t, env, "DELETE", "/api/v1/sandboxes/"+id, alice.Token, "", nil); a.status != 204 {
+			t.Fatalf("delete: %d %s", a.status, a.raw)
+		}
+		if a := send(t, env, "GET", "/api/v1/sandboxes/"+id, alice.Token, "", nil); a.status != 404 {
+			t.Errorf("get after delete: %d", a.status)
+		}
+		if boxes, _ := env.App.Runner.Boxes(context.Background()); len(boxes) != 0 {
+			t.Errorf("the runner still holds %v after delete", boxes)
+		}
+	})
+}
+
+func TestSandboxCreateRefusals(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.SandboxMaxPerUser = 2
+	cfg.SandboxMaxTotal = 3
+	env := apptest.Start(t, cfg)
+	_, alice := env.User(t, "alice", "user")
+	for _, c := range []struct {
+		body, field string
+	}{
+		{`{"limits": {"memory_bytes": 1099511627776}}`, "limits.memory_bytes"},
+		{`{"limits": {"pids": -1}}`, "limits.pids"},
+		{`{"limits": {"workspace_bytes": 1099511627776}}`, "limits.workspace_bytes"},
+		{`{"idle_timeout": "25h"}`, "idle_timeout"},
+		{`{"idle_timeout": "soon"}`, "idle_timeout"},
+		{`{"idle_timeout": 0.1}`, "idle_timeout"},
+	} {
+		a := send(t, env, "POST", "/api/v1/sandboxes", alice.Token, "application/json", strings.NewReader(c.body))
+		d, _ := a.body["error"].(map[string]any)["details"].(map[string]any)
+		if a.status != 400 || d["field"] != c.field || !strings.Contains(a.errMessage(), strings.TrimPrefix(c.field, "limits.")) {
+			t.Errorf("%s: %d %s", c.body, a.status, a.raw)
+		}
+	}
+	newSandbox(t, env, alice.Token, `{}`)
+	newSandbox(t, env, alice.Token, ``)
+	a := send(t, env, "POST", "/api/v1/sandboxes", alice.Token, "application/json", strings.NewReader(`{}`))
+	if a.status != 409 || !strings.Contains(a.errMessage(), "2 sandboxes") {
+		t.Errorf("a third sandbox over a maximum of 2: %d %s", a.status, a.raw)
+	}
+	newSandbox(t, env, env.AdminToken, `{}`)
+	a = send(t, env, "POST", "/api/v1/sandboxes", env.AdminToken, "application/json", strings.NewReader(`{}`))
+	if a.status != 503 || a.header.Get("Retry-After") == "" || !strings.Contains(a.errMessage(), "3 sandboxes") {
+		t.Errorf("a fourth sandbox on a server of 3: %d %s", a.status, a.raw)
+	}
+	if boxes, _ := env.App.Runner.Boxes(context.Background()); len(boxes) != 3 {
+		t.Errorf("the runner holds %d boxes, want 3", len(boxes))
+	}
+}
+
+func TestSandboxExec(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	id := newSandbox(t, env, env.AdminToken, `{}`)
+	a := send(t, env, "POST", "/api/v1/sandboxes/"+id+"/exec", env.AdminToken, "application/json",
+		strings.NewReader(`{"cmd": ["sh", "-c", "cat; echo err >&2; exit 3"], "timeout_s": 10, "stdin": "in"}`))
+	if a.status != 200 || a.body["exit_code"] != 3.0 || a.body["stdout"] != "in" || a.body["stderr"] != "err\n" ||
+		a.body["stdout_truncated"] != false || a.body["timed_out"] != false {
+		t.Fatalf("exec: %d %s", a.status, a.raw)
+	}
+	if _, ok := a.body["duration_ms"].(float64); !ok {
+		t.Errorf("no duration_ms: %s", a.raw)
+	}
+	for _, c := range []struct{ body, want string }{
+		{`{"cmd": []}`, "cmd"},
+		{`{"cmd": "ls -l"}`, "cmd"},
+		{`{"cmd": ["true"], "timeout_s": 100000}`, "timeout_s"},
+		{`{"cmd": ["true"], "timeout_s": -1}`, "timeout_s"},
+		{`{"cmd": ["a\u0000b"]}`, "NUL"},
+		{`{"cmd": ["true"], "state": {}}`, "state"},
+	} {
+		a := send(t, env, "POST", "/api/v1/sandboxes/"+id+"/exec", env.AdminToken, "application/json", strings.NewReader(c.body))
+		if a.status != 400 || !strings.Contains(a.errMessage(), c.want) {
+			t.Errorf("%s: %d %s", c.body, a.status, a.raw)
+		}
+	}
+	a = send(t, env, "POST", "/api/v1/sandboxes/"+id+"/exec", env.AdminToken, "application/json",
+		strings.NewReader(`{"cmd": ["sleep", "30"], "timeout_s": 1}`))
+	if a.status != 200 || a.body["timed_out"] != true || a.body["exit_code"] == 0.0 {
+		t.Errorf("a timed-out exec: %d %s", a.status, a.raw)
+	}
+	if a := execIn(t, env, env.AdminToken, "sb_none", "true"); a.status != 404 {
+		t.Errorf("exec in an unknown sandbox: %d %s", a.status, a.raw)
+	}
+}
+
+func TestSandboxExecStreams(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	id := newSandbox(t, env, env.AdminToken, `{}`)
+	req, _ := http.NewRequest("POST", env.URL+"/api/v1/sandboxes/"+id+"/exec",
+		strings.NewReader(`{"cmd": ["sh", "-c", "echo one; sleep 1; echo two >&2; sleep 0.3; echo three"]}`))
+	req.Header.Set("Authorization", "Bearer "+env.AdminToken)
+	req.Header.Set("Accept", "application/x-ndjson")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var lines []string
+	var firstAt time.Duration
+	var result map[string]any
+	for sc.Scan() {
+		var msg map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if r, ok := msg["result"].(map[string]any); ok {
+			result = r
+			continue
+		}
+		if firstAt == 0 {
+			firstAt = time.Since(start)
+		}
+		lines = append(lines, fmt.Sprint(msg["stream"], ":", msg["line"]))
+	}
+	if strings.Join(lines, "") != "stdout:one\nstderr:two\nstdout:three\n" {
+		t.Errorf("streamed %q", lines)
+	}
+	if result == nil || result["exit_code"] != 0.0 || result["stdout"] != "one\nthree\n" {
+		t.Errorf("result %v", result)
+	}
+	// The first line came while the command still slept, not at its end.
+	if total := time.Since(start); firstAt >= total-500*time.Millisecond {
+		t.Errorf("the first line came after %s of %s: not streamed", firstAt, total)
+	}
+	// The client streams too, and a refusal is still a plain error.
+	c := env.Admin
+	var got []string
+	res, err := c.ExecStream(context.Background(), id, client.ExecRequest{Cmd: []string{"echo", "hi"}}, func(s, l string) { got = append(got, s+":"+l) })
+	if err != nil || res.ExitCode != 0 || strings.Join(got, "") != "stdout:hi\n" {
+		t.Errorf("client stream: %v %v %q", res, err, got)
+	}
+	if _, err := c.ExecStream(context.Background(), id, client.ExecRequest{}, func(string, string) {}); !client.IsCode(err, "invalid_request") {
+		t.Errorf("streamed exec of no command: %v", err)
+	}
+}
+
+func TestSandboxFiles(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	id := newSandbox(t, env, env.AdminToken, `{"limits": {"workspace_bytes": 1048576}}`)
+	base := "/api/v1/sandboxes/" + id + "/fs/"
+	if a := send(t, env, "PUT", base+"in/deep/hello.txt", env.AdminToken, "text/plain", strings.NewReader("hello")); a.status != 201 ||
+		a.body["size_bytes"] != 5.0 || a.body["path"] != "in/deep/hello.txt" {
+		t.Fatalf("put: %d %s", a.status, a.raw)
+	}
+	a := send(t, env, "GET", base+"in/deep/hello.txt", env.AdminToken, "", nil)
+	if a.status != 200 || a.raw != "hello" || a.header.Get("Content-Length") != "5" || !strings.HasPrefix(a.header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("get: %d %q %v", a.status, a.raw, a.header)
+	}
+	if a := execIn(t, env, env.AdminToken, id, "sh", "-c", "cat in/deep/hello.txt && ln -s /etc out && ln -s ../../.. up && echo inside > in.txt && ln -s /workspace/in.txt abs"); a.body["stdout"] != "hello" {
+		t.Fatalf("exec sees %s", a.raw)
+	}
+	if a := send(t, env, "GET", base+"abs", env.AdminToken, "", nil); a.status != 200 || a.raw != "inside\n" {
+		t.Errorf("a link inside the workspace: %d %q", a.status, a.raw)
+	}
+	if a := send(t, env, "GET", base+"missing.txt", env.AdminToken, "", nil); a.status != 404 || !strings.Contains(a.errMessage(), "missing.txt") {
+		t.Errorf("missing file: %d %s", a.status, a.raw)
+	}
+	// Every way out of /workspace is a 400 that names the problem, reading or writing.
+	for _, c := range []struct{ name, path, want string }{
+		{"dot dot", "in/../../etc/passwd", "has a .. segment"},
+		{"encoded dot dot", "in/%2e%2e/%2e%2e/etc/passwd", "has a .. segment"},
+		{"absolute", "/etc/passwd", "is absolute"},
+		{"NUL", "in%00.txt", "NUL"},
+		{"symlink out", "out/passwd", "outside /workspace"},
+		{"relative symlink out", "up/etc/passwd", "/workspace"},
+		{"the workspace itself", "", ""},
+		{"a directory", "in/deep", "directory"},
+	} {
+		for _, m := range []string{"GET", "PUT"} {
+			req, _ := http.NewRequest(m, env.URL+base+c.path, strings.NewReader("x"))
+			req.URL.RawPath, req.URL.Path = "", "" // send the path exactly as written
+			req.URL.Opaque = "//" + req.URL.Host + base + c.path
+			req.Header.Set("Authorization", "Bearer "+env.AdminToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body map[string]any
+			json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			msg, _ := body["error"].(map[string]any)["message"].(string)
+			if resp.StatusCode != 400 || !strings.Contains(msg, c.want) {
+				t.Errorf("%s %s (%s): %d %v", m, c.path, c.name, resp.StatusCode, body)
+			}
+		}
+	}
+	// Over the workspace quota: 507, and the file that was there stays.
+	a = send(t, env, "PUT", base+"in/deep/hello.txt", env.AdminToken, "", strings.NewReader(strings.Repeat("x", 2<<20)))
+	if a.status != 507 || a.errCode() != "quota_exceeded" || !strings.Contains(a.errMessage(), "1 MiB") {
+		t.Errorf("over the quota: %d %s", a.status, a.raw)
+	}
+	if a := send(t, env, "GET", base+"in/deep/hello.txt", env.AdminToken, "", nil); a.raw != "hello" {
+		t.Errorf("after a refused write: %q", a.raw)
+	}
+}
+
+func TestSandboxStageAndPublish(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		cfg := apptest.Config(t, b)
+		cfg.FilesMaxFileBytes = 1 << 20
+		env := apptest.Start(t, cfg)
+		alice, _ := env.User(t, "alice", "user")
+		bob, _ := env.User(t, "bob", "user")
+		ctx := context.Background()
+		in, err := alice.Upload(ctx, "scores.csv", strings.NewReader("name,score\nada,3\nbob,5\n"), client.UploadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bobs, err := bob.Upload(ctx, "secret.txt", strings.NewReader("bob's"), client.UploadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := alice.CreateSandbox(ctx, client.SandboxOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := alice.StageFile(ctx, sb.SandboxID, in.FileKey, "input/data.csv")
+		if err != nil || !st.OK || st.Path != "input/data.csv" || st.SizeBytes != in.SizeBytes || st.Checksum != in.Checksum {
+			t.Fatalf("stage: %+v %v", st, err)
+		}
+		res, err := alice.Exec(ctx, sb.SandboxID, client.ExecRequest{Cmd: []string{"python3", "-c",
+			"import csv, os\nrows = list(csv.DictReader(open('input/data.csv')))\nos.makedirs('output', exist_ok=True)\n" +
+				"open('output/result.csv', 'w').write('total\\n%d\\n' % sum(int(r['score']) for r in rows))"}})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("exec: %+v %v", res, err)
+		}
+		pub, err := alice.PublishFile(ctx, sb.SandboxID, "output/result.csv", "", "")
+		if err != nil || !pub.OK || !strings.HasPrefix(pub.FileKey, "files/f_") || pub.Name != "result.csv" || pub.SizeBytes != 8 {
+			t.Fatalf("publish: %+v %v", pub, err)
+		}
+		var got strings.Builder
+		if _, err := alice.Download(ctx, pub.FileKey, func(client.FileInfo) (io.Writer, error) { return &got, nil }); err != nil || got.String() != "total\n8\n" {
+			t.Fatalf("download: %q %v", got.String(), err)
+		}
+		if pub, err := alice.PublishFile(ctx, sb.SandboxID, "output/result.csv", "files/results/sum.csv", "1h"); err != nil || pub.FileKey != "files/results/sum.csv" || pub.ExpiresAt == nil {
+			t.Errorf("publish under a key with a ttl: %+v %v", pub, err)
+		}
+		// Someone else's staged file cannot be staged; refusals name the problem.
+		for _, c := range []struct {
+			key, dest, code string
+		}{
+			{bobs.FileKey, "x", "not_found"},
+			{"files/f_nothing", "x", "not_found"},
+			{"../etc", "x", "invalid_key"},
+			{in.FileKey, "../x", "invalid_request"},
+			{in.FileKey, "/etc/x", "invalid_request"},
+			{in.FileKey, "a\x00b", "invalid_request"},
+			{in.FileKey, "", "invalid_request"},
+		} {
+			if _, err := alice.StageFile(ctx, sb.SandboxID, c.key, c.dest); !client.IsCode(err, c.code) {
+				t.Errorf("stage %s to %q: %v, want %s", c.key, c.dest, err, c.code)
+			}
+		}
+		for _, src := range []string{"../x", "/etc/passwd", "", "output"} {
+			if _, err := alice.PublishFile(ctx, sb.SandboxID, src, "", ""); !client.IsCode(err, "invalid_request") {
+				t.Errorf("publish %q: %v, want invalid_request", src, err)
+			}
+		}
+		if _, err := alice.PublishFile(ctx, sb.SandboxID, "output/none.csv", "", ""); !client.IsCode(err, "not_found") {
+			t.Errorf("publish a missing file: %v", err)
+		}
+		if _, err := alice.PublishFile(ctx, sb.SandboxID, "output/result.csv", bobs.FileKey, ""); !client.IsCode(err, "conflict") {
+			t.Errorf("publish over bob's key: %v", err)
+		}
+		// Over the staging area's per-file limit: 413, and nothing is stored.
+		before, _, _ := alice.Files(ctx, "", "", 100)
+		if res, err := alice.Exec(ctx, sb.SandboxID, client.ExecRequest{Cmd: []string{"sh", "-c", "head -c 2000000 /dev/urandom > big.bin"}}); err != nil || res.ExitCode != 0 {
+			t.Fatalf("making big.bin: %+v %v", res, err)
+		}
+		_, err = alice.PublishFile(ctx, sb.SandboxID, "big.bin", "", "")
+		if !client.IsCode(err, "too_large") || !strings.Contains(err.Error(), "big.bin") {
+			t.Errorf("publishing 2 MB over a 1 MiB limit: %v", err)
+		}
+		if after, _, _ := alice.Files(ctx, "", "", 100); len(after) != len(before) {
+			t.Errorf("a refused publish stored a file: %d files, were %d", len(after), len(before))
+		}
+	})
+}
+
+func TestSandboxIdleTimeout(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	idle := newSandbox(t, env, env.AdminToken, `{"idle_timeout": 2}`)
+	used := newSandbox(t, env, env.AdminToken, `{"idle_timeout": "2s"}`)
+	kept := newSandbox(t, env, env.AdminToken, `{}`)
+	time.Sleep(1200 * time.Millisecond)
+	if a := execIn(t, env, env.AdminToken, used, "true"); a.status != 200 {
+		t.Fatalf("exec: %s", a.raw)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	r, err := env.Admin.Cleanup(ctx)
+	if err != nil || r.Sandboxes != 1 {
+		t.Fatalf("cleanup destroyed %d sandboxes (%v), want the idle one", r.Sandboxes, err)
+	}
+	if a := send(t, env, "GET", "/api/v1/sandboxes/"+idle, env.AdminToken, "", nil); a.status != 404 {
+		t.Errorf("the idle sandbox: %d", a.status)
+	}
+	for _, id := range []string{used, kept} {
+		if a := send(t, env, "GET", "/api/v1/sandboxes/"+id, env.AdminToken, "", nil); a.status != 200 {
+			t.Errorf("sandbox %s, used or with the default timeout, was destroyed: %d", id, a.status)
+		}
+	}
+	boxes, _ := env.App.Runner.Boxes(ctx)
+	if len(boxes) != 2 {
+		t.Errorf("the runner holds %v", boxes)
+	}
+	// Past its timeout a sandbox answers 404 at once, before any janitor pass.
+	time.Sleep(2100 * time.Millisecond)
+	if a := execIn(t, env, env.AdminToken, used, "true"); a.status != 404 || !strings.Contains(a.errMessage(), "without use") {
+		t.Errorf("exec in a sandbox past its idle timeout: %d %s", a.status, a.raw)
+	}
+}
+
+func TestSandboxDeleteStopsExec(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	id := newSandbox(t, env, env.AdminToken, `{}`)
+	done := make(chan answer, 1)
+	go func() { done <- execIn(t, env, env.AdminToken, id, "sleep", "60") }()
+	time.Sleep(time.Second)
+	start := time.Now()
+	if a := send(t, env, "DELETE", "/api/v1/sandboxes/"+id, env.AdminToken, "", nil); a.status != 204 {
+		t.Fatalf("delete: %d %s", a.status, a.raw)
+	}
+	select {
+	case a := <-done:
+		if a.status != 404 || !strings.Contains(a.errMessage(), "deleted") {
+			t.Errorf("the exec in a deleted sandbox answered %d %s", a.status, a.raw)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the exec went on after its sandbox was deleted")
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("delete took %s", d)
+	}
+}

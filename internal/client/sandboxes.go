@@ -1,0 +1,224 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sandbox is a persistent agent sandbox (SPEC §9).
+type Sandbox struct {
+	SandboxID    string        `json:"sandbox_id"`
+	OwnerID      string        `json:"owner_id"`
+	Runner       string        `json:"runner"`
+	Status       string        `json:"status"`
+	Workspace    string        `json:"workspace"`
+	Limits       SandboxLimits `json:"limits"`
+	IdleTimeout  string        `json:"idle_timeout"`
+	IdleTimeoutS float64       `json:"idle_timeout_s"`
+	CreatedAt    time.Time     `json:"created_at"`
+	LastActiveAt time.Time     `json:"last_active_at"`
+	ExpiresAt    time.Time     `json:"expires_at"`
+}
+
+// SandboxLimits are a sandbox's limits.
+type SandboxLimits struct {
+	MemoryBytes    int64   `json:"memory_bytes,omitempty"`
+	Pids           int     `json:"pids,omitempty"`
+	CPUs           float64 `json:"cpus,omitempty"`
+	WorkspaceBytes int64   `json:"workspace_bytes,omitempty"`
+	TmpBytes       int64   `json:"tmp_bytes,omitempty"`
+	LogBytes       int64   `json:"log_bytes,omitempty"`
+	ExecTimeoutS   float64 `json:"max_exec_timeout_s,omitempty"`
+}
+
+// SandboxOptions are what a new sandbox may ask for; zero values take the server's.
+type SandboxOptions struct {
+	Limits      *SandboxLimits `json:"limits,omitempty"`
+	IdleTimeout string         `json:"idle_timeout,omitempty"` // "30m"; "" is the server's default
+}
+
+// ExecResult is how a command in a sandbox ended.
+type ExecResult struct {
+	ExitCode        int    `json:"exit_code"`
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	DurationMS      int64  `json:"duration_ms"`
+	TimedOut        bool   `json:"timed_out"`
+	OOMKilled       bool   `json:"oom_killed"`
+}
+
+// ExecRequest is a command to run in a sandbox.
+type ExecRequest struct {
+	Cmd      []string `json:"cmd"`
+	TimeoutS float64  `json:"timeout_s,omitempty"`
+	Stdin    *string  `json:"stdin,omitempty"`
+}
+
+// Staged is a file staged into a workspace.
+type Staged struct {
+	OK        bool   `json:"ok"`
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+	Checksum  string `json:"checksum"`
+}
+
+// Published is a workspace file published to the staging area.
+type Published struct {
+	OK          bool       `json:"ok"`
+	FileKey     string     `json:"file_key"`
+	SizeBytes   int64      `json:"size_bytes"`
+	Checksum    string     `json:"checksum"`
+	Name        string     `json:"name"`
+	ContentType string     `json:"content_type"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+}
+
+// Written is a file written into a workspace.
+type Written struct {
+	OK        bool   `json:"ok"`
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+}
+
+func sandboxPath(id string) string { return "/api/v1/sandboxes/" + url.PathEscape(id) }
+
+// SandboxFSPath is the API path of a workspace file.
+func SandboxFSPath(id, p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return sandboxPath(id) + "/fs/" + strings.Join(segs, "/")
+}
+
+// CreateSandbox makes a sandbox.
+func (c *Client) CreateSandbox(ctx context.Context, opts SandboxOptions) (Sandbox, error) {
+	var out Sandbox
+	return out, c.Do(ctx, http.MethodPost, "/api/v1/sandboxes", opts, &out)
+}
+
+// Sandboxes lists the caller's sandboxes (everyone's with all, for an admin).
+func (c *Client) Sandboxes(ctx context.Context, all bool) ([]Sandbox, error) {
+	var out struct {
+		Sandboxes []Sandbox `json:"sandboxes"`
+	}
+	p := "/api/v1/sandboxes"
+	if all {
+		p += "?all=true"
+	}
+	return out.Sandboxes, c.Do(ctx, http.MethodGet, p, nil, &out)
+}
+
+// SandboxInfo returns one sandbox.
+func (c *Client) SandboxInfo(ctx context.Context, id string) (Sandbox, error) {
+	var out Sandbox
+	return out, c.Do(ctx, http.MethodGet, sandboxPath(id), nil, &out)
+}
+
+// DeleteSandbox destroys a sandbox.
+func (c *Client) DeleteSandbox(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, sandboxPath(id), nil, nil)
+}
+
+// Exec runs a command and returns how it ended.
+func (c *Client) Exec(ctx context.Context, id string, req ExecRequest) (ExecResult, error) {
+	var out ExecResult
+	return out, c.Do(ctx, http.MethodPost, sandboxPath(id)+"/exec", req, &out)
+}
+
+// ExecStream runs a command and passes its output lines to onLine ("stdout" or
+// "stderr") as they come.
+func (c *Client) ExecStream(ctx context.Context, id string, req ExecRequest, onLine func(stream, line string)) (ExecResult, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	resp, err := c.Request(ctx, http.MethodPost, sandboxPath(id)+"/exec", bytes.NewReader(b),
+		http.Header{"Accept": {"application/x-ndjson"}, "Content-Type": {"application/json"}})
+	if err != nil {
+		return ExecResult{}, err
+	}
+	defer resp.Body.Close()
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
+		var out ExecResult
+		return out, decode(resp, &out)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var msg struct {
+			Stream string      `json:"stream"`
+			Line   string      `json:"line"`
+			Result *ExecResult `json:"result"`
+			Error  *Error      `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
+			return ExecResult{}, fmt.Errorf("reading the exec stream: %w", err)
+		}
+		switch {
+		case msg.Result != nil:
+			return *msg.Result, nil
+		case msg.Error != nil:
+			msg.Error.Status = resp.StatusCode
+			return ExecResult{}, msg.Error
+		default:
+			onLine(msg.Stream, msg.Line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return ExecResult{}, fmt.Errorf("reading the exec stream: %w", err)
+	}
+	return ExecResult{}, fmt.Errorf("the exec stream ended without a result")
+}
+
+// WriteSandboxFile streams body into path p of the workspace (size -1 if unknown).
+func (c *Client) WriteSandboxFile(ctx context.Context, id, p string, body io.Reader, size int64) (Written, error) {
+	resp, err := c.RequestSized(ctx, http.MethodPut, SandboxFSPath(id, p), body, size, http.Header{"Content-Type": {"application/octet-stream"}})
+	if err != nil {
+		return Written{}, err
+	}
+	defer resp.Body.Close()
+	var out Written
+	return out, decode(resp, &out)
+}
+
+// ReadSandboxFile opens a workspace file; the caller closes it. A body that ends short
+// of its Content-Length reads as an error.
+func (c *Client) ReadSandboxFile(ctx context.Context, id, p string) (io.ReadCloser, int64, error) {
+	resp, err := c.Request(ctx, http.MethodGet, SandboxFSPath(id, p), nil, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	size, _ := strconv.ParseInt(resp.Header.Get("Content-Length"), 10, 64)
+	return resp.Body, size, nil
+}
+
+// StageFile copies the staged file key into the workspace at dest.
+func (c *Client) StageFile(ctx context.Context, id, key, dest string) (Staged, error) {
+	var out Staged
+	return out, c.Do(ctx, http.MethodPost, sandboxPath(id)+"/stage", map[string]string{"file_key": key, "destination": dest}, &out)
+}
+
+// PublishFile copies the workspace file source into the staging area (under key, when set).
+func (c *Client) PublishFile(ctx context.Context, id, source, key, ttl string) (Published, error) {
+	in := map[string]string{"source": source}
+	if key != "" {
+		in["file_key"] = key
+	}
+	if ttl != "" {
+		in["ttl"] = ttl
+	}
+	var out Published
+	return out, c.Do(ctx, http.MethodPost, sandboxPath(id)+"/publish", in, &out)
+}

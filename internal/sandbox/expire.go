@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+)
+
+// Expire destroys this server's sandboxes whose idle timeout has passed, except those
+// with an operation under way (which counts as activity when it ends), and returns how
+// many it destroyed.
+func (s *Service) Expire(ctx context.Context) (int, error) {
+	idle, err := s.st.IdleSandboxes(ctx, s.now())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, b := range idle {
+		if b.Node != s.cfg.Node {
+			continue
+		}
+		destroyed, err := s.expireOne(ctx, b)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if destroyed {
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// Recover matches the boxes the runner still holds with the records of this server's
+// sandboxes, at start: a record whose box did not survive (or that another runner made)
+// goes, and so does a box without a record.
+func (s *Service) Recover(ctx context.Context) error {
+	held, err := s.boxes.Boxes(ctx)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, id := range held {
+		have[id] = true
+	}
+	records, err := s.st.Sandboxes(ctx, "")
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, b := range records {
+		if b.Node != s.cfg.Node {
+			continue
+		}
+		if b.Runner == s.runner && have[b.ID] {
+			known[b.ID] = true
+			continue
+		}
+		s.log.Warn("a sandbox did not survive the restart; removing its record", "sandbox", b.ID, "runner", b.Runner)
+		if _, err := s.st.DeleteSandbox(ctx, b.ID); err != nil {
+			return err
+		}
+	}
+	for _, id := range held {
+		if !known[id] {
+			s.log.Info("removing a sandbox box without a record", "sandbox", id)
+			if err := s.boxes.RemoveBox(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// DestroyAll destroys every sandbox this server holds: for tests, and for an operator
+// retiring the machine.
+func (s *Service) DestroyAll(ctx context.Context) error {
+	records, err := s.st.Sandboxes(ctx, "")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, b := range records {
+		if b.Node == s.cfg.Node {
+			errs = append(errs, s.destroy(ctx, b, "destroy all"))
+		}
+	}
+	return errors.Join(errs...)
+}

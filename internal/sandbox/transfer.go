@@ -1,0 +1,127 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"mime"
+	"path"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// Staged is a file staged into a workspace.
+type Staged struct {
+	Path     string // relative to /workspace
+	Size     int64
+	Checksum string // sha256:<hex>
+}
+
+// Stage streams the staged file under key (the caller's, or any for an admin) into path
+// dest of the caller's sandbox id. The bytes are checked against the file's size and
+// checksum as they pass; a file that does not match never lands in the workspace.
+func (s *Service) Stage(ctx context.Context, caller store.User, id, key, dest string) (Staged, error) {
+	clean, err := runner.CleanPath(dest)
+	if err != nil {
+		return Staged{}, err
+	}
+	f, err := s.files.Get(ctx, caller, key)
+	if err != nil {
+		return Staged{}, err
+	}
+	err = s.do(ctx, caller, id, func(ctx context.Context, b store.Sandbox) error {
+		rc, err := s.files.Open(ctx, f, 0, -1)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		_, err = s.boxes.WriteFile(ctx, id, clean, &verifying{r: rc, h: sha256.New(), size: f.Size, checksum: f.Checksum, name: f.Key})
+		return err
+	})
+	if err != nil {
+		return Staged{}, err
+	}
+	return Staged{Path: clean, Size: f.Size, Checksum: f.Checksum}, nil
+}
+
+// verifying passes r on and, at its end, fails instead of ending when the bytes were not
+// size long or their sha256 is not checksum.
+type verifying struct {
+	r        io.Reader
+	h        hash.Hash
+	n, size  int64
+	checksum string
+	name     string
+}
+
+func (v *verifying) Read(p []byte) (int, error) {
+	n, err := v.r.Read(p)
+	v.h.Write(p[:n])
+	v.n += int64(n)
+	if v.n > v.size {
+		return n, fmt.Errorf("%s holds more than its %d bytes", v.name, v.size)
+	}
+	if errors.Is(err, io.EOF) {
+		if v.n != v.size {
+			return n, fmt.Errorf("%s ended after %d of its %d bytes", v.name, v.n, v.size)
+		}
+		if got := "sha256:" + hex.EncodeToString(v.h.Sum(nil)); got != v.checksum {
+			return n, fmt.Errorf("%s does not match its checksum (%s, stored %s)", v.name, got, v.checksum)
+		}
+	}
+	return n, err
+}
+
+// PublishRequest names a workspace file to publish and where.
+type PublishRequest struct {
+	Source string        // relative to /workspace
+	Key    string        // "" gets files/f_<ULID>
+	TTL    time.Duration // 0: kept until deleted
+}
+
+// Publish streams the file at req.Source of the caller's sandbox id into the file
+// staging area as a file of the caller's. A file over the staging area's per-file limit
+// is refused (413) before a byte moves, and the stored file's checksum is checked against
+// the bytes read from the workspace.
+func (s *Service) Publish(ctx context.Context, caller store.User, id string, req PublishRequest) (store.File, error) {
+	clean, err := runner.CleanPath(req.Source)
+	if err != nil {
+		return store.File{}, err
+	}
+	var f store.File
+	err = s.do(ctx, caller, id, func(ctx context.Context, b store.Sandbox) error {
+		rc, size, err := s.boxes.ReadFile(ctx, id, clean)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		if limit := s.files.Limits().MaxFileBytes; size > limit {
+			return errs.New(files.ErrTooLarge, map[string]any{"path": clean, "size_bytes": size, "limit_bytes": limit},
+				"%s is %s, over the %s limit of a staged file; nothing was published", clean, files.Size(size), files.Size(limit))
+		}
+		h := sha256.New()
+		ct := mime.TypeByExtension(path.Ext(clean))
+		f, err = s.files.Put(ctx, files.Upload{OwnerID: caller.ID, Key: req.Key, Name: path.Base(clean), ContentType: ct, TTL: req.TTL,
+			Body: io.TeeReader(rc, h)})
+		if err != nil {
+			return err
+		}
+		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != f.Checksum || f.Size != size {
+			s.files.Delete(context.WithoutCancel(ctx), caller, f.Key)
+			return fmt.Errorf("publishing %s: the staged copy (%d bytes, %s) differs from the workspace file (%d bytes, %s)", clean, f.Size, f.Checksum, size, got)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.File{}, err
+	}
+	return f, nil
+}

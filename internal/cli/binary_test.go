@@ -3,7 +3,6 @@ package cli
 import (
 	"github.com/skrip-dev/skrip/internal/testutil"
 
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,31 +21,13 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner/docker"
 )
 
-// lockedBuffer is a bytes.Buffer that a running process may write while a test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestServeWithDefaults starts `skrip serve` in an empty directory with no settings but a
 // free port, as the README's first command does, and stops it with SIGTERM.
 func TestServeWithDefaults(t *testing.T) {
 	bin := testutil.BuildSkrip(t)
 	dir := t.TempDir()
 	addr := testutil.FreeAddr(t)
-	var stderr lockedBuffer
+	var stderr testutil.LockedBuffer
 	cmd := exec.Command(bin, "serve", "--addr", addr)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}

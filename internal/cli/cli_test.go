@@ -114,7 +114,7 @@ func TestDoctor(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("doctor: %d %q", code, errOut.String())
 	}
-	for _, want := range []string{"SKRIP_DATA_DIR", env.Config.DataDir, "env", "SKRIP_LOG_LEVEL", "debug", "flag",
+	for _, want := range []string{"SKRIP_DATA_DIR", env.Config.DataDir, "env", "SKRIP_LOG_LEVEL", "debug", "flag", "Agent sandboxes", "/workspace",
 		"SQLite 3.", "migrations applied", "bwrap", "python3", "cgroups", "(set, hidden)",
 		"SKRIP_RUNNER=bwrap", "bubblewrap 0.", "memory", "enforced", "network", "/work/output"} {
 		if !strings.Contains(out.String(), want) {

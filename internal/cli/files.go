@@ -305,8 +305,8 @@ func (e *env) cleanupCmd() *cobra.Command {
 			if asJSON {
 				return e.printJSON(r)
 			}
-			fmt.Fprintf(e.stdout, "removed %d expired files (%s), %d session file sets (%d files, %s) and %d blob store leftovers\n",
-				r.Files, size(r.FileBytes), r.SessionSets, r.SessionFiles, size(r.SessionBytes), r.BlobLeftovers)
+			fmt.Fprintf(e.stdout, "removed %d expired files (%s), %d session file sets (%d files, %s), %d idle sandboxes and %d blob store leftovers\n",
+				r.Files, size(r.FileBytes), r.SessionSets, r.SessionFiles, size(r.SessionBytes), r.Sandboxes, r.BlobLeftovers)
 			return nil
 		},
 	}

@@ -71,7 +71,7 @@ func (e *env) rootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&e.server, "server", def, "skrip server URL (env SKRIP_SERVER)")
 	root.PersistentFlags().StringVar(&e.token, "token", e.getenv("SKRIP_TOKEN"), "API token (env SKRIP_TOKEN)")
-	root.AddCommand(e.serveCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd())
+	root.AddCommand(e.serveCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd(), e.sandboxCmd(), e.mcpCmd())
 	return root
 }
 

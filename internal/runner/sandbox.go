@@ -24,6 +24,9 @@ var (
 	// ErrNoBox means the runner holds no sandbox of that id (it was removed, or lost
 	// when the machine restarted).
 	ErrNoBox = errors.New("sandbox not held by the runner")
+	// ErrNoSandboxes means this runner cannot keep persistent sandboxes on this machine
+	// with every limit enforced; the message says what to change.
+	ErrNoSandboxes = errors.New("agent sandboxes unavailable")
 )
 
 // Workspace is where a sandbox's files live, as its processes see it.

@@ -86,3 +86,35 @@ func TestResolveIsBounded(t *testing.T) {
 		t.Errorf("a cancelled read: %v", err)
 	}
 }
+
+// TestSandboxesNeedAMountedWorkspace: where the server cannot mount a workspace tmpfs of
+// the quota (it is not root), a sandbox is refused with what to change, and nothing of
+// it is left.
+func TestSandboxesNeedAMountedWorkspace(t *testing.T) {
+	r := newRunner(t).(*Runner)
+	r.tmpfsOut = false
+	err := r.CreateBox(context.Background(), runner.BoxSpec{ID: "sbt_nomount", Limits: runnertest.Limits(), WorkspaceBytes: 1 << 20})
+	if !errors.Is(err, runner.ErrNoSandboxes) || !strings.Contains(err.Error(), "root") || !strings.Contains(err.Error(), "SKRIP_RUNNER=docker") {
+		t.Fatalf("CreateBox without a mountable tmpfs: %v", err)
+	}
+	if boxes, err := r.Boxes(context.Background()); err != nil || len(boxes) != 0 {
+		t.Errorf("Boxes = %v, %v", boxes, err)
+	}
+	if _, err := os.Stat(r.cfg.WorkDir + "/sandboxes/sbt_nomount"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused box left %v", err)
+	}
+}
+
+// TestSandboxDirIsPrivate: what a sandbox leaves in its workspace is not reachable by
+// other users of the host.
+func TestSandboxDirIsPrivate(t *testing.T) {
+	r := newRunner(t).(*Runner)
+	runnertest.NewBox(t, r, 1<<20)
+	fi, err := os.Stat(r.cfg.WorkDir + "/sandboxes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("sandboxes dir is %v, want 0700", fi.Mode().Perm())
+	}
+}

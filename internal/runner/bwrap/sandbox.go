@@ -21,9 +21,9 @@ import (
 )
 
 // A persistent sandbox lives in <WorkDir>/sandboxes/<id>: box.json holds its spec and
-// workspace/ is its /workspace. When the server runs as root, workspace/ is a tmpfs of
-// the box's quota that the server mounts; it outlives a server restart (not a reboot).
-// Each exec is a fresh bwrap over that directory, in a cgroup of its own.
+// workspace/ is its /workspace, a tmpfs of the box's quota that the server mounts (so
+// sandboxes need a server that may mount: root). It outlives a server restart, not a
+// reboot. Each exec is a fresh bwrap over that directory, in a cgroup of its own.
 
 func (r *Runner) boxDir(id string) (string, error) {
 	if id == "" || strings.ContainsAny(id, `/\.`) || strings.ContainsRune(id, 0) {
@@ -58,7 +58,17 @@ func (r *Runner) CreateBox(ctx context.Context, spec runner.BoxSpec) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if !r.tmpfsOut {
+		// A workspace on the data disk would be capped per file only: an exec could fill
+		// the disk the database and the staged files live on.
+		return fmt.Errorf("%w: on bubblewrap each sandbox's /workspace is a tmpfs of its quota, which only a server running as root can mount; run skrip serve as root, or use the Docker runner (SKRIP_RUNNER=docker)", runner.ErrNoSandboxes)
+	}
+	// 0700: what a sandbox leaves in its workspace (a setuid file, say) is no one else's
+	// to reach on the host.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(filepath.Dir(dir), 0o700); err != nil {
 		return err
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -74,11 +84,9 @@ func (r *Runner) CreateBox(ctx context.Context, spec runner.BoxSpec) error {
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		return err
 	}
-	if r.tmpfsOut {
-		opts := "size=" + strconv.FormatInt(max(spec.WorkspaceBytes, 4096), 10) + ",mode=0755"
-		if err := syscall.Mount("tmpfs", ws, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
-			return fmt.Errorf("mounting the workspace tmpfs: %w", err)
-		}
+	opts := "size=" + strconv.FormatInt(max(spec.WorkspaceBytes, 4096), 10) + ",mode=0755"
+	if err := syscall.Mount("tmpfs", ws, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mounting the workspace tmpfs: %w", err)
 	}
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -103,18 +111,6 @@ func writeAtomic(name string, b []byte) error {
 // removeDir unmounts a box's workspace (when it is a mount) and removes the box.
 func (r *Runner) removeDir(dir string) error {
 	syscall.Unmount(filepath.Join(dir, "workspace"), syscall.MNT_DETACH)
-	if err := os.RemoveAll(dir); err == nil || !errors.Is(err, fs.ErrPermission) {
-		return err
-	}
-	// Without root the sandbox's files are the server's, but a directory it made
-	// read-only cannot be emptied: give every directory back its owner's rights.
-	// WalkDir visits a directory before it reads it, so each is opened up in time.
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, _ error) error {
-		if d != nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
 	return os.RemoveAll(dir)
 }
 
@@ -144,7 +140,7 @@ func (r *Runner) Boxes(ctx context.Context) ([]string, error) {
 	for _, e := range entries {
 		dir := filepath.Join(r.cfg.WorkDir, "sandboxes", e.Name())
 		_, _, err := r.loadBox(e.Name())
-		if err == nil && r.tmpfsOut && !isMount(filepath.Join(dir, "workspace")) {
+		if err == nil && !isMount(filepath.Join(dir, "workspace")) {
 			err = errors.New("its workspace tmpfs is gone")
 		}
 		if err != nil {
@@ -173,7 +169,7 @@ func (r *Runner) BoxEnforcement(l runner.Limits, workspaceBytes int64) []runner.
 	if r.tmpfsOut {
 		out = append(out, runner.Enforced{Limit: "/workspace", How: runner.HumanBytes(workspaceBytes) + " tmpfs mounted by the server, kept between execs", OK: true})
 	} else {
-		out = append(out, runner.Enforced{Limit: "/workspace", How: runner.HumanBytes(workspaceBytes) + " for files the server writes, per file only (RLIMIT_FSIZE) for execs: the server is not root"})
+		out = append(out, runner.Enforced{Limit: "/workspace", How: "cannot be enforced: the server is not root, so it cannot mount a workspace tmpfs; agent sandboxes are refused (run as root, or use Docker)"})
 	}
 	return append(out,
 		runner.Enforced{Limit: "/tmp", How: runner.HumanBytes(l.TmpBytes) + " tmpfs, new for each exec", OK: true},
@@ -203,15 +199,11 @@ func (r *Runner) Exec(ctx context.Context, id string, spec runner.ExecSpec) (run
 	})
 	args = append(setenv(args, runner.Env(runner.Workspace, nil)), "--")
 	argv := append(append([]string{r.bwrap}, args...), spec.Cmd...)
-	var fsize int64
-	if !r.tmpfsOut {
-		fsize = box.WorkspaceBytes
-	}
 	var stdin io.Reader
 	if spec.Stdin != nil {
 		stdin = bytes.NewReader(spec.Stdin)
 	}
-	return r.execute(ctx, process{name: id + "-" + randomHex(4), argv: argv, limits: l, fsize: fsize, stdin: stdin, onLine: spec.OnLine})
+	return r.execute(ctx, process{name: id + "-" + randomHex(4), argv: argv, limits: l, stdin: stdin, onLine: spec.OnLine})
 }
 
 func randomHex(n int) string {
@@ -240,12 +232,8 @@ func (r *Runner) WriteFile(ctx context.Context, id, p string, src io.Reader) (in
 	if err != nil {
 		return 0, err
 	}
-	var replaced int64
-	if fi, err := root.Lstat(target); err == nil {
-		if fi.IsDir() {
-			return 0, fmt.Errorf("%w: %s is a directory", runner.ErrPath, p)
-		}
-		replaced = fi.Size()
+	if fi, err := root.Lstat(target); err == nil && fi.IsDir() {
+		return 0, fmt.Errorf("%w: %s is a directory", runner.ErrPath, p)
 	}
 	if dir := path.Dir(target); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
@@ -254,14 +242,6 @@ func (r *Runner) WriteFile(ctx context.Context, id, p string, src io.Reader) (in
 			}
 			return 0, fmt.Errorf("%w: cannot make the directory %s: %v", runner.ErrPath, dir, pathErr(err))
 		}
-	}
-	if !r.tmpfsOut {
-		// No tmpfs to enforce the quota: count what the workspace holds.
-		used, err := usage(ws)
-		if err != nil {
-			return 0, err
-		}
-		src = &quotaReader{r: src, left: box.WorkspaceBytes - used + replaced, quota: box.WorkspaceBytes}
 	}
 	tmp := path.Join(path.Dir(target), ".skrip-partial-"+randomHex(8))
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -364,7 +344,7 @@ func resolve(ctx context.Context, root *os.Root, rel string) (string, error) {
 			continue
 		case "..":
 			if len(done) == 0 {
-				return "", fmt.Errorf("%w: %s leads out of %s through a symlink", runner.ErrPath, rel, runner.Workspace)
+				return "", fmt.Errorf("%w: %s leads outside %s through a symlink", runner.ErrPath, rel, runner.Workspace)
 			}
 			done = done[:len(done)-1]
 			continue
@@ -428,39 +408,6 @@ func pathErr(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// usage adds up the sizes of the regular files under dir.
-func usage(dir string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n, err
-}
-
-// quotaReader fails with ENOSPC once more than left bytes have been read.
-type quotaReader struct {
-	r     io.Reader
-	left  int64
-	quota int64
-}
-
-func (q *quotaReader) Read(p []byte) (int, error) {
-	n, err := q.r.Read(p)
-	q.left -= int64(n)
-	if q.left < 0 {
-		return n, syscall.ENOSPC
-	}
-	return n, err
 }
 
 var _ runner.Sandboxes = (*Runner)(nil)

@@ -33,9 +33,12 @@ const (
 
 const sandboxUser = "65534:65534"
 
-// keeper is a sandbox container's first process: pid 1, which no signal from inside the
-// container can kill, waiting on sleep so that it reaps the orphans execs leave behind.
-const keeper = `trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done`
+// keeper is a sandbox container's first process: pid 1, waiting on sleep so that it
+// reaps the orphans execs leave behind. It ignores every signal it may: pid 1 of a pid
+// namespace gets from inside only the signals it handles, but the shell handles SIGINT
+// unless told not to. So no exec can end the container (removing it is a SIGKILL from
+// outside).
+const keeper = `trap '' HUP INT QUIT TERM USR1 USR2 ALRM PIPE; while :; do sleep 86400 & wait $!; done`
 
 // execWrapper reads its marker token from the first line of stdin (not argv, which the
 // command could read in /proc and forge a result with), runs the command under
@@ -103,6 +106,16 @@ printf '%s' "$p"`
 
 func boxName(id string) string { return "skrip-sbx-" + id }
 
+// boxMemory is a sandbox container's memory limit: its processes' limit, plus room for
+// its /workspace and /tmp tmpfs mounts, whose files are charged to the container.
+func boxMemory(l runner.Limits, workspaceBytes int64) int64 {
+	return l.MemoryBytes + max(workspaceBytes, 4096) + max(l.TmpBytes, 4096)
+}
+
+// scriptTimeout bounds a file script that the caller cannot cancel (committing or
+// dropping a write), so that an engine that hangs never holds a sandbox for good.
+const scriptTimeout = 30 * time.Second
+
 // CreateBox implements runner.Sandboxes.
 func (r *Runner) CreateBox(ctx context.Context, spec runner.BoxSpec) error {
 	l := spec.Limits
@@ -112,6 +125,9 @@ func (r *Runner) CreateBox(ctx context.Context, spec runner.BoxSpec) error {
 	for _, k := range runner.SortedKeys(env) {
 		envList = append(envList, k+"="+env[k])
 	}
+	// The tmpfs mounts are charged to the container's memory: they get room of their own
+	// on top of the processes' limit, so a full workspace never starves an exec.
+	mem := boxMemory(l, spec.WorkspaceBytes)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	created, err := r.cli.ContainerCreate(cctx, client.ContainerCreateOptions{
@@ -123,7 +139,7 @@ func (r *Runner) CreateBox(ctx context.Context, spec runner.BoxSpec) error {
 		},
 		HostConfig: &container.HostConfig{
 			NetworkMode: "none", ReadonlyRootfs: true, CapDrop: []string{"ALL"}, SecurityOpt: []string{"no-new-privileges"},
-			Resources: container.Resources{Memory: l.MemoryBytes, MemorySwap: l.MemoryBytes, PidsLimit: &pids, NanoCPUs: int64(l.CPUs * 1e9)},
+			Resources: container.Resources{Memory: mem, MemorySwap: mem, PidsLimit: &pids, NanoCPUs: int64(l.CPUs * 1e9)},
 			Tmpfs: map[string]string{
 				"/tmp": fmt.Sprintf("size=%d,mode=1777", max(l.TmpBytes, 4096)),
 				// The engine resets the mode of a tmpfs that is the working directory:
@@ -177,7 +193,7 @@ func (r *Runner) Boxes(ctx context.Context) ([]string, error) {
 func (r *Runner) BoxEnforcement(l runner.Limits, workspaceBytes int64) []runner.Enforced {
 	return []runner.Enforced{
 		{Limit: "wall time", How: "per exec (timeout_s): timeout(1), then every process of the sandbox user is killed", OK: true},
-		{Limit: "memory", How: "HostConfig.Memory = MemorySwap = " + runner.HumanBytes(l.MemoryBytes) + " for the container: its processes and the files in /workspace (a tmpfs) together", OK: true},
+		{Limit: "memory", How: "HostConfig.Memory = MemorySwap = " + runner.HumanBytes(boxMemory(l, workspaceBytes)) + " for the container: " + runner.HumanBytes(l.MemoryBytes) + " for its processes plus room for the files in its /workspace and /tmp (tmpfs)", OK: true},
 		{Limit: "pids", How: fmt.Sprintf("HostConfig.PidsLimit = %d", l.Pids), OK: true},
 		{Limit: "cpu", How: fmt.Sprintf("HostConfig.NanoCPUs (%g CPU)", l.CPUs), OK: true},
 		{Limit: "/workspace", How: runner.HumanBytes(workspaceBytes) + " tmpfs of the container, kept between execs", OK: true},
@@ -235,9 +251,19 @@ func (r *Runner) Exec(ctx context.Context, id string, spec runner.ExecSpec) (run
 	defer deadline.Stop()
 	select {
 	case end := <-done:
-		// The wrapper killed what the command left before it reported.
-		res.ExitCode, res.OOMKilled = end.code, end.oomKills > 0
-		res.TimedOut = end.code == 137 && !res.OOMKilled && time.Since(start) >= spec.Timeout-100*time.Millisecond
+		// The wrapper killed what the command left before it reported, and exits right
+		// after. A marker the command forged (it read the token somehow) is followed by
+		// no exit: the exec is then still running at the deadline, and killed there.
+		select {
+		case <-streamed:
+			res.ExitCode, res.OOMKilled = end.code, end.oomKills > 0
+			res.TimedOut = end.code == 137 && !res.OOMKilled && time.Since(start) >= spec.Timeout-100*time.Millisecond
+		case <-deadline.C:
+			res.TimedOut, res.ExitCode = true, 137
+			r.killAll(ctx, cid)
+		case <-ctx.Done():
+			r.killAll(ctx, cid)
+		}
 	case <-streamed:
 		// The wrapper itself was killed (the memory limit, or the command): no marker,
 		// and maybe processes left behind.
@@ -368,7 +394,7 @@ func (r *Runner) script(ctx context.Context, cid, body string, args []string, st
 func pathError(code int, stderr, p string, quota int64) error {
 	switch code {
 	case exitOutside:
-		return fmt.Errorf("%w: %s leads out of %s through a symlink", runner.ErrPath, p, runner.Workspace)
+		return fmt.Errorf("%w: %s leads outside %s through a symlink", runner.ErrPath, p, runner.Workspace)
 	case exitIsDir:
 		return fmt.Errorf("%w: %s is a directory, not a file", runner.ErrPath, p)
 	case exitParent:
@@ -394,7 +420,9 @@ func pathError(code int, stderr, p string, quota int64) error {
 
 // quota returns the /workspace size of the box's container, for messages.
 func (r *Runner) quota(ctx context.Context, cid string) int64 {
-	insp, err := r.cli.ContainerInspect(context.WithoutCancel(ctx), cid, client.ContainerInspectOptions{})
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scriptTimeout)
+	defer cancel()
+	insp, err := r.cli.ContainerInspect(ictx, cid, client.ContainerInspectOptions{})
 	if err != nil || insp.Container.HostConfig == nil {
 		return 0
 	}
@@ -419,12 +447,16 @@ func (r *Runner) WriteFile(ctx context.Context, id, p string, src io.Reader) (in
 	counted := &countReader{r: src}
 	code, stderr, err := r.script(ctx, cid, writeScript, []string{rel, tmp}, counted, nil)
 	if err == nil && code == 0 {
-		code, stderr, err = r.script(context.WithoutCancel(ctx), cid, commitScript, []string{rel, tmp, strconv.FormatInt(counted.n, 10)}, nil, nil)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scriptTimeout)
+		code, stderr, err = r.script(cctx, cid, commitScript, []string{rel, tmp, strconv.FormatInt(counted.n, 10)}, nil, nil)
+		cancel()
 		if err == nil && code == 0 {
 			return counted.n, nil
 		}
 	}
-	r.script(context.WithoutCancel(ctx), cid, dropScript, []string{rel, tmp}, nil, nil)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scriptTimeout)
+	defer cancel()
+	r.script(dctx, cid, dropScript, []string{rel, tmp}, nil, nil)
 	if err != nil {
 		return counted.n, err
 	}

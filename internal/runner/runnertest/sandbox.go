@@ -74,6 +74,7 @@ func RunSandboxes(t *testing.T, newRunner func(t *testing.T) runner.Runner) {
 	t.Run("quota", func(t *testing.T) { testBoxQuota(t, r) })
 	t.Run("failed write", func(t *testing.T) { testBoxFailedWrite(t, r) })
 	t.Run("memory", func(t *testing.T) { testBoxMemory(t, r) })
+	t.Run("signals", func(t *testing.T) { testBoxSignals(t, r) })
 	t.Run("remove", func(t *testing.T) { testBoxRemove(t, r) })
 }
 
@@ -353,6 +354,19 @@ func testBoxMemory(t *testing.T, r runner.Runner) {
 	}
 	if res := Sh(t, r, id, "echo still here"); string(res.Stdout) != "still here\n" {
 		t.Errorf("the sandbox did not survive its exec's memory kill: %+v", res)
+	}
+}
+
+// testBoxSignals: an exec that signals every process it can see, pid 1 first, ends
+// itself at most; the sandbox and its workspace stay.
+func testBoxSignals(t *testing.T, r runner.Runner) {
+	id := NewBox(t, r, 16<<20)
+	Sh(t, r, id, "echo kept > a.txt")
+	for _, sig := range []string{"TERM", "INT", "HUP", "KILL"} {
+		Sh(t, r, id, "kill -"+sig+" 1; kill -"+sig+" -1; sleep 0.2")
+	}
+	if res := Sh(t, r, id, "cat a.txt"); string(res.Stdout) != "kept\n" {
+		t.Errorf("after signalling pid 1 and everything: %+v", res)
 	}
 }
 

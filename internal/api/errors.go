@@ -76,6 +76,7 @@ var errorTable = []apiError{
 	{sandbox.ErrTooMany, http.StatusConflict, "conflict"},
 	{sandbox.ErrElsewhere, http.StatusConflict, "conflict"},
 	{sandbox.ErrFull, http.StatusServiceUnavailable, "unavailable"},
+	{sandbox.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
 	{runner.ErrPath, http.StatusBadRequest, "invalid_request"},
 	{runner.ErrNoFile, http.StatusNotFound, "not_found"},
 	{runner.ErrNoSpace, http.StatusInsufficientStorage, "quota_exceeded"},
@@ -104,27 +105,34 @@ type errorBody struct {
 // writeError answers with err's row of the error table. An error in no row is a 500: its
 // text goes to the log with the request id, and the client gets only the request id.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var body errorBody
-	status, code := ErrorStatus(err)
-	body.Error.Code = code
-	rid := requestID(r.Context())
-	if status == http.StatusInternalServerError {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String("request_id", rid),
-			slog.String("route", r.Pattern), slog.String("error", err.Error()))
-		body.Error.Message = "Something went wrong on the server. If it keeps happening, report request id " + rid + "."
-		body.Error.Details = map[string]any{"request_id": rid}
-	} else {
-		body.Error.Message = err.Error()
-		var e *errs.Error
-		if errors.As(err, &e) {
-			body.Error.Details = e.Details
-		}
-	}
-	if status == http.StatusServiceUnavailable {
+	status, body := s.errorOf(r, err)
+	if status == http.StatusServiceUnavailable && !errors.Is(err, sandbox.ErrUnavailable) {
 		w.Header().Set("Retry-After", "5")
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skrip"`)
 	}
 	writeJSON(w, status, body)
+}
+
+// errorOf is err's status and body: its row of the error table, or a 500 whose text is
+// logged with the request id and whose body carries only that id.
+func (s *Server) errorOf(r *http.Request, err error) (int, errorBody) {
+	var body errorBody
+	status, code := ErrorStatus(err)
+	body.Error.Code = code
+	if status == http.StatusInternalServerError {
+		rid := requestID(r.Context())
+		s.log.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String("request_id", rid),
+			slog.String("route", r.Pattern), slog.String("error", err.Error()))
+		body.Error.Message = "Something went wrong on the server. If it keeps happening, report request id " + rid + "."
+		body.Error.Details = map[string]any{"request_id": rid}
+		return status, body
+	}
+	body.Error.Message = err.Error()
+	var e *errs.Error
+	if errors.As(err, &e) {
+		body.Error.Details = e.Details
+	}
+	return status, body
 }

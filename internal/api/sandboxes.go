@@ -196,13 +196,10 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.Use
 	}
 	start()
 	if err != nil {
-		status, code := ErrorStatus(err)
-		msg := err.Error()
-		if status == http.StatusInternalServerError {
-			s.log.Error("internal error", "request_id", requestID(r.Context()), "route", r.Pattern, "error", err)
-			msg = "Something went wrong on the server. If it keeps happening, report request id " + requestID(r.Context()) + "."
-		}
-		enc.Encode(map[string]any{"error": map[string]any{"code": code, "message": msg}})
+		// The status line has gone: the error is the stream's last object, the same
+		// body a plain answer would carry.
+		_, body := s.errorOf(r, err)
+		enc.Encode(body)
 		return nil
 	}
 	enc.Encode(map[string]any{"result": toExecJSON(res)})

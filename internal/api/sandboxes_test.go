@@ -4,15 +4,20 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/store"
 )
 
 // newSandbox creates a sandbox with body as its request and returns its id.
@@ -221,8 +226,19 @@ func TestSandboxExecStreams(t *testing.T) {
 	}
 }
 
+// TestSandboxFiles runs on both runners: bubblewrap resolves paths on the host, Docker
+// inside the container, and both must refuse the same ways out.
 func TestSandboxFiles(t *testing.T) {
-	env := apptest.New(t, apptest.Backends[0])
+	for _, rn := range []string{"bwrap", "docker"} {
+		t.Run(rn, func(t *testing.T) {
+			cfg := apptest.Config(t, apptest.Backends[0])
+			cfg.Runner = rn
+			testSandboxFiles(t, apptest.Start(t, cfg))
+		})
+	}
+}
+
+func testSandboxFiles(t *testing.T, env *apptest.Env) {
 	id := newSandbox(t, env, env.AdminToken, `{"limits": {"workspace_bytes": 1048576}}`)
 	base := "/api/v1/sandboxes/" + id + "/fs/"
 	if a := send(t, env, "PUT", base+"in/deep/hello.txt", env.AdminToken, "text/plain", strings.NewReader("hello")); a.status != 201 ||
@@ -249,7 +265,7 @@ func TestSandboxFiles(t *testing.T) {
 		{"absolute", "/etc/passwd", "is absolute"},
 		{"NUL", "in%00.txt", "NUL"},
 		{"symlink out", "out/passwd", "outside /workspace"},
-		{"relative symlink out", "up/etc/passwd", "/workspace"},
+		{"relative symlink out", "up/etc/passwd", "outside /workspace"},
 		{"the workspace itself", "", ""},
 		{"a directory", "in/deep", "directory"},
 	} {
@@ -367,12 +383,42 @@ func TestSandboxStageAndPublish(t *testing.T) {
 func TestSandboxIdleTimeout(t *testing.T) {
 	env := apptest.New(t, apptest.Backends[0])
 	ctx := context.Background()
+	staged, err := env.Admin.Upload(ctx, "in.txt", strings.NewReader("staged"), client.UploadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	idle := newSandbox(t, env, env.AdminToken, `{"idle_timeout": 2}`)
-	used := newSandbox(t, env, env.AdminToken, `{"idle_timeout": "2s"}`)
+	// Each of these is used once, half-way through its timeout, in one of the ways that
+	// count as use.
+	uses := map[string]func(id string) answer{
+		"exec": func(id string) answer { return execIn(t, env, env.AdminToken, id, "true") },
+		"fs get": func(id string) answer {
+			return send(t, env, "GET", "/api/v1/sandboxes/"+id+"/fs/a.txt", env.AdminToken, "", nil)
+		},
+		"fs put": func(id string) answer {
+			return send(t, env, "PUT", "/api/v1/sandboxes/"+id+"/fs/b.txt", env.AdminToken, "", strings.NewReader("b"))
+		},
+		"stage": func(id string) answer {
+			return send(t, env, "POST", "/api/v1/sandboxes/"+id+"/stage", env.AdminToken, "application/json",
+				strings.NewReader(`{"file_key": "`+staged.FileKey+`", "destination": "in.txt"}`))
+		},
+		"publish": func(id string) answer {
+			return send(t, env, "POST", "/api/v1/sandboxes/"+id+"/publish", env.AdminToken, "application/json", strings.NewReader(`{"source": "a.txt"}`))
+		},
+	}
+	used := map[string]string{}
+	for name := range uses {
+		used[name] = newSandbox(t, env, env.AdminToken, `{"idle_timeout": "2s"}`)
+		if a := send(t, env, "PUT", "/api/v1/sandboxes/"+used[name]+"/fs/a.txt", env.AdminToken, "", strings.NewReader("a")); a.status != 201 {
+			t.Fatalf("put: %s", a.raw)
+		}
+	}
 	kept := newSandbox(t, env, env.AdminToken, `{}`)
 	time.Sleep(1200 * time.Millisecond)
-	if a := execIn(t, env, env.AdminToken, used, "true"); a.status != 200 {
-		t.Fatalf("exec: %s", a.raw)
+	for name, use := range uses {
+		if a := use(used[name]); a.status/100 != 2 {
+			t.Fatalf("%s: %d %s", name, a.status, a.raw)
+		}
 	}
 	time.Sleep(1200 * time.Millisecond)
 	r, err := env.Admin.Cleanup(ctx)
@@ -382,18 +428,21 @@ func TestSandboxIdleTimeout(t *testing.T) {
 	if a := send(t, env, "GET", "/api/v1/sandboxes/"+idle, env.AdminToken, "", nil); a.status != 404 {
 		t.Errorf("the idle sandbox: %d", a.status)
 	}
-	for _, id := range []string{used, kept} {
+	for name, id := range used {
 		if a := send(t, env, "GET", "/api/v1/sandboxes/"+id, env.AdminToken, "", nil); a.status != 200 {
-			t.Errorf("sandbox %s, used or with the default timeout, was destroyed: %d", id, a.status)
+			t.Errorf("the sandbox used by %s was destroyed: %d", name, a.status)
 		}
 	}
+	if a := send(t, env, "GET", "/api/v1/sandboxes/"+kept, env.AdminToken, "", nil); a.status != 200 {
+		t.Errorf("the sandbox with the default timeout was destroyed: %d", a.status)
+	}
 	boxes, _ := env.App.Runner.Boxes(ctx)
-	if len(boxes) != 2 {
+	if len(boxes) != len(used)+1 {
 		t.Errorf("the runner holds %v", boxes)
 	}
 	// Past its timeout a sandbox answers 404 at once, before any janitor pass.
 	time.Sleep(2100 * time.Millisecond)
-	if a := execIn(t, env, env.AdminToken, used, "true"); a.status != 404 || !strings.Contains(a.errMessage(), "without use") {
+	if a := execIn(t, env, env.AdminToken, used["exec"], "true"); a.status != 404 || !strings.Contains(a.errMessage(), "without use") {
 		t.Errorf("exec in a sandbox past its idle timeout: %d %s", a.status, a.raw)
 	}
 }
@@ -418,5 +467,103 @@ func TestSandboxDeleteStopsExec(t *testing.T) {
 	}
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("delete took %s", d)
+	}
+}
+
+// TestSandboxJanitorSweeps: the server destroys an idle sandbox by itself, with nobody
+// asking for it, long before the janitor's full pass, and counts it.
+func TestSandboxJanitorSweeps(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.CleanupInterval = time.Hour
+	cfg.SandboxIdleTimeout = 2 * time.Second
+	env := apptest.Start(t, cfg)
+	ctx := context.Background()
+	id := newSandbox(t, env, env.AdminToken, `{}`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		boxes, err := env.App.Runner.Boxes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, serr := env.App.Store.Sandbox(ctx, id)
+		if len(boxes) == 0 && errors.Is(serr, store.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s on, the idle sandbox is still there: boxes %v, record %v", boxes, serr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	resp, err := http.Get(env.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), `skrip_janitor_deletions_total{kind="sandbox"} 1`) {
+		t.Errorf("metrics do not count the destroyed sandbox:\n%s", grepLines(string(b), "skrip_janitor_deletions_total"))
+	}
+}
+
+func grepLines(text, word string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestSandboxStageVerifiesChecksum: a staged file whose stored bytes no longer match its
+// checksum (changed, or cut short) never lands in a workspace, and what was at the
+// destination stays.
+func TestSandboxStageVerifiesChecksum(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	env := apptest.Start(t, cfg)
+	ctx := context.Background()
+	const content = "name,score\nada,3\n"
+	f, err := env.Admin.Upload(ctx, "data.csv", strings.NewReader(content), client.UploadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := env.Admin.CreateSandbox(ctx, client.SandboxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Admin.StageFile(ctx, sb.SandboxID, f.FileKey, "input/data.csv"); err != nil {
+		t.Fatal(err)
+	}
+	// The blob's object file on disk: the only file under blobs/ holding these bytes.
+	var object string
+	filepath.WalkDir(filepath.Join(cfg.DataDir, "blobs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(p); string(b) == content {
+				object = p
+			}
+		}
+		return nil
+	})
+	if object == "" {
+		t.Fatal("no object file holds the uploaded bytes")
+	}
+	for _, c := range []struct{ name, bytes string }{
+		{"changed", strings.Replace(content, "3", "9", 1)},
+		{"cut short", content[:5]},
+	} {
+		if err := os.WriteFile(object, []byte(c.bytes), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Admin.StageFile(ctx, sb.SandboxID, f.FileKey, "input/data.csv"); err == nil {
+			t.Errorf("%s: staging a file that does not match its checksum succeeded", c.name)
+		}
+		a := send(t, env, "GET", "/api/v1/sandboxes/"+sb.SandboxID+"/fs/input/data.csv", env.AdminToken, "", nil)
+		if a.status != 200 || a.raw != content {
+			t.Errorf("%s: the workspace file after a refused stage: %d %q", c.name, a.status, a.raw)
+		}
+		res, err := env.Admin.Exec(ctx, sb.SandboxID, client.ExecRequest{Cmd: []string{"sh", "-c", "ls -A input"}})
+		if err != nil || res.Stdout != "data.csv\n" {
+			t.Errorf("%s: input/ holds %q (%v), want only data.csv", c.name, res.Stdout, err)
+		}
 	}
 }

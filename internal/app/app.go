@@ -263,6 +263,13 @@ func (a *App) Close() error {
 // minutes, far shorter than the janitor's interval.
 const sandboxSweep = 30 * time.Second
 
+// sweepInterval is how often idle sandboxes are looked for: every sandboxSweep, or
+// twice within the default idle timeout when that is shorter, and never less often
+// than the full janitor pass.
+func sweepInterval(cfg config.Config) time.Duration {
+	return min(cfg.CleanupInterval, sandboxSweep, max(cfg.SandboxIdleTimeout/2, time.Second))
+}
+
 // Serve answers HTTP on ln until ctx ends, then stops accepting and waits up to the
 // shutdown grace for requests in flight.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
@@ -278,7 +285,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	jctx, stopJanitor := context.WithCancel(ctx)
 	defer stopJanitor()
 	go a.Janitor.Run(jctx, a.cfg.CleanupInterval)
-	go a.Janitor.RunSandboxes(jctx, min(a.cfg.CleanupInterval, sandboxSweep))
+	go a.Janitor.RunSandboxes(jctx, sweepInterval(a.cfg))
 	a.log.Info("skrip is serving", "addr", "http://"+ln.Addr().String(), "version", version.Version,
 		"database", string(a.Store.Dialect()), "data_dir", a.cfg.DataDir)
 	select {

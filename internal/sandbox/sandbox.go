@@ -9,9 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +32,9 @@ var (
 	ErrElsewhere = errors.New("sandbox on another server")
 	// ErrFull means this server holds as many sandboxes as it may (503).
 	ErrFull = errors.New("no room for another sandbox")
+	// ErrUnavailable means this server's runner cannot keep sandboxes at all (503, and
+	// no use retrying).
+	ErrUnavailable = errors.New("agent sandboxes unavailable")
 )
 
 // Config holds the limits every sandbox gets at most (and by default).
@@ -190,6 +191,9 @@ func (s *Service) Create(ctx context.Context, owner store.User, req CreateReques
 		Limits: runner.Limits{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs, TmpBytes: l.TmpBytes, LogBytes: l.LogBytes}}
 	if err := s.boxes.CreateBox(ctx, spec); err != nil {
 		s.st.DeleteSandbox(context.WithoutCancel(ctx), b.ID)
+		if errors.Is(err, runner.ErrNoSandboxes) {
+			return store.Sandbox{}, errs.New(ErrUnavailable, map[string]any{"runner": s.runner}, "%s", err.Error())
+		}
 		return store.Sandbox{}, fmt.Errorf("creating sandbox %s on %s: %w", b.ID, s.runner, err)
 	}
 	b.LastActiveAt = s.now()
@@ -228,6 +232,12 @@ func (s *Service) Get(ctx context.Context, caller store.User, id string) (store.
 		return store.Sandbox{}, notFound
 	}
 	if !b.ExpiresAt().After(s.now()) {
+		if b.Node != s.cfg.Node {
+			// The server holding it destroys it; a record removed here would leave its
+			// box running there.
+			return store.Sandbox{}, errs.New(ErrNotFound, map[string]any{"sandbox_id": id},
+				"sandbox %s was destroyed after %s without use", id, b.IdleTimeout)
+		}
 		destroyed, err := s.expireOne(ctx, b)
 		if err != nil {
 			return store.Sandbox{}, err
@@ -267,6 +277,10 @@ func (s *Service) Delete(ctx context.Context, caller store.User, id string) erro
 	if err != nil {
 		return err
 	}
+	if b.Node != s.cfg.Node {
+		return errs.New(ErrElsewhere, map[string]any{"sandbox_id": id},
+			"sandbox %s is held by another skrip server (%s runner); send the request there", id, b.Runner)
+	}
 	return s.destroy(ctx, b, "deleted")
 }
 
@@ -275,9 +289,10 @@ func (s *Service) destroy(ctx context.Context, b store.Sandbox, reason string) e
 	e := s.acquire(b.ID)
 	defer s.release(b.ID, e)
 	e.cancel()
-	if err := e.lock(ctx); err != nil {
-		return err
-	}
+	// Once what runs in it has been stopped, the sandbox goes, even when the request
+	// that asked for it ends meanwhile: a half-done delete would leave every later use
+	// of it refused as deleted.
+	e.lock(context.Background())
 	defer e.unlock()
 	return s.remove(ctx, b, reason)
 }
@@ -417,108 +432,10 @@ func (s *Service) boxError(ctx context.Context, b store.Sandbox, err error) erro
 	if !errors.Is(err, runner.ErrNoBox) {
 		return err
 	}
-	s.log.Warn("a sandbox's box is gone; removing its record", "sandbox", b.ID, "error", err)
+	s.log.Warn("a sandbox's box is gone; removing what is left of it and its record", "sandbox", b.ID, "error", err)
+	if err := s.boxes.RemoveBox(context.WithoutCancel(ctx), b.ID); err != nil {
+		s.log.Warn("removing a lost sandbox's box", "sandbox", b.ID, "error", err)
+	}
 	s.st.DeleteSandbox(context.WithoutCancel(ctx), b.ID)
 	return errs.New(ErrNotFound, map[string]any{"sandbox_id": b.ID}, "sandbox %s is gone (its %s box was lost, e.g. in a restart); create a new one", b.ID, b.Runner)
-}
-
-// ExecRequest is one command to run.
-type ExecRequest struct {
-	Cmd     []string
-	Timeout time.Duration // 0: DefaultExecTimeout
-	Stdin   []byte        // nil: none
-	// OnLine, when set, receives output lines as they come.
-	OnLine func(stream string, line []byte)
-}
-
-// maxCmdBytes caps the command line of one exec.
-const maxCmdBytes = 128 << 10
-
-// Exec runs req in the caller's sandbox id and returns how it ended.
-func (s *Service) Exec(ctx context.Context, caller store.User, id string, req ExecRequest) (runner.ExecResult, error) {
-	if len(req.Cmd) == 0 || req.Cmd[0] == "" {
-		return runner.ExecResult{}, errs.New(ErrInvalid, map[string]any{"field": "cmd"}, `cmd must be a non-empty array of strings, such as ["python3", "transform.py"]`)
-	}
-	total := 0
-	for i, a := range req.Cmd {
-		if strings.ContainsRune(a, 0) {
-			return runner.ExecResult{}, errs.New(ErrInvalid, map[string]any{"field": "cmd", "index": i}, "cmd[%d] holds a NUL byte", i)
-		}
-		total += len(a) + 1
-	}
-	if total > maxCmdBytes {
-		return runner.ExecResult{}, errs.New(ErrInvalid, map[string]any{"field": "cmd", "max_bytes": maxCmdBytes},
-			"cmd is %d bytes long; the most is %d: put long input in a file or in stdin", total, maxCmdBytes)
-	}
-	timeout := req.Timeout
-	if timeout == 0 {
-		timeout = min(DefaultExecTimeout, s.cfg.ExecTimeout)
-	}
-	if timeout < 0 || timeout > s.cfg.ExecTimeout {
-		return runner.ExecResult{}, errs.New(ErrInvalid, map[string]any{"field": "timeout_s", "max": s.cfg.ExecTimeout.Seconds()},
-			"timeout_s %g is not allowed: it must be above 0 and at most %g", timeout.Seconds(), s.cfg.ExecTimeout.Seconds())
-	}
-	var res runner.ExecResult
-	err := s.do(ctx, caller, id, func(ctx context.Context, b store.Sandbox) error {
-		var err error
-		res, err = s.boxes.Exec(ctx, id, runner.ExecSpec{Cmd: req.Cmd, Stdin: req.Stdin, Timeout: timeout, LogBytes: LimitsOf(b).LogBytes, OnLine: req.OnLine})
-		return err
-	})
-	return res, err
-}
-
-// WriteFile streams body into path p of the caller's sandbox id, whole or not at all.
-func (s *Service) WriteFile(ctx context.Context, caller store.User, id, p string, body io.Reader) (string, int64, error) {
-	clean, err := runner.CleanPath(p)
-	if err != nil {
-		return "", 0, err
-	}
-	var n int64
-	err = s.do(ctx, caller, id, func(ctx context.Context, b store.Sandbox) error {
-		var err error
-		n, err = s.boxes.WriteFile(ctx, id, clean, body)
-		return err
-	})
-	if err != nil {
-		return "", n, err
-	}
-	return clean, n, nil
-}
-
-// ReadFile opens the file at path p of the caller's sandbox id. The sandbox stays busy
-// (no exec runs in it) until the reader is closed.
-func (s *Service) ReadFile(ctx context.Context, caller store.User, id, p string) (io.ReadCloser, int64, error) {
-	clean, err := runner.CleanPath(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	var rc io.ReadCloser
-	var size int64
-	release, err := s.use(ctx, caller, id, func(ctx context.Context, b store.Sandbox) error {
-		var err error
-		if rc, size, err = s.boxes.ReadFile(ctx, id, clean); err != nil {
-			return err
-		}
-		// A reader left hanging (a stalled client) must not hold the sandbox once the
-		// request ends or the sandbox is destroyed.
-		context.AfterFunc(ctx, func() { rc.Close() })
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return &releasing{ReadCloser: rc, release: release}, size, nil
-}
-
-// releasing releases its sandbox once, when it is closed.
-type releasing struct {
-	io.ReadCloser
-	release func()
-	once    sync.Once
-}
-
-func (r *releasing) Close() error {
-	err := r.ReadCloser.Close()
-	r.once.Do(r.release)
-	return err
 }

@@ -89,6 +89,9 @@ func Start(t testing.TB, cfg config.Config) *Env {
 	a, err := app.New(ctx, cfg, log)
 	if errors.Is(err, runner.ErrUnavailable) {
 		cancel()
+		if cfg.Runner == "docker" {
+			testutil.Missing(t, "docker", err.Error(), "install the Docker engine, then: skrip runner-image build")
+		}
 		testutil.Missing(t, "bwrap", err.Error(), "apt-get install bubblewrap python3")
 	}
 	if err != nil {

@@ -145,7 +145,8 @@ func (e *env) sandboxExecCmd() *cobra.Command {
 				req.Stdin = &s
 			}
 			var res client.ExecResult
-			if isTerminal(e.stdout) && !asJSON {
+			streamed := isTerminal(e.stdout) && !asJSON
+			if streamed {
 				res, err = c.ExecStream(cmd.Context(), args[0], req, func(stream, line string) {
 					if stream == "stderr" {
 						io.WriteString(e.stderr, line)
@@ -172,7 +173,11 @@ func (e *env) sandboxExecCmd() *cobra.Command {
 				on   bool
 				name string
 			}{{res.StdoutTruncated, "stdout"}, {res.StderrTruncated, "stderr"}} {
-				if cut.on && !asJSON {
+				switch {
+				case !cut.on || asJSON:
+				case streamed:
+					fmt.Fprintf(e.stderr, "skrip: all of %s was shown, but the exec's result keeps only the first part (the server's limit)\n", cut.name)
+				default:
 					fmt.Fprintf(e.stderr, "skrip: %s was cut at the server's limit; write long output to a file and publish it\n", cut.name)
 				}
 			}

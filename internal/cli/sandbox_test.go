@@ -104,9 +104,9 @@ func testSandboxFlow(t *testing.T, runnerName string) {
 	if code == 0 || !strings.Contains(errOut, "timed out") {
 		t.Errorf("a timed-out exec: code %d, stderr %q", code, errOut)
 	}
-	code, _, errOut = run(t, env, env.AdminToken, "hello from stdin", "sandbox", "exec", "--stdin", "-", id, "--", "cat")
-	if code != 0 {
-		t.Errorf("exec with stdin: %d %s", code, errOut)
+	code, out, errOut = run(t, env, env.AdminToken, "hello from stdin", "sandbox", "exec", "--stdin", "-", id, "--", "cat")
+	if code != 0 || out != "hello from stdin" {
+		t.Errorf("exec with stdin: %d, stdout %q, stderr %q", code, out, errOut)
 	}
 
 	// A 50 MB file published out of the sandbox keeps its exact checksum.

@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -191,5 +192,83 @@ func TestDockerOrphansAfterSIGKILL(t *testing.T) {
 	got, err := c2.GetRun(ctx, r.RunID, 0)
 	if err != nil || got.Status != "failed" || got.ErrorSummary == nil || *got.ErrorSummary != "interrupted by server restart" {
 		t.Fatalf("run after restart: %+v, %v", got, err)
+	}
+}
+
+// TestSandboxesRefusedWithoutRoot runs `skrip serve` on bubblewrap as a user that is not
+// root (uid 65534 when the test runs as root): it cannot mount a workspace tmpfs of the
+// quota, so it refuses to create a sandbox with 503, no Retry-After (waiting will not
+// help), and a message that says what to change, instead of keeping a workspace on the
+// data disk that an exec could fill.
+func TestSandboxesRefusedWithoutRoot(t *testing.T) {
+	built := testutil.BuildSkrip(t)
+	// A directory the unprivileged user can reach: t.TempDir's parents are root's alone.
+	dir, err := os.MkdirTemp("", "skrip-nonroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "skrip")
+	b, err := os.ReadFile(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	addr := testutil.FreeAddr(t)
+	const token = "skr_nonroot-admin-token-0123456789"
+	var stderr testutil.LockedBuffer
+	cmd := exec.Command(bin, "serve", "--addr", addr, "--data-dir", data, "--runner", "bwrap")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "SKRIP_BOOTSTRAP_ADMIN_TOKEN=" + token}
+	cmd.Stderr = &stderr
+	if os.Geteuid() == 0 {
+		if err := os.Chown(data, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the unprivileged server is not ready within 15s; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	req, _ := http.NewRequest("POST", "http://"+addr+"/api/v1/sandboxes", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(body), `"unavailable"`) || !strings.Contains(string(body), "root") ||
+		!strings.Contains(string(body), "SKRIP_RUNNER=docker") {
+		t.Errorf("creating a sandbox without root: %d %s", resp.StatusCode, body)
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		t.Errorf("Retry-After %q on a refusal that waiting will not change", ra)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(data, "work", "bwrap", "sandboxes")); len(entries) != 0 {
+		t.Errorf("the refused sandbox left %d entries on disk", len(entries))
 	}
 }

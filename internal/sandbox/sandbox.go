@@ -278,10 +278,15 @@ func (s *Service) Delete(ctx context.Context, caller store.User, id string) erro
 		return err
 	}
 	if b.Node != s.cfg.Node {
-		return errs.New(ErrElsewhere, map[string]any{"sandbox_id": id},
-			"sandbox %s is held by another skrip server (%s runner); send the request there", id, b.Runner)
+		return elsewhere(b)
 	}
 	return s.destroy(ctx, b, "deleted")
+}
+
+// elsewhere refuses a use of b, which another server holds.
+func elsewhere(b store.Sandbox) error {
+	return errs.New(ErrElsewhere, map[string]any{"sandbox_id": b.ID},
+		"sandbox %s is held by another skrip server (%s runner); send the request there", b.ID, b.Runner)
 }
 
 // destroy stops what runs in b, removes its box and then its record.
@@ -376,8 +381,7 @@ func (s *Service) use(ctx context.Context, caller store.User, id string, fn func
 		return nil, err
 	}
 	if b.Node != s.cfg.Node || b.Runner != s.runner {
-		return nil, errs.New(ErrElsewhere, map[string]any{"sandbox_id": id},
-			"sandbox %s is held by another skrip server (%s runner); send the request there", id, b.Runner)
+		return nil, elsewhere(b)
 	}
 	e := s.acquire(id)
 	if err := e.lock(ctx); err != nil {

@@ -36,6 +36,10 @@ type apiError struct {
 	code   string
 }
 
+// atCapacity are the 503s that waiting cures: they carry Retry-After (SPEC §3). Any
+// other 503 says something waiting will not change.
+var atCapacity = []error{run.ErrBusy, sandbox.ErrFull}
+
 // errorTable maps every sentinel a handler may return to an HTTP status and an error code
 // (SPEC §3). It is the only place that chooses a status for an error. The first match,
 // by errors.Is, wins.
@@ -106,8 +110,10 @@ type errorBody struct {
 // text goes to the log with the request id, and the client gets only the request id.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body := s.errorOf(r, err)
-	if status == http.StatusServiceUnavailable && !errors.Is(err, sandbox.ErrUnavailable) {
-		w.Header().Set("Retry-After", "5")
+	for _, c := range atCapacity {
+		if errors.Is(err, c) {
+			w.Header().Set("Retry-After", "5")
+		}
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skrip"`)

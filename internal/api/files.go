@@ -130,14 +130,9 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) e
 }
 
 func (s *Server) stage(r *http.Request, u store.User, fields map[string]string, name, ct string, body io.Reader) (store.File, error) {
-	var ttl time.Duration
-	if v := fields["ttl"]; v != "" {
-		d, err := config.ParseDuration(v)
-		if err != nil || d == 0 {
-			return store.File{}, errs.New(errInvalidRequest, map[string]any{"field": "ttl", "value": v},
-				"ttl %q is not a positive duration such as 90m, 24h or 7d", v)
-		}
-		ttl = d
+	ttl, err := parseTTL(fields["ttl"])
+	if err != nil {
+		return store.File{}, err
 	}
 	if _, _, err := mime.ParseMediaType(ct); err != nil {
 		return store.File{}, errs.New(errInvalidRequest, map[string]any{"field": "content_type", "value": ct}, "content type %q is not a media type such as text/csv", ct)
@@ -148,6 +143,20 @@ func (s *Server) stage(r *http.Request, u store.User, fields map[string]string, 
 	}
 	s.metrics.BytesUploaded.Add(float64(f.Size))
 	return f, nil
+}
+
+// parseTTL reads a staged file's ttl field: a positive duration (90m, 24h, 7d), or none
+// ("") for a file kept until deleted.
+func parseTTL(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := config.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, errs.New(errInvalidRequest, map[string]any{"field": "ttl", "value": v},
+			"ttl %q is not a positive duration such as 90m, 24h or 7d", v)
+	}
+	return d, nil
 }
 
 // bodyError names a request body that could not be read.

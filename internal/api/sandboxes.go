@@ -230,11 +230,7 @@ func (s *Server) getSandboxFile(w http.ResponseWriter, r *http.Request, u store.
 	}
 	defer rc.Close()
 	h := w.Header()
-	ct := mime.TypeByExtension(path.Ext(r.PathValue("path")))
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	h.Set("Content-Type", ct)
+	h.Set("Content-Type", partType("", r.PathValue("path")))
 	h.Set("Content-Length", strconv.FormatInt(size, 10))
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(r.PathValue("path"))}))
 	h.Set("Cache-Control", "no-store")
@@ -307,20 +303,18 @@ func (s *Server) publishSandboxFile(w http.ResponseWriter, r *http.Request, u st
 	if err := decodeJSON(w, r, &body); err != nil {
 		return err
 	}
-	req := sandbox.PublishRequest{Source: body.Source, Key: body.FileKey}
-	if body.TTL != "" {
-		d, err := config.ParseDuration(body.TTL)
-		if err != nil || d <= 0 {
-			return errs.New(errInvalidRequest, map[string]any{"field": "ttl", "value": body.TTL}, "ttl %q is not a positive duration such as 90m, 24h or 7d", body.TTL)
-		}
-		req.TTL = d
+	ttl, err := parseTTL(body.TTL)
+	if err != nil {
+		return err
 	}
-	f, err := s.sandboxes.Publish(r.Context(), u, r.PathValue("id"), req)
+	f, err := s.sandboxes.Publish(r.Context(), u, r.PathValue("id"), sandbox.PublishRequest{Source: body.Source, Key: body.FileKey, TTL: ttl})
 	if err != nil {
 		return err
 	}
 	s.metrics.BytesUploaded.Add(float64(f.Size))
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "file_key": f.Key, "size_bytes": f.Size, "checksum": f.Checksum,
-		"name": f.OriginalName, "content_type": f.ContentType, "expires_at": f.ExpiresAt})
+	writeJSON(w, http.StatusOK, struct {
+		OK bool `json:"ok"`
+		fileJSON
+	}{true, toFileJSON(f)})
 	return nil
 }

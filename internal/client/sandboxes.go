@@ -73,15 +73,10 @@ type Staged struct {
 	Checksum  string `json:"checksum"`
 }
 
-// Published is a workspace file published to the staging area.
+// Published is a workspace file published to the staging area: the new staged file.
 type Published struct {
-	OK          bool       `json:"ok"`
-	FileKey     string     `json:"file_key"`
-	SizeBytes   int64      `json:"size_bytes"`
-	Checksum    string     `json:"checksum"`
-	Name        string     `json:"name"`
-	ContentType string     `json:"content_type"`
-	ExpiresAt   *time.Time `json:"expires_at"`
+	OK bool `json:"ok"`
+	FileInfo
 }
 
 // Written is a file written into a workspace.

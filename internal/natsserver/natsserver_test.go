@@ -1,17 +1,17 @@
 package natsserver
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
 func TestStartConnectState(t *testing.T) {
@@ -78,7 +78,7 @@ func TestStartErrors(t *testing.T) {
 }
 
 func TestLogger(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.LockedBuffer
 	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := Start(t.TempDir(), WithLogger(l))
 	if err != nil {
@@ -107,22 +107,4 @@ func TestFormatBytes(t *testing.T) {
 			t.Errorf("formatBytes(%d) = %q, want %q", c.n, got, c.want)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's logging goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

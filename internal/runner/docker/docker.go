@@ -286,15 +286,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	if _, err := r.cli.CopyToContainer(ctx, c.id, client.CopyToContainerOptions{DestinationPath: "/work", Content: in}); err != nil {
 		return runner.Result{}, fmt.Errorf("copying the inputs in: %w", err)
 	}
-	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: spec.OnLine}
-	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: spec.OnLine}
-	done := make(chan ending, 1)
-	marker := &markerWriter{next: stderr, token: []byte("\n" + token + " "), done: done}
-	streamed := make(chan struct{})
-	go func() {
-		stdcopy.StdCopy(stdout, marker, c.att.Reader)
-		close(streamed)
-	}()
+	out := readOutput(c.att.Reader, token, l.LogBytes, spec.OnLine)
 	fsize := (max(l.OutputBytes, maxResultBytes) + 511) / 512 // ulimit -f blocks: result.json is on the volume
 	if _, err := fmt.Fprintf(c.att.Conn, "%s %d %d\n", token, wall, fsize); err != nil {
 		return runner.Result{}, fmt.Errorf("starting the run: %w", err)
@@ -306,7 +298,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	defer deadline.Stop()
 	finished := false
 	select {
-	case end := <-done:
+	case end := <-out.done:
 		res.ExitCode, finished = end.code, true
 		res.OOMKilled = end.oomKills > 0
 		res.TimedOut = end.code == 137 && !res.OOMKilled && time.Since(start) >= l.WallTime-100*time.Millisecond
@@ -328,13 +320,10 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	}
 	c.att.Close()
 	select {
-	case <-streamed:
+	case <-out.streamed:
 	case <-time.After(2 * time.Second):
 	}
-	stdout.Flush()
-	stderr.Flush()
-	res.Stdout, res.StdoutTruncated = stdout.Bytes()
-	res.Stderr, res.StderrTruncated = stderr.Bytes()
+	out.into(&res.ExecResult)
 	return res, nil
 }
 
@@ -535,6 +524,38 @@ func extract(tr *tar.Reader, dir string, limit int64) ([]byte, error) {
 
 // markerWriter passes stderr through until the supervisor's marker line, whose exit code
 // it sends on done; the marker itself never reaches the run's stderr.
+// output reads an attached exec's stream: stdout and stderr captured (logBytes of each
+// kept, lines to onLine), the supervisor's end marker taken out of stderr and sent on
+// done, and streamed closed when the stream ends.
+type output struct {
+	stdout, stderr *runner.Capture
+	done           chan ending
+	streamed       chan struct{}
+}
+
+func readOutput(src io.Reader, token string, logBytes int64, onLine func(stream string, line []byte)) *output {
+	o := &output{
+		stdout:   &runner.Capture{Max: logBytes, Stream: "stdout", OnLine: onLine},
+		stderr:   &runner.Capture{Max: logBytes, Stream: "stderr", OnLine: onLine},
+		done:     make(chan ending, 1),
+		streamed: make(chan struct{}),
+	}
+	marker := &markerWriter{next: o.stderr, token: []byte("\n" + token + " "), done: o.done}
+	go func() {
+		stdcopy.StdCopy(o.stdout, marker, src)
+		close(o.streamed)
+	}()
+	return o
+}
+
+// into puts what was captured into res; call it once the stream has ended or been cut.
+func (o *output) into(res *runner.ExecResult) {
+	o.stdout.Flush()
+	o.stderr.Flush()
+	res.Stdout, res.StdoutTruncated = o.stdout.Bytes()
+	res.Stderr, res.StderrTruncated = o.stderr.Bytes()
+}
+
 type markerWriter struct {
 	mu    sync.Mutex
 	next  io.Writer

@@ -232,15 +232,7 @@ func (r *Runner) Exec(ctx context.Context, id string, spec runner.ExecSpec) (run
 		return runner.ExecResult{}, fmt.Errorf("starting the exec: %w", err)
 	}
 	defer att.Close()
-	stdout := &runner.Capture{Max: spec.LogBytes, Stream: "stdout", OnLine: spec.OnLine}
-	stderr := &runner.Capture{Max: spec.LogBytes, Stream: "stderr", OnLine: spec.OnLine}
-	done := make(chan ending, 1)
-	marker := &markerWriter{next: stderr, token: []byte("\n" + token + " "), done: done}
-	streamed := make(chan struct{})
-	go func() {
-		stdcopy.StdCopy(stdout, marker, att.Reader)
-		close(streamed)
-	}()
+	out := readOutput(att.Reader, token, spec.LogBytes, spec.OnLine)
 	go func() {
 		att.Conn.Write(append([]byte(token+"\n"), spec.Stdin...))
 		att.CloseWrite()
@@ -250,12 +242,12 @@ func (r *Runner) Exec(ctx context.Context, id string, spec runner.ExecSpec) (run
 	deadline := time.NewTimer(spec.Timeout + killGrace)
 	defer deadline.Stop()
 	select {
-	case end := <-done:
+	case end := <-out.done:
 		// The wrapper killed what the command left before it reported, and exits right
 		// after. A marker the command forged (it read the token somehow) is followed by
 		// no exit: the exec is then still running at the deadline, and killed there.
 		select {
-		case <-streamed:
+		case <-out.streamed:
 			res.ExitCode, res.OOMKilled = end.code, end.oomKills > 0
 			res.TimedOut = end.code == 137 && !res.OOMKilled && time.Since(start) >= spec.Timeout-100*time.Millisecond
 		case <-deadline.C:
@@ -264,7 +256,7 @@ func (r *Runner) Exec(ctx context.Context, id string, spec runner.ExecSpec) (run
 		case <-ctx.Done():
 			r.killAll(ctx, cid)
 		}
-	case <-streamed:
+	case <-out.streamed:
 		// The wrapper itself was killed (the memory limit, or the command): no marker,
 		// and maybe processes left behind.
 		r.killAll(ctx, cid)
@@ -281,15 +273,12 @@ func (r *Runner) Exec(ctx context.Context, id string, spec runner.ExecSpec) (run
 	// The engine does not keep stdout's and stderr's frames in order: take what is
 	// still on its way before hanging up.
 	select {
-	case <-streamed:
+	case <-out.streamed:
 	case <-time.After(2 * time.Second):
 	}
 	att.Close()
-	<-streamed
-	stdout.Flush()
-	stderr.Flush()
-	res.Stdout, res.StdoutTruncated = stdout.Bytes()
-	res.Stderr, res.StderrTruncated = stderr.Bytes()
+	<-out.streamed
+	out.into(&res)
 	if res.TimedOut {
 		return res, nil
 	}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test against real components: installs them from Debian when missing,
 # starts PostgreSQL with a test database, tells the tests which components must not be
-# skipped (SKRIP_TEST_REQUIRE), then runs `go test -race ./...`. Idempotent.
+# skipped (SKRIP_TEST_REQUIRE), then runs `go test -race ./...` and a few seconds of every
+# fuzz target. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -32,3 +33,5 @@ export SKRIP_TEST_RUNNER_ROOTFS
 export SKRIP_TEST_REQUIRE="postgres,bwrap,weasyprint,docker,chromium"
 
 go test -race -count=1 ./...
+# A short run of every fuzz target (scripts/fuzz.sh finds them by name).
+bash scripts/fuzz.sh

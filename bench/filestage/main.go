@@ -59,7 +59,7 @@ func main() {
 	writeRandom(src, size)
 	ctx := context.Background()
 
-	ns, err := natsserver.Start(filepath.Join(dir, "nats"), natsserver.WithMaxStore(8*size))
+	ns, err := natsserver.Start(filepath.Join(dir, "nats"), natsserver.WithMaxStore(8*size), natsserver.WithListen("127.0.0.1", -1))
 	if err != nil {
 		log.Fatal(err)
 	}

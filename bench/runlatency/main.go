@@ -1,6 +1,6 @@
 // Command runlatency measures a no-op tool run end to end through skrip's API (upload,
 // queue, sandbox, result.json, database) beside the same shim launched under the same
-// bwrap command line from a shell loop, in one run on one machine: latency (median, p95)
+// bwrap command line from a Go loop, in one run on one machine: latency (median, p95)
 // and runs per second at concurrency 1, 2 and 4. It prints markdown for
 // docs/BENCHMARKS.md.
 //
@@ -14,11 +14,8 @@ import (
 	"log"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -59,34 +56,31 @@ func main() {
 	}
 	apiRun() // warm up
 
-	// The bare baseline: the runner's own bwrap command line, from a shell loop.
+	// The bare baseline: the runner's own bwrap command line, launched from a Go loop
+	// without the cgroup and rlimit wrappers.
 	br, err := bwrap.New(bwrap.Config{WorkDir: filepath.Join(dir, "bare")}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		log.Fatal(err)
 	}
-	script := func(loops int, id string) string {
-		scratch := filepath.Join(dir, "bare-"+id)
-		in := filepath.Join(scratch, "input")
+	defer br.Close()
+	bare := func(loops int, id string) []time.Duration {
+		scratch, in := filepath.Join(dir, "bare-"+id), filepath.Join(dir, "bare-"+id+"-input")
 		os.MkdirAll(filepath.Join(scratch, "output"), 0o755)
 		os.MkdirAll(in, 0o755)
-		os.WriteFile(filepath.Join(scratch, "script.py"), []byte(noop), 0o444)
-		os.WriteFile(filepath.Join(scratch, "result.json"), nil, 0o644)
 		spec := runner.Spec{ID: id, Script: []byte(noop), InputDir: in, Env: contract.Env(contract.Manifest{}, nil, nil), Limits: app.RunLimits(cfg)}
-		var q []string
-		for _, arg := range br.CommandLine(spec, scratch) {
-			q = append(q, "'"+strings.ReplaceAll(arg, "'", `'\''`)+"'")
-		}
-		return fmt.Sprintf("for i in $(seq %d); do s=$(date +%%s%%N); %s >/dev/null 2>&1 || exit 1; e=$(date +%%s%%N); echo $((e-s)); done", loops, strings.Join(q, " "))
-	}
-	bare := func(loops int, id string) []time.Duration {
-		out, err := exec.Command("/bin/sh", "-c", script(loops, id)).Output()
-		if err != nil {
-			log.Fatalf("bare loop: %v", err)
-		}
 		var ds []time.Duration
-		for _, f := range strings.Fields(string(out)) {
-			ns, _ := strconv.ParseInt(f, 10, 64)
-			ds = append(ds, time.Duration(ns))
+		for range loops {
+			cmd, done, err := br.BareCommand(spec, scratch)
+			if err != nil {
+				log.Fatalf("bare command: %v", err)
+			}
+			start := time.Now()
+			err = cmd.Run()
+			ds = append(ds, time.Since(start))
+			done()
+			if err != nil {
+				log.Fatalf("bare run: %v", err)
+			}
 		}
 		return ds
 	}

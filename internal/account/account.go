@@ -112,7 +112,7 @@ func (s *Service) IssueToken(ctx context.Context, userID, name string) (string, 
 func (s *Service) Authenticate(ctx context.Context, token string) (store.User, error) {
 	u, err := s.st.UserByTokenHash(ctx, auth.HashToken(token))
 	if errors.Is(err, store.ErrNotFound) {
-		return store.User{}, fmt.Errorf("the token is not valid: %w", ErrUnauthenticated)
+		return store.User{}, errs.New(ErrUnauthenticated, nil, "the token is not valid")
 	}
 	return u, err
 }
@@ -122,13 +122,13 @@ func (s *Service) CheckPassword(ctx context.Context, name, password string) (sto
 	u, err := s.st.UserByName(ctx, name)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && u.PasswordHash == "") {
 		auth.CheckPassword(s.dummyHash(), password)
-		return store.User{}, fmt.Errorf("wrong name or password: %w", ErrUnauthenticated)
+		return store.User{}, errs.New(ErrUnauthenticated, nil, "wrong name or password")
 	}
 	if err != nil {
 		return store.User{}, err
 	}
 	if err := auth.CheckPassword(u.PasswordHash, password); err != nil {
-		return store.User{}, fmt.Errorf("wrong name or password: %w", ErrUnauthenticated)
+		return store.User{}, errs.New(ErrUnauthenticated, nil, "wrong name or password")
 	}
 	return u, nil
 }
@@ -159,7 +159,7 @@ func (s *Service) SignIn(ctx context.Context, name, password string) (store.User
 func (s *Service) SessionUser(ctx context.Context, secret string) (store.User, error) {
 	u, err := s.st.UserByWebSession(ctx, auth.HashToken(secret), s.now())
 	if errors.Is(err, store.ErrNotFound) {
-		return store.User{}, fmt.Errorf("you are signed out; sign in again: %w", ErrUnauthenticated)
+		return store.User{}, errs.New(ErrUnauthenticated, nil, "you are signed out; sign in again")
 	}
 	return u, err
 }

@@ -254,7 +254,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 		}
 		a := call(t, env, "GET", "/readyz", "", nil)
 		checks, _ := a.body["checks"].(map[string]any)
-		if a.status != 200 || checks["database"] != "ok" {
+		if a.status != 200 || checks["database"] != "ok" || checks["blob"] != "ok" || checks["runner"] != "ok" {
 			t.Fatalf("readyz: %d %s", a.status, a.raw)
 		}
 		call(t, env, "GET", "/api/v1/me", "", nil)

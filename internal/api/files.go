@@ -1,13 +1,11 @@
 package api
 
 import (
-	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/files"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
 )
 
 // fileJSON is FileInfo of SPEC §4.
@@ -35,15 +34,18 @@ func toFileJSON(f store.File) fileJSON {
 		Checksum: f.Checksum, CreatedAt: f.CreatedAt, ExpiresAt: f.ExpiresAt}
 }
 
-// maxFieldBytes caps each non-file field of a multipart upload.
-const maxFieldBytes = 4096
-
-// uploadFile takes a multipart body: an optional key, ttl and content_type field (or query
-// parameter), then one file field whose bytes stream straight into the blob store.
+// uploadFile takes a multipart body: optional key, ttl and content_type fields (or query
+// parameters), then one file field whose bytes stream straight into the blob store. The
+// body is read by the rules of the run route's uploads (package upload): a body that is
+// malformed, cut short, or has anything after the file stores nothing.
 func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User) error {
+	owner, err := s.fileOwner(r, u)
+	if err != nil {
+		return err
+	}
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return errs.New(errInvalidRequest, nil, "send multipart/form-data with a field named file (or PUT the raw bytes to /api/v1/files/{key})")
+		return errs.New(upload.ErrInvalid, nil, "send multipart/form-data with a field named file (or PUT the raw bytes to /api/v1/files/{key})")
 	}
 	fields := map[string]string{}
 	q := r.URL.Query()
@@ -52,68 +54,32 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User
 			fields[k] = v
 		}
 	}
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			return errs.New(errInvalidRequest, nil, "the multipart body has no field named file")
-		}
-		if err != nil {
-			return s.bodyError(err)
-		}
-		switch name := part.FormName(); name {
-		case "key", "ttl", "content_type":
-			b, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
-			if err != nil {
-				return s.bodyError(err)
+	var f store.File
+	err = upload.StreamFile(r.Context(), mr, upload.StreamOptions{FileField: "file", TextFields: []string{"key", "ttl", "content_type"}},
+		func(up upload.Stream) error {
+			for k, v := range up.Fields {
+				fields[k] = v
 			}
-			if len(b) > maxFieldBytes {
-				return errs.New(errInvalidRequest, map[string]any{"field": name}, "field %q is longer than %d bytes", name, maxFieldBytes)
-			}
-			fields[name] = string(b)
-		case "file":
 			ct := fields["content_type"]
 			if ct == "" {
-				ct = partType(part.Header.Get("Content-Type"), part.FileName())
+				ct = partType(up.ContentType, up.FileName)
 			}
-			f, err := s.stage(r, u, fields, part.FileName(), ct, &lastPart{part: part, mr: mr})
-			if err != nil {
-				return err
-			}
-			writeJSON(w, http.StatusCreated, toFileJSON(f))
-			return nil
-		default:
-			return errs.New(errInvalidRequest, map[string]any{"field": name},
-				"unknown field %q; an upload has the fields file, and optionally key, ttl and content_type before it", name)
-		}
+			f, err = s.stage(r, owner, fields, up.FileName, ct, up.Body)
+			return err
+		})
+	if err != nil {
+		return s.bodyError(err)
 	}
-}
-
-// lastPart reads the file part and, at its end, checks that no other part follows: a key
-// or ttl after the file would have been ignored and a second file has nowhere to go. The
-// check fails the read, so the blob store keeps nothing.
-type lastPart struct {
-	part io.Reader
-	mr   *multipart.Reader
-}
-
-func (l *lastPart) Read(p []byte) (int, error) {
-	n, err := l.part.Read(p)
-	if !errors.Is(err, io.EOF) {
-		return n, err
-	}
-	next, nerr := l.mr.NextPart()
-	switch {
-	case errors.Is(nerr, io.EOF):
-		return n, io.EOF
-	case nerr == nil:
-		return 0, errs.New(errInvalidRequest, map[string]any{"field": next.FormName()},
-			"field %q comes after the file: send key, ttl and content_type before the file field, and one file per request", next.FormName())
-	}
-	return 0, errs.New(errInvalidRequest, nil, "the multipart body is malformed after the file: %v", nerr)
+	writeJSON(w, http.StatusCreated, toFileJSON(f))
+	return nil
 }
 
 // putFile stores the raw request body under the key in the path.
 func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) error {
+	owner, err := s.fileOwner(r, u)
+	if err != nil {
+		return err
+	}
 	q := r.URL.Query()
 	fields := map[string]string{"key": r.PathValue("key"), "ttl": q.Get("ttl")}
 	name := q.Get("filename")
@@ -121,7 +87,7 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	if ct == "" {
 		ct = partType("", name)
 	}
-	f, err := s.stage(r, u, fields, name, ct, r.Body)
+	f, err := s.stage(r, owner, fields, name, ct, r.Body)
 	if err != nil {
 		return err
 	}
@@ -129,7 +95,14 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	return nil
 }
 
-func (s *Server) stage(r *http.Request, u store.User, fields map[string]string, name, ct string, body io.Reader) (store.File, error) {
+// fileOwner is the id of the user whose files the request addresses: the caller's, or for
+// an admin the user named by ?owner= (SPEC §4).
+func (s *Server) fileOwner(r *http.Request, u store.User) (string, error) {
+	return s.files.Namespace(r.Context(), u, r.URL.Query().Get("owner"))
+}
+
+// stage stores body as a file of ownerID's.
+func (s *Server) stage(r *http.Request, ownerID string, fields map[string]string, name, ct string, body io.Reader) (store.File, error) {
 	ttl, err := parseTTL(fields["ttl"])
 	if err != nil {
 		return store.File{}, err
@@ -137,7 +110,7 @@ func (s *Server) stage(r *http.Request, u store.User, fields map[string]string, 
 	if _, _, err := mime.ParseMediaType(ct); err != nil {
 		return store.File{}, errs.New(errInvalidRequest, map[string]any{"field": "content_type", "value": ct}, "content type %q is not a media type such as text/csv", ct)
 	}
-	f, err := s.files.Put(r.Context(), files.Upload{OwnerID: u.ID, Key: fields["key"], Name: name, ContentType: ct, TTL: ttl, Body: body})
+	f, err := s.files.Put(r.Context(), files.Upload{OwnerID: ownerID, Key: fields["key"], Name: name, ContentType: ct, TTL: ttl, Body: body})
 	if err != nil {
 		return store.File{}, s.bodyError(err)
 	}
@@ -166,11 +139,8 @@ func (s *Server) bodyError(err error) error {
 		return errs.New(errTooLarge, map[string]any{"limit_bytes": mbe.Limit}, "request body is larger than %d bytes", mbe.Limit)
 	}
 	var e *errs.Error
-	if errors.As(err, &e) || errors.Is(err, context.Canceled) {
-		return err
-	}
-	if strings.Contains(err.Error(), "multipart") {
-		return errs.New(errInvalidRequest, nil, "the multipart body is malformed: %v", err)
+	if errors.As(err, &e) {
+		return e
 	}
 	return err
 }
@@ -189,12 +159,21 @@ func partType(sent, name string) string {
 	return "application/octet-stream"
 }
 
-// getFile streams a file, with Range, If-None-Match and HEAD handled by http.ServeContent.
+// getFile streams one version of a file, with Range, If-None-Match and HEAD handled by
+// http.ServeContent. The file's bytes are opened and checked before any header goes out,
+// so missing or unreadable bytes get a JSON error; a failure after that cuts the
+// connection, so the client never takes a short body for the whole file.
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u store.User) error {
-	f, err := s.files.Get(r.Context(), u, r.PathValue("key"))
+	owner, err := s.fileOwner(r, u)
 	if err != nil {
 		return err
 	}
+	rd, err := s.files.Open(r.Context(), owner, r.PathValue("key"))
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	f := rd.File
 	h := w.Header()
 	h.Set("Content-Type", f.ContentType)
 	h.Set("X-Checksum", f.Checksum)
@@ -205,18 +184,119 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u store.User) e
 		h.Set("X-Expires-At", f.ExpiresAt.Format(time.RFC3339Nano))
 	}
 	h.Set("Cache-Control", "private, no-cache")
-	content := &blobSeeker{ctx: r.Context(), open: func(off int64) (io.ReadCloser, error) { return s.files.Open(r.Context(), f, off, -1) }, size: f.Size}
-	defer content.Close()
-	cw := &countingWriter{ResponseWriter: w}
-	http.ServeContent(cw, r, "", f.CreatedAt, content)
-	s.metrics.BytesDownloaded.Add(float64(cw.n))
-	if content.err != nil && cw.n == 0 {
-		return content.err
+	asked := r.Header.Get("Range")
+	if rng := usableRange(asked, f.Size); rng != "" {
+		r.Header.Set("Range", rng)
+	} else {
+		r.Header.Del("Range")
+	}
+	fw := &fileWriter{ResponseWriter: w}
+	http.ServeContent(fw, r, "", f.CreatedAt, rd)
+	s.metrics.BytesDownloaded.Add(float64(fw.n))
+	if fw.status == http.StatusPreconditionFailed {
+		for _, k := range []string{"Content-Type", "X-Checksum", "Content-Disposition", "X-Created-At", "X-Expires-At", "Content-Length"} {
+			h.Del(k)
+		}
+		return errs.New(errPrecondition, map[string]any{"key": f.Key, "etag": h.Get("ETag")},
+			"%s has changed: its ETag is now %s, not the one If-Match or If-Unmodified-Since names; read it again", f.Key, h.Get("ETag"))
+	}
+	if fw.status == http.StatusRequestedRangeNotSatisfiable {
+		for _, k := range []string{"Content-Type", "X-Checksum", "ETag", "Content-Disposition", "X-Created-At", "X-Expires-At",
+			"Last-Modified", "Accept-Ranges", "Content-Length", "X-Content-Type-Options"} {
+			h.Del(k)
+		}
+		h.Set("Content-Range", fmt.Sprintf("bytes */%d", f.Size))
+		return errs.New(errRange, map[string]any{"key": f.Key, "range": asked, "size_bytes": f.Size},
+			"the range %q selects none of the %d bytes of %s; ask for bytes=0-%d or a part of it", asked, f.Size, f.Key, max(f.Size-1, 0))
+	}
+	if rd.Failed() != nil {
+		// The status has gone out (Reader logged and counted the failure): cutting the
+		// connection is how the client learns the body is not whole.
+		panic(http.ErrAbortHandler)
 	}
 	return nil
 }
 
+// usableRange returns the Range header to pass to http.ServeContent for a file of size
+// bytes: h without the ranges that select nothing (a suffix of length 0, as in bytes=-0,
+// or any suffix of an empty file), which ServeContent would answer with a 206 of nothing.
+// When nothing is left, it returns a range that ServeContent refuses with 416 (after it
+// has weighed If-Range). A range in another unit than bytes is ignored, as RFC 9110 asks;
+// a byte range set that is not valid is left to ServeContent, which refuses it.
+func usableRange(h string, size int64) string {
+	spec, ok := strings.CutPrefix(h, "bytes=")
+	if !ok {
+		return ""
+	}
+	var kept []string
+	for _, ra := range strings.Split(spec, ",") {
+		ra = strings.TrimSpace(ra)
+		if ra == "" {
+			continue
+		}
+		start, end, ok := strings.Cut(ra, "-")
+		if !ok {
+			return h
+		}
+		if strings.TrimSpace(start) == "" {
+			n, err := strconv.ParseInt(strings.TrimSpace(end), 10, 64)
+			if err != nil || n < 0 {
+				return h
+			}
+			if n == 0 || size == 0 {
+				continue
+			}
+		}
+		kept = append(kept, ra)
+	}
+	if len(kept) == 0 {
+		return fmt.Sprintf("bytes=%d-", size)
+	}
+	return "bytes=" + strings.Join(kept, ",")
+}
+
+// fileWriter passes http.ServeContent's answer on, except a 416 or a 412, which it holds
+// back for the handler to answer with the JSON error of SPEC §3. It counts the body bytes
+// sent.
+type fileWriter struct {
+	http.ResponseWriter
+	status int // the status ServeContent chose; 0 until it chose
+	n      int64
+}
+
+func (w *fileWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	if !w.held() {
+		w.ResponseWriter.WriteHeader(code)
+	}
+}
+
+// held reports whether the status ServeContent chose is one the handler answers itself.
+func (w *fileWriter) held() bool {
+	return w.status == http.StatusRequestedRangeNotSatisfiable || w.status == http.StatusPreconditionFailed
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.held() {
+		return len(p), nil
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+func (w *fileWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, u store.User) error {
+	owner, err := s.fileOwner(r, u)
+	if err != nil {
+		return err
+	}
 	q := r.URL.Query()
 	limit := 100
 	if v := q.Get("limit"); v != "" {
@@ -234,7 +314,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, u store.User)
 		}
 		after = string(b)
 	}
-	list, more, err := s.files.List(r.Context(), u, q.Get("prefix"), after, limit)
+	list, more, err := s.files.List(r.Context(), owner, q.Get("prefix"), after, limit)
 	if err != nil {
 		return err
 	}
@@ -252,70 +332,18 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, u store.User)
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, u store.User) error {
-	if err := s.files.Delete(r.Context(), u, r.PathValue("key")); err != nil {
+	owner, err := s.fileOwner(r, u)
+	if err != nil {
+		return err
+	}
+	if err := s.files.Delete(r.Context(), owner, r.PathValue("key")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// blobSeeker is an io.ReadSeeker over a blob that opens a reader at the current offset
-// on the first Read after a Seek, so http.ServeContent can serve ranges without the blob
-// store having to seek.
-type blobSeeker struct {
-	ctx  context.Context
-	open func(off int64) (io.ReadCloser, error)
-	size int64
-	off  int64
-	rc   io.ReadCloser
-	err  error
-}
-
-func (b *blobSeeker) Read(p []byte) (int, error) {
-	if b.off >= b.size {
-		return 0, io.EOF
-	}
-	if b.rc == nil {
-		rc, err := b.open(b.off)
-		if err != nil {
-			b.err = err
-			return 0, err
-		}
-		b.rc = rc
-	}
-	n, err := b.rc.Read(p)
-	b.off += int64(n)
-	return n, err
-}
-
-func (b *blobSeeker) Seek(offset int64, whence int) (int64, error) {
-	var abs int64
-	switch whence {
-	case io.SeekStart:
-		abs = offset
-	case io.SeekCurrent:
-		abs = b.off + offset
-	case io.SeekEnd:
-		abs = b.size + offset
-	}
-	if abs < 0 {
-		return 0, fmt.Errorf("seek to %d before the start", abs)
-	}
-	if abs != b.off && b.rc != nil {
-		b.rc.Close()
-		b.rc = nil
-	}
-	b.off = abs
-	return abs, nil
-}
-
-func (b *blobSeeker) Close() error {
-	if b.rc != nil {
-		return b.rc.Close()
-	}
-	return nil
-}
-
+// countingWriter counts the bytes written through it.
 type countingWriter struct {
 	http.ResponseWriter
 	n int64

@@ -19,11 +19,12 @@ import (
 )
 
 type artifactJSON struct {
-	Path   string `json:"path"`
-	Name   string `json:"name"`
-	Bytes  int64  `json:"bytes"`
-	SHA256 string `json:"sha256"`
-	URL    string `json:"url"`
+	Path      string     `json:"path"`
+	Name      string     `json:"name"`
+	Bytes     int64      `json:"bytes"`
+	SHA256    string     `json:"sha256"`
+	URL       string     `json:"url"`
+	ExpiredAt *time.Time `json:"expired_at,omitempty"`
 }
 
 type runJSON struct {
@@ -72,7 +73,7 @@ func toRunJSON(r store.Run, viewer store.User) runJSON {
 	json.Unmarshal([]byte(r.Artifacts), &arts)
 	for _, a := range arts {
 		out.Artifacts = append(out.Artifacts, artifactJSON{Path: a.Path, Name: a.Name, Bytes: a.Bytes, SHA256: a.SHA256,
-			URL: run.ArtifactURL(r.ID, a.Path)})
+			URL: run.ArtifactURL(r.ID, a.Path), ExpiredAt: a.ExpiredAt})
 	}
 	if viewer.ID == r.UserID {
 		so, se := run.LogText(r.Stdout, r.StdoutTruncated), run.LogText(r.Stderr, r.StderrTruncated)
@@ -215,6 +216,11 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, u store.Use
 		if a.Path != path {
 			continue
 		}
+		if a.ExpiredAt != nil {
+			return errs.New(errNotFound, map[string]any{"run": rn.ID, "path": path, "expired_at": a.ExpiredAt},
+				"the artifact %s of run %s expired on %s: artifacts are kept for the server's SKRIP_RUN_ARTIFACTS_TTL after the run",
+				path, rn.ID, a.ExpiredAt.UTC().Format(time.RFC3339))
+		}
 		rc, info, err := s.blobs.Get(r.Context(), a.Key, 0, -1)
 		if err != nil {
 			return err
@@ -255,8 +261,10 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	if err != nil {
 		return err
 	}
-	past, events, stop := s.runs.Subscribe(rn.ID)
-	defer stop()
+	// Output lines are the owner's alone (an admin sees the status).
+	owner := rn.UserID == u.ID
+	past, sub := s.runs.Subscribe(rn.ID, owner)
+	defer sub.Close()
 	// Read again after subscribing, so a change in between is not missed.
 	if rn, err = s.store.GetRun(r.Context(), rn.ID); err != nil {
 		return err
@@ -267,35 +275,53 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	send := func(e run.Event) {
+	// A client that stops reading is cut off after writeStall, not waited for: its
+	// queue is bounded and the run goes on without it.
+	send := func(e run.Event) error {
 		data, _ := json.Marshal(e.Data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Type, data)
-		rc.Flush()
+		rc.SetWriteDeadline(time.Now().Add(writeStall))
+		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Type, data)
+		return err
+	}
+	flush := func() error {
+		rc.SetWriteDeadline(time.Now().Add(writeStall))
+		return rc.Flush()
 	}
 	send(run.Event{Type: "status", Data: rn.Status})
 	if store.Terminal(rn.Status) {
+		flush()
 		return nil
 	}
-	if rn.UserID == u.ID {
-		for _, e := range past {
-			send(e)
+	for _, e := range past {
+		if send(e) != nil {
+			return nil
 		}
+	}
+	if flush() != nil {
+		return nil
 	}
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	for {
 		select {
-		case e := <-events:
-			if e.Type != "status" && rn.UserID != u.ID {
-				continue // output lines are the owner's alone (an admin sees the status)
+		case <-sub.Ready():
+			for _, e := range sub.Take() {
+				if send(e) != nil {
+					return nil
+				}
+				if e.Type == "status" && store.Terminal(e.Data) {
+					flush()
+					return nil
+				}
 			}
-			send(e)
-			if e.Type == "status" && store.Terminal(e.Data) {
+			if flush() != nil {
 				return nil
 			}
 		case <-ping.C:
 			fmt.Fprint(w, ": ping\n\n")
-			rc.Flush()
+			if flush() != nil {
+				return nil
+			}
 		case <-r.Context().Done():
 			return nil
 		}

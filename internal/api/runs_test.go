@@ -17,6 +17,8 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -345,4 +347,119 @@ func TestRestartFailsInterruptedRuns(t *testing.T) {
 			t.Fatalf("%s after restart: %+v, %v", id, r, err)
 		}
 	}
+}
+
+// sparseTool leaves 30 files of 100 MB in /work/output that hold no blocks at all.
+const sparseTool = `
+import os
+def run_tool(input_dir, output_dir):
+    for i in range(30):
+        fd = os.open(os.path.join(output_dir, "s%02d.bin" % i), os.O_CREAT | os.O_WRONLY)
+        os.ftruncate(fd, 100000000)
+        os.close(fd)
+    return "30 sparse files"
+`
+
+// TestSparseOutputsCountByApparentSize runs a tool that leaves 30 sparse files of 100 MB
+// on each runner: they count against SKRIP_RUN_OUTPUT_BYTES (100 MiB) by apparent size,
+// so the run keeps what fits, stores no more than the cap, and says which files it left
+// out and why (issue 13: on bubblewrap they once became 3 GB of artifacts, and Docker
+// failed the run).
+func TestSparseOutputsCountByApparentSize(t *testing.T) {
+	runOnEachRunner(t, "sparse", sparseTool, func(t *testing.T, env *apptest.Env, cfg config.Config, r client.Run) {
+		var stored int64
+		for _, a := range r.Artifacts {
+			stored += a.Bytes
+		}
+		if len(r.Artifacts) != 1 || r.Artifacts[0].Path != "output/s00.bin" || stored > cfg.RunOutputBytes {
+			t.Errorf("artifacts %+v: %d bytes, the cap is %d; want s00.bin alone", r.Artifacts, stored, cfg.RunOutputBytes)
+		}
+		var blobs int64
+		filepath.Walk(filepath.Join(cfg.DataDir, "blobs"), func(_ string, info os.FileInfo, err error) error {
+			if err == nil && info.Mode().IsRegular() {
+				blobs += info.Size()
+			}
+			return nil
+		})
+		if blobs > cfg.RunOutputBytes+1<<20 {
+			t.Errorf("the blob store holds %d bytes after the run, over the %d cap", blobs, cfg.RunOutputBytes)
+		}
+		var notice string
+		for _, o := range r.Outputs {
+			if o.Kind == "notice" && strings.HasPrefix(o.Message, "Artifacts over the output limit (100 MiB) were not kept: output/s01.bin (95.4 MiB)") {
+				notice = o.Message
+			}
+		}
+		if notice == "" || !strings.Contains(notice, "and 19 more; 2.7 GiB in all") {
+			t.Errorf("no notice naming the cap and the files left out: %+v", r.Outputs)
+		}
+	})
+}
+
+// runOnEachRunner publishes source as tool slug on a server of each runner, runs it once
+// and hands the succeeded run to check.
+func runOnEachRunner(t *testing.T, slug, source string, check func(t *testing.T, env *apptest.Env, cfg config.Config, r client.Run)) {
+	for _, rn := range []string{"bwrap", "docker"} {
+		t.Run(rn, func(t *testing.T) {
+			cfg := apptest.Config(t, apptest.Backends[0])
+			cfg.Runner = rn
+			env := apptest.Start(t, cfg)
+			publish(t, env, slug, source)
+			r, err := env.Admin.RunFiles(context.Background(), slug, nil, nil, 2*time.Minute)
+			if err != nil || r.Status != "succeeded" {
+				t.Fatalf("run: %+v %v", r, err)
+			}
+			check(t, env, cfg, r)
+		})
+	}
+}
+
+const manyFilesTool = `
+import os
+def run_tool(input_dir, output_dir):
+    made = 0
+    try:
+        for i in range(40000):
+            open(os.path.join(output_dir, "%06d" % i), "w").close()
+            made += 1
+    except OSError as e:
+        print("stopped:", e.strerror)
+    print("made", made)
+    return "made %d" % made
+`
+
+// TestManyOutputFilesStayBounded runs a tool that tries to leave 40,000 empty files in
+// /work/output on each runner: /work/output holds at most 16384 entries,
+// the run keeps 500 artifacts, and one notice (not one per file) names a few of the
+// others and counts the rest, so the run's record stays small.
+func TestManyOutputFilesStayBounded(t *testing.T) {
+	runOnEachRunner(t, "many", manyFilesTool, func(t *testing.T, env *apptest.Env, _ config.Config, r client.Run) {
+		var made int
+		if r.Stdout == nil {
+			t.Fatal("no stdout")
+		}
+		for _, line := range strings.Split(*r.Stdout, "\n") {
+			fmt.Sscanf(line, "made %d", &made)
+		}
+		if made == 0 || made > runner.OutputInodes {
+			t.Errorf("the tool made %d files in /work/output, want at most %d: %s", made, runner.OutputInodes, *r.Stdout)
+		}
+		if len(r.Artifacts) != 500 {
+			t.Errorf("%d artifacts, want 500", len(r.Artifacts))
+		}
+		var notices []string
+		for _, o := range r.Outputs {
+			if o.Kind == "notice" {
+				notices = append(notices, o.Message)
+			}
+		}
+		want := fmt.Sprintf("Not kept as artifacts: output/000500, output/000501, output/000502, output/000503, output/000504 and %d more (a run keeps at most 500 artifacts).", made-505)
+		if len(notices) != 1 || notices[0] != want {
+			t.Errorf("notices %q, want one: %q", notices, want)
+		}
+		a := send(t, env, "GET", "/api/v1/runs/"+r.RunID, env.AdminToken, "", nil)
+		if a.status != 200 || len(a.raw) > 256<<10 {
+			t.Errorf("the run's JSON: %d, %d bytes", a.status, len(a.raw))
+		}
+	})
 }

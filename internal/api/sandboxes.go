@@ -136,8 +136,9 @@ type execJSON struct {
 const ndjson = "application/x-ndjson"
 
 // execSandbox runs a command. With Accept: application/x-ndjson the answer streams: a
-// {"stream","line"} object per output line as it comes, then {"result": …}, or
-// {"error": …} when the exec could not run.
+// {"stream","line"} object per output line as it comes (as fast as the runner's live
+// budget allows), a {"notice"} object where lines were left out or cut, then
+// {"result": …}, or {"error": …} when the exec could not run.
 func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.User) error {
 	var body struct {
 		Cmd      []string `json:"cmd"`
@@ -177,15 +178,23 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.Use
 			w.WriteHeader(http.StatusOK)
 		}
 	}
+	var broken bool // the client stopped reading: the command runs on, its lines go nowhere
 	req.OnLine = func(stream string, line []byte) {
 		mu.Lock()
 		defer mu.Unlock()
-		if finished {
+		if finished || broken {
 			return // a late line of an exec that is over: the response may be gone
 		}
 		start()
-		enc.Encode(map[string]string{"stream": stream, "line": string(line) + "\n"})
-		rc.Flush()
+		var msg any = map[string]string{"stream": stream, "line": string(line) + "\n"}
+		if stream == runner.Notice {
+			msg = map[string]string{"notice": string(line)}
+		}
+		// The command waits while its client reads, but not for one that stopped.
+		rc.SetWriteDeadline(time.Now().Add(writeStall))
+		if enc.Encode(msg) != nil || rc.Flush() != nil {
+			broken = true
+		}
 	}
 	res, err := s.sandboxes.Exec(r.Context(), u, id, req)
 	mu.Lock()
@@ -195,6 +204,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.Use
 		return err
 	}
 	start()
+	rc.SetWriteDeadline(time.Now().Add(writeStall))
 	if err != nil {
 		// The status line has gone: the error is the stream's last object, the same
 		// body a plain answer would carry.

@@ -362,8 +362,19 @@ func TestSandboxStageAndPublish(t *testing.T) {
 		if _, err := alice.PublishFile(ctx, sb.SandboxID, "output/none.csv", "", ""); !client.IsCode(err, "not_found") {
 			t.Errorf("publish a missing file: %v", err)
 		}
-		if _, err := alice.PublishFile(ctx, sb.SandboxID, "output/result.csv", bobs.FileKey, ""); !client.IsCode(err, "conflict") {
-			t.Errorf("publish over bob's key: %v", err)
+		// Keys are per owner: publishing under the key of bob's file makes a file of
+		// alice's, and bob's stays his.
+		if pub, err := alice.PublishFile(ctx, sb.SandboxID, "output/result.csv", bobs.FileKey, ""); err != nil || pub.FileKey != bobs.FileKey {
+			t.Errorf("publish under the key of bob's file: %+v %v", pub, err)
+		}
+		for _, c := range []struct {
+			who  *client.Client
+			want string
+		}{{alice, "total\n8\n"}, {bob, "bob's"}} {
+			var got strings.Builder
+			if _, err := c.who.Download(ctx, bobs.FileKey, func(client.FileInfo) (io.Writer, error) { return &got, nil }); err != nil || got.String() != c.want {
+				t.Errorf("download of %s: %q %v, want %q", bobs.FileKey, got.String(), err, c.want)
+			}
 		}
 		// Over the staging area's per-file limit: 413, and nothing is stored.
 		before, _, _ := alice.Files(ctx, "", "", 100)

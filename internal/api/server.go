@@ -50,10 +50,12 @@ type Deps struct {
 	// SandboxTimeout is the wall time of editor sandbox runs.
 	SandboxTimeout time.Duration
 	Uploads        upload.Limits
-	Metrics        *metrics.Metrics
-	Log            *slog.Logger
-	Ready          []Check
-	Version        string
+	// BodyIdleTimeout cuts off a request body that sends nothing for this long; 0 never does.
+	BodyIdleTimeout time.Duration
+	Metrics         *metrics.Metrics
+	Log             *slog.Logger
+	Ready           []Check
+	Version         string
 }
 
 // Server is the HTTP API.
@@ -77,11 +79,12 @@ type Server struct {
 
 	uploadLimits   upload.Limits
 	sandboxTimeout time.Duration
+	bodyIdle       time.Duration
 }
 
 // New builds the API's routes.
 func New(d Deps) *Server {
-	s := &Server{store: d.Store, accounts: d.Accounts, files: d.Files, janitor: d.Janitor, runs: d.Runs, sessions: d.Sessions, blobs: d.Blobs, catalog: d.Catalog, steps: d.Steps, sandboxes: d.Sandboxes, uploadLimits: d.Uploads, sandboxTimeout: d.SandboxTimeout, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
+	s := &Server{store: d.Store, accounts: d.Accounts, files: d.Files, janitor: d.Janitor, runs: d.Runs, sessions: d.Sessions, blobs: d.Blobs, catalog: d.Catalog, steps: d.Steps, sandboxes: d.Sandboxes, uploadLimits: d.Uploads, sandboxTimeout: d.SandboxTimeout, bodyIdle: d.BodyIdleTimeout, metrics: d.Metrics, log: d.Log, ready: d.Ready, version: d.Version, mux: http.NewServeMux()}
 	s.routes()
 	return s
 }
@@ -202,25 +205,35 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": s.version})
 }
 
+// readyz asks every dependency (the database, the blob store, the runner). Not ready is
+// a 503 whose error names what is not ready; why goes to the log, not to whoever asks.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	checks := map[string]string{}
-	status := http.StatusOK
+	var down []string
 	for _, c := range s.ready {
 		if err := c.Ping(ctx); err != nil {
 			checks[c.Name] = "unavailable (see the server log)"
-			status = http.StatusServiceUnavailable
+			down = append(down, c.Name)
 			s.log.Warn("readiness check failed", "check", c.Name, "error", err)
 			continue
 		}
 		checks[c.Name] = "ok"
 	}
-	state := "ready"
-	if status != http.StatusOK {
-		state = "not ready"
+	if len(down) == 0 {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+		return
 	}
-	writeJSON(w, status, map[string]any{"status": state, "checks": checks})
+	var body errorBody
+	body.Error.Code = "unavailable"
+	body.Error.Message = "not ready: " + strings.Join(down, ", ") + " did not answer; the server log says why"
+	body.Error.Details = map[string]any{"not_ready": down, "checks": checks}
+	writeJSON(w, http.StatusServiceUnavailable, struct {
+		errorBody
+		Status string            `json:"status"`
+		Checks map[string]string `json:"checks"`
+	}{body, "not ready", checks})
 }
 
 func (s *Server) cleanup(w http.ResponseWriter, r *http.Request, _ store.User) error {

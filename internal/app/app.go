@@ -61,7 +61,10 @@ type App struct {
 	Sandboxes *sandbox.Service
 	Metrics   *metrics.Metrics
 	API       *api.Server
-	closers   []func() error
+	// Handler is what Serve answers with: the API and the web UI. A test may wrap it
+	// before Serve (apptest checks every error body the suites produce).
+	Handler http.Handler
+	closers []func() error
 }
 
 // New opens everything cfg names. The caller must Close the App.
@@ -93,17 +96,24 @@ func (a *App) open(ctx context.Context) error {
 	}
 	a.Files = files.New(st, a.Blobs, files.Limits{
 		MaxFileBytes: a.cfg.FilesMaxFileBytes, UserQuotaBytes: a.cfg.FilesUserQuotaBytes, MaxTotalBytes: a.cfg.FilesMaxTotalBytes,
-	}, a.log)
+	}, a.Metrics, a.log)
 	a.Sessions = session.New(st, a.Blobs, a.cfg.SessionFilesTTL, a.log)
 	if a.Runner, err = OpenRunner(ctx, a.cfg, a.log); err != nil {
 		return err
 	}
 	a.closers = append(a.closers, a.Runner.Close)
-	a.Sandboxes = sandbox.New(st, a.Runner, a.Runner.Name(), a.Files, SandboxConfig(a.cfg), a.log)
+	sbCfg := SandboxConfig(a.cfg)
+	if sbCfg.MemoryBudget, err = SandboxBudget(ctx, a.cfg, a.Runner); err != nil {
+		return err
+	}
+	if sbCfg.WorkspaceBytes > sbCfg.MemoryBudget {
+		a.log.Warn("a sandbox of the largest workspace does not fit in the memory budget: creates asking for no smaller one get 507",
+			"workspace", runner.HumanBytes(sbCfg.WorkspaceBytes), "budget", runner.HumanBytes(sbCfg.MemoryBudget), "setting", sandbox.BudgetSetting)
+	}
+	a.Sandboxes = sandbox.New(st, a.Runner, a.Runner.Name(), a.Files, sbCfg, a.log)
 	if err := a.Sandboxes.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering the agent sandboxes: %w", err)
 	}
-	a.Janitor = janitor.New(a.Accounts, a.Files, a.Sessions, a.Sandboxes, a.Blobs, a.Metrics, a.log)
 	conc := a.cfg.RunnerConcurrency
 	if conc <= 0 {
 		conc = runtime.NumCPU()
@@ -119,16 +129,24 @@ func (a *App) open(ctx context.Context) error {
 	if err := a.Runs.Recover(ctx); err != nil {
 		return err
 	}
+	a.Janitor = janitor.New(janitor.Deps{Accounts: a.Accounts, Files: a.Files, Sessions: a.Sessions, Runs: a.Runs,
+		Sandboxes: a.Sandboxes, Blobs: a.Blobs, Metrics: a.Metrics, Log: a.log},
+		janitor.Config{ArtifactsTTL: a.cfg.RunArtifactsTTL, SharedBlobs: a.cfg.Blob == "nats" && a.cfg.NATSURL != ""})
+	// Nothing is in flight yet: whatever a crash left in the blob store goes now.
+	if _, err := a.Janitor.Leftovers(ctx); err != nil {
+		a.log.Error("removing leftovers of an earlier run of the server; the janitor retries", "error", err)
+	}
 	uploads := upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes}
 	a.Catalog = catalog.New(st)
 	a.Steps = run.NewSteps(a.Runs, a.Sessions)
 	a.API = api.New(api.Deps{
 		Store: st, Accounts: a.Accounts, Files: a.Files, Janitor: a.Janitor, Runs: a.Runs, Sessions: a.Sessions, Blobs: a.Blobs,
 		Catalog: a.Catalog, Steps: a.Steps, Sandboxes: a.Sandboxes,
-		SandboxTimeout: a.cfg.SandboxRunTimeout,
-		Uploads:        uploads,
-		Metrics:        a.Metrics, Log: a.log, Version: version.Version,
-		Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}},
+		SandboxTimeout:  a.cfg.SandboxRunTimeout,
+		Uploads:         uploads,
+		BodyIdleTimeout: a.cfg.HTTPBodyIdleTimeout,
+		Metrics:         a.Metrics, Log: a.log, Version: version.Version,
+		Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}, {Name: "runner", Ping: a.Runner.Ping}},
 	})
 	ui, err := web.New(web.Deps{Store: st, Accounts: a.Accounts, Catalog: a.Catalog, Steps: a.Steps, Runs: a.Runs, Sessions: a.Sessions,
 		Files: a.Files, Uploads: uploads, SandboxTimeout: a.cfg.SandboxRunTimeout, Log: a.log})
@@ -137,6 +155,7 @@ func (a *App) open(ctx context.Context) error {
 	}
 	ui.Register(a.API.Mux())
 	a.API.SetNotFound(ui.NotFound())
+	a.Handler = a.API.Handler()
 	return nil
 }
 
@@ -153,7 +172,17 @@ func SandboxConfig(cfg config.Config) sandbox.Config {
 	l.WallTime, l.OutputBytes = 0, 0
 	return sandbox.Config{Limits: l, WorkspaceBytes: cfg.SandboxWorkspace, IdleTimeout: cfg.SandboxIdleTimeout,
 		MaxIdleTimeout: max(24*time.Hour, cfg.SandboxIdleTimeout), ExecTimeout: cfg.SandboxExecTimeout, MaxPerUser: cfg.SandboxMaxPerUser, MaxTotal: cfg.SandboxMaxTotal,
-		Node: node(cfg)}
+		SpoolDir: cfg.Path("work", "sandbox-uploads"), Node: node(cfg)}
+}
+
+// SandboxBudget is the memory budget of the sandboxes' workspaces on r's machine, from
+// the settings; a budget the machine cannot hold is an error that says so.
+func SandboxBudget(ctx context.Context, cfg config.Config, r runner.Sandboxes) (int64, error) {
+	mem, err := r.Memory(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("checking %s against the machine's memory: %w", sandbox.BudgetSetting, err)
+	}
+	return sandbox.MemoryBudget(cfg.SandboxMemoryBudget, mem)
 }
 
 // node names this server among those sharing a database: its host and data dir.
@@ -181,7 +210,7 @@ func OpenRunner(ctx context.Context, cfg config.Config, log *slog.Logger) (runne
 		return docker.New(ctx, docker.Config{Image: image, Server: server, PoolSize: min(pool, 8), PoolLimits: RunLimits(cfg)}, log)
 	}
 	openBwrap := func() (runner.Runner, error) {
-		return bwrap.New(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs}, log)
+		return bwrap.New(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs, UID: cfg.BwrapUID, GID: cfg.BwrapGID}, log)
 	}
 	switch cfg.Runner {
 	case "docker":
@@ -223,7 +252,11 @@ func (a *App) openBlobs(ctx context.Context) error {
 		return nil
 	}
 	var nc *nats.Conn
+	auth := NATSAuth(a.cfg)
 	if a.cfg.NATSURL == "" {
+		if !auth.IsZero() {
+			return errors.New("the SKRIP_NATS_USER, _PASSWORD, _TOKEN, _CREDS, _NKEY_SEED and _TLS_* settings are for the NATS server at SKRIP_NATS_URL, which is empty; the embedded nats-server takes none (no other process can reach it)")
+		}
 		srv, err := natsserver.Start(a.cfg.Path("nats"), natsserver.WithLogger(a.log.With("component", "nats")))
 		if err != nil {
 			return fmt.Errorf("starting the embedded nats-server under %s: %w", a.cfg.Path("nats"), err)
@@ -234,19 +267,26 @@ func (a *App) openBlobs(ctx context.Context) error {
 		}
 	} else {
 		var err error
-		nc, err = nats.Connect(a.cfg.NATSURL, nats.Name("skrip"), nats.MaxReconnects(-1))
+		nc, err = natsserver.Dial(a.cfg.NATSURL, auth, nats.Name("skrip"), nats.MaxReconnects(-1))
 		if err != nil {
-			return fmt.Errorf("connecting to NATS at %s: %w", a.cfg.NATSURL, err)
+			return err
 		}
 	}
 	a.closers = append(a.closers, func() error { nc.Close(); return nil })
-	ns, err := natsblob.New(ctx, nc, natsblob.Config{Bucket: a.cfg.NATSBucket, Replicas: a.cfg.NATSReplicas})
+	ns, err := natsblob.New(ctx, nc, natsblob.Config{Bucket: a.cfg.NATSBucket, Replicas: a.cfg.NATSReplicas,
+		Node: node(a.cfg), Exclusive: a.cfg.NATSURL == "", Log: a.log})
 	if err != nil {
 		return fmt.Errorf("opening the JetStream Object Store bucket %s: %w", a.cfg.NATSBucket, err)
 	}
 	a.Blobs = ns
 	a.closers = append(a.closers, ns.Close)
 	return nil
+}
+
+// NATSAuth is the credentials and TLS settings for the NATS server at SKRIP_NATS_URL.
+func NATSAuth(cfg config.Config) natsserver.Auth {
+	return natsserver.Auth{User: cfg.NATSUser, Password: cfg.NATSPassword, Token: cfg.NATSToken, CredsFile: cfg.NATSCreds,
+		NKeySeedFile: cfg.NATSNKeySeed, TLSCA: cfg.NATSTLSCA, TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey}
 }
 
 // Close releases what New opened, in reverse order.
@@ -273,15 +313,9 @@ func sweepInterval(cfg config.Config) time.Duration {
 // Serve answers HTTP on ln until ctx ends, then stops accepting and waits up to the
 // shutdown grace for requests in flight.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           a.API.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	srv := a.httpServer(ctx)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(jsonErrors{Listener: ln, maxHeaderBytes: int64(srv.MaxHeaderBytes)}) }()
 	jctx, stopJanitor := context.WithCancel(ctx)
 	defer stopJanitor()
 	go a.Janitor.Run(jctx, a.cfg.CleanupInterval)

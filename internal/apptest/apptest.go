@@ -78,7 +78,9 @@ func Config(t testing.TB, b Backend) config.Config {
 	return cfg
 }
 
-// Start runs a server with cfg until the test ends.
+// Start runs a server with cfg until the test ends. Every error answer it gives must be
+// the JSON of SPEC §3 (HTML for the web UI's pages) and name no internal object, or the
+// test fails (errorCheck).
 func Start(t testing.TB, cfg config.Config) *Env {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -98,6 +100,7 @@ func Start(t testing.TB, cfg config.Config) *Env {
 		cancel()
 		t.Fatal(err)
 	}
+	a.Handler = errorCheck(t, cfg.DataDir, a.Handler)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

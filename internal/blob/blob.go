@@ -30,6 +30,13 @@ type Info struct {
 // PutOptions are the optional attributes of a Put.
 type PutOptions struct {
 	ContentType string
+	// FileKey, Owner and Name say what the bytes are to someone reading the store with
+	// other tools: the staged file's key, its owner's user id and its original name.
+	// skrip never reads them back; natsblob keeps them as the object's metadata and
+	// description, fsblob has no place for them.
+	FileKey string
+	Owner   string
+	Name    string
 }
 
 // Store is a flat namespace of objects addressed by key. Every method is safe for

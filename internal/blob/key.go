@@ -1,9 +1,10 @@
 package blob
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/skrip-dev/skrip/internal/errs"
 )
 
 // MaxKeyBytes is the longest key accepted.
@@ -15,14 +16,14 @@ var keyPattern = regexp.MustCompile(`^(files|runs|sessions)/[A-Za-z0-9._-]+(/[A-
 // grammar, is at most MaxKeyBytes long and has no "." or ".." segment.
 func ValidateKey(key string) error {
 	if len(key) > MaxKeyBytes {
-		return fmt.Errorf("%w: key is %d bytes, the limit is %d", ErrInvalidKey, len(key), MaxKeyBytes)
+		return errs.New(ErrInvalidKey, map[string]any{"limit_bytes": MaxKeyBytes}, "invalid key: key is %d bytes, the limit is %d", len(key), MaxKeyBytes)
 	}
 	if !keyPattern.MatchString(key) {
-		return fmt.Errorf("%w: %q must look like files/<name>, runs/<name> or sessions/<name>, using only letters, digits and ._-", ErrInvalidKey, key)
+		return errs.New(ErrInvalidKey, map[string]any{"key": key}, "invalid key: %q must look like files/<name>, runs/<name> or sessions/<name>, using only letters, digits and ._-", key)
 	}
 	for _, seg := range strings.Split(key, "/") {
 		if seg == "." || seg == ".." {
-			return fmt.Errorf("%w: %q has a %q segment", ErrInvalidKey, key, seg)
+			return errs.New(ErrInvalidKey, map[string]any{"key": key}, "invalid key: %q has a %q segment", key, seg)
 		}
 	}
 	return nil

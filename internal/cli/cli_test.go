@@ -116,7 +116,8 @@ func TestDoctor(t *testing.T) {
 	}
 	for _, want := range []string{"SKRIP_DATA_DIR", env.Config.DataDir, "env", "SKRIP_LOG_LEVEL", "debug", "flag", "Agent sandboxes", "/workspace",
 		"SQLite 3.", "migrations applied", "bwrap", "python3", "cgroups", "(set, hidden)",
-		"SKRIP_RUNNER=bwrap", "bubblewrap 0.", "memory", "enforced", "network", "/work/output"} {
+		"SKRIP_RUNNER=bwrap", "bubblewrap 0.", "memory", "enforced", "network", "/work/output",
+		"SKRIP_BWRAP_UID", "host uid", "inside its user namespace", "system calls", "seccomp filter"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
 	"github.com/skrip-dev/skrip/internal/runner/docker"
+	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/version"
 )
@@ -57,14 +58,7 @@ func (e *env) doctor(ctx context.Context, loaded *config.Loaded) {
 
 	fmt.Fprintln(w, "Settings\tvalue\tfrom")
 	for _, v := range loaded.Values {
-		val := v.Value
-		if v.Secret() && val != "" {
-			val = "(set, hidden)"
-		}
-		if val == "" {
-			val = `""`
-		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\n", v.Env(), val, v.Source)
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", v.Env(), v.Display(), v.Source)
 	}
 
 	fmt.Fprintln(w, "\nDatabase\t\t")
@@ -105,9 +99,9 @@ func (e *env) doctor(ctx context.Context, loaded *config.Loaded) {
 func natsState(ctx context.Context, cfg config.Config) (where, state string) {
 	var nc *nats.Conn
 	if cfg.NATSURL != "" {
-		where = cfg.NATSURL
+		where = natsserver.RedactURL(cfg.NATSURL)
 		var err error
-		if nc, err = nats.Connect(cfg.NATSURL, nats.Name("skrip doctor"), nats.Timeout(3*time.Second)); err != nil {
+		if nc, err = natsserver.Dial(cfg.NATSURL, app.NATSAuth(cfg), nats.Name("skrip doctor"), nats.Timeout(3*time.Second)); err != nil {
 			return where, "not reachable: " + err.Error()
 		}
 	} else {
@@ -156,7 +150,7 @@ func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) 
 		if err == nil {
 			defer r.Close()
 			fmt.Fprintf(w, "  docker\t%s\timage %s\n", r.Version(), image)
-			printLimits(w, r, cfg)
+			printLimits(ctx, w, r, cfg)
 			return
 		}
 		fmt.Fprintf(w, "  docker\tunavailable\t%s\n", err)
@@ -165,7 +159,7 @@ func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) 
 			return
 		}
 	}
-	r, err := bwrap.Inspect(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs}, quiet)
+	r, err := bwrap.Inspect(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs, UID: cfg.BwrapUID, GID: cfg.BwrapGID}, quiet)
 	if err != nil {
 		fmt.Fprintf(w, "  bwrap\tunavailable\t%s\n", err)
 		fmt.Fprintf(w, "  \t\tskrip serve refuses to start without a sandbox\n")
@@ -176,16 +170,35 @@ func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) 
 		root = cfg.BwrapRootfs
 	}
 	fmt.Fprintf(w, "  bwrap\t%s\troot %s; memory, pids and CPU through %s\n", r.Version(), root, r.Limiter())
-	printLimits(w, r, cfg)
+	printLimits(ctx, w, r, cfg)
 }
 
 // printLimits says how r enforces the limits of tool runs and of agent sandboxes.
-func printLimits(w io.Writer, r runner.Runner, cfg config.Config) {
+func printLimits(ctx context.Context, w io.Writer, r runner.Runner, cfg config.Config) {
 	printEnforcement(w, r.Enforcement(app.RunLimits(cfg)))
 	sb := app.SandboxConfig(cfg)
 	fmt.Fprintf(w, "\nAgent sandboxes\t%s runner\tdestroyed after %s unused, %d per user, one exec up to %s\n",
 		r.Name(), sb.IdleTimeout, sb.MaxPerUser, sb.ExecTimeout)
 	printEnforcement(w, r.BoxEnforcement(sb.Limits, sb.WorkspaceBytes))
+	printBudget(ctx, w, r, cfg, sb.WorkspaceBytes)
+}
+
+// printBudget shows the memory budget of all workspaces together beside the machine's
+// memory.
+func printBudget(ctx context.Context, w io.Writer, r runner.Runner, cfg config.Config, workspace int64) {
+	mem, err := r.Memory(ctx)
+	if err != nil {
+		fmt.Fprintf(w, "  memory budget\tNOT known\t%s: skrip serve refuses to start\n", err)
+		return
+	}
+	fmt.Fprintf(w, "  machine memory\t\t%s\n", mem)
+	budget, err := app.SandboxBudget(ctx, cfg, r)
+	if err != nil {
+		fmt.Fprintf(w, "  memory budget\tREFUSED\t%s; skrip serve refuses to start\n", err)
+		return
+	}
+	fmt.Fprintf(w, "  memory budget\tenforced\t%s for the /workspace of all sandboxes together (%s): room for %d of %s; a create past it gets 507\n",
+		runner.HumanBytes(budget), sandbox.BudgetSetting, budget/runner.WorkspaceMemory(workspace), runner.HumanBytes(workspace))
 }
 
 func printEnforcement(w io.Writer, list []runner.Enforced) {

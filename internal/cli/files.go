@@ -20,8 +20,22 @@ import (
 
 func (e *env) filesCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "files", Short: "Stage files: upload, download, list, inspect and delete"}
+	cmd.PersistentFlags().String("owner", "", "admin: work on the files of this user (id or name) instead of your own")
 	cmd.AddCommand(e.filesUploadCmd(), e.filesDownloadCmd(), e.filesListCmd(), e.filesInfoCmd(), e.filesDeleteCmd())
 	return cmd
+}
+
+// filesClient is the API client for a files command: keys are a per-owner namespace, and
+// --owner (admins only) addresses another user's files.
+func (e *env) filesClient(cmd *cobra.Command) (*client.Client, error) {
+	c, err := e.client()
+	if err != nil {
+		return nil, err
+	}
+	if owner, _ := cmd.Flags().GetString("owner"); owner != "" {
+		c = c.WithFileOwner(owner)
+	}
+	return c, nil
 }
 
 // isTerminal reports whether w (or r) is a terminal.
@@ -55,7 +69,7 @@ func (e *env) filesUploadCmd() *cobra.Command {
 		Short: "Upload a file; prints its key",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
+			c, err := e.filesClient(cmd)
 			if err != nil {
 				return err
 			}
@@ -102,7 +116,7 @@ func (e *env) filesDownloadCmd() *cobra.Command {
 		Short: "Download a file and verify its checksum (-o - writes to standard output)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
+			c, err := e.filesClient(cmd)
 			if err != nil {
 				return err
 			}
@@ -178,10 +192,10 @@ func (e *env) filesListCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List your files",
+		Short: "List your files (or, for an admin, another user's with --owner)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := e.client()
+			c, err := e.filesClient(cmd)
 			if err != nil {
 				return err
 			}
@@ -228,7 +242,7 @@ func (e *env) filesInfoCmd() *cobra.Command {
 		Short: "Show a file's size, type, checksum and expiry",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
+			c, err := e.filesClient(cmd)
 			if err != nil {
 				return err
 			}
@@ -261,7 +275,7 @@ func (e *env) filesDeleteCmd() *cobra.Command {
 		Short: "Delete a file (asks first on a terminal, unless --force)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
+			c, err := e.filesClient(cmd)
 			if err != nil {
 				return err
 			}
@@ -305,9 +319,18 @@ func (e *env) cleanupCmd() *cobra.Command {
 			if asJSON {
 				return e.printJSON(r)
 			}
-			fmt.Fprintf(e.stdout, "removed %d expired files (%s), %d session file sets (%d files, %s), %d idle sandboxes and %d blob store leftovers\n",
-				r.Files, size(r.FileBytes), r.SessionSets, r.SessionFiles, size(r.SessionBytes), r.Sandboxes, r.BlobLeftovers)
-			return nil
+			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "removed")
+			fmt.Fprintf(w, "  expired files\t%d\t%s\n", r.Files, size(r.FileBytes))
+			fmt.Fprintf(w, "  replaced file versions\t%d\tkept a while for readers that had them open\n", r.FileVersions)
+			fmt.Fprintf(w, "  expired session file sets\t%d\t%d files, %s\n", r.SessionSets, r.SessionFiles, size(r.SessionBytes))
+			fmt.Fprintf(w, "  expired run artifacts\t%d\tof %d runs, %s\n", r.Artifacts, r.ArtifactRuns, size(r.ArtifactBytes))
+			fmt.Fprintf(w, "  orphan session files\t%d\tno session set refers to them\n", r.OrphanSessionFiles)
+			fmt.Fprintf(w, "  orphan run artifacts\t%d\tno run refers to them\n", r.OrphanArtifacts)
+			fmt.Fprintf(w, "  blob store leftovers\t%d\ttemp files and unreferenced objects or chunks of interrupted uploads\n", r.BlobLeftovers)
+			fmt.Fprintf(w, "  expired sign-ins\t%d\t\n", r.SignIns)
+			fmt.Fprintf(w, "  idle sandboxes\t%d\t\n", r.Sandboxes)
+			return w.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -148,11 +148,14 @@ func (e *env) sandboxExecCmd() *cobra.Command {
 			streamed := isTerminal(e.stdout) && !asJSON
 			if streamed {
 				res, err = c.ExecStream(cmd.Context(), args[0], req, func(stream, line string) {
-					if stream == "stderr" {
+					switch stream {
+					case "stderr":
 						io.WriteString(e.stderr, line)
-						return
+					case "notice":
+						fmt.Fprintf(e.stderr, "skrip: %s\n", line)
+					default:
+						io.WriteString(e.stdout, line)
 					}
-					io.WriteString(e.stdout, line)
 				})
 			} else {
 				res, err = c.Exec(cmd.Context(), args[0], req)
@@ -176,7 +179,7 @@ func (e *env) sandboxExecCmd() *cobra.Command {
 				switch {
 				case !cut.on || asJSON:
 				case streamed:
-					fmt.Fprintf(e.stderr, "skrip: all of %s was shown, but the exec's result keeps only the first part (the server's limit)\n", cut.name)
+					fmt.Fprintf(e.stderr, "skrip: %s was streamed as it came (skrip's notices say what was left out), but the exec's result keeps only its first part (the server's limit)\n", cut.name)
 				default:
 					fmt.Fprintf(e.stderr, "skrip: %s was cut at the server's limit; write long output to a file and publish it\n", cut.name)
 				}

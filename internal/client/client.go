@@ -17,9 +17,10 @@ import (
 
 // Client talks to one skrip server as one user.
 type Client struct {
-	base  *url.URL
-	token string
-	http  *http.Client
+	base      *url.URL
+	token     string
+	http      *http.Client
+	fileOwner string // ?owner= of every files route; "" for the caller's own files
 }
 
 // New returns a client of the server at base (e.g. http://127.0.0.1:8080), sending token

@@ -35,6 +35,28 @@ type UploadOptions struct {
 	ContentType string
 }
 
+// WithFileOwner returns a client whose files requests (Upload, Put, Files, FileInfoOf,
+// Download, DeleteFile) address the files of owner, a user id or name, instead of the
+// caller's own: keys are a per-owner namespace, and only an admin may name another user.
+func (c *Client) WithFileOwner(owner string) *Client {
+	cc := *c
+	cc.fileOwner = owner
+	return &cc
+}
+
+// ownerQuery is the ?owner= suffix of a files route, or "".
+func (c *Client) ownerQuery(sep string) string {
+	if c.fileOwner == "" {
+		return ""
+	}
+	return sep + "owner=" + url.QueryEscape(c.fileOwner)
+}
+
+// filePath is FilePath with the client's owner.
+func (c *Client) filePath(key string) string {
+	return FilePath(key) + c.ownerQuery("?")
+}
+
 // Upload streams body as a multipart upload named name. The body is never held whole in
 // memory.
 func (c *Client) Upload(ctx context.Context, name string, body io.Reader, opts UploadOptions) (FileInfo, error) {
@@ -60,7 +82,7 @@ func (c *Client) Upload(ctx context.Context, name string, body io.Reader, opts U
 		}()
 		pw.CloseWithError(err)
 	}()
-	resp, err := c.Request(ctx, http.MethodPost, "/api/v1/files", pr, http.Header{"Content-Type": {mw.FormDataContentType()}})
+	resp, err := c.Request(ctx, http.MethodPost, "/api/v1/files"+c.ownerQuery("?"), pr, http.Header{"Content-Type": {mw.FormDataContentType()}})
 	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer when the server answered early
 	if err != nil {
 		return FileInfo{}, err
@@ -77,7 +99,7 @@ func (c *Client) Put(ctx context.Context, key string, body io.Reader, size int64
 		h.Set("Content-Type", contentType)
 	}
 	req := io.LimitReader(body, size)
-	resp, err := c.RequestSized(ctx, http.MethodPut, FilePath(key), req, size, h)
+	resp, err := c.RequestSized(ctx, http.MethodPut, c.filePath(key), req, size, h)
 	if err != nil {
 		return err
 	}
@@ -85,7 +107,7 @@ func (c *Client) Put(ctx context.Context, key string, body io.Reader, size int64
 	return nil
 }
 
-// Files lists the caller's files under prefix, one page at a time.
+// Files lists the caller's files (or WithFileOwner's) under prefix, one page at a time.
 func (c *Client) Files(ctx context.Context, prefix, cursor string, limit int) ([]FileInfo, string, error) {
 	q := url.Values{}
 	if prefix != "" {
@@ -96,6 +118,9 @@ func (c *Client) Files(ctx context.Context, prefix, cursor string, limit int) ([
 	}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
+	}
+	if c.fileOwner != "" {
+		q.Set("owner", c.fileOwner)
 	}
 	var out struct {
 		Files      []FileInfo `json:"files"`
@@ -122,7 +147,7 @@ func FilePath(key string) string {
 
 // FileInfoOf asks for a file's metadata with HEAD.
 func (c *Client) FileInfoOf(ctx context.Context, key string) (FileInfo, error) {
-	resp, err := c.Request(ctx, http.MethodHead, FilePath(key), nil, nil)
+	resp, err := c.Request(ctx, http.MethodHead, c.filePath(key), nil, nil)
 	var apiErr *Error
 	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
 		apiErr.Code, apiErr.Message = "not_found", "file not found: "+key
@@ -164,7 +189,7 @@ func (e *ErrChecksum) Error() string {
 // metadata before the first byte is written (for naming the output or sizing a progress
 // bar). A mismatch returns *ErrChecksum after every byte was written.
 func (c *Client) Download(ctx context.Context, key string, start func(FileInfo) (io.Writer, error)) (FileInfo, error) {
-	resp, err := c.Request(ctx, http.MethodGet, FilePath(key), nil, nil)
+	resp, err := c.Request(ctx, http.MethodGet, c.filePath(key), nil, nil)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -199,18 +224,25 @@ func copyVerify(ctx context.Context, w io.Writer, src io.Reader) (int64, string,
 
 // DeleteFile removes a file.
 func (c *Client) DeleteFile(ctx context.Context, key string) error {
-	return c.Do(ctx, http.MethodDelete, FilePath(key), nil, nil)
+	return c.Do(ctx, http.MethodDelete, c.filePath(key), nil, nil)
 }
 
 // CleanupReport is what one janitor pass removed.
 type CleanupReport struct {
-	Files         int   `json:"files"`
-	FileBytes     int64 `json:"file_bytes"`
-	SessionSets   int   `json:"session_sets"`
-	SessionFiles  int   `json:"session_files"`
-	SessionBytes  int64 `json:"session_bytes"`
-	BlobLeftovers int   `json:"blob_leftovers"`
-	Sandboxes     int   `json:"sandboxes"`
+	Files              int   `json:"files"`
+	FileBytes          int64 `json:"file_bytes"`
+	FileVersions       int   `json:"file_versions"`
+	SessionSets        int   `json:"session_sets"`
+	SessionFiles       int   `json:"session_files"`
+	SessionBytes       int64 `json:"session_bytes"`
+	ArtifactRuns       int   `json:"artifact_runs"`
+	Artifacts          int   `json:"artifacts"`
+	ArtifactBytes      int64 `json:"artifact_bytes"`
+	BlobLeftovers      int   `json:"blob_leftovers"`
+	OrphanSessionFiles int   `json:"orphan_session_files"`
+	OrphanArtifacts    int   `json:"orphan_artifacts"`
+	SignIns            int64 `json:"sign_ins"`
+	Sandboxes          int   `json:"sandboxes"`
 }
 
 // Cleanup asks the server to run one janitor pass now (admin only).

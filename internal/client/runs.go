@@ -38,11 +38,12 @@ type Version struct {
 
 // Artifact is a file a run produced.
 type Artifact struct {
-	Path   string `json:"path"`
-	Name   string `json:"name"`
-	Bytes  int64  `json:"bytes"`
-	SHA256 string `json:"sha256"`
-	URL    string `json:"url"`
+	Path      string     `json:"path"`
+	Name      string     `json:"name"`
+	Bytes     int64      `json:"bytes"`
+	SHA256    string     `json:"sha256"`
+	URL       string     `json:"url"`
+	ExpiredAt *time.Time `json:"expired_at,omitempty"` // set once SKRIP_RUN_ARTIFACTS_TTL removed the bytes
 }
 
 // Output is one output of a run; which fields are set depends on Kind.

@@ -133,7 +133,8 @@ func (c *Client) Exec(ctx context.Context, id string, req ExecRequest) (ExecResu
 }
 
 // ExecStream runs a command and passes its output lines to onLine ("stdout" or
-// "stderr") as they come.
+// "stderr") as they come, and the server's notices about them ("notice": lines left
+// out of the stream, a line cut).
 func (c *Client) ExecStream(ctx context.Context, id string, req ExecRequest, onLine func(stream, line string)) (ExecResult, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -155,6 +156,7 @@ func (c *Client) ExecStream(ctx context.Context, id string, req ExecRequest, onL
 		var msg struct {
 			Stream string      `json:"stream"`
 			Line   string      `json:"line"`
+			Notice string      `json:"notice"`
 			Result *ExecResult `json:"result"`
 			Error  *Error      `json:"error"`
 		}
@@ -167,6 +169,8 @@ func (c *Client) ExecStream(ctx context.Context, id string, req ExecRequest, onL
 		case msg.Error != nil:
 			msg.Error.Status = resp.StatusCode
 			return ExecResult{}, msg.Error
+		case msg.Notice != "":
+			onLine("notice", msg.Notice)
 		default:
 			onLine(msg.Stream, msg.Line)
 		}

@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,22 +19,36 @@ import (
 // Config holds every setting in force for one process.
 type Config struct {
 	Addr                string
+	HTTPHeaderTimeout   time.Duration
+	HTTPBodyIdleTimeout time.Duration
+	HTTPMaxHeaderBytes  int64
 	DataDir             string
 	DatabaseURL         string
 	Blob                string
 	NATSURL             string
 	NATSBucket          string
 	NATSReplicas        int
+	NATSUser            string
+	NATSPassword        string
+	NATSToken           string
+	NATSCreds           string
+	NATSNKeySeed        string
+	NATSTLSCA           string
+	NATSTLSCert         string
+	NATSTLSKey          string
 	BootstrapAdminToken string
 	FilesMaxFileBytes   int64
 	FilesUserQuotaBytes int64
 	FilesMaxTotalBytes  int64
 	CleanupInterval     time.Duration
 	SessionFilesTTL     time.Duration
+	RunArtifactsTTL     time.Duration
 	ShutdownGrace       time.Duration
 	Runner              string
 	RunnerImage         string
 	BwrapRootfs         string
+	BwrapUID            int
+	BwrapGID            int
 	RunTimeout          time.Duration
 	SandboxRunTimeout   time.Duration
 	RunMemoryBytes      int64
@@ -49,6 +64,7 @@ type Config struct {
 	UploadMaxTotalBytes int64
 	SandboxIdleTimeout  time.Duration
 	SandboxWorkspace    int64
+	SandboxMemoryBudget int64
 	SandboxExecTimeout  time.Duration
 	SandboxMaxPerUser   int
 	SandboxMaxTotal     int
@@ -66,6 +82,7 @@ const (
 	kDuration
 	kSecret
 	kFloat
+	kURL // may carry a password, hidden when shown
 )
 
 // Setting is one row of the table: its flag name, environment variable, default and help.
@@ -89,26 +106,66 @@ func (s Setting) Env() string {
 // Secret reports whether the value must not be printed.
 func (s Setting) Secret() bool { return s.kind == kSecret }
 
+// Display is the value as `skrip doctor` prints it: a secret is hidden, and so is the
+// password or token inside a URL.
+func (v Value) Display() string {
+	switch {
+	case v.Value == "":
+		return `""`
+	case v.Secret():
+		return "(set, hidden)"
+	case v.kind == kURL:
+		return redactURLs(v.Value)
+	}
+	return v.Value
+}
+
+// redactURLs hides the user information of each URL in a comma-separated list.
+func redactURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			u.User = url.User("xxxxx")
+			parts[i] = u.String()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
 // Settings is the table of every setting with its default. It is the only place defaults
 // live; the README and `skrip serve --help` are generated from the same rows.
 func Settings() []Setting {
 	return []Setting{
 		{Name: "addr", Default: "127.0.0.1:8080", Help: "address the HTTP server listens on", bind: str(func(c *Config) *string { return &c.Addr })},
+		{Name: "http-header-timeout", Default: "10s", Help: "a request whose header fields take longer than this to arrive is dropped; 0 waits forever", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.HTTPHeaderTimeout })},
+		{Name: "http-body-idle-timeout", Default: "60s", Help: "a request body that sends nothing for this long is cut off with 408; 0 waits forever", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.HTTPBodyIdleTimeout })},
+		{Name: "http-max-header-bytes", Default: "1048576", Help: "largest request line and header fields of a request; larger ones get 431", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.HTTPMaxHeaderBytes })},
 		{Name: "data-dir", Default: "./skrip-data", Help: "directory holding skrip.db, blobs/, nats/ and work/", bind: str(func(c *Config) *string { return &c.DataDir })},
 		{Name: "database-url", Default: "", Help: "postgres://… to use PostgreSQL; empty uses SQLite in the data dir", kind: kSecret, bind: str(func(c *Config) *string { return &c.DatabaseURL })},
 		{Name: "blob", Default: "fs", Help: "where file bytes live: fs (the data dir) or nats (JetStream Object Store)", choices: []string{"fs", "nats"}, bind: str(func(c *Config) *string { return &c.Blob })},
-		{Name: "nats-url", Default: "", Help: "NATS server or cluster URL for --blob=nats; empty runs an embedded nats-server under <data>/nats", bind: str(func(c *Config) *string { return &c.NATSURL })},
+		{Name: "nats-url", Default: "", Help: "NATS server or cluster URL for --blob=nats; empty runs an embedded nats-server under <data>/nats", kind: kURL, bind: str(func(c *Config) *string { return &c.NATSURL })},
 		{Name: "nats-bucket", Default: "skrip-files", Help: "JetStream Object Store bucket for --blob=nats", bind: str(func(c *Config) *string { return &c.NATSBucket })},
-		{Name: "nats-replicas", Default: "1", Help: "replicas of the Object Store bucket (1, 3 or 5 in a cluster)", kind: kInt, bind: intv(func(c *Config) *int { return &c.NATSReplicas })},
+		{Name: "nats-replicas", Default: "1", Help: "replicas of the Object Store bucket when skrip creates it (1, 3 or 5 in a cluster); an existing bucket is left as it is", kind: kInt, bind: intv(func(c *Config) *int { return &c.NATSReplicas })},
+		{Name: "nats-user", Default: "", Help: "user for the NATS server at --nats-url, with --nats-password", bind: str(func(c *Config) *string { return &c.NATSUser })},
+		{Name: "nats-password", Default: "", Help: "password of --nats-user", kind: kSecret, bind: str(func(c *Config) *string { return &c.NATSPassword })},
+		{Name: "nats-token", Default: "", Help: "token for the NATS server at --nats-url", kind: kSecret, bind: str(func(c *Config) *string { return &c.NATSToken })},
+		{Name: "nats-creds", Default: "", Help: "credentials file (user JWT and NKey seed) for the NATS server at --nats-url", bind: str(func(c *Config) *string { return &c.NATSCreds })},
+		{Name: "nats-nkey-seed", Default: "", Help: "file holding a user NKey seed for the NATS server at --nats-url", bind: str(func(c *Config) *string { return &c.NATSNKeySeed })},
+		{Name: "nats-tls-ca", Default: "", Help: "PEM file of the CAs that sign the NATS server's certificate; setting it requires TLS", bind: str(func(c *Config) *string { return &c.NATSTLSCA })},
+		{Name: "nats-tls-cert", Default: "", Help: "PEM client certificate for NATS, with --nats-tls-key", bind: str(func(c *Config) *string { return &c.NATSTLSCert })},
+		{Name: "nats-tls-key", Default: "", Help: "PEM private key of --nats-tls-cert", bind: str(func(c *Config) *string { return &c.NATSTLSKey })},
 		{Name: "bootstrap-admin-token", Default: "", Help: "make sure user admin exists and accepts this token (at least 16 characters)", kind: kSecret, bind: str(func(c *Config) *string { return &c.BootstrapAdminToken })},
 		{Name: "files-max-file-bytes", Default: "104857600", Help: "largest staged file (bytes; 100MiB, 1GB also accepted)", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesMaxFileBytes })},
 		{Name: "files-user-quota-bytes", Default: "1073741824", Help: "staged bytes one user may hold", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesUserQuotaBytes })},
 		{Name: "files-max-total-bytes", Default: "10737418240", Help: "staged bytes the whole store may hold", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesMaxTotalBytes })},
 		{Name: "session-files-ttl", Default: "24h", Help: "how long a tool session's uploaded files are kept after their last use", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SessionFilesTTL })},
+		{Name: "run-artifacts-ttl", Default: "30d", Help: "how long a run's artifacts are kept after it finished; 0 keeps them for good", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.RunArtifactsTTL })},
 		{Name: "cleanup-interval", Default: "1h", Help: "how often the janitor removes expired files and session files", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.CleanupInterval })},
 		{Name: "runner", Default: "auto", Help: "sandbox for tool runs: auto (docker if the engine answers, else bwrap), bwrap or docker", choices: []string{"auto", "bwrap", "docker"}, bind: str(func(c *Config) *string { return &c.Runner })},
 		{Name: "runner-image", Default: "", Shown: "skrip-runner:<version>", Help: "image of the Docker runner (build it with `skrip runner-image build`)", bind: str(func(c *Config) *string { return &c.RunnerImage })},
 		{Name: "bwrap-rootfs", Default: "", Help: "directory mounted read-only as the bwrap sandbox's root; empty uses the host's /usr", bind: str(func(c *Config) *string { return &c.BwrapRootfs })},
+		{Name: "bwrap-uid", Default: "65534", Help: "host uid that bwrap sandboxes (runs and agent sandbox execs) run as when skrip runs as root; never 0 (a server that is not root runs them as itself)", kind: kInt, bind: hostID(func(c *Config) *int { return &c.BwrapUID })},
+		{Name: "bwrap-gid", Default: "65534", Help: "host gid of bwrap sandboxes when skrip runs as root; never 0", kind: kInt, bind: hostID(func(c *Config) *int { return &c.BwrapGID })},
 		{Name: "run-timeout", Default: "120s", Help: "wall-time limit of a production run", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.RunTimeout })},
 		{Name: "sandbox-run-timeout", Default: "60s", Help: "wall-time limit of an editor sandbox run", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxRunTimeout })},
 		{Name: "run-memory-bytes", Default: "1073741824", Help: "memory limit of a run", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunMemoryBytes })},
@@ -124,6 +181,7 @@ func Settings() []Setting {
 		{Name: "upload-max-total-bytes", Default: "50000000", Help: "all files of a run's upload together", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.UploadMaxTotalBytes })},
 		{Name: "sandbox-idle-timeout", Default: "15m", Help: "an agent sandbox unused this long is destroyed (a sandbox may ask for less or up to 24h)", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxIdleTimeout })},
 		{Name: "sandbox-workspace-bytes", Default: "1073741824", Help: "largest /workspace of an agent sandbox (a sandbox may ask for less)", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.SandboxWorkspace })},
+		{Name: "sandbox-memory-budget", Default: "0", Shown: "half of the machine's memory", Help: "memory the /workspace tmpfs of every agent sandbox may take together; 0 is half of the machine's memory, and more than 80% of it is refused", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.SandboxMemoryBudget })},
 		{Name: "sandbox-exec-timeout", Default: "10m", Help: "longest timeout_s one exec in an agent sandbox may ask for", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxExecTimeout })},
 		{Name: "sandbox-max-per-user", Default: "10", Help: "agent sandboxes one user may hold at once", kind: kInt, bind: intv(func(c *Config) *int { return &c.SandboxMaxPerUser })},
 		{Name: "sandbox-max-total", Default: "64", Help: "agent sandboxes this server holds at once; beyond it new ones get 503 with Retry-After", kind: kInt, bind: intv(func(c *Config) *int { return &c.SandboxMaxTotal })},
@@ -271,6 +329,19 @@ func intv(field func(*Config) *int) func(*Config, string) error {
 			return fmt.Errorf("%q is not a whole number", v)
 		}
 		*field(c) = n
+		return nil
+	}
+}
+
+// hostID binds a host uid or gid a sandbox runs as: a whole number, never 0, since a
+// sandbox never runs as host root.
+func hostID(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 || n == 1<<32-1 {
+			return fmt.Errorf("%q is not a host id other than 0 (root) and 4294967295", v)
+		}
+		*field(c) = int(n)
 		return nil
 	}
 }

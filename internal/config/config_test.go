@@ -32,7 +32,7 @@ func TestDefaults(t *testing.T) {
 	c := l.Config
 	if c.Addr != "127.0.0.1:8080" || c.DataDir != "./skrip-data" || c.DatabaseURL != "" || c.Blob != "fs" ||
 		c.FilesMaxFileBytes != 100<<20 || c.FilesUserQuotaBytes != 1<<30 || c.FilesMaxTotalBytes != 10<<30 ||
-		c.CleanupInterval != time.Hour {
+		c.CleanupInterval != time.Hour || c.BwrapUID != 65534 || c.BwrapGID != 65534 {
 		t.Fatalf("defaults = %+v", c)
 	}
 	for _, v := range l.Values {
@@ -100,6 +100,9 @@ func TestErrorsNameTheSetting(t *testing.T) {
 		{"bad yaml", []string{"--config", write("b.yaml", "addr: [\n")}, nil, []string{"not valid YAML"}},
 		{"missing file", []string{"--config", filepath.Join(dir, "none.yaml")}, nil, []string{"reading config file"}},
 		{"nested value", []string{"--config", write("c.yaml", "addr: {a: 1}\n")}, nil, []string{"single value"}},
+		{"root as the sandbox uid", nil, map[string]string{"SKRIP_BWRAP_UID": "0"}, []string{"bwrap-uid", "SKRIP_BWRAP_UID", `"0"`, "root"}},
+		{"root as the sandbox gid", []string{"--bwrap-gid", "0"}, nil, []string{"bwrap-gid", `"0"`, "root", "flag"}},
+		{"a sandbox uid that is no id", nil, map[string]string{"SKRIP_BWRAP_UID": "-5"}, []string{"bwrap-uid", `"-5"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,6 +147,22 @@ func TestParseBytesAndDuration(t *testing.T) {
 		got, err := ParseDuration(d.in)
 		if (err == nil) != d.ok || got != d.want {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v ok=%v", d.in, got, err, d.want, d.ok)
+		}
+	}
+}
+
+func TestDisplayHidesSecrets(t *testing.T) {
+	env := map[string]string{"SKRIP_NATS_URL": "nats://u:hunter2@h:4222,nats://tok@h2:4222", "SKRIP_NATS_PASSWORD": "hunter2", "SKRIP_NATS_USER": "u"}
+	loaded, err := Load(pflag.NewFlagSet("t", pflag.ContinueOnError), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range loaded.Values {
+		if strings.Contains(v.Display(), "hunter2") || (v.Name == "nats-url" && strings.Contains(v.Display(), "tok@")) {
+			t.Errorf("%s is shown as %q", v.Env(), v.Display())
+		}
+		if v.Name == "nats-user" && v.Display() != "u" {
+			t.Errorf("SKRIP_NATS_USER shown as %q", v.Display())
 		}
 	}
 }

@@ -1,11 +1,13 @@
 // Package files owns the file staging area (SPEC §4): uploads that stream into the blob
-// store under the size, quota and total limits, the SQL index that answers listing,
-// ownership and quota questions, TTLs, and the expiry pass the janitor runs.
+// store under the size, quota and total limits, reads that are whole or an error, the SQL
+// index that answers listing, ownership and quota questions, TTLs, and the expiry pass the
+// janitor runs.
 package files
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path"
@@ -16,6 +18,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/ids"
+	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -25,10 +28,14 @@ var (
 	ErrTooLarge = errors.New("file too large")
 	// ErrQuota means the user's quota or the store's total would be exceeded (507).
 	ErrQuota = errors.New("quota exceeded")
-	// ErrNotFound means no live file of the caller's is under the key (404).
+	// ErrNotFound means no live file is under the key in the owner's files, or no user
+	// whose files the caller may address (404).
 	ErrNotFound = errors.New("file not found")
-	// ErrKeyTaken means the key belongs to another user's file (409).
-	ErrKeyTaken = errors.New("key taken")
+	// ErrUnavailable means the blob store did not answer a read (503).
+	ErrUnavailable = errors.New("file store unavailable")
+	// ErrUnreadable means a file's bytes are missing or not as recorded: the server's
+	// fault, so it is logged and counted, and the client gets a 500.
+	ErrUnreadable = errors.New("file bytes unreadable")
 )
 
 // Limits are the staging area's caps, in bytes.
@@ -40,17 +47,24 @@ type Limits struct {
 
 // Service stages files.
 type Service struct {
-	st     *store.Store
-	blobs  blob.Store
-	limits Limits
-	log    *slog.Logger
-	now    func() time.Time
+	st      *store.Store
+	blobs   blob.Store
+	limits  Limits
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	now     func() time.Time
 }
 
-// New returns a Service over the index st and the bytes in blobs.
-func New(st *store.Store, blobs blob.Store, limits Limits, log *slog.Logger) *Service {
-	return &Service{st: st, blobs: blobs, limits: limits, log: log, now: time.Now}
+// New returns a Service over the index st and the bytes in blobs. It counts failed reads
+// in m.
+func New(st *store.Store, blobs blob.Store, limits Limits, m *metrics.Metrics, log *slog.Logger) *Service {
+	return &Service{st: st, blobs: blobs, limits: limits, metrics: m, log: log, now: time.Now}
 }
+
+// RetiredGrace is how long the bytes of a replaced, deleted or expired version stay in the
+// blob store, so that a download or stage that opened that version finishes whole. The
+// janitor deletes them after it, or sooner when an upload needs the room (makeRoom).
+const RetiredGrace = 15 * time.Minute
 
 // Limits returns the caps in force.
 func (s *Service) Limits() Limits { return s.limits }
@@ -77,17 +91,14 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 		return store.File{}, err
 	}
 	now := s.now()
-	existing, err := s.st.ClaimFileKey(ctx, key, up.OwnerID, now, now.Add(pendingFor))
-	if errors.Is(err, store.ErrConflict) {
-		return store.File{}, errs.New(ErrKeyTaken, map[string]any{"key": key}, "the key %q is not available; choose another key", key)
-	}
+	existing, err := s.st.ClaimFileKey(ctx, up.OwnerID, key, now, now.Add(pendingFor))
 	if err != nil {
 		return store.File{}, err
 	}
 	stored := false
 	defer func() {
 		if !existing && !stored {
-			if err := s.st.DropPendingFile(context.WithoutCancel(ctx), key); err != nil {
+			if err := s.st.DropPendingFile(context.WithoutCancel(ctx), up.OwnerID, key); err != nil {
 				s.log.Warn("could not drop a pending file key; the janitor will", "key", key, "error", err)
 			}
 		}
@@ -97,9 +108,12 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 	if err != nil {
 		return store.File{}, err
 	}
+	if err := s.makeRoom(ctx, total); err != nil {
+		return store.File{}, err
+	}
 	if existing {
 		// The old file's bytes are freed when the new ones replace them.
-		if old, err := s.st.FileAny(ctx, key); err == nil && (old.ExpiresAt == nil || old.ExpiresAt.After(now)) {
+		if old, err := s.st.FileOf(ctx, up.OwnerID, key); err == nil && (old.ExpiresAt == nil || old.ExpiresAt.After(now)) {
 			user -= old.Size
 			total -= old.Size
 		}
@@ -113,7 +127,7 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 	// Every upload's bytes get a blob key of their own: a failed or concurrent upload
 	// never touches the bytes another version's entry points to.
 	blobKey := "files/_objects/" + ids.New("b")
-	info, err := s.blobs.Put(ctx, blobKey, lr, blob.PutOptions{ContentType: ct})
+	info, err := s.blobs.Put(ctx, blobKey, lr, blob.PutOptions{ContentType: ct, FileKey: key, Owner: up.OwnerID, Name: cleanName(up.Name, key)})
 	if err != nil {
 		return store.File{}, err
 	}
@@ -123,8 +137,8 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 		exp := now.Add(up.TTL)
 		f.ExpiresAt = &exp
 	}
-	old, err := s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now)
-	if err != nil {
+	// The replaced version's bytes are retired, not deleted: a reader may have opened them.
+	if err := s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now); err != nil {
 		s.blobs.Delete(context.WithoutCancel(ctx), blobKey)
 		name := displayName(up.Name, key)
 		switch {
@@ -138,12 +152,41 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 		return store.File{}, err
 	}
 	stored = true
-	if old != "" && old != blobKey {
-		if err := s.blobs.Delete(context.WithoutCancel(ctx), old); err != nil && !errors.Is(err, blob.ErrNotFound) {
-			s.log.Warn("deleting a replaced file's bytes", "key", key, "blob", old, "error", err)
+	return f, nil
+}
+
+// makeRoom deletes retired versions' bytes early, the oldest first, when with them the
+// store could not take one more file of the largest size on top of total live bytes:
+// retired bytes only ever use room no upload needs. A download still reading such a
+// version then fails (the connection is cut), never returning other bytes.
+func (s *Service) makeRoom(ctx context.Context, total int64) error {
+	retired, err := s.st.RetiredFileBytes(ctx)
+	if err != nil || retired == 0 || total+retired+s.limits.MaxFileBytes <= s.limits.MaxTotalBytes {
+		return err
+	}
+	for total+retired+s.limits.MaxFileBytes > s.limits.MaxTotalBytes {
+		batch, err := s.st.RetiredFileBlobs(ctx, s.now(), 100)
+		if err != nil || len(batch) == 0 {
+			return err
+		}
+		for _, b := range batch {
+			if err := s.dropRetired(ctx, b); err != nil {
+				return err
+			}
+			if retired -= b.Size; total+retired+s.limits.MaxFileBytes <= s.limits.MaxTotalBytes {
+				return nil
+			}
 		}
 	}
-	return f, nil
+	return nil
+}
+
+// dropRetired deletes a retired version's bytes and forgets them.
+func (s *Service) dropRetired(ctx context.Context, b store.RetiredBlob) error {
+	if err := s.blobs.Delete(ctx, b.BlobKey); err != nil && !errors.Is(err, blob.ErrNotFound) {
+		return fmt.Errorf("deleting the bytes of a replaced file version: %w", err)
+	}
+	return s.st.DropRetiredFileBlob(ctx, b.BlobKey)
 }
 
 // uploadKey returns the key to store under: a fresh files/f_<ULID>, or the caller's key,
@@ -162,14 +205,37 @@ func uploadKey(key string) (string, error) {
 	return k, nil
 }
 
-// Get returns the live file under key if caller may read it: its owner, or an admin.
-// Anyone else is answered as if it did not exist.
-func (s *Service) Get(ctx context.Context, caller store.User, key string) (store.File, error) {
+// Namespace returns the id of the user whose files caller addresses with owner (SPEC §4):
+// caller's own with owner "" (or caller's own id or name), another user's (by id or
+// name) only for an admin. Anyone else naming another owner gets ErrNotFound, the same
+// whether that user exists or not.
+func (s *Service) Namespace(ctx context.Context, caller store.User, owner string) (string, error) {
+	if owner == "" || owner == caller.ID || owner == caller.Name {
+		return caller.ID, nil
+	}
+	if caller.Role != store.RoleAdmin {
+		return "", errs.New(ErrNotFound, map[string]any{"owner": owner}, "no files of %q that you can see: only admins address another user's files", owner)
+	}
+	u, err := s.st.User(ctx, owner)
+	if errors.Is(err, store.ErrNotFound) {
+		u, err = s.st.UserByName(ctx, owner)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return "", errs.New(ErrNotFound, map[string]any{"owner": owner}, "no user with the id or name %q", owner)
+	}
+	if err != nil {
+		return "", err
+	}
+	return u.ID, nil
+}
+
+// Get returns the live file under key in ownerID's files.
+func (s *Service) Get(ctx context.Context, ownerID, key string) (store.File, error) {
 	k, err := blob.NormalizeKey(key)
 	if err != nil {
 		return store.File{}, err
 	}
-	f, err := s.st.FileAny(ctx, k)
+	f, err := s.st.FileOf(ctx, ownerID, k)
 	notFound := errs.New(ErrNotFound, map[string]any{"key": k}, "file not found: %s", k)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.File{}, notFound
@@ -177,29 +243,19 @@ func (s *Service) Get(ctx context.Context, caller store.User, key string) (store
 	if err != nil {
 		return store.File{}, err
 	}
-	if f.Checksum == "" || (f.ExpiresAt != nil && !f.ExpiresAt.After(s.now())) ||
-		(f.OwnerID != caller.ID && caller.Role != store.RoleAdmin) {
+	if f.Checksum == "" || (f.ExpiresAt != nil && !f.ExpiresAt.After(s.now())) {
 		return store.File{}, notFound
 	}
 	return f, nil
 }
 
-// Open reads f's bytes from off; n < 0 reads to the end.
-func (s *Service) Open(ctx context.Context, f store.File, off, n int64) (io.ReadCloser, error) {
-	rc, _, err := s.blobs.Get(ctx, f.BlobKey, off, n)
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, errs.New(ErrNotFound, map[string]any{"key": f.Key}, "file not found: %s", f.Key)
-	}
-	return rc, err
-}
-
-// List returns up to limit of the caller's own live files under prefix, after the key
-// after, and whether more follow.
-func (s *Service) List(ctx context.Context, caller store.User, prefix, after string, limit int) ([]store.File, bool, error) {
+// List returns up to limit of ownerID's live files under prefix, after the key after, and
+// whether more follow.
+func (s *Service) List(ctx context.Context, ownerID, prefix, after string, limit int) ([]store.File, bool, error) {
 	if prefix == "f_" || (strings.HasPrefix(prefix, "f_") && !strings.Contains(prefix, "/")) {
 		prefix = "files/" + prefix
 	}
-	out, err := s.st.ListFiles(ctx, caller.ID, prefix, after, limit+1, s.now())
+	out, err := s.st.ListFiles(ctx, ownerID, prefix, after, limit+1, s.now())
 	if err != nil {
 		return nil, false, err
 	}
@@ -209,9 +265,9 @@ func (s *Service) List(ctx context.Context, caller store.User, prefix, after str
 	return out, false, nil
 }
 
-// Delete removes the caller's file under key.
-func (s *Service) Delete(ctx context.Context, caller store.User, key string) error {
-	f, err := s.Get(ctx, caller, key)
+// Delete removes ownerID's file under key.
+func (s *Service) Delete(ctx context.Context, ownerID, key string) error {
+	f, err := s.Get(ctx, ownerID, key)
 	if err != nil {
 		return err
 	}
@@ -219,28 +275,41 @@ func (s *Service) Delete(ctx context.Context, caller store.User, key string) err
 	return err
 }
 
-// remove deletes f's index entry if it is still that version, then its bytes (which no
-// other entry points to). It reports whether the entry went.
+// remove deletes f's index entry if it is still that version, and retires its bytes
+// (which no other entry points to). It reports whether the entry went.
 func (s *Service) remove(ctx context.Context, f store.File) (bool, error) {
-	ok, err := s.st.DeleteFile(ctx, f)
-	if err != nil || !ok || f.BlobKey == "" {
-		return ok, err
-	}
-	if err := s.blobs.Delete(ctx, f.BlobKey); err != nil && !errors.Is(err, blob.ErrNotFound) {
-		s.log.Warn("deleting a file's bytes", "key", f.Key, "blob", f.BlobKey, "error", err)
-	}
-	return true, nil
+	return s.st.DeleteFile(ctx, f, s.now())
 }
 
 // Expired is what one expiry pass removed.
 type Expired struct {
-	Files int
-	Bytes int64
+	Files    int   // live files whose TTL passed
+	Bytes    int64 // their bytes
+	Versions int   // retired versions whose bytes were deleted after RetiredGrace
 }
 
-// Expire removes every file whose TTL has passed, and every claimed key whose upload never
-// finished.
+// Expire removes every file whose TTL has passed, every claimed key whose upload never
+// finished, and the bytes of versions retired more than RetiredGrace ago.
 func (s *Service) Expire(ctx context.Context) (Expired, error) {
+	out, err := s.expireFiles(ctx)
+	if err != nil {
+		return out, err
+	}
+	for {
+		batch, err := s.st.RetiredFileBlobs(ctx, s.now().Add(-RetiredGrace), 500)
+		if err != nil || len(batch) == 0 {
+			return out, err
+		}
+		for _, b := range batch {
+			if err := s.dropRetired(ctx, b); err != nil {
+				return out, err
+			}
+			out.Versions++
+		}
+	}
+}
+
+func (s *Service) expireFiles(ctx context.Context) (Expired, error) {
 	var out Expired
 	for {
 		batch, err := s.st.ExpiredFiles(ctx, s.now(), 500)

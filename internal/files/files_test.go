@@ -9,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/fsblob"
+	"github.com/skrip-dev/skrip/internal/blob/natsblob"
+	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/natsserver"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -28,7 +32,7 @@ func TestExpiryDoesNotTakeAReupload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(st, blobs, Limits{MaxFileBytes: 1 << 20, UserQuotaBytes: 1 << 20, MaxTotalBytes: 1 << 20}, slog.New(slog.DiscardHandler))
+	s := New(st, blobs, Limits{MaxFileBytes: 1 << 20, UserQuotaBytes: 1 << 20, MaxTotalBytes: 1 << 20}, metrics.New(), slog.New(slog.DiscardHandler))
 	u := store.User{ID: "u_1", Role: store.RoleUser}
 	if _, err := s.Put(ctx, Upload{OwnerID: "u_1", Key: "files/k", Body: strings.NewReader("old"), TTL: time.Millisecond}); err != nil {
 		t.Fatal(err)
@@ -44,11 +48,7 @@ func TestExpiryDoesNotTakeAReupload(t *testing.T) {
 	if ok, err := s.remove(ctx, listed[0]); err != nil || ok {
 		t.Fatalf("remove of the listed version = %v, %v; want nothing removed", ok, err)
 	}
-	f, err := s.Get(ctx, u, "files/k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := s.Open(ctx, f, 0, -1)
+	rc, err := s.Open(ctx, u.ID, "files/k")
 	if err != nil {
 		t.Fatalf("the re-upload's bytes are gone: %v", err)
 	}
@@ -56,5 +56,98 @@ func TestExpiryDoesNotTakeAReupload(t *testing.T) {
 	rc.Close()
 	if string(b) != "new" {
 		t.Fatalf("read %q", b)
+	}
+}
+
+// newService returns a Service on a fresh SQLite index and the blob backend named by
+// backend ("fs", or "nats" for an embedded nats-server), with user u_1.
+func newService(t *testing.T, backend string, limits Limits) *Service {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, "", filepath.Join(dir, "skrip.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	st.CreateUser(ctx, store.User{ID: "u_1", Name: "u", Role: store.RoleUser, CreatedAt: time.Now()})
+	var blobs blob.Store
+	if backend == "fs" {
+		blobs, err = fsblob.New(filepath.Join(dir, "blobs"))
+	} else {
+		srv, serr := natsserver.Start(filepath.Join(dir, "nats"))
+		if serr != nil {
+			t.Fatal(serr)
+		}
+		t.Cleanup(srv.Shutdown)
+		nc, cerr := srv.Connect()
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		t.Cleanup(nc.Close)
+		blobs, err = natsblob.New(ctx, nc, natsblob.Config{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(st, blobs, limits, metrics.New(), slog.New(slog.DiscardHandler))
+}
+
+// TestRetiredVersions: a reader that opened a version reads it whole after the key is
+// overwritten and deleted; the janitor deletes the retired bytes only after RetiredGrace,
+// and an upload that needs their room deletes them sooner.
+func TestRetiredVersions(t *testing.T) {
+	for _, backend := range []string{"fs", "nats"} {
+		t.Run(backend, func(t *testing.T) {
+			ctx := context.Background()
+			s := newService(t, backend, Limits{MaxFileBytes: 2 << 20, UserQuotaBytes: 4 << 20, MaxTotalBytes: 4 << 20})
+			clock := time.Now()
+			s.now = func() time.Time { return clock }
+			v1 := strings.Repeat("version one ", 100_000) // over a chunk and over headBytes
+			if _, err := s.Put(ctx, Upload{OwnerID: "u_1", Key: "files/k", Body: strings.NewReader(v1)}); err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.Open(ctx, "u_1", "files/k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if _, err := s.Put(ctx, Upload{OwnerID: "u_1", Key: "files/k", Body: strings.NewReader("version two")}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Delete(ctx, "u_1", "files/k"); err != nil {
+				t.Fatal(err)
+			}
+			// The janitor within the grace leaves both retired versions.
+			if exp, err := s.Expire(ctx); err != nil || exp.Versions != 0 {
+				t.Fatalf("expire within the grace = %+v, %v", exp, err)
+			}
+			got, err := io.ReadAll(r)
+			if err != nil || string(got) != v1 {
+				t.Fatalf("the opened version read %d bytes, %v; want its %d", len(got), err, len(v1))
+			}
+			clock = clock.Add(RetiredGrace + time.Second)
+			if exp, err := s.Expire(ctx); err != nil || exp.Versions != 2 {
+				t.Fatalf("expire after the grace = %+v, %v; want 2 versions", exp, err)
+			}
+			if left, _ := s.blobs.List(ctx, ""); len(left) != 0 {
+				t.Fatalf("the blob store holds %v", left)
+			}
+
+			// Retired bytes give way to an upload that needs their room: 2 MiB live and 1.5
+			// MiB retired leave no room for a 2 MiB file in 4 MiB, so they go at once.
+			big := strings.Repeat("x", 3<<19)
+			for _, k := range []string{"files/a", "files/a", "files/b"} {
+				if _, err := s.Put(ctx, Upload{OwnerID: "u_1", Key: k, Body: strings.NewReader(big)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, _ := s.st.RetiredFileBytes(ctx); n != 0 {
+				t.Fatalf("%d retired bytes kept while an upload needed their room", n)
+			}
+			if left, _ := s.blobs.List(ctx, ""); len(left) != 2 {
+				t.Fatalf("the blob store holds %d objects, want the 2 live ones", len(left))
+			}
+		})
 	}
 }

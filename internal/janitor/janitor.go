@@ -1,10 +1,13 @@
 // Package janitor owns periodic cleanup: expired staged files, uploads that never
-// finished, expired browser sign-ins, session file sets past their TTL, idle agent sandboxes, and leftovers of the blob store. `skrip serve` runs it every
-// SKRIP_CLEANUP_INTERVAL; `skrip cleanup` asks the server for one pass.
+// finished, expired browser sign-ins, session file sets past their TTL, run artifacts past
+// theirs, idle agent sandboxes, and what a crash leaves in the blob store. `skrip serve`
+// runs it at start (the leftovers) and every SKRIP_CLEANUP_INTERVAL; `skrip cleanup` asks
+// the server for one pass.
 package janitor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -13,20 +16,33 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/files"
 	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/session"
 )
 
 // Report is what one pass removed.
 type Report struct {
-	Files         int   `json:"files"`
-	FileBytes     int64 `json:"file_bytes"`
+	Files     int   `json:"files"`
+	FileBytes int64 `json:"file_bytes"`
+	// FileVersions are replaced versions of staged files whose bytes were kept for
+	// readers that had them open, deleted once their grace period passed.
+	FileVersions  int   `json:"file_versions"`
 	SessionSets   int   `json:"session_sets"`
 	SessionFiles  int   `json:"session_files"`
 	SessionBytes  int64 `json:"session_bytes"`
-	BlobLeftovers int   `json:"blob_leftovers"`
-	SignIns       int64 `json:"sign_ins"`
-	Sandboxes     int   `json:"sandboxes"`
+	ArtifactRuns  int   `json:"artifact_runs"`  // runs whose artifacts expired
+	Artifacts     int   `json:"artifacts"`      // expired artifacts
+	ArtifactBytes int64 `json:"artifact_bytes"` // their bytes
+	// BlobLeftovers are the blob store's own debris: temp files and unreferenced object
+	// files (fs), or chunks of objects never committed (NATS).
+	BlobLeftovers int `json:"blob_leftovers"`
+	// OrphanSessionFiles and OrphanArtifacts are blobs under sessions/ and runs/ that no
+	// row refers to.
+	OrphanSessionFiles int   `json:"orphan_session_files"`
+	OrphanArtifacts    int   `json:"orphan_artifacts"`
+	SignIns            int64 `json:"sign_ins"`
+	Sandboxes          int   `json:"sandboxes"`
 }
 
 // sweeper is implemented by blob stores that can leave leftovers behind after a crash
@@ -35,21 +51,48 @@ type sweeper interface {
 	Sweep(ctx context.Context) (int, error)
 }
 
+// OrphanAge is how old an unreferenced session file must be before it is removed when
+// other servers write to the same blob store: one of them may be storing that set now.
+const OrphanAge = time.Hour
+
+// Config says what the janitor keeps.
+type Config struct {
+	// ArtifactsTTL is how long a run's artifacts are kept after it finished; 0 keeps them.
+	ArtifactsTTL time.Duration
+	// SharedBlobs says that other servers write to the blob store (an external NATS).
+	SharedBlobs bool
+}
+
 // Janitor removes what has expired.
 type Janitor struct {
 	accounts  *account.Service
 	files     *files.Service
 	sessions  *session.Service
+	runs      *run.Service
 	sandboxes *sandbox.Service
 	blobs     blob.Store
+	cfg       Config
 	metrics   *metrics.Metrics
 	log       *slog.Logger
 	mu        sync.Mutex // one pass at a time
 }
 
+// Deps are the services whose leftovers the janitor removes.
+type Deps struct {
+	Accounts  *account.Service
+	Files     *files.Service
+	Sessions  *session.Service
+	Runs      *run.Service
+	Sandboxes *sandbox.Service
+	Blobs     blob.Store
+	Metrics   *metrics.Metrics
+	Log       *slog.Logger
+}
+
 // New returns a Janitor.
-func New(accounts *account.Service, f *files.Service, sessions *session.Service, sandboxes *sandbox.Service, blobs blob.Store, m *metrics.Metrics, log *slog.Logger) *Janitor {
-	return &Janitor{accounts: accounts, files: f, sessions: sessions, sandboxes: sandboxes, blobs: blobs, metrics: m, log: log}
+func New(d Deps, cfg Config) *Janitor {
+	return &Janitor{accounts: d.Accounts, files: d.Files, sessions: d.Sessions, runs: d.Runs, sandboxes: d.Sandboxes,
+		blobs: d.Blobs, cfg: cfg, metrics: d.Metrics, log: d.Log}
 }
 
 // Pass runs one cleanup pass and reports what it removed.
@@ -59,38 +102,87 @@ func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 	var r Report
 	exp, err := j.files.Expire(ctx)
 	r.Files, r.FileBytes = exp.Files, exp.Bytes
-	j.metrics.JanitorDeletions.WithLabelValues("file").Add(float64(exp.Files))
+	r.FileVersions = exp.Versions
+	j.count("file", exp.Files)
+	j.count("file_version", exp.Versions)
 	if err != nil {
 		return r, err
 	}
 	sess, err := j.sessions.Expire(ctx)
 	r.SessionSets, r.SessionFiles, r.SessionBytes = sess.Sets, sess.Files, sess.Bytes
-	j.metrics.JanitorDeletions.WithLabelValues("session_set").Add(float64(sess.Sets))
+	j.count("session_set", sess.Sets)
 	if err != nil {
 		return r, err
 	}
-	if sw, ok := j.blobs.(sweeper); ok {
-		n, err := sw.Sweep(ctx)
-		r.BlobLeftovers = n
-		j.metrics.JanitorDeletions.WithLabelValues("blob_leftover").Add(float64(n))
-		if err != nil {
-			return r, err
-		}
+	arts, err := j.runs.ExpireArtifacts(ctx, j.cfg.ArtifactsTTL)
+	r.ArtifactRuns, r.Artifacts, r.ArtifactBytes = arts.Runs, arts.Files, arts.Bytes
+	j.count("run_artifact", arts.Files)
+	if err != nil {
+		return r, err
+	}
+	if err := j.leftovers(ctx, &r); err != nil {
+		return r, err
 	}
 	n, err := j.accounts.ExpireSignIns(ctx)
 	r.SignIns = n
-	j.metrics.JanitorDeletions.WithLabelValues("sign_in").Add(float64(n))
+	j.count("sign_in", int(n))
 	if err != nil {
 		return r, err
 	}
 	if r.Sandboxes, err = j.expireSandboxes(ctx); err != nil {
 		return r, err
 	}
-	if r != (Report{}) {
-		j.log.Info("janitor pass", "sign_ins", r.SignIns, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "session_sets", r.SessionSets,
-			"session_files", r.SessionFiles, "session_bytes", r.SessionBytes, "blob_leftovers", r.BlobLeftovers)
-	}
+	j.logReport("janitor pass", r)
 	return r, nil
+}
+
+// Leftovers removes what a crash leaves in the blob store: its own debris and the blobs
+// no row refers to. `skrip serve` calls it at start, before it serves, so that nothing
+// waits for the first pass.
+func (j *Janitor) Leftovers(ctx context.Context) (Report, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var r Report
+	err := j.leftovers(ctx, &r)
+	j.logReport("removed leftovers of an earlier run of the server", r)
+	return r, err
+}
+
+func (j *Janitor) leftovers(ctx context.Context, r *Report) error {
+	var errs []error
+	if sw, ok := j.blobs.(sweeper); ok {
+		n, err := sw.Sweep(ctx)
+		r.BlobLeftovers = n
+		j.count("blob_leftover", n)
+		errs = append(errs, err)
+	}
+	minAge := time.Duration(0)
+	if j.cfg.SharedBlobs {
+		minAge = OrphanAge
+	}
+	n, err := j.sessions.SweepOrphans(ctx, minAge)
+	r.OrphanSessionFiles = n
+	j.count("orphan_blob", n)
+	errs = append(errs, err)
+	n, err = j.runs.SweepOrphans(ctx)
+	r.OrphanArtifacts = n
+	j.count("orphan_blob", n)
+	errs = append(errs, err)
+	return errors.Join(errs...)
+}
+
+func (j *Janitor) count(kind string, n int) {
+	j.metrics.JanitorDeletions.WithLabelValues(kind).Add(float64(n))
+}
+
+func (j *Janitor) logReport(msg string, r Report) {
+	if r == (Report{}) {
+		return
+	}
+	j.log.Info(msg, "sign_ins", r.SignIns, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "file_versions", r.FileVersions,
+		"session_sets", r.SessionSets, "session_files", r.SessionFiles, "session_bytes", r.SessionBytes,
+		"artifact_runs", r.ArtifactRuns, "artifacts", r.Artifacts, "artifact_bytes", r.ArtifactBytes,
+		"blob_leftovers", r.BlobLeftovers, "orphan_session_files", r.OrphanSessionFiles, "orphan_artifacts", r.OrphanArtifacts)
 }
 
 // expireSandboxes destroys the idle agent sandboxes and counts them.

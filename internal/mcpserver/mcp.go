@@ -97,23 +97,20 @@ func NewServer(c *client.Client, version string) *mcp.Server {
 }
 
 // Serve runs an MCP server for c on one session, reading requests from in and writing
-// answers to out, until in ends or ctx is done.
+// answers to out, until in ends or ctx is done. A line that is not a JSON-RPC message
+// gets a JSON-RPC error and the session goes on (filterLines).
 func Serve(ctx context.Context, c *client.Client, version string, in io.Reader, out io.Writer) error {
-	rc, ok := in.(io.ReadCloser)
-	if !ok {
-		rc = io.NopCloser(in)
-	}
-	err := NewServer(c, version).Run(ctx, &mcp.IOTransport{Reader: rc, Writer: nopWriteCloser{out}})
+	pr, pw := io.Pipe()
+	o := newOutput(out)
+	go filterLines(in, pw, o)
+	// The filter bounds every line, so the SDK's own cap (which counts its read-ahead
+	// and would end the session) is off.
+	err := NewServer(c, version).Run(ctx, &mcp.IOTransport{Reader: filtered{pr, in}, Writer: o, MaxLineLength: -1})
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
 }
-
-// nopWriteCloser leaves closing out to its owner.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // tools holds the tool handlers. An error they return, such as a *client.Error with the
 // server's message, reaches the agent as a tool result with isError set (the SDK does

@@ -14,6 +14,7 @@ type Metrics struct {
 	RequestDuration  *prometheus.HistogramVec // by route
 	BytesUploaded    prometheus.Counter
 	BytesDownloaded  prometheus.Counter
+	BlobReadErrors   *prometheus.CounterVec // by reason: missing, short, unavailable, failed
 	JanitorDeletions *prometheus.CounterVec // by kind
 	Runs             *prometheus.CounterVec // by final status
 	RunDuration      prometheus.Histogram
@@ -37,6 +38,10 @@ func New() *Metrics {
 		BytesDownloaded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "skrip_bytes_downloaded_total", Help: "Bytes sent in downloads.",
 		}),
+		BlobReadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skrip_blob_read_errors_total",
+			Help: "Reads of a staged file's bytes that failed, by reason: missing (gone from the blob store), short (fewer bytes than recorded), unavailable (the blob store did not answer), failed (any other error, such as one in the middle of a download).",
+		}, []string{"reason"}),
 		JanitorDeletions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skrip_janitor_deletions_total", Help: "Things the janitor removed, by kind.",
 		}, []string{"kind"}),
@@ -51,7 +56,7 @@ func New() *Metrics {
 			Name: "skrip_run_queue_depth", Help: "Runs admitted and waiting for a worker.",
 		}),
 	}
-	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.BytesUploaded, m.BytesDownloaded, m.JanitorDeletions,
+	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.BytesUploaded, m.BytesDownloaded, m.BlobReadErrors, m.JanitorDeletions,
 		m.Runs, m.RunDuration, m.QueueDepth,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

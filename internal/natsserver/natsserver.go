@@ -1,6 +1,8 @@
-// Package natsserver runs the embedded nats-server with JetStream that skrip uses when no
-// external NATS is configured, and reports JetStream state for `skrip doctor`. It owns the
-// server's lifecycle only; buckets and streams belong to their users (blob/natsblob).
+// Package natsserver is how skrip reaches NATS: it runs the embedded nats-server with
+// JetStream that skrip uses when no external NATS is configured (reachable only from inside
+// the process), dials an external server with the operator's credentials, and reports
+// JetStream state for `skrip doctor`. Buckets and streams belong to their users
+// (blob/natsblob).
 package natsserver
 
 import (
@@ -21,13 +23,15 @@ const DefaultReadyTimeout = 10 * time.Second
 
 // Server is a running embedded nats-server with JetStream enabled.
 type Server struct {
-	srv *server.Server
+	srv       *server.Server
+	listening bool
 }
 
 // Option changes how Start configures the server.
 type Option func(*settings)
 
 type settings struct {
+	listen       bool
 	host         string
 	port         int
 	logger       *slog.Logger
@@ -35,10 +39,12 @@ type settings struct {
 	maxStore     int64
 }
 
-// WithListen sets the client listen address. The default is 127.0.0.1 on a random free
-// port (port -1).
+// WithListen makes the server accept client connections on host:port (port -1: a random
+// free port), without authentication. Benchmarks and tests use it to stand in for an
+// external server. Without it the server has no listener at all, so no other process can
+// reach it: only Connect, from inside this process, can.
 func WithListen(host string, port int) Option {
-	return func(s *settings) { s.host, s.port = host, port }
+	return func(s *settings) { s.listen, s.host, s.port = true, host, port }
 }
 
 // WithLogger sends the server's notices, warnings and errors to l. Without it the server
@@ -59,7 +65,8 @@ func WithMaxStore(n int64) Option {
 }
 
 // Start runs a nats-server with JetStream storing its data under dir, which it creates
-// when missing, and waits until the server accepts client connections.
+// when missing, and waits until the server accepts client connections. It opens no
+// network listener unless WithListen says so.
 func Start(dir string, opts ...Option) (*Server, error) {
 	if dir == "" {
 		return nil, errors.New("natsserver: a JetStream store directory is required")
@@ -67,7 +74,7 @@ func Start(dir string, opts ...Option) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("natsserver: JetStream store directory: %w", err)
 	}
-	set := settings{host: "127.0.0.1", port: -1, readyTimeout: DefaultReadyTimeout}
+	set := settings{readyTimeout: DefaultReadyTimeout}
 	for _, o := range opts {
 		o(&set)
 	}
@@ -75,6 +82,7 @@ func Start(dir string, opts ...Option) (*Server, error) {
 		ServerName:        "skrip",
 		Host:              set.host,
 		Port:              set.port,
+		DontListen:        !set.listen,
 		JetStream:         true,
 		StoreDir:          dir,
 		JetStreamMaxStore: set.maxStore,
@@ -92,19 +100,23 @@ func Start(dir string, opts ...Option) (*Server, error) {
 	if !srv.ReadyForConnections(set.readyTimeout) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return nil, fmt.Errorf("natsserver: server on %s:%d with store %s was not ready for connections within %s",
-			set.host, set.port, dir, set.readyTimeout)
+		return nil, fmt.Errorf("natsserver: server with store %s was not ready for connections within %s",
+			dir, set.readyTimeout)
 	}
 	if !srv.JetStreamEnabled() {
 		srv.Shutdown()
 		srv.WaitForShutdown()
 		return nil, fmt.Errorf("natsserver: JetStream did not start (store %s)", dir)
 	}
-	return &Server{srv: srv}, nil
+	return &Server{srv: srv, listening: set.listen}, nil
 }
 
-// ClientURL is the nats:// URL clients connect to.
+// ClientURL is the nats:// URL clients connect to, or "" when the server has no listener
+// (the default; see WithListen).
 func (s *Server) ClientURL() string {
+	if !s.listening {
+		return ""
+	}
 	return s.srv.ClientURL()
 }
 

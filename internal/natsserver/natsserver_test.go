@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,13 +22,18 @@ func TestStartConnectState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	if !strings.HasPrefix(srv.ClientURL(), "nats://127.0.0.1:") {
-		t.Errorf("ClientURL = %q, want nats://127.0.0.1:<port>", srv.ClientURL())
+	listening, err := Start(t.TempDir(), WithListen("127.0.0.1", -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listening.Shutdown()
+	if !strings.HasPrefix(listening.ClientURL(), "nats://127.0.0.1:") {
+		t.Errorf("ClientURL = %q, want nats://127.0.0.1:<port>", listening.ClientURL())
 	}
 
 	connect := map[string]func() (*nats.Conn, error){
-		"tcp":        func() (*nats.Conn, error) { return nats.Connect(srv.ClientURL()) },
-		"in-process": func() (*nats.Conn, error) { return srv.Connect() },
+		"tcp with WithListen": func() (*nats.Conn, error) { return nats.Connect(listening.ClientURL()) },
+		"in-process":          func() (*nats.Conn, error) { return srv.Connect() },
 	}
 	for name, dial := range connect {
 		t.Run(name, func(t *testing.T) {
@@ -41,7 +47,8 @@ func TestStartConnectState(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "kv_" + strings.ReplaceAll(name, "-", "_")}); err != nil {
+			bucket := "kv_" + strings.NewReplacer("-", "_", " ", "_").Replace(name)
+			if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket}); err != nil {
 				t.Fatal(err)
 			}
 			state, err := JetStreamState(ctx, js)
@@ -58,6 +65,42 @@ func TestStartConnectState(t *testing.T) {
 	// The JetStream store lives under dir.
 	if _, err := os.Stat(filepath.Join(dir, "jetstream")); err != nil {
 		t.Errorf("no JetStream store under %s: %v", dir, err)
+	}
+}
+
+// TestEmbeddedServerUnreachable checks that the embedded server opens no port: another
+// process (here a plain nats.go client dialling every new listening socket) cannot reach
+// it, and only Connect, in-process, can.
+func TestEmbeddedServerUnreachable(t *testing.T) {
+	before := map[string]bool{}
+	for _, a := range testutil.TCPListeners(t) {
+		before[a] = true
+	}
+	srv, err := Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	for _, addr := range testutil.TCPListeners(t) {
+		if before[addr] {
+			continue
+		}
+		t.Errorf("the embedded server listens on %s", addr)
+		if nc, err := nats.Connect("nats://"+addr, nats.Timeout(2*time.Second)); err == nil {
+			nc.Close()
+			t.Errorf("a plain nats.go client connected to the embedded server at %s without credentials", addr)
+		}
+	}
+	if u := srv.ClientURL(); u != "" {
+		t.Errorf("ClientURL = %q, want empty: there is no listener", u)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatalf("in-process connection: %v", err)
+	}
+	defer nc.Close()
+	if _, err := jetstream.New(nc); err != nil {
+		t.Fatal(err)
 	}
 }
 

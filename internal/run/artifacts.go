@@ -9,29 +9,63 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/runner"
 )
 
-// Artifact is a file a run left in /work/output, kept in the blob store.
+// Artifact is a file a run left in /work/output, kept in the blob store until the
+// janitor expires it (SKRIP_RUN_ARTIFACTS_TTL): then its key is gone and ExpiredAt says
+// when.
 type Artifact struct {
-	Path   string `json:"path"` // "output/<relative path>"
-	Name   string `json:"name"`
-	Bytes  int64  `json:"bytes"`
-	SHA256 string `json:"sha256"`
-	Key    string `json:"key"`
+	Path      string     `json:"path"` // "output/<relative path>"
+	Name      string     `json:"name"`
+	Bytes     int64      `json:"bytes"`
+	SHA256    string     `json:"sha256"`
+	Key       string     `json:"key,omitempty"`
+	ExpiredAt *time.Time `json:"expired_at,omitempty"`
 }
 
 // maxArtifacts caps how many files of one run are kept.
 const maxArtifacts = 500
 
+// skipped gathers the entries of /work/output of one kind that were not kept, so that a
+// tool leaving thousands of them gets one notice naming a few, not one notice each.
+type skipped struct {
+	names []string // the first few, in walk order
+	count int
+}
+
+const namesPerNotice = 5
+
+func (k *skipped) add(rel string) {
+	if len(k.names) < namesPerNotice {
+		k.names = append(k.names, "output/"+rel)
+	}
+	k.count++
+}
+
+// notice says what was skipped and why, or nothing when nothing was.
+func (k *skipped) notice(why string) []contract.Output {
+	if k.count == 0 {
+		return nil
+	}
+	list := strings.Join(k.names, ", ")
+	if more := k.count - len(k.names); more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return []contract.Output{contract.Notice("warning", "Not kept as artifacts: %s (%s).", list, why)}
+}
+
 // collect stores the regular files under dir as the run's artifacts. Symlinks, devices
-// and anything else are not kept, and each one is reported in a notice: nothing is
-// dropped silently.
+// and anything else are not kept, nor files past the first maxArtifacts; one notice per
+// kind names them: nothing is dropped silently, and no tool can grow the run's record
+// by leaving many files behind.
 func (s *Service) collect(ctx context.Context, runID, dir string) ([]Artifact, []contract.Output, error) {
 	var arts []Artifact
-	var notices []contract.Output
+	var links, special, over skipped
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -49,13 +83,13 @@ func (s *Service) collect(ctx context.Context, runID, dir string) ([]Artifact, [
 		case info.IsDir():
 			return nil
 		case info.Mode()&os.ModeSymlink != 0:
-			notices = append(notices, contract.Notice("warning", "output/%s is a symbolic link; only regular files are kept as artifacts", rel))
+			links.add(rel)
 			return nil
 		case !info.Mode().IsRegular():
-			notices = append(notices, contract.Notice("warning", "output/%s is not a regular file and was not kept", rel))
+			special.add(rel)
 			return nil
 		case len(arts) == maxArtifacts:
-			notices = append(notices, contract.Notice("warning", "output/%s was not kept: a run keeps at most %d artifacts", rel, maxArtifacts))
+			over.add(rel)
 			return nil
 		}
 		f, err := os.Open(p)
@@ -72,7 +106,26 @@ func (s *Service) collect(ctx context.Context, runID, dir string) ([]Artifact, [
 			SHA256: strings.TrimPrefix(bi.Checksum, "sha256:"), Key: key})
 		return nil
 	})
+	var notices []contract.Output
+	notices = append(notices, links.notice("symbolic links; only regular files are kept")...)
+	notices = append(notices, special.notice("not regular files")...)
+	notices = append(notices, over.notice(fmt.Sprintf("a run keeps at most %d artifacts", maxArtifacts))...)
 	return arts, notices, err
+}
+
+// leftOutNotice says which files of /work/output were not kept because they did not fit
+// in its cap (limit), by apparent size.
+func leftOutNotice(limit int64, l runner.LeftOut) contract.Output {
+	names := make([]string, len(l.Files))
+	for i, f := range l.Files {
+		names[i] = fmt.Sprintf("output/%s (%s)", f.Path, runner.HumanBytes(f.Bytes))
+	}
+	list := strings.Join(names, ", ")
+	if more := l.Count - len(l.Files); more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return contract.Notice("warning", "Artifacts over the output limit (%s) were not kept: %s; %s in all. Files count by their apparent size, holes of sparse files included.",
+		runner.HumanBytes(limit), list, runner.HumanBytes(l.Bytes))
 }
 
 // ArtifactURL is where the API serves the artifact at path ("output/<name>") of run

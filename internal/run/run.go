@@ -269,6 +269,9 @@ func (s *Service) execute(j *job) {
 		}
 	}
 	out.outputs = append(out.outputs, artNotices...)
+	if res.LeftOut.Count > 0 {
+		out.outputs = append(out.outputs, leftOutNotice(lim.OutputBytes, res.LeftOut))
+	}
 	out.artifacts = arts
 	s.finish(ctx, j, started, out, &res, nil)
 }
@@ -336,16 +339,17 @@ func (s *Service) Cancel(ctx context.Context, runID string) (bool, error) {
 	return true, nil
 }
 
-// Subscribe returns the lines a running run printed so far and its events from then on,
-// until the returned function is called.
-func (s *Service) Subscribe(runID string) ([]Event, <-chan Event, func()) {
-	return s.hub.subscribe(runID)
+// Subscribe returns the first lines a running run printed so far (as many as the
+// backlog keeps) and a subscription to its events from then on; with lines false, only
+// its status changes. Close the subscription when done.
+func (s *Service) Subscribe(runID string, lines bool) ([]Event, *Subscription) {
+	return s.hub.subscribe(runID, lines)
 }
 
 // Wait returns the run once it is final, or as it is when d passes or ctx ends.
 func (s *Service) Wait(ctx context.Context, runID string, d time.Duration) (store.Run, error) {
-	_, events, stop := s.hub.subscribe(runID)
-	defer stop()
+	_, sub := s.hub.subscribe(runID, false)
+	defer sub.Close()
 	r, err := s.st.GetRun(ctx, runID)
 	if err != nil || store.Terminal(r.Status) || d <= 0 {
 		return r, err
@@ -354,9 +358,11 @@ func (s *Service) Wait(ctx context.Context, runID string, d time.Duration) (stor
 	defer timer.Stop()
 	for {
 		select {
-		case e := <-events:
-			if e.Type == "status" && store.Terminal(e.Data) {
-				return s.st.GetRun(ctx, runID)
+		case <-sub.Ready():
+			for _, e := range sub.Take() {
+				if e.Type == "status" && store.Terminal(e.Data) {
+					return s.st.GetRun(ctx, runID)
+				}
 			}
 		case <-timer.C:
 			return s.st.GetRun(ctx, runID)

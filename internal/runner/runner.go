@@ -27,6 +27,12 @@ type Limits struct {
 	LogBytes    int64 // kept of stdout and of stderr each
 }
 
+// OutputInodes is how many files and directories a run's /work/output holds, on every
+// runner: past it a tool's writes fail with ENOSPC. It bounds what the server walks and
+// lists after the run (a run keeps at most 500 artifacts anyway), which a tool could
+// otherwise make as large as the tmpfs's default inode count, millions of entries.
+const OutputInodes = 16384
+
 // Spec is one run to execute. The runner mounts Script read-only at /work/script.py,
 // InputDir read-only at /work/input, a writable size-capped /work/output, a writable
 // /work/result.json, and the shim read-only at /skrip, then runs the shim with Env added
@@ -43,8 +49,10 @@ type Spec struct {
 	OnLine func(stream string, line []byte)
 	// Collect, when set, is called after the sandbox has exited (however it ended) with
 	// a host directory holding what the run left in /work/output. The directory is only
-	// valid during the call. Symlinks and special files are as the run left them: the
-	// caller decides what is an artifact.
+	// valid during the call. Its regular files are the ones an OutputBudget of
+	// Limits.OutputBytes keeps, by apparent size in path order; the others are left out
+	// and listed in Result.LeftOut. Symlinks and special files are as the run left them:
+	// the caller decides what is an artifact.
 	Collect func(outputDir string) error
 }
 
@@ -61,10 +69,12 @@ type ExecResult struct {
 	Duration        time.Duration
 }
 
-// Result is how a run ended: its process, and the result.json it left.
+// Result is how a run ended: its process, the result.json it left, and the files of
+// /work/output that did not fit in its cap.
 type Result struct {
 	ExecResult
 	ResultJSON []byte // /work/result.json as the run left it; nil when empty
+	LeftOut    LeftOut
 }
 
 // Enforced says how one limit is enforced on this machine, for `skrip doctor`.
@@ -84,6 +94,9 @@ type Runner interface {
 	Run(ctx context.Context, spec Spec) (Result, error)
 	// Enforcement lists every limit and how this runner enforces l here.
 	Enforcement(l Limits) []Enforced
+	// Ping reports whether the runner can start a sandbox now (/readyz asks): the
+	// answer is at most ReadyEvery old, so asking often costs nothing.
+	Ping(ctx context.Context) error
 	// Close releases what the runner holds; persistent sandboxes outlive it.
 	Close() error
 	// Sandboxes keeps the persistent sandboxes of agents (SPEC §9).

@@ -29,8 +29,44 @@ var (
 	ErrNoSandboxes = errors.New("agent sandboxes unavailable")
 )
 
+// Refuse is a workspace refusal of kind (ErrPath, ErrNoFile, ErrNoSpace) that a client
+// may be shown: "<kind>: <format and args>". It names paths inside the workspace only,
+// never the host's.
+func Refuse(kind error, format string, args ...any) error {
+	return errs.New(kind, nil, "%v: %s", kind, fmt.Sprintf(format, args...))
+}
+
 // Workspace is where a sandbox's files live, as its processes see it.
 const Workspace = "/workspace"
+
+// A workspace is a tmpfs, so its files are memory. Its size caps their bytes; what the
+// kernel keeps for each file and directory (inode, name, extended attributes: about
+// 1-1.5 KiB, measured) is outside that size, so a workspace also caps how many it holds:
+// one per 16 KiB of its quota, at least 1024. Without that cap a sandbox could pin
+// gigabytes in empty files.
+const (
+	workspaceBytesPerInode = 16 << 10
+	workspaceMinInodes     = 1024
+	inodeMemory            = 2 << 10 // kept per file or directory, at most, with room to spare
+	pageSize               = 4096
+)
+
+// WorkspaceSize is the size of the tmpfs of a workspace of quota bytes: at least a page,
+// in whole pages (as the kernel rounds it).
+func WorkspaceSize(quota int64) int64 {
+	return (max(quota, pageSize) + pageSize - 1) / pageSize * pageSize
+}
+
+// WorkspaceInodes is how many files and directories a workspace of quota bytes holds.
+func WorkspaceInodes(quota int64) int64 {
+	return max(quota/workspaceBytesPerInode, workspaceMinInodes)
+}
+
+// WorkspaceMemory is the most memory a workspace of quota bytes takes, files and their
+// metadata.
+func WorkspaceMemory(quota int64) int64 {
+	return WorkspaceSize(quota) + WorkspaceInodes(quota)*inodeMemory
+}
 
 // BoxSpec is one persistent sandbox to create: a /workspace of WorkspaceBytes, with the
 // memory, pids, CPU, /tmp and log limits of Limits (WallTime and OutputBytes are per exec
@@ -79,6 +115,8 @@ type Sandboxes interface {
 	Boxes(ctx context.Context) ([]string, error)
 	// BoxEnforcement says how each limit of a box is enforced here, for `skrip doctor`.
 	BoxEnforcement(l Limits, workspaceBytes int64) []Enforced
+	// Memory is the memory of the machine the boxes' workspaces (tmpfs mounts) live in.
+	Memory(ctx context.Context) (Memory, error)
 }
 
 // CleanPath checks a workspace path as a caller gave it and returns it clean and

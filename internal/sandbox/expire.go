@@ -3,6 +3,10 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+
+	"github.com/skrip-dev/skrip/internal/runner"
 )
 
 // Expire destroys this server's sandboxes whose idle timeout has passed, except those
@@ -67,6 +71,20 @@ func (s *Service) Recover(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	if s.cfg.SpoolDir != "" {
+		// Spool files are unlinked once made; one a crash caught in between is left.
+		if err := os.RemoveAll(s.cfg.SpoolDir); err != nil {
+			return fmt.Errorf("emptying the upload spool: %w", err)
+		}
+	}
+	reserved, err := s.Reserved(ctx)
+	if err != nil {
+		return err
+	}
+	if reserved > s.cfg.MemoryBudget {
+		s.log.Warn("the workspaces of the sandboxes kept from before the restart take more than the memory budget; new sandboxes are refused until enough of them are gone",
+			"reserved", runner.HumanBytes(reserved), "budget", runner.HumanBytes(s.cfg.MemoryBudget), "setting", BudgetSetting)
 	}
 	return nil
 }

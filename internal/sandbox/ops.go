@@ -59,24 +59,6 @@ func (s *Service) Exec(ctx context.Context, caller store.User, id string, req Ex
 	return res, err
 }
 
-// WriteFile streams body into path p of the caller's sandbox id, whole or not at all.
-func (s *Service) WriteFile(ctx context.Context, caller store.User, id, p string, body io.Reader) (string, int64, error) {
-	clean, err := runner.CleanPath(p)
-	if err != nil {
-		return "", 0, err
-	}
-	var n int64
-	err = s.do(ctx, caller, id, func(ctx context.Context, b store.Sandbox) error {
-		var err error
-		n, err = s.boxes.WriteFile(ctx, id, clean, body)
-		return err
-	})
-	if err != nil {
-		return "", n, err
-	}
-	return clean, n, nil
-}
-
 // ReadFile opens the file at path p of the caller's sandbox id. The sandbox stays busy
 // (no exec runs in it) until the reader is closed.
 func (s *Service) ReadFile(ctx context.Context, caller store.User, id, p string) (io.ReadCloser, int64, error) {

@@ -30,8 +30,12 @@ var (
 	ErrTooMany = errors.New("too many sandboxes")
 	// ErrElsewhere means the sandbox's box is held by another server (409).
 	ErrElsewhere = errors.New("sandbox on another server")
-	// ErrFull means this server holds as many sandboxes as it may (503).
+	// ErrFull means this server holds as many sandboxes as it may, or a sandbox as many
+	// uploads under way as it may (503, and worth retrying soon).
 	ErrFull = errors.New("no room for another sandbox")
+	// ErrBudget means a new sandbox's workspace does not fit in the server's memory
+	// budget beside the others' (507).
+	ErrBudget = errors.New("sandbox memory budget exceeded")
 	// ErrUnavailable means this server's runner cannot keep sandboxes at all (503, and
 	// no use retrying).
 	ErrUnavailable = errors.New("agent sandboxes unavailable")
@@ -48,6 +52,11 @@ type Config struct {
 	ExecTimeout    time.Duration // the longest one exec may ask for
 	MaxPerUser     int
 	MaxTotal       int // on this server
+	// MemoryBudget is the memory the workspaces of this server's sandboxes may reserve
+	// together (see MemoryBudget).
+	MemoryBudget int64
+	// SpoolDir holds uploads into sandboxes while their bodies arrive.
+	SpoolDir string
 	// Node names this server: a box lives on the server that made it.
 	Node string
 }
@@ -86,15 +95,20 @@ type Service struct {
 
 	mu     sync.Mutex
 	active map[string]*entry
+
+	createMu sync.Mutex // creates take turns checking the memory budget
 }
 
 // entry serialises the operations on one sandbox and lets destroying it stop the one
 // under way.
 type entry struct {
-	sem    chan struct{} // holds a token while an operation runs
-	users  int           // operations holding or waiting for sem
-	ctx    context.Context
-	cancel context.CancelFunc
+	sem   chan struct{} // holds a token while an operation runs
+	users int           // operations holding or waiting for sem, and uploads
+	// uploads under way (bodies arriving, not holding sem) and the bytes they spooled.
+	uploads int
+	pending int64
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
 // lock waits for the sandbox's turn, or for ctx to end.
@@ -176,7 +190,7 @@ func (s *Service) Create(ctx context.Context, owner store.User, req CreateReques
 	defer s.release(b.ID, e)
 	e.lock(context.Background())
 	defer e.unlock()
-	if err := s.st.CreateSandbox(ctx, b, c.MaxPerUser, c.MaxTotal); err != nil {
+	if err := s.createReserved(ctx, b, l.WorkspaceBytes); err != nil {
 		switch {
 		case errors.Is(err, store.ErrTooMany):
 			return store.Sandbox{}, errs.New(ErrTooMany, map[string]any{"max": c.MaxPerUser},
@@ -308,7 +322,7 @@ func (s *Service) destroy(ctx context.Context, b store.Sandbox, reason string) e
 func (s *Service) expireOne(ctx context.Context, b store.Sandbox) (bool, error) {
 	e := s.acquire(b.ID)
 	defer s.release(b.ID, e)
-	if !e.tryLock() {
+	if s.uploading(e) || !e.tryLock() {
 		return false, nil
 	}
 	defer e.unlock()

@@ -25,25 +25,27 @@ type Staged struct {
 	Checksum string // sha256:<hex>
 }
 
-// Stage streams the staged file under key (the caller's, or any for an admin) into path
-// dest of the caller's sandbox id. The bytes are checked against the file's size and
+// Stage streams the caller's staged file under key into path dest of the caller's sandbox
+// id. The bytes are checked against the file's size and
 // checksum as they pass; a file that does not match never lands in the workspace.
 func (s *Service) Stage(ctx context.Context, caller store.User, id, key, dest string) (Staged, error) {
 	clean, err := runner.CleanPath(dest)
 	if err != nil {
 		return Staged{}, err
 	}
-	f, err := s.files.Get(ctx, caller, key)
-	if err != nil {
+	if _, err := s.files.Get(ctx, caller.ID, key); err != nil {
 		return Staged{}, err
 	}
+	var f store.File
 	err = s.do(ctx, caller, id, func(ctx context.Context, b store.Sandbox) error {
-		rc, err := s.files.Open(ctx, f, 0, -1)
+		// The version open now is the one staged, whatever is uploaded under key meanwhile.
+		r, err := s.files.Open(ctx, caller.ID, key)
 		if err != nil {
 			return err
 		}
-		defer rc.Close()
-		_, err = s.boxes.WriteFile(ctx, id, clean, &verifying{r: rc, h: sha256.New(), size: f.Size, checksum: f.Checksum, name: f.Key})
+		defer r.Close()
+		f = r.File
+		_, err = s.boxes.WriteFile(ctx, id, clean, &verifying{r: r, h: sha256.New(), size: f.Size, checksum: f.Checksum, name: f.Key})
 		return err
 	})
 	if err != nil {
@@ -115,7 +117,7 @@ func (s *Service) Publish(ctx context.Context, caller store.User, id string, req
 			return err
 		}
 		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != f.Checksum || f.Size != size {
-			s.files.Delete(context.WithoutCancel(ctx), caller, f.Key)
+			s.files.Delete(context.WithoutCancel(ctx), caller.ID, f.Key)
 			return fmt.Errorf("publishing %s: the staged copy (%d bytes, %s) differs from the workspace file (%d bytes, %s)", clean, f.Size, f.Checksum, size, got)
 		}
 		return nil

@@ -15,9 +15,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/ids"
 	"github.com/skrip-dev/skrip/internal/store"
 )
@@ -48,11 +50,14 @@ type Service struct {
 	ttl   time.Duration
 	log   *slog.Logger
 	now   func() time.Time
+
+	mu        sync.Mutex
+	replacing map[string]bool // ids of the sets Replace is storing, not yet in a row
 }
 
 // New returns a Service whose file sets expire ttl after their last access.
 func New(st *store.Store, blobs blob.Store, ttl time.Duration, log *slog.Logger) *Service {
-	return &Service{st: st, blobs: blobs, ttl: ttl, log: log, now: time.Now}
+	return &Service{st: st, blobs: blobs, ttl: ttl, log: log, now: time.Now, replacing: map[string]bool{}}
 }
 
 // TTL is how long a file set lives after its last access.
@@ -62,7 +67,7 @@ func (s *Service) TTL() time.Duration { return s.ttl }
 func (s *Service) Get(ctx context.Context, k store.SessionKey) (store.Session, error) {
 	sess, err := s.st.Session(ctx, k)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Session{}, fmt.Errorf("no session for this tool in context %q; run the tool first: %w", k.Context, ErrNoSession)
+		return store.Session{}, errs.New(ErrNoSession, map[string]any{"context": k.Context}, "no session for this tool in context %q; run the tool first", k.Context)
 	}
 	return sess, err
 }
@@ -102,6 +107,14 @@ func ContextDir(c string) string {
 // set or the new one, never a mix; the replaced set's bytes are deleted afterwards.
 func (s *Service) Replace(ctx context.Context, k store.SessionKey, dir string, names []string) error {
 	setID := ids.New("s")
+	s.mu.Lock()
+	s.replacing[setID] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.replacing, setID)
+		s.mu.Unlock()
+	}()
 	prefix := fmt.Sprintf("sessions/%s/%s/%s/%s/", k.ToolID, k.UserID, ContextDir(k.Context), setID)
 	var files []File
 	var total int64
@@ -269,4 +282,50 @@ func (s *Service) Expire(ctx context.Context) (Expired, error) {
 			return out, nil
 		}
 	}
+}
+
+// SweepOrphans deletes the blobs under sessions/ of sets that no session refers to: what
+// a crash between storing a set and recording it leaves, or a failed delete. Sets that
+// Replace is storing in this process are left alone, and so is any blob younger than
+// minAge, which covers Replace calls of other servers sharing the blob store (0 when no
+// other server writes to it). It returns how many blobs it deleted.
+func (s *Service) SweepOrphans(ctx context.Context, minAge time.Duration) (int, error) {
+	// Blobs, then the sets in progress, then the rows: a set seen in the blob store that
+	// is no longer in progress has its row by now, or is debris.
+	infos, err := s.blobs.List(ctx, "sessions/")
+	if err != nil {
+		return 0, fmt.Errorf("listing session files: %w", err)
+	}
+	s.mu.Lock()
+	inProgress := make(map[string]bool, len(s.replacing))
+	for id := range s.replacing {
+		inProgress[id] = true
+	}
+	s.mu.Unlock()
+	current, err := s.st.SessionFileSetIDs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	young := s.now().Add(-minAge)
+	removed := 0
+	for _, info := range infos {
+		// sessions/{tool}/{user}/{context}/{set}/{file}; any other key under sessions/
+		// belongs to no set.
+		set := ""
+		if parts := strings.Split(info.Key, "/"); len(parts) == 6 {
+			set = parts[4]
+		}
+		if current[set] || inProgress[set] || (minAge > 0 && info.ModTime.After(young)) {
+			continue
+		}
+		err := s.blobs.Delete(ctx, info.Key)
+		if errors.Is(err, blob.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return removed, fmt.Errorf("deleting an orphan session file %s: %w", info.Key, err)
+		}
+		removed++
+	}
+	return removed, nil
 }

@@ -166,3 +166,42 @@ func (s *Store) FailUnfinishedRuns(ctx context.Context, summary string, at time.
 	}
 	return res.RowsAffected()
 }
+
+// RunArtifacts is a run's status and artifacts JSON, for finding the blobs it refers to.
+type RunArtifacts struct {
+	ID        string
+	Status    string
+	Artifacts string // JSON array
+}
+
+// RunArtifactsOf returns run id's status and artifacts, or ErrNotFound.
+func (s *Store) RunArtifactsOf(ctx context.Context, id string) (RunArtifacts, error) {
+	r := RunArtifacts{ID: id}
+	err := s.queryRow(ctx, "SELECT status, artifacts FROM runs WHERE id = ?", id).Scan(&r.Status, &r.Artifacts)
+	if err != nil {
+		return RunArtifacts{}, fmt.Errorf("run %q: %w", id, mapErr(err))
+	}
+	return r, nil
+}
+
+// RunsWithStoredArtifacts returns up to limit runs that finished before cutoff and whose
+// artifacts still name a blob (a "key" in the JSON), in id order after the id after.
+func (s *Store) RunsWithStoredArtifacts(ctx context.Context, cutoff time.Time, after string, limit int) ([]RunArtifacts, error) {
+	rows, err := s.query(ctx, `SELECT id, status, artifacts FROM runs WHERE finished_at < ? AND id > ? AND artifacts LIKE ?
+		ORDER BY id LIMIT ?`, ms(cutoff), after, `%"key":"runs/%`, limit)
+	return scanAll(rows, err, func(row interface{ Scan(...any) error }) (RunArtifacts, error) {
+		var r RunArtifacts
+		return r, row.Scan(&r.ID, &r.Status, &r.Artifacts)
+	})
+}
+
+// ReplaceRunArtifacts sets a run's artifacts JSON to next if it is still old; it reports
+// whether it did.
+func (s *Store) ReplaceRunArtifacts(ctx context.Context, id, old, next string) (bool, error) {
+	res, err := s.exec(ctx, "UPDATE runs SET artifacts = ? WHERE id = ? AND artifacts = ?", next, id, old)
+	if err != nil {
+		return false, fmt.Errorf("run %s: %w", id, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -14,6 +15,14 @@ import (
 // the client URL. Tests use it to exercise SKRIP_NATS_URL against a real, external
 // server.
 func NATSServer(t testing.TB) string {
+	t.Helper()
+	url, _ := NATSServerWithStop(t)
+	return url
+}
+
+// NATSServerWithStop is NATSServer that also returns a function which kills the server
+// before the test ends, for tests of an outage.
+func NATSServerWithStop(t testing.TB) (string, func()) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "nats-server")
@@ -30,13 +39,15 @@ func NATSServer(t testing.TB) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var once sync.Once
+	stop := func() { once.Do(func() { cmd.Process.Kill(); cmd.Wait() }) }
+	t.Cleanup(stop)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
-			return "nats://" + addr
+			return "nats://" + addr, stop
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("nats-server did not listen on %s", addr)

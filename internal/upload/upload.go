@@ -13,6 +13,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"slices"
@@ -143,17 +144,12 @@ type reader struct {
 
 func (r *reader) readAll(ctx context.Context, mr *multipart.Reader) error {
 	for {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("upload: %w", err)
-		}
-		part, err := mr.NextPart()
-		// Only a bare io.EOF is the closing boundary: a body that ends early gives an
-		// error that wraps io.EOF.
+		part, err := nextPart(ctx, mr)
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
-			return readError(ctx, err)
+			return err
 		}
 		if err := r.readPart(ctx, part); err != nil {
 			return err
@@ -162,30 +158,61 @@ func (r *reader) readAll(ctx context.Context, mr *multipart.Reader) error {
 }
 
 func (r *reader) readPart(ctx context.Context, part *multipart.Part) error {
-	disp, params, err := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
-	if err != nil && part.Header.Get("Content-Disposition") != "" {
-		return errs.New(ErrInvalid, nil,
-			"a part of the upload has a malformed Content-Disposition header (%v); send multipart/form-data", err)
+	field, filename, hasName, err := formField(part, r.opts.FileField)
+	if err != nil {
+		return err
 	}
-	if disp != "form-data" || params["name"] == "" {
-		return errs.New(ErrInvalid, nil,
-			"a part of the upload has no form-data field name; send the files as multipart/form-data fields named %q", r.opts.FileField)
-	}
-	field := params["name"]
 	switch {
 	case field == r.opts.FileField:
-		filename, hasName := params["filename"]
 		return r.readFile(ctx, part, filename, hasName)
 	case field == InputsField || slices.Contains(r.opts.TextFields, field):
 		return r.readText(ctx, part, field)
 	}
-	accepted := append([]string{r.opts.FileField, InputsField}, r.opts.TextFields...)
+	return unknownField(field, append([]string{r.opts.FileField, InputsField}, r.opts.TextFields...))
+}
+
+// formField reads a part's Content-Disposition: its form-data field name, and its file
+// name when it has one. fileField names the file field in the error for a part without
+// a field name.
+func formField(part *multipart.Part, fileField string) (field, filename string, hasName bool, err error) {
+	disp, params, err := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+	if err != nil && part.Header.Get("Content-Disposition") != "" {
+		return "", "", false, errs.New(ErrInvalid, nil,
+			"a part of the upload has a malformed Content-Disposition header (%v); send multipart/form-data", err)
+	}
+	if disp != "form-data" || params["name"] == "" {
+		return "", "", false, errs.New(ErrInvalid, nil,
+			"a part of the upload has no form-data field name; send the files as multipart/form-data fields named %q", fileField)
+	}
+	filename, hasName = params["filename"]
+	return params["name"], filename, hasName, nil
+}
+
+// unknownField refuses a field that is none of accepted.
+func unknownField(field string, accepted []string) error {
 	quoted := make([]string, len(accepted))
 	for i, a := range accepted {
 		quoted[i] = fmt.Sprintf("%q", a)
 	}
 	return errs.New(ErrInvalid, map[string]any{"field": field, "accepted": accepted},
 		"the upload has an unknown field %q; the accepted fields are %s", field, strings.Join(quoted, ", "))
+}
+
+// nextPart returns the next part of mr, or a bare io.EOF at the closing boundary. Only a
+// bare io.EOF is the closing boundary: a body that ends early gives an error that wraps
+// io.EOF, which is ErrInvalid like any other malformed body.
+func nextPart(ctx context.Context, mr *multipart.Reader) (*multipart.Part, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("upload: %w", err)
+	}
+	part, err := mr.NextPart()
+	if err == io.EOF {
+		return nil, io.EOF
+	}
+	if err != nil {
+		return nil, readError(ctx, err)
+	}
+	return part, nil
 }
 
 // readText reads the inputs field or one of Options.TextFields.
@@ -195,13 +222,9 @@ func (r *reader) readText(ctx context.Context, part *multipart.Part, field strin
 			"the field %q was sent more than once; send it once", field)
 	}
 	r.seen[field] = true
-	b, err := io.ReadAll(io.LimitReader(part, MaxTextBytes+1))
+	b, err := textValue(ctx, part, field)
 	if err != nil {
-		return readError(ctx, err)
-	}
-	if len(b) > MaxTextBytes {
-		return errs.New(ErrTooLarge, map[string]any{"field": field, "limit_bytes": MaxTextBytes},
-			"the field %q is larger than the %d KiB limit; send a smaller value", field, MaxTextBytes>>10)
+		return err
 	}
 	if field != InputsField {
 		if r.form.Fields == nil {
@@ -216,6 +239,19 @@ func (r *reader) readText(ctx context.Context, part *multipart.Part, field strin
 	}
 	r.form.Inputs = inputs
 	return nil
+}
+
+// textValue reads a text field of at most MaxTextBytes.
+func textValue(ctx context.Context, part io.Reader, field string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(part, MaxTextBytes+1))
+	if err != nil {
+		return nil, readError(ctx, err)
+	}
+	if len(b) > MaxTextBytes {
+		return nil, errs.New(ErrTooLarge, map[string]any{"field": field, "limit_bytes": MaxTextBytes},
+			"the field %q is larger than the %d KiB limit; send a smaller value", field, MaxTextBytes>>10)
+	}
+	return b, nil
 }
 
 // readFile checks one file part's name against the rules and the caps, then streams it
@@ -356,7 +392,13 @@ func readError(ctx context.Context, err error) error {
 		return errs.New(ErrInvalid, nil,
 			"the upload ended before its closing multipart boundary; send the whole multipart/form-data body again")
 	}
-	return errs.New(ErrInvalid, nil, "the upload could not be read as multipart/form-data (%v); try again", err)
+	// The reader's own words quote the client's bytes and name library internals, so the
+	// client gets a sentence of ours; the log has the request's details.
+	if _, ok := errors.AsType[textproto.ProtocolError](err); ok || strings.Contains(err.Error(), "MIME header") {
+		return errs.New(ErrInvalid, nil,
+			"a part's header of the multipart/form-data upload is malformed (a field or file name may not hold a NUL byte or a line break); fix it and send the upload again")
+	}
+	return errs.New(ErrInvalid, nil, "the upload is not well-formed multipart/form-data; send the whole body again")
 }
 
 // formatSize formats a byte count in decimal units, as "20 MB" or "1.5 kB", cut (not

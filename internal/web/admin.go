@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/skrip-dev/skrip/internal/account"
@@ -50,7 +51,12 @@ func (h *Handler) createUser(w http.ResponseWriter, r *http.Request, c *call) er
 }
 
 func (h *Handler) targetUser(r *http.Request) (store.User, error) {
-	return h.Store.User(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	u, err := h.Store.User(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return u, errs.New(store.ErrNotFound, map[string]any{"id": id}, "there is no user with id %q", id)
+	}
+	return u, err
 }
 
 func (h *Handler) setRole(w http.ResponseWriter, r *http.Request, c *call) error {

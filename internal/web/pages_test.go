@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/client"
 )
 
 // browserless is a cookie-keeping HTTP client that does not follow redirects, so tests
@@ -192,4 +193,51 @@ func TestPagesAndCookies(t *testing.T) {
 			t.Fatalf("an unknown page answered %d:\n%s", status, body)
 		}
 	})
+}
+
+// TestFilesPageOwner: an admin sees a user's staged files with ?owner=, with links that
+// reach those files; anyone else gets 404 for another user's files.
+func TestFilesPageOwner(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	for _, u := range [][2]string{{"root", "admin"}, {"ada", "user"}, {"bob", "user"}} {
+		if _, err := env.Admin.CreateUser(ctx, u[0], u[1], "a good password"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := env.Admin.WithFileOwner("ada").Upload(ctx, "notes.txt", strings.NewReader("ada's notes"), client.UploadOptions{Key: "files/notes.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := env.Admin.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adaID := ""
+	for _, u := range users {
+		if u.Name == "ada" {
+			adaID = u.ID
+		}
+	}
+	if f.FileKey != "files/notes.txt" || adaID == "" {
+		t.Fatalf("upload for ada: %+v; ada is %q", f, adaID)
+	}
+	root := newBrowserless(t, env.URL)
+	root.signIn("root", "a good password")
+	if _, _, body := root.do("GET", "/files", nil, nil); strings.Contains(body, "files/notes.txt") {
+		t.Fatalf("the admin's own files page lists ada's file:\n%s", body)
+	}
+	status, _, body := root.do("GET", "/files?owner=ada", nil, nil)
+	link := `href="/api/v1/files/files/notes.txt?owner=` + adaID + `"`
+	if status != http.StatusOK || !strings.Contains(body, link) || !strings.Contains(body, "Staged files of ada") || !strings.Contains(body, `data-owner="`+adaID+`"`) {
+		t.Fatalf("the admin's view of ada's files (%d) lacks %s:\n%s", status, link, body)
+	}
+	if status, _, got := root.do("GET", "/api/v1/files/files/notes.txt?owner="+adaID, nil, nil); status != http.StatusOK || got != "ada's notes" {
+		t.Fatalf("the link answered %d %q", status, got)
+	}
+	bob := newBrowserless(t, env.URL)
+	bob.signIn("bob", "a good password")
+	if status, _, body := bob.do("GET", "/files?owner=ada", nil, http.Header{"Accept": {"text/html"}}); status != http.StatusNotFound {
+		t.Fatalf("a user's view of ada's files answered %d:\n%s", status, body)
+	}
 }

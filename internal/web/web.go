@@ -77,7 +77,17 @@ func New(d Deps) (*Handler, error) {
 		h.pages[base] = t
 	}
 	sub, _ := fs.Sub(assets, "static")
-	h.static = http.StripPrefix("/static/", http.FileServerFS(sub))
+	files := http.StripPrefix("/static/", http.FileServerFS(sub))
+	h.static = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A missing asset gets the not-found page, not net/http's plain text.
+		if name := strings.TrimPrefix(r.URL.Path, "/static/"); name != "" {
+			if _, err := fs.Stat(sub, strings.TrimSuffix(name, "/")); err != nil {
+				h.NotFound().ServeHTTP(w, r)
+				return
+			}
+		}
+		files.ServeHTTP(w, r)
+	})
 	return h, nil
 }
 
@@ -211,23 +221,28 @@ func (h *Handler) statusOf(err error) (int, string) {
 	return api.ErrorStatus(err)
 }
 
-// message is what the page says about err: its own sentence for a user's mistake, and
-// for the server's own failure only a reference to the log.
+// message is what the page says about err: the API's message for it (a sentence written
+// for the user, never an internal error's text), and for the server's own failure only a
+// reference to the log.
 func (h *Handler) message(err error) string {
-	status, _ := h.statusOf(err)
-	switch {
-	case errors.Is(err, errForgery):
+	if errors.Is(err, errForgery) {
 		return "This form is out of date or came from another site. Reload the page and try again."
-	case status == http.StatusInternalServerError:
+	}
+	status, _, msg, _ := api.Describe(err)
+	if status == http.StatusInternalServerError {
 		ref := time.Now().UTC().Format("20060102T150405.000")
 		h.Log.Error("web: internal error", "ref", ref, "error", err)
 		return "Something went wrong on the server. If it keeps happening, tell your administrator the time " + ref + "."
 	}
-	return err.Error()
+	return msg
 }
 
-// fail renders err as an error page with the API's status for it.
+// fail renders err as an error page with the API's status for it. When reading the
+// request body failed, that is what the page says.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, c *call, err error) {
+	if berr := api.BodyError(r); berr != nil {
+		err = berr
+	}
 	if errors.Is(err, context.Canceled) {
 		return
 	}

@@ -1,6 +1,7 @@
 // Package fsblob is the local-filesystem blob.Store. It owns one directory tree: immutable
 // object files under objects/, one small JSON pointer per key under keys/, and in-flight
 // uploads under tmp/. A Put becomes visible by atomically renaming its pointer into place.
+// One process at a time holds the tree, under a lock on its lock file.
 package fsblob
 
 import (
@@ -14,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -26,6 +28,7 @@ const (
 	objectsDir = "objects"
 	keysDir    = "keys"
 	tmpDir     = "tmp"
+	lockFile   = "lock"
 
 	// pointerSuffix ends every pointer file name. It cannot appear in a key, so the pointer
 	// of files/a ("files/a@") never collides with the directory holding files/a/b.
@@ -39,21 +42,35 @@ const (
 )
 
 // Store keeps objects in a directory tree on the local filesystem. It is safe for
-// concurrent use by one process; two processes must not share a root.
+// concurrent use by one process; a second process (or Store) opening the same root is
+// refused while the first holds it.
 type Store struct {
 	root    string
 	objects string
 	keys    string
 	tmp     string
 
+	// lock holds the root's lock file, locked, until Close. exclusive is false only on a
+	// filesystem without locks, where Sweep then leaves young leftovers alone.
+	lock      *os.File
+	exclusive bool
+
 	// mu serialises changes to the keys/ tree: pointer swaps, pointer removal, and the
 	// creation and pruning of key directories. Streaming and reads never hold it.
 	mu sync.Mutex
+
+	// puts holds the version id of every Put in progress: its tmp/obj-<id> and
+	// tmp/ptr-<id> and its objects/<id> are not leftovers, whatever their age.
+	puts blob.InFlight
 }
 
 var _ blob.Store = (*Store)(nil)
 
-// New opens the store rooted at root, creating its directories when they are missing.
+// ErrLocked means another process (or Store) holds the blob directory.
+var ErrLocked = errors.New("the blob directory is in use by another skrip process; two servers cannot share one")
+
+// New opens the store rooted at root, creating its directories when they are missing,
+// and locks it until Close. It fails with ErrLocked when another process holds it.
 func New(root string) (*Store, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -70,8 +87,42 @@ func New(root string) (*Store, error) {
 			return nil, fmt.Errorf("fsblob: create %s: %w", dir, err)
 		}
 	}
+	if err := s.lockRoot(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
+
+// lockRoot takes an exclusive lock on the root's lock file, so that the tree's temp
+// files and unreferenced objects are known to be this process's: Sweep can then remove
+// a crash's leftovers at once. A filesystem without locks is used unlocked.
+func (s *Store) lockRoot() error {
+	f, err := os.OpenFile(filepath.Join(s.root, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("fsblob: lock file: %w", err)
+	}
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	switch {
+	case err == nil:
+		s.lock, s.exclusive = f, true
+		return nil
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		f.Close()
+		return fmt.Errorf("%s: %w", s.root, ErrLocked)
+	default: // ENOLCK, EOPNOTSUPP, …: no locks here
+		f.Close()
+		return nil
+	}
+}
+
+// startPut picks the id of a new object version and marks it in progress until endPut.
+func (s *Store) startPut() string {
+	id := ulid.Make().String()
+	s.puts.Start(id)
+	return id
+}
+
+func (s *Store) endPut(id string) { s.puts.End(id) }
 
 // Put streams r into a temporary file while hashing it, then makes it the object under key.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutOptions) (blob.Info, error) {
@@ -81,12 +132,14 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 	if err := ctx.Err(); err != nil {
 		return blob.Info{}, fmt.Errorf("fsblob: put %s: %w", key, err)
 	}
-	tmpObj, size, sum, err := s.writeTemp(ctx, r)
+	id := s.startPut()
+	defer s.endPut(id)
+	tmpObj, size, sum, err := s.writeTemp(ctx, id, r)
 	if err != nil {
 		return blob.Info{}, fmt.Errorf("fsblob: put %s: %w", key, err)
 	}
 	p := pointer{
-		Object:      ulid.Make().String(),
+		Object:      id,
 		Size:        size,
 		Checksum:    blob.FormatSHA256(sum),
 		ContentType: opts.ContentType,
@@ -98,10 +151,10 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 	return p.info(key), nil
 }
 
-// writeTemp copies r into a new file under tmp/, checking ctx between chunks, and fsyncs
-// it. On any error the file is removed.
-func (s *Store) writeTemp(ctx context.Context, r io.Reader) (path string, size int64, sum []byte, err error) {
-	f, err := os.CreateTemp(s.tmp, "obj-*")
+// writeTemp copies r into tmp/obj-<id>, checking ctx between chunks, and fsyncs it. On
+// any error the file is removed.
+func (s *Store) writeTemp(ctx context.Context, id string, r io.Reader) (path string, size int64, sum []byte, err error) {
+	f, err := os.OpenFile(filepath.Join(s.tmp, "obj-"+id), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", 0, nil, err
 	}
@@ -135,7 +188,7 @@ func (s *Store) writeTemp(ctx context.Context, r io.Reader) (path string, size i
 // removes the object the old pointer named. Until the swap nothing is visible; if commit
 // fails before it, the new object is removed.
 func (s *Store) commit(key, tmpObj string, p pointer) (err error) {
-	ptrTmp, err := writePointerTemp(s.tmp, p)
+	ptrTmp, err := writePointerTemp(filepath.Join(s.tmp, "ptr-"+p.Object), p)
 	if err != nil {
 		_ = os.Remove(tmpObj)
 		return err
@@ -379,8 +432,15 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close releases nothing: the store holds no open files between calls.
-func (s *Store) Close() error { return nil }
+// Close releases the lock on the root. The store must not be used after.
+func (s *Store) Close() error {
+	if s.lock == nil {
+		return nil
+	}
+	err := s.lock.Close()
+	s.lock = nil
+	return err
+}
 
 // ObjectPath returns the absolute path of the immutable file holding key's bytes, so a
 // caller can hard-link it (for example into a session snapshot) without copying. The file

@@ -21,6 +21,7 @@ func newTestStore(t testing.TB) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
@@ -98,12 +99,8 @@ func TestDeletePrunesEmptyDirs(t *testing.T) {
 
 func TestSweep(t *testing.T) {
 	ctx := context.Background()
-	s := newTestStore(t)
-	if _, err := s.Put(ctx, "files/live", strings.NewReader("live"), blob.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	old := time.Now().Add(-2 * SweepAge)
-	write := func(path string, aged bool) {
+	write := func(t *testing.T, path string, aged bool) string {
 		t.Helper()
 		if err := os.WriteFile(path, []byte("debris"), 0o600); err != nil {
 			t.Fatal(err)
@@ -113,40 +110,91 @@ func TestSweep(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		return path
 	}
-	write(filepath.Join(s.tmp, "obj-old"), true)
-	write(filepath.Join(s.tmp, "obj-new"), false)
-	write(filepath.Join(s.objects, "ORPHANOLD"), true)
-	write(filepath.Join(s.objects, "ORPHANNEW"), false)
-
-	// The live object is old too, but a pointer names it.
-	livePath, _, err := s.ObjectPath(ctx, "files/live")
-	if err != nil {
-		t.Fatal(err)
+	// debris plants what a crash leaves, old and new, and a Put in progress; it returns
+	// what Sweep must keep and what it must remove.
+	debris := func(t *testing.T, s *Store) (keep, gone []string) {
+		if _, err := s.Put(ctx, "files/live", strings.NewReader("live"), blob.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The live object is old too, but a pointer names it.
+		livePath, _, err := s.ObjectPath(ctx, "files/live")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(livePath, old, old); err != nil {
+			t.Fatal(err)
+		}
+		id := s.startPut()
+		keep = []string{livePath, write(t, filepath.Join(s.tmp, "obj-"+id), true), write(t, filepath.Join(s.objects, id), true)}
+		gone = []string{
+			write(t, filepath.Join(s.tmp, "obj-01OLD"), true), write(t, filepath.Join(s.objects, "ORPHANOLD"), true),
+			write(t, filepath.Join(s.tmp, "obj-01NEW"), false), write(t, filepath.Join(s.objects, "ORPHANNEW"), false),
+			write(t, filepath.Join(s.tmp, "obj-1234567"), false), // a name from before Puts named their files
+		}
+		return keep, gone
 	}
-	if err := os.Chtimes(livePath, old, old); err != nil {
-		t.Fatal(err)
-	}
-
-	removed, err := s.Sweep(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if removed != 2 {
-		t.Errorf("Sweep removed %d files, want 2", removed)
-	}
-	for path, want := range map[string]bool{
-		filepath.Join(s.tmp, "obj-old"):       false,
-		filepath.Join(s.tmp, "obj-new"):       true,
-		filepath.Join(s.objects, "ORPHANOLD"): false,
-		filepath.Join(s.objects, "ORPHANNEW"): true,
-		livePath:                              true,
-	} {
-		_, err := os.Stat(path)
-		if exists := err == nil; exists != want {
-			t.Errorf("after Sweep %s exists = %v, want %v", path, exists, want)
+	check := func(t *testing.T, paths []string, want bool) {
+		t.Helper()
+		for _, path := range paths {
+			_, err := os.Stat(path)
+			if exists := err == nil; exists != want {
+				t.Errorf("after Sweep %s exists = %v, want %v", path, exists, want)
+			}
 		}
 	}
+
+	t.Run("locked root: leftovers go at once", func(t *testing.T) {
+		s := newTestStore(t)
+		keep, gone := debris(t, s)
+		removed, err := s.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if removed != len(gone) {
+			t.Errorf("Sweep removed %d files, want %d", removed, len(gone))
+		}
+		check(t, keep, true)
+		check(t, gone, false)
+	})
+	t.Run("unlocked root: only old leftovers", func(t *testing.T) {
+		s := newTestStore(t)
+		s.exclusive = false
+		keep, gone := debris(t, s)
+		removed, err := s.Sweep(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if removed != 2 {
+			t.Errorf("Sweep removed %d files, want 2", removed)
+		}
+		check(t, keep, true)
+		check(t, gone[:2], false)
+		check(t, gone[2:], true)
+	})
+}
+
+func TestRootLock(t *testing.T) {
+	root := t.TempDir()
+	s, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := New(root); !errors.Is(err, ErrLocked) {
+		if err == nil {
+			s2.Close()
+		}
+		t.Fatalf("second New on a held root = %v, want ErrLocked", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := New(root)
+	if err != nil {
+		t.Fatalf("New after Close: %v", err)
+	}
+	s2.Close()
 }
 
 func TestObjectPath(t *testing.T) {

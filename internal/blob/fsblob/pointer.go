@@ -61,13 +61,13 @@ func readPointer(path string) (pointer, error) {
 	return p, nil
 }
 
-// writePointerTemp writes p to a new fsynced file under dir and returns its path.
-func writePointerTemp(dir string, p pointer) (string, error) {
+// writePointerTemp writes p to the new fsynced file path and returns its path.
+func writePointerTemp(path string, p pointer) (string, error) {
 	data, err := json.Marshal(p)
 	if err != nil {
 		return "", err
 	}
-	f, err := os.CreateTemp(dir, "ptr-*")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", err
 	}

@@ -11,24 +11,36 @@ import (
 	"time"
 )
 
-// SweepAge is how old a temp file or an unreferenced object must be before Sweep removes
-// it. Live uploads touch their temp file continuously, and a finished upload names its
-// object in a pointer within moments of its last write, so anything this old is debris
-// of a crash.
+// SweepAge is how old a leftover must be before Sweep removes it when the root could not
+// be locked (a filesystem without locks), so that another process's upload in flight is
+// not taken for one. With the lock, leftovers go at once.
 const SweepAge = time.Hour
 
-// Sweep removes what a crash can leave behind: temp files older than SweepAge and object
-// files older than SweepAge that no pointer names. It returns how many files it removed.
+// Sweep removes what a crash (or a failed clean-up) leaves behind: files in tmp/ and
+// object files that no pointer names, unless a Put of this store is writing them. The
+// root's lock makes every other such file a leftover, so it goes at once; unlocked, only
+// once older than SweepAge. It returns how many files it removed.
 func (s *Store) Sweep(ctx context.Context) (removed int, err error) {
 	cutoff := time.Now().Add(-SweepAge)
+	if s.exclusive {
+		cutoff = time.Now().Add(time.Hour) // everything not in flight
+	}
 
+	// Each step reads the directory, then the Puts in progress: a file seen there was
+	// created by a Put that was already in progress, so if that Put is over now, the file
+	// is a leftover (or it has since been renamed or removed, which os.Remove shrugs off).
 	tmps, err := os.ReadDir(s.tmp)
 	if err != nil {
 		return 0, fmt.Errorf("fsblob: sweep: %w", err)
 	}
+	inPut := s.puts.Snapshot()
 	for _, e := range tmps {
 		if err := ctx.Err(); err != nil {
 			return removed, err
+		}
+		_, id, _ := strings.Cut(e.Name(), "-")
+		if inPut[id] {
+			continue
 		}
 		if ok, err := removeIfOlder(filepath.Join(s.tmp, e.Name()), cutoff); err != nil {
 			return removed, fmt.Errorf("fsblob: sweep: %w", err)
@@ -37,12 +49,13 @@ func (s *Store) Sweep(ctx context.Context) (removed int, err error) {
 		}
 	}
 
-	// List objects before reading pointers: an object committed meanwhile then shows up
-	// as referenced, and one that is not yet committed is too young to be removed.
+	// Objects are read before the pointers: an object committed meanwhile then shows up
+	// as referenced. One whose Put is still in progress may not have its pointer yet.
 	objs, err := os.ReadDir(s.objects)
 	if err != nil {
 		return removed, fmt.Errorf("fsblob: sweep: %w", err)
 	}
+	inPut = s.puts.Snapshot()
 	referenced, err := s.referencedObjects(ctx)
 	if err != nil {
 		return removed, fmt.Errorf("fsblob: sweep: %w", err)
@@ -51,7 +64,7 @@ func (s *Store) Sweep(ctx context.Context) (removed int, err error) {
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		if referenced[e.Name()] {
+		if referenced[e.Name()] || inPut[e.Name()] {
 			continue
 		}
 		if ok, err := removeIfOlder(filepath.Join(s.objects, e.Name()), cutoff); err != nil {
@@ -92,7 +105,8 @@ func (s *Store) referencedObjects(ctx context.Context) (map[string]bool, error) 
 	return refs, err
 }
 
-// removeIfOlder removes path when its modification time is before cutoff.
+// removeIfOlder removes path when its modification time is before cutoff. A path that is
+// gone already is not counted.
 func removeIfOlder(path string, cutoff time.Time) (bool, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"strings"
 	"time"
@@ -28,28 +29,44 @@ const (
 type Config struct {
 	// Bucket is the Object Store bucket name; DefaultBucket when empty.
 	Bucket string
-	// MaxBytes caps the bucket's storage; 0 means unlimited.
+	// MaxBytes caps the storage of a bucket New creates; 0 means unlimited.
 	MaxBytes int64
-	// Replicas is the number of stream replicas; 1 when 0.
+	// Replicas is the number of stream replicas of a bucket New creates; 1 when 0.
 	Replicas int
 	// Timeout bounds each JetStream request, and how long a reader waits for the next
 	// chunk of an object; DefaultTimeout when 0. It does not bound a whole transfer.
 	Timeout time.Duration
+	// Node names this server among those sharing the bucket. The chunks it writes carry
+	// it, so that Sweep can remove a crashed Put's chunks of this node at once while
+	// leaving other nodes' uploads in flight alone.
+	Node string
+	// Exclusive says that no other process writes to the bucket (the embedded server):
+	// Sweep then removes every unreferenced chunk that no Put of this store is writing.
+	Exclusive bool
+	// Log receives warnings, such as a bucket whose settings differ from these; nil
+	// discards them.
+	Log *slog.Logger
 }
 
 // Store is a blob.Store backed by one JetStream Object Store bucket.
 type Store struct {
-	nc      *nats.Conn
-	js      jetstream.JetStream
-	obs     jetstream.ObjectStore
-	stream  jetstream.Stream // the bucket's stream, for writes and purges
-	bucket  string
-	timeout time.Duration
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	obs       jetstream.ObjectStore
+	stream    jetstream.Stream // the bucket's stream, for writes and purges
+	bucket    string
+	timeout   time.Duration
+	node      string
+	exclusive bool
+
+	inPuts blob.InFlight // NUIDs whose chunks a Put of this store is writing
 }
 
 var _ blob.Store = (*Store)(nil)
 
-// New creates the bucket, or updates its configuration, and returns a store using it. The
+// New opens the bucket, creating it when it is missing, and returns a store using it. An
+// existing bucket is the operator's: its settings (size, description, replicas, …) are
+// left as they are, and a replica count other than cfg.Replicas is only logged. The
 // store does not own nc: Close leaves it open.
 func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 	if cfg.Bucket == "" {
@@ -64,19 +81,16 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
 	js, err := jetstream.New(nc,
 		jetstream.WithDefaultTimeout(cfg.Timeout),
 		jetstream.WithPublishAsyncTimeout(cfg.Timeout))
 	if err != nil {
 		return nil, fmt.Errorf("natsblob: %w", err)
 	}
-	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      cfg.Bucket,
-		Description: "skrip file bytes",
-		MaxBytes:    cfg.MaxBytes,
-		Replicas:    cfg.Replicas,
-		Storage:     jetstream.FileStorage,
-	})
+	obs, err := openBucket(ctx, js, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("natsblob: bucket %q: %w", cfg.Bucket, err)
 	}
@@ -84,7 +98,32 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsblob: bucket %q: %w", cfg.Bucket, err)
 	}
-	return &Store{nc: nc, js: js, obs: obs, stream: stream, bucket: cfg.Bucket, timeout: cfg.Timeout}, nil
+	if have := stream.CachedInfo().Config.Replicas; have != cfg.Replicas {
+		cfg.Log.Warn("the Object Store bucket has another replica count than SKRIP_NATS_REPLICAS; skrip leaves it as it is",
+			"bucket", cfg.Bucket, "setting", "SKRIP_NATS_REPLICAS", "bucket_replicas", have, "configured_replicas", cfg.Replicas)
+	}
+	return &Store{nc: nc, js: js, obs: obs, stream: stream, bucket: cfg.Bucket, timeout: cfg.Timeout,
+		node: cfg.Node, exclusive: cfg.Exclusive}, nil
+}
+
+// openBucket opens the bucket, or creates it with cfg when it is missing. Two servers
+// starting at once may both try to create it; the loser opens the winner's.
+func openBucket(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.ObjectStore, error) {
+	obs, err := js.ObjectStore(ctx, cfg.Bucket)
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return obs, err
+	}
+	obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      cfg.Bucket,
+		Description: "skrip file bytes",
+		MaxBytes:    cfg.MaxBytes,
+		Replicas:    cfg.Replicas,
+		Storage:     jetstream.FileStorage,
+	})
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		return js.ObjectStore(ctx, cfg.Bucket)
+	}
+	return obs, err
 }
 
 // Get opens key and skips to off. The returned reader fetches chunks as it is read and

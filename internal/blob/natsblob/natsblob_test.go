@@ -7,17 +7,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/blobtest"
 	"github.com/skrip-dev/skrip/internal/natsserver"
+	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
 // startServer runs an embedded nats-server for the test and returns a connection to it.
@@ -28,7 +33,7 @@ func startServer(t testing.TB) *nats.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
+	nc, err := srv.Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,26 +323,336 @@ func TestReadChunk(t *testing.T) {
 
 func TestSweep(t *testing.T) {
 	ctx := context.Background()
-	s := newTestStore(t, startServer(t), Config{Bucket: "sweep"})
-	if _, err := s.Put(ctx, "files/live", io.LimitReader(rand.Reader, 300<<10), blob.PutOptions{}); err != nil {
+	nc := startServer(t)
+	debris := func(t *testing.T, s *Store, id string) string {
+		t.Helper()
+		subj := chunkSubject(s.bucket, id)
+		for range 3 {
+			if _, err := s.js.Publish(ctx, subj, []byte("orphan chunk")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return subj
+	}
+	chunksOn := func(t *testing.T, s *Store, subj string) uint64 {
+		t.Helper()
+		si, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(subj))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return si.State.Subjects[subj]
+	}
+	longAgo, later := time.Now().Add(-time.Hour), time.Now().Add(time.Minute)
+
+	t.Run("shared bucket", func(t *testing.T) {
+		s := newTestStore(t, nc, Config{Bucket: "sweep-shared", Node: "n1"})
+		if _, err := s.Put(ctx, "files/live", io.LimitReader(rand.Reader, 300<<10), blob.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		foreign := debris(t, s, "n2_CRASHED")    // another node's: maybe a slow upload
+		own := debris(t, s, "n1_CRASHED")        // this node's, from before a crash
+		legacy := debris(t, s, "OLDNUIDCRASHED") // written before chunks named their node
+		inFlight := s.startPut()                 // a Put of this store, still writing
+		writing := debris(t, s, inFlight)
+		if n, err := s.sweep(ctx, longAgo, longAgo); err != nil || n != 1 {
+			t.Fatalf("sweep removed %d, %v; want 1 (this node's crashed Put)", n, err)
+		}
+		if chunksOn(t, s, own) != 0 || chunksOn(t, s, foreign) != 3 || chunksOn(t, s, legacy) != 3 || chunksOn(t, s, writing) != 3 {
+			t.Fatal("sweep removed the wrong chunks")
+		}
+		if n, err := s.sweep(ctx, later, longAgo); err != nil || n != 2 {
+			t.Fatalf("sweep of aged debris removed %d, %v; want 2", n, err)
+		}
+		if chunksOn(t, s, writing) != 3 {
+			t.Fatal("sweep removed the chunks of a Put in flight")
+		}
+		s.endPut(inFlight)
+		if n, err := s.Sweep(ctx); err != nil || n != 1 {
+			t.Fatalf("Sweep after the Put gave up removed %d, %v; want 1", n, err)
+		}
+		checkClean(t, s)
+		if _, err := s.Stat(ctx, "files/live"); err != nil {
+			t.Fatalf("live object after sweep: %v", err)
+		}
+	})
+	t.Run("exclusive bucket", func(t *testing.T) {
+		s := newTestStore(t, nc, Config{Bucket: "sweep-exclusive", Node: "n1", Exclusive: true})
+		debris(t, s, "n2_CRASHED")
+		debris(t, s, "OLDNUIDCRASHED")
+		if n, err := s.Sweep(ctx); err != nil || n != 2 {
+			t.Fatalf("Sweep removed %d, %v; want 2", n, err)
+		}
+		checkClean(t, s)
+	})
+	t.Run("delete markers", func(t *testing.T) {
+		s := newTestStore(t, nc, Config{Bucket: "sweep-markers"})
+		for _, k := range []string{"files/a", "files/b"} {
+			if _, err := s.Put(ctx, k, strings.NewReader(k), blob.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Delete(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Put(ctx, "files/b", strings.NewReader("again"), blob.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.sweep(ctx, longAgo, longAgo); err != nil {
+			t.Fatal(err)
+		}
+		if n := metaMessages(t, s); n != 2 {
+			t.Fatalf("%d meta messages after a sweep keeping young markers, want 2", n)
+		}
+		if _, err := s.sweep(ctx, longAgo, later); err != nil {
+			t.Fatal(err)
+		}
+		if n := metaMessages(t, s); n != 1 {
+			t.Fatalf("%d meta messages after old markers were dropped, want 1 (files/b)", n)
+		}
+		if _, err := s.Stat(ctx, "files/b"); err != nil {
+			t.Fatalf("files/b after the markers went: %v", err)
+		}
+	})
+}
+
+func metaMessages(t *testing.T, s *Store) uint64 {
+	t.Helper()
+	si, err := s.stream.Info(context.Background(), jetstream.WithSubjectFilter("$O."+s.bucket+".M.>"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	// What a crash between the chunks and the commit leaves behind.
-	for range 3 {
-		if _, err := s.js.Publish(ctx, chunkSubject(s.bucket, "CRASHED"), []byte("orphan chunk")); err != nil {
+	var n uint64
+	for _, c := range si.State.Subjects {
+		n += c
+	}
+	return n
+}
+
+// TestExistingBucketLeftAlone checks that a bucket an operator made (or changed) keeps
+// its settings however often skrip starts (with the replica count it has, and another), on the embedded server and on a separate one,
+// and that a replica count other than the configured one is only logged.
+func TestExistingBucketLeftAlone(t *testing.T) {
+	servers := map[string]func(t *testing.T) *nats.Conn{
+		"embedded": func(t *testing.T) *nats.Conn { return startServer(t) },
+		"separate": func(t *testing.T) *nats.Conn {
+			nc, err := nats.Connect(testutil.NATSServer(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(nc.Close)
+			return nc
+		},
+	}
+	for name, connect := range servers {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			nc := connect(t)
+			// The operator's bucket, made with a plain nats.go client.
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := jetstream.ObjectStoreConfig{Bucket: "ops", Description: "the operator's bucket", MaxBytes: 64 << 20,
+				Replicas: 1, Storage: jetstream.FileStorage}
+			if _, err := js.CreateObjectStore(ctx, want); err != nil {
+				t.Fatal(err)
+			}
+			var logs testutil.LockedBuffer
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			for _, replicas := range []int{1, 3} {
+				newTestStore(t, nc, Config{Bucket: "ops", Replicas: replicas, Log: log})
+			}
+			stream, err := js.Stream(ctx, streamName("ops"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := stream.CachedInfo().Config
+			if got.Description != want.Description || got.MaxBytes != want.MaxBytes || got.Replicas != 1 {
+				t.Fatalf("bucket after two starts: description %q, max_bytes %d, replicas %d; want %q, %d, 1",
+					got.Description, got.MaxBytes, got.Replicas, want.Description, want.MaxBytes)
+			}
+			for _, w := range []string{"level=WARN", "bucket=ops", "setting=SKRIP_NATS_REPLICAS", "bucket_replicas=1", "configured_replicas=3"} {
+				if !strings.Contains(logs.String(), w) {
+					t.Errorf("log lacks %q:\n%s", w, logs.String())
+				}
+			}
+			// A missing bucket is created with the configured settings.
+			newTestStore(t, nc, Config{Bucket: "fresh", Replicas: 1, MaxBytes: 32 << 20})
+			fresh, err := js.Stream(ctx, streamName("fresh"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := fresh.CachedInfo().Config; c.Replicas != 1 || c.MaxBytes != 32<<20 || c.Description != "skrip file bytes" {
+				t.Fatalf("created bucket: %+v", c)
+			}
+		})
+	}
+}
+
+// TestClusterBucketKeepsReplicas scales nothing down: an operator's 3-replica bucket on a
+// 3-node cluster stays at 3 replicas when skrip, configured for 1, starts twice.
+func TestClusterBucketKeepsReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nc := startCluster(t, 3)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "ha", Description: "three copies",
+		MaxBytes: 64 << 20, Replicas: 3, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	var logs testutil.LockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	for range 2 {
+		s := newTestStore(t, nc, Config{Bucket: "ha", Replicas: 1, Log: log})
+		if _, err := s.Put(ctx, "files/x", strings.NewReader("x"), blob.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, err := s.Sweep(ctx); err != nil || n != 0 {
-		t.Fatalf("Sweep of fresh debris removed %d, %v; want 0", n, err)
+	stream, err := js.Stream(ctx, streamName("ha"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n, err := s.sweep(ctx, time.Now().Add(time.Minute)); err != nil || n != 1 {
-		t.Fatalf("sweep of aged debris removed %d, %v; want 1", n, err)
+	if c := stream.CachedInfo().Config; c.Replicas != 3 || c.MaxBytes != 64<<20 || c.Description != "three copies" {
+		t.Fatalf("bucket after two starts: replicas %d, max_bytes %d, description %q", c.Replicas, c.MaxBytes, c.Description)
 	}
+	if !strings.Contains(logs.String(), "bucket_replicas=3 configured_replicas=1") {
+		t.Errorf("no warning about the replica count:\n%s", logs.String())
+	}
+}
+
+// startCluster runs n nats-servers from the Go module in this process, routed into one
+// JetStream cluster on loopback, and returns a connection once JetStream answers.
+func startCluster(t *testing.T, n int) *nats.Conn {
+	t.Helper()
+	var routes []string
+	for range n {
+		routes = append(routes, "nats://"+testutil.FreeAddr(t))
+	}
+	var urls []string
+	for i := range n {
+		_, port, _ := net.SplitHostPort(strings.TrimPrefix(routes[i], "nats://"))
+		cport, _ := strconv.Atoi(port)
+		srv, err := server.NewServer(&server.Options{ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1,
+			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+			Cluster: server.ClusterOpts{Name: "skrip-test", Host: "127.0.0.1", Port: cport},
+			Routes:  server.RoutesFromStr(strings.Join(routes, ","))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Start()
+		t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+		if !srv.ReadyForConnections(10 * time.Second) {
+			t.Fatal("cluster node not ready")
+		}
+		urls = append(urls, srv.ClientURL())
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return nc
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster's JetStream never answered: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestObjectMetadata checks that a plain nats.go client sees what an object is.
+func TestObjectMetadata(t *testing.T) {
+	ctx := context.Background()
+	nc := startServer(t)
+	s := newTestStore(t, nc, Config{Bucket: "meta"})
+	key := "files/_objects/b_01TEST"
+	if _, err := s.Put(ctx, key, strings.NewReader("a,b\n"), blob.PutOptions{ContentType: "text/csv",
+		FileKey: "files/report.csv", Owner: "u_01OWNER", Name: "Report 2024.csv"}); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	obs, err := js.ObjectStore(ctx, "meta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := obs.GetInfo(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"skrip-file-key": "files/report.csv", "skrip-owner": "u_01OWNER", "skrip-name": "Report 2024.csv"}
+	for k, v := range want {
+		if info.Metadata[k] != v {
+			t.Errorf("metadata %s = %q, want %q (all: %v)", k, info.Metadata[k], v, info.Metadata)
+		}
+	}
+	if info.Description != `file files/report.csv, owner u_01OWNER, name "Report 2024.csv"` {
+		t.Errorf("description = %q", info.Description)
+	}
+	if info.Headers.Get("Content-Type") != "text/csv" {
+		t.Errorf("headers = %v", info.Headers)
+	}
+	// The bytes read back through the plain client too.
+	b, err := obs.GetBytes(ctx, key)
+	if err != nil || string(b) != "a,b\n" {
+		t.Fatalf("plain client read %q, %v", b, err)
+	}
+}
+
+// TestDeleteIsWatched checks that a watcher of the bucket (a plain nats.go client) sees a
+// delete as the Object Store's delete marker.
+func TestDeleteIsWatched(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nc := startServer(t)
+	s := newTestStore(t, nc, Config{Bucket: "watched"})
+	if _, err := s.Put(ctx, "files/doomed", strings.NewReader("bytes"), blob.PutOptions{FileKey: "files/doomed"}); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	obs, err := js.ObjectStore(ctx, "watched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := obs.Watch(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := s.Delete(ctx, "files/doomed"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case info := <-w.Updates():
+		if info == nil || info.Name != "files/doomed" || !info.Deleted {
+			t.Fatalf("watcher got %+v, want files/doomed deleted", info)
+		}
+		if info.Metadata["skrip-file-key"] != "files/doomed" {
+			t.Errorf("the marker lost the object's metadata: %v", info.Metadata)
+		}
+	case <-ctx.Done():
+		t.Fatal("the watcher saw no delete")
+	}
+	if _, err := obs.GetInfo(ctx, "files/doomed"); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		t.Fatalf("plain client GetInfo after delete = %v, want not found", err)
+	}
+	if err := s.Delete(ctx, "files/doomed"); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("second delete = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Put(ctx, "files/doomed", strings.NewReader("again"), blob.PutOptions{}); err != nil {
+		t.Fatalf("put over the delete marker: %v", err)
+	}
+	w.Stop()
 	checkClean(t, s)
-	if _, err := s.Stat(ctx, "files/live"); err != nil {
-		t.Fatalf("live object after sweep: %v", err)
-	}
 }
 
 func BenchmarkPutGet100MiB(b *testing.B) {

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,19 +48,13 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 	if err := ctx.Err(); err != nil {
 		return blob.Info{}, fmt.Errorf("natsblob: put %s: %w", key, err)
 	}
-	id := nuid.Next()
+	id := s.startPut()
+	defer s.endPut(id)
 	subj := chunkSubject(s.bucket, id)
 	info := &jetstream.ObjectInfo{
-		ObjectMeta: jetstream.ObjectMeta{
-			Name: key,
-			Opts: &jetstream.ObjectMetaOptions{ChunkSize: chunkSize},
-		},
-		Bucket: s.bucket,
-		NUID:   id,
-	}
-	if opts.ContentType != "" {
-		info.Headers = nats.Header{}
-		info.Headers.Set(headerContentType, opts.ContentType)
+		ObjectMeta: describe(key, opts),
+		Bucket:     s.bucket,
+		NUID:       id,
 	}
 	if err := s.writeChunks(ctx, subj, r, info); err != nil {
 		s.purge(subj)
@@ -80,6 +76,67 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 		return blob.Info{}, fmt.Errorf("natsblob: put %s: %w", key, err)
 	}
 	return bi, nil
+}
+
+// startPut picks the NUID of a new object version, which names its chunk subject, and
+// marks it in flight until endPut, so that Sweep leaves its chunks alone. The NUID starts
+// with the store's node, so that this node's sweep knows a crashed Put's chunks as its own.
+func (s *Store) startPut() string {
+	id := nuid.Next()
+	if s.node != "" {
+		id = s.node + "_" + id
+	}
+	s.inPuts.Start(id)
+	return id
+}
+
+func (s *Store) endPut(id string) { s.inPuts.End(id) }
+
+// Metadata keys on every object, for standard NATS tooling (`nats object info`).
+const (
+	metaFileKey = "skrip-file-key"
+	metaOwner   = "skrip-owner"
+	metaName    = "skrip-name"
+	// maxLabel bounds each label, well within a meta message.
+	maxLabel = 1024
+)
+
+// describe is the meta of a new object: its name, content type, and what opts say the
+// bytes are, as metadata and a one-line description.
+func describe(key string, opts blob.PutOptions) jetstream.ObjectMeta {
+	m := jetstream.ObjectMeta{Name: key, Opts: &jetstream.ObjectMetaOptions{ChunkSize: chunkSize}}
+	if opts.ContentType != "" {
+		m.Headers = nats.Header{}
+		m.Headers.Set(headerContentType, opts.ContentType)
+	}
+	var desc []string
+	for _, l := range []struct{ meta, text, v string }{
+		{metaFileKey, "file %s", opts.FileKey},
+		{metaOwner, "owner %s", opts.Owner},
+		{metaName, "name %q", opts.Name},
+	} {
+		v := label(l.v)
+		if v == "" {
+			continue
+		}
+		if m.Metadata == nil {
+			m.Metadata = map[string]string{}
+		}
+		m.Metadata[l.meta] = v
+		desc = append(desc, fmt.Sprintf(l.text, v))
+	}
+	m.Description = strings.Join(desc, ", ")
+	return m
+}
+
+// label makes v valid UTF-8 of at most maxLabel bytes.
+func label(v string) string {
+	v = strings.ToValidUTF8(v, "\uFFFD")
+	for len(v) > maxLabel {
+		_, n := utf8.DecodeLastRuneInString(v)
+		v = v[:len(v)-n]
+	}
+	return v
 }
 
 // writeChunks publishes r in chunks on subj, keeping up to pubWindow publishes in flight,
@@ -233,9 +290,11 @@ func (s *Store) lastMeta(ctx context.Context, subj string) (*jetstream.ObjectInf
 	return &info, m.Sequence, nil
 }
 
-// Delete removes key's meta message and then its chunks. It leaves no delete marker:
-// the meta subject is purged up to the message read, so a version committed meanwhile
-// by another writer survives (that Put happened after this Delete).
+// Delete replaces key's meta message by the Object Store's delete marker (the meta with
+// deleted set, no size, no chunks), as nats.go's ObjectStore.Delete does, so that watchers
+// of the bucket see the delete; then it purges the chunks. The marker is published only
+// if the meta is still the one read: when another writer committed a version meanwhile,
+// that Put happened after this Delete and its version stays.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := blob.ValidateKey(key); err != nil {
 		return err
@@ -248,7 +307,22 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if info == nil || info.Deleted {
 		return fmt.Errorf("natsblob: delete %s: %w", key, blob.ErrNotFound)
 	}
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subj), jetstream.WithPurgeSequence(seq+1)); err != nil {
+	marker := *info
+	marker.Deleted = true
+	marker.Size, marker.Chunks, marker.Digest = 0, 0, ""
+	marker.ModTime = time.Time{}
+	data, err := json.Marshal(&marker)
+	if err != nil {
+		return fmt.Errorf("natsblob: delete %s: %w", key, err)
+	}
+	msg := nats.NewMsg(subj)
+	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	msg.Data = data
+	_, err = s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return nil // replaced meanwhile; the replacing Put purges the chunks read here
+	}
+	if err != nil {
 		return fmt.Errorf("natsblob: delete %s: %w", key, err)
 	}
 	s.purge(chunkSubject(s.bucket, info.NUID))

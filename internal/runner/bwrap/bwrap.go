@@ -1,9 +1,12 @@
 // Package bwrap runs tool runs under bubblewrap on the host: new user, pid, net, ipc, uts
-// and cgroup namespaces, a non-root uid, a cleared environment, a read-only root, tmpfs
-// /tmp, and limits from cgroup v2, cgroup v1 or rlimits, whichever the machine offers.
+// and cgroup namespaces, an unprivileged host uid, a seccomp filter, a cleared
+// environment, a read-only root, tmpfs /tmp, and limits from cgroup v2, cgroup v1 or
+// rlimits, whichever the machine offers.
 package bwrap
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -22,6 +25,7 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/runner/seccomp"
 	"github.com/skrip-dev/skrip/internal/runner/shim"
 )
 
@@ -33,7 +37,14 @@ type Config struct {
 	// Rootfs is a directory mounted read-only as the sandbox's root (a debootstrap tree);
 	// empty uses the host's /usr.
 	Rootfs string
+	// UID and GID are the host ids sandboxes run as when the server is root (0: 65534,
+	// nobody). A server that is not root cannot switch: its sandboxes run as itself.
+	UID, GID int
 }
+
+// sandboxUID is the uid (and gid) a tool sees itself as inside its user namespace,
+// whatever host uid that maps to: the Docker runner's user.
+const sandboxUID = "65534"
 
 // Runner is the bubblewrap runner.
 type Runner struct {
@@ -43,17 +54,26 @@ type Runner struct {
 	shimDir  string
 	limiter  limiter
 	tmpfsOut bool // /work/output is a size-capped tmpfs mounted by the server
+	// drop: the server is root, and starts bwrap as uid:gid through a view (view.go);
+	// else as itself (uid:gid), with no view.
+	drop     bool
+	uid, gid int
+	view     string
+	root     string // what bwrap mounts as the sandbox's root; empty: the host's /usr
+	seccomp  []byte // the BPF program bwrap loads before it execs the tool
 	version  string
 	log      *slog.Logger
 	pending  sync.WaitGroup // cgroups being removed
+	ready    runner.Readiness
 }
 
 // maxResultBytes caps how much of result.json is read.
 const maxResultBytes = 8 << 20
 
-// Inspect checks that bubblewrap can make a sandbox here, without touching the work
-// directory or any run: `skrip doctor` uses it beside a running server. An
-// ErrUnavailable error says what to install or change.
+// Inspect checks that bubblewrap can make a sandbox here, as the uid sandboxes run as and
+// under the seccomp filter, without touching the work directory or any run: `skrip
+// doctor` uses it beside a running server. An ErrUnavailable error says what to install
+// or change.
 func Inspect(cfg Config, log *slog.Logger) (*Runner, error) {
 	bw, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -62,26 +82,84 @@ func Inspect(cfg Config, log *slog.Logger) (*Runner, error) {
 	if cfg.WorkDir, err = filepath.Abs(cfg.WorkDir); err != nil {
 		return nil, err
 	}
+	if cfg.UID < 0 || cfg.GID < 0 {
+		return nil, fmt.Errorf("the sandbox uid:gid %d:%d is not a pair of host ids", cfg.UID, cfg.GID)
+	}
 	sum := sha256.Sum256([]byte(cfg.WorkDir))
-	r := &Runner{cfg: cfg, bwrap: bw, log: log, limiter: pickLimiter(hex.EncodeToString(sum[:6])), python: "/usr/bin/python3"}
-	root := cfg.Rootfs
+	r := &Runner{cfg: cfg, bwrap: bw, log: log, limiter: pickLimiter(hex.EncodeToString(sum[:6])), python: "/usr/bin/python3",
+		drop: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(), root: cfg.Rootfs}
+	if r.drop {
+		r.uid, r.gid = cmp.Or(cfg.UID, 65534), cmp.Or(cfg.GID, 65534)
+		// Until New makes the view, the sandbox's uid may not reach the root filesystem:
+		// the probe checks uid, namespaces and filter over the host's /usr.
+		r.root = ""
+	}
+	if r.seccomp, err = seccomp.Program(); err != nil {
+		return nil, fmt.Errorf("%w: building the seccomp filter: %v", runner.ErrUnavailable, err)
+	}
+	root := cmp.Or(cfg.Rootfs, "/")
+	if _, err := os.Stat(filepath.Join(root, "usr/bin/python3")); err != nil {
+		return nil, fmt.Errorf("%w: no python3 in %s; install it with `apt-get install python3`", runner.ErrUnavailable, filepath.Join(root, "usr/bin"))
+	}
+	if err := r.probe(context.Background()); err != nil {
+		return nil, err
+	}
+	r.tmpfsOut = probeTmpfs()
+	if r.drop && !r.tmpfsOut {
+		return nil, fmt.Errorf("%w: skrip runs as root but may not mount (no CAP_SYS_ADMIN), so it cannot give sandboxes their own uid; run skrip serve as an unprivileged user, or let it mount",
+			runner.ErrUnavailable)
+	}
+	r.version, _ = bwrapVersion(bw)
+	r.ready.Check = r.check
+	return r, nil
+}
+
+// Ping implements runner.Runner.
+func (r *Runner) Ping(ctx context.Context) error { return r.ready.Ping(ctx) }
+
+// check makes the smallest sandbox (it runs `true`), as Inspect does at start: it fails
+// when bwrap or python3 went away, or the kernel stopped allowing the namespaces.
+func (r *Runner) check(ctx context.Context) error {
+	root := r.cfg.Rootfs
 	if root == "" {
 		root = "/"
 	}
 	if _, err := os.Stat(filepath.Join(root, "usr/bin/python3")); err != nil {
-		return nil, fmt.Errorf("%w: no python3 in %s; install it with `apt-get install python3`", runner.ErrUnavailable, filepath.Join(root, "usr/bin"))
+		return fmt.Errorf("%w: no python3 in %s", runner.ErrUnavailable, filepath.Join(root, "usr/bin"))
 	}
-	if out, err := exec.Command(bw, r.baseArgs(nil)...).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("%w: bubblewrap cannot create a sandbox here (%s): %v; user namespaces must be enabled (sysctl kernel.unprivileged_userns_clone=1)",
-			runner.ErrUnavailable, strings.TrimSpace(string(out)), err)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return r.probe(ctx)
+}
+
+// probe runs `true` in the sandbox every run shares, as the sandbox uid.
+func (r *Runner) probe(ctx context.Context) error {
+	c := &cmdline{}
+	defer c.close()
+	err := r.baseArgs(c)
+	if err == nil {
+		c.args = append(c.args, "--", "/usr/bin/true")
+		cmd := r.command(c)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err = cmd.Start(); err == nil {
+			stop := context.AfterFunc(ctx, func() { cmd.Process.Kill() })
+			err = cmd.Wait()
+			stop()
+		}
+		if err != nil {
+			err = fmt.Errorf("%s: %v", strings.TrimSpace(out.String()), err)
+		}
 	}
-	r.tmpfsOut = probeTmpfs()
-	r.version, _ = bwrapVersion(bw)
-	return r, nil
+	if err != nil {
+		return fmt.Errorf("%w: bubblewrap (%s) cannot create a sandbox here as uid %d (%v); user namespaces must be open to unprivileged users (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu, an AppArmor profile that lets bwrap use them)",
+			runner.ErrUnavailable, r.bwrap, r.uid, err)
+	}
+	return nil
 }
 
 // New inspects the machine like Inspect, then removes what a crashed server left (scratch
-// directories, output mounts, cgroups) and writes the shim.
+// directories, output mounts, cgroups), writes the shim and, as root, makes the view.
 func New(cfg Config, log *slog.Logger) (*Runner, error) {
 	r, err := Inspect(cfg, log)
 	if err != nil {
@@ -94,6 +172,25 @@ func New(cfg Config, log *slog.Logger) (*Runner, error) {
 	r.shimDir = filepath.Join(r.cfg.WorkDir, "shim")
 	if err := shim.WriteTo(r.shimDir); err != nil {
 		return nil, fmt.Errorf("writing the runner shim: %w", err)
+	}
+	// The sandbox's uid reads it whatever the server's umask.
+	if err := os.Chmod(r.shimDir, 0o755); err != nil {
+		return nil, err
+	}
+	if r.drop {
+		sum := sha256.Sum256([]byte(r.cfg.WorkDir))
+		view := filepath.Join(viewParent(), "skrip-"+hex.EncodeToString(sum[:6]))
+		if err := r.makeView(view); err != nil {
+			return nil, err
+		}
+		r.view = view
+		if r.cfg.Rootfs != "" {
+			r.root = filepath.Join(view, "rootfs")
+		}
+		if err := r.probe(context.Background()); err != nil {
+			r.Close()
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -109,10 +206,14 @@ func (r *Runner) Version() string { return r.version }
 // Name implements runner.Runner.
 func (r *Runner) Name() string { return "bwrap" }
 
-// Close implements runner.Runner: it removes this server's cgroups.
+// Close implements runner.Runner: it removes this server's cgroups and its view.
 func (r *Runner) Close() error {
 	r.pending.Wait()
 	r.limiter.close()
+	if r.view != "" {
+		syscall.Unmount(r.view, syscall.MNT_DETACH)
+		os.Remove(r.view)
+	}
 	return nil
 }
 
@@ -128,44 +229,87 @@ func (r *Runner) Enforcement(l runner.Limits) []runner.Enforced {
 	}
 	return append(out,
 		runner.Enforced{Limit: "stdout/stderr", How: fmt.Sprintf("first %d bytes of each kept, the rest counted and dropped", l.LogBytes), OK: true},
-		runner.Enforced{Limit: "network", How: "own network namespace with only loopback", OK: true})
+		runner.Enforced{Limit: "network", How: "own network namespace with only loopback", OK: true},
+		r.hostUID(), syscalls)
 }
+
+// hostUID says which host uid sandboxes run as.
+func (r *Runner) hostUID() runner.Enforced {
+	if r.drop {
+		return runner.Enforced{Limit: "host uid", How: fmt.Sprintf("%d:%d (SKRIP_BWRAP_UID, SKRIP_BWRAP_GID); %s inside its user namespace", r.uid, r.gid, sandboxUID), OK: true}
+	}
+	return runner.Enforced{Limit: "host uid", How: fmt.Sprintf("%d:%d, the server's own: it is not root, so it cannot switch; %s inside its user namespace", r.uid, r.gid, sandboxUID), OK: true}
+}
+
+// syscalls says which system calls the seccomp filter refuses.
+var syscalls = runner.Enforced{Limit: "system calls",
+	How: "seccomp filter: keyrings, ptrace, perf_event_open, bpf, userfaultfd, io_uring, mount and namespace calls, kernel modules, clocks and the rest of Docker's default refusals fail with EPERM", OK: true}
 
 // Limiter names the mechanism limiting memory, pids and CPU ("cgroup v1", …).
 func (r *Runner) Limiter() string { return r.limiter.name() }
 
-// baseArgs is the sandbox every run shares; spec-specific mounts follow it. With a nil
-// spec it is a probe that runs `true`.
-func (r *Runner) baseArgs(extra []string) []string {
-	args := []string{"--unshare-all", "--die-with-parent", "--new-session", "--uid", "65534", "--gid", "65534",
-		"--hostname", "skrip", "--clearenv"}
-	if r.cfg.Rootfs != "" {
-		args = append(args, "--ro-bind", r.cfg.Rootfs, "/",
-			// The rootfs's root-only files would be the sandbox user's here (the server's
-			// uid maps to it): hide its secrets and root's home.
+// baseArgs starts c with the sandbox every run shares, seccomp filter included;
+// spec-specific mounts follow it.
+func (r *Runner) baseArgs(c *cmdline) error {
+	// The filter goes through a pipe: it is far smaller than a pipe's buffer.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	_, err = pw.Write(r.seccomp)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return fmt.Errorf("passing the seccomp filter: %w", err)
+	}
+	c.args = append(c.args, "--unshare-all", "--die-with-parent", "--new-session", "--uid", sandboxUID, "--gid", sandboxUID,
+		"--hostname", "skrip", "--clearenv", "--seccomp", c.fd(pr))
+	if r.root != "" {
+		c.args = append(c.args, "--ro-bind", r.root, "/",
+			// Hide the rootfs's secrets and root's home, should their modes ever let
+			// the sandbox's uid read them.
 			"--ro-bind", "/dev/null", "/etc/shadow",
 			"--tmpfs", "/root", "--remount-ro", "/root")
 	} else {
-		args = append(args, "--ro-bind", "/usr", "/usr")
+		c.args = append(c.args, "--ro-bind", "/usr", "/usr")
 		for _, l := range []string{"bin", "sbin", "lib", "lib64", "lib32", "libx32"} {
 			if _, err := os.Lstat(filepath.Join("/usr", l)); err == nil {
-				args = append(args, "--symlink", "usr/"+l, "/"+l)
+				c.args = append(c.args, "--symlink", "usr/"+l, "/"+l)
 			}
 		}
 		for _, etc := range []string{"/etc/fonts", "/etc/alternatives", "/etc/mime.types", "/etc/ld.so.cache", "/etc/localtime"} {
-			args = append(args, "--ro-bind-try", etc, etc)
+			c.args = append(c.args, "--ro-bind-try", etc, etc)
 		}
 	}
-	args = append(args, "--proc", "/proc",
-		// When the server is root, the sandbox user is host root to the kernel's uid
-		// checks: /proc/sys (core_pattern, …) and sysrq must not be writable.
+	c.args = append(c.args, "--proc", "/proc",
+		// Kernel settings stay read-only, whatever the uid.
 		"--ro-bind", "/proc/sys", "/proc/sys",
 		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
 		"--dev", "/dev")
-	if extra == nil {
-		return append(args, "--", "/usr/bin/true")
+	return nil
+}
+
+// command is c as a process: bwrap started as the sandbox's host uid (when the server is
+// root), with c's files, a bare environment, in a process group of its own, killed if the
+// server dies.
+func (r *Runner) command(c *cmdline) *exec.Cmd {
+	cmd := exec.Command(r.bwrap, c.args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.ExtraFiles = c.files
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if r.drop {
+		// Groups empty: root's supplementary groups are dropped too.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(r.uid), Gid: uint32(r.gid), Groups: []uint32{}}
 	}
-	return append(args, extra...)
+	return cmd
+}
+
+// shim is where bwrap finds the shim.
+func (r *Runner) shim() string {
+	if r.view != "" {
+		return filepath.Join(r.view, "shim")
+	}
+	return r.shimDir
 }
 
 // Run implements runner.Runner.
@@ -174,38 +318,32 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	if err := os.MkdirAll(filepath.Join(scratch, "output"), 0o755); err != nil {
 		return runner.Result{}, err
 	}
-	mounted := false
+	var m mounts
 	defer func() {
-		if mounted {
-			syscall.Unmount(filepath.Join(scratch, "output"), syscall.MNT_DETACH)
-		}
+		m.undo()
 		os.RemoveAll(scratch)
 	}()
 	l := spec.Limits
 	if r.tmpfsOut {
-		opts := "size=" + strconv.FormatInt(max(l.OutputBytes, 4096), 10) + ",mode=0755"
-		if err := syscall.Mount("tmpfs", filepath.Join(scratch, "output"), "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+		output := filepath.Join(scratch, "output")
+		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700,uid=%d,gid=%d", max(l.OutputBytes, 4096), runner.OutputInodes, r.uid, r.gid)
+		if err := syscall.Mount("tmpfs", output, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
 			return runner.Result{}, fmt.Errorf("mounting the output tmpfs: %w", err)
 		}
-		mounted = true
+		m = append(m, output)
 	}
-	if err := os.WriteFile(filepath.Join(scratch, "script.py"), spec.Script, 0o444); err != nil {
+	c, err := r.runArgs(spec, scratch, &m)
+	if err != nil {
 		return runner.Result{}, err
 	}
-	resultPath := filepath.Join(scratch, "result.json")
-	if err := os.WriteFile(resultPath, nil, 0o644); err != nil {
-		return runner.Result{}, err
-	}
-
-	argv := r.CommandLine(spec, scratch)
 	// Every file the run writes is capped at the output limit: /work/result.json lives on
 	// the data disk, and without the server's tmpfs so does /work/output.
-	ex, err := r.execute(ctx, process{name: spec.ID, argv: argv, limits: l, fsize: max(l.OutputBytes, maxResultBytes), onLine: spec.OnLine})
+	ex, err := r.execute(ctx, process{name: spec.ID, cmd: c, limits: l, fsize: max(l.OutputBytes, maxResultBytes), onLine: spec.OnLine})
 	res := runner.Result{ExecResult: ex}
 	if err != nil {
 		return res, err
 	}
-	if f, err := os.Open(resultPath); err == nil {
+	if f, err := os.Open(filepath.Join(scratch, "result.json")); err == nil {
 		b, _ := io.ReadAll(io.LimitReader(f, maxResultBytes+1))
 		f.Close()
 		if len(b) > 0 {
@@ -213,6 +351,10 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		}
 	}
 	if spec.Collect != nil {
+		// The output tmpfs caps the blocks written, not what sparse files claim.
+		if res.LeftOut, err = runner.FitDir(filepath.Join(scratch, "output"), l.OutputBytes); err != nil {
+			return res, fmt.Errorf("sizing /work/output: %w", err)
+		}
 		if err := spec.Collect(filepath.Join(scratch, "output")); err != nil {
 			return res, fmt.Errorf("collecting /work/output: %w", err)
 		}
@@ -220,10 +362,82 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	return res, nil
 }
 
+// runArgs writes script.py and an empty result.json into scratch (which holds output/),
+// hands what the sandbox writes to its uid, lets it read its input, mounts what it needs
+// into the view (adding to m), and returns the command line of the run.
+func (r *Runner) runArgs(spec runner.Spec, scratch string, m *mounts) (*cmdline, error) {
+	script, result, output := filepath.Join(scratch, "script.py"), filepath.Join(scratch, "result.json"), filepath.Join(scratch, "output")
+	if err := os.WriteFile(script, spec.Script, 0o440); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(result, nil, 0o600); err != nil {
+		return nil, err
+	}
+	if err := r.share(script, 0o040); err != nil {
+		return nil, err
+	}
+	for _, p := range []string{result, output} {
+		if err := os.Lchown(p, r.uid, r.gid); err != nil {
+			return nil, fmt.Errorf("handing %s to the sandbox's uid: %w", filepath.Base(p), err)
+		}
+	}
+	if err := r.shareTree(spec.InputDir); err != nil {
+		return nil, fmt.Errorf("letting the sandbox read its input: %w", err)
+	}
+	src, input := scratch, spec.InputDir
+	if r.view != "" {
+		src = filepath.Join(r.view, "runs", spec.ID)
+		if err := m.bind(spec.InputDir, filepath.Join(scratch, "input")); err != nil {
+			return nil, err
+		}
+		if err := m.bind(scratch, src); err != nil {
+			return nil, err
+		}
+		input = filepath.Join(src, "input")
+	}
+
+	c := &cmdline{}
+	if err := r.baseArgs(c); err != nil {
+		return nil, err
+	}
+	tmp := strconv.FormatInt(max(spec.Limits.TmpBytes, 4096), 10)
+	c.args = append(c.args, "--size", tmp, "--tmpfs", "/tmp", "--dir", "/tmp/home",
+		// /dev is a tmpfs bwrap makes: give shared memory its own capped tmpfs, and make
+		// the rest read-only (writing to /dev/null and friends still works).
+		"--size", tmp, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+		"--tmpfs", "/work",
+		"--ro-bind", filepath.Join(src, "script.py"), "/work/script.py",
+		"--ro-bind", input, "/work/input",
+		"--bind", filepath.Join(src, "output"), "/work/output",
+		"--bind", filepath.Join(src, "result.json"), "/work/result.json",
+		"--ro-bind", r.shim(), "/skrip",
+		"--remount-ro", "/work",
+		// The root bwrap builds is a writable tmpfs: make it read-only too, once every
+		// mount point exists. /tmp and /work/output are mounts of their own and stay writable.
+		"--remount-ro", "/",
+		"--chdir", "/work")
+	c.args = append(setenv(c.args, runner.Env("/tmp/home", spec.Env)), "--", r.python, "-s", "-B", shim.Entry)
+	return c, nil
+}
+
+// BareCommand is the sandbox Run starts for spec in scratch (holding output/, which the
+// caller made) without the cgroup and rlimit wrappers: what benchmarks launch bare. It
+// writes script.py and result.json like Run; done undoes what it mounted and closes the
+// command's files, once it has run.
+func (r *Runner) BareCommand(spec runner.Spec, scratch string) (cmd *exec.Cmd, done func(), err error) {
+	var m mounts
+	c, err := r.runArgs(spec, scratch, &m)
+	if err != nil {
+		m.undo()
+		return nil, nil, err
+	}
+	return r.command(c), func() { c.close(); m.undo() }, nil
+}
+
 // process is one sandboxed command line to execute under limits.
 type process struct {
 	name   string // names the cgroup
-	argv   []string
+	cmd    *cmdline
 	limits runner.Limits
 	fsize  int64 // bytes any one file may reach (RLIMIT_FSIZE); 0: no limit
 	stdin  io.Reader
@@ -231,10 +445,16 @@ type process struct {
 }
 
 // execute runs p's bwrap command line in a cgroup of its own, kills the whole sandbox at
-// the wall time or when ctx ends, and returns how it ended with its capped output.
+// the wall time or when ctx ends, and returns how it ended with its capped output. It
+// closes p's files.
 func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, error) {
+	defer p.cmd.close()
 	l := p.limits
-	g, err := r.limiter.start(p.name, l)
+	owner := [2]int{-1, -1}
+	if r.drop {
+		owner = [2]int{r.uid, r.gid}
+	}
+	g, err := r.limiter.start(p.name, l, owner)
 	if err != nil {
 		return runner.ExecResult{}, err
 	}
@@ -249,28 +469,26 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 			}
 		}()
 	}()
-	// bwrap says on fd 3 when the sandboxed process has started: an exit code of 125
-	// before that is a sandbox that could not be set up, after it the tool's own.
-	argv := append([]string{p.argv[0], "--json-status-fd", "3"}, p.argv[1:]...)
-	if p.fsize > 0 {
-		argv = append([]string{"/bin/sh", "-c", fmt.Sprintf("ulimit -f %d || exit 125; exec \"$@\"", (p.fsize+511)/512), "sh"}, argv...)
-	}
-	argv = g.wrap(argv)
-
-	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: p.onLine}
-	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: p.onLine}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	cmd.Stdin = p.stdin
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = 2 * time.Second
-
+	// bwrap says on its status descriptor when the sandboxed process has started: an
+	// exit code of 125 before that is a sandbox that could not be set up, after it the
+	// tool's own.
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return runner.ExecResult{}, err
 	}
-	cmd.ExtraFiles = []*os.File{statusW}
+	p.cmd.args = append([]string{"--json-status-fd", p.cmd.fd(statusW)}, p.cmd.args...)
+	cmd := r.command(p.cmd)
+	if p.fsize > 0 {
+		wrap(cmd, []string{"/bin/sh", "-c", fmt.Sprintf("ulimit -f %d || exit 125; exec \"$@\"", (p.fsize+511)/512), "sh"})
+	}
+	g.join(cmd)
+
+	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: p.onLine}
+	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: p.onLine}
+	cmd.Stdin = p.stdin
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = 2 * time.Second
+
 	started := make(chan bool, 1)
 	go func() {
 		b, _ := io.ReadAll(io.LimitReader(statusR, 1<<16))
@@ -279,7 +497,7 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 	}()
 	start := time.Now()
 	err = cmd.Start()
-	statusW.Close()
+	p.cmd.close()
 	if err != nil {
 		return runner.ExecResult{}, fmt.Errorf("starting bwrap: %w", err)
 	}
@@ -314,31 +532,10 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 	return res, nil
 }
 
-// CommandLine is the bwrap command line of spec with its scratch directory (holding
-// script.py, result.json and output/), without the cgroup wrapper: what Run executes, and
-// what benchmarks launch bare.
-func (r *Runner) CommandLine(spec runner.Spec, scratch string) []string {
-	l := spec.Limits
-	resultPath := filepath.Join(scratch, "result.json")
-	args := r.baseArgs([]string{
-		"--size", strconv.FormatInt(max(l.TmpBytes, 4096), 10), "--tmpfs", "/tmp", "--dir", "/tmp/home",
-		// /dev is a tmpfs bwrap makes: give shared memory its own capped tmpfs, and make
-		// the rest read-only (writing to /dev/null and friends still works).
-		"--size", strconv.FormatInt(max(l.TmpBytes, 4096), 10), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-		"--tmpfs", "/work",
-		"--ro-bind", filepath.Join(scratch, "script.py"), "/work/script.py",
-		"--ro-bind", spec.InputDir, "/work/input",
-		"--bind", filepath.Join(scratch, "output"), "/work/output",
-		"--bind", resultPath, "/work/result.json",
-		"--ro-bind", r.shimDir, "/skrip",
-		"--remount-ro", "/work",
-		// The root bwrap builds is a writable tmpfs: make it read-only too, once every
-		// mount point exists. /tmp and /work/output are mounts of their own and stay writable.
-		"--remount-ro", "/",
-		"--chdir", "/work",
-	})
-	args = append(setenv(args, runner.Env("/tmp/home", spec.Env)), "--", r.python, "-s", "-B", shim.Entry)
-	return append([]string{r.bwrap}, args...)
+// wrap makes cmd run its command line through prefix, which ends by exec'ing it.
+func wrap(cmd *exec.Cmd, prefix []string) {
+	cmd.Args = append(prefix, cmd.Args...)
+	cmd.Path = prefix[0]
 }
 
 // setenv adds --setenv for each variable of env, in a stable order.
@@ -366,17 +563,10 @@ func probeTmpfs() bool {
 	return true
 }
 
-// cleanWorkDir removes what a crashed server left: output tmpfs mounts and scratch dirs.
+// cleanWorkDir removes what a crashed server left: mounts and scratch dirs of runs.
 func (r *Runner) cleanWorkDir() error {
 	runs := filepath.Join(r.cfg.WorkDir, "runs")
-	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
-		for _, line := range strings.Split(string(mi), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 4 && strings.HasPrefix(f[4], runs+"/") {
-				syscall.Unmount(f[4], syscall.MNT_DETACH)
-			}
-		}
-	}
+	sweepMounts(runs)
 	if err := os.RemoveAll(runs); err != nil {
 		return fmt.Errorf("cleaning %s: %w", runs, err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,7 +42,7 @@ func TestEnforcementNamesEveryLimit(t *testing.T) {
 		}
 		seen[e.Limit] = true
 	}
-	for _, l := range []string{"wall time", "memory", "pids", "cpu", "/tmp", "/work/output", "stdout/stderr", "network"} {
+	for _, l := range []string{"wall time", "memory", "pids", "cpu", "/tmp", "/work/output", "stdout/stderr", "network", "host uid", "system calls"} {
 		if !seen[l] {
 			t.Errorf("Enforcement does not mention %s", l)
 		}
@@ -116,5 +118,30 @@ func TestSandboxDirIsPrivate(t *testing.T) {
 	}
 	if fi.Mode().Perm() != 0o700 {
 		t.Errorf("sandboxes dir is %v, want 0700", fi.Mode().Perm())
+	}
+}
+
+// TestBoxesHandOverOldWorkspaces: a box whose workspace another uid owns (made before
+// sandboxes ran as SKRIP_BWRAP_UID, or under another one) is handed to the sandbox's uid
+// when the server lists its boxes at start, so its execs can still write.
+func TestBoxesHandOverOldWorkspaces(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testutil.Missing(t, "root", "sandboxes switch uid only when skrip runs as root", "run the tests as root")
+	}
+	r := newRunner(t).(*Runner)
+	id := runnertest.NewBox(t, r, 1<<20)
+	if _, err := r.WriteFile(context.Background(), id, "d/old.txt", strings.NewReader("old")); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(r.cfg.WorkDir, "sandboxes", id, "workspace")
+	filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error { return os.Lchown(p, 0, 0) })
+	if res := runnertest.Sh(t, r, id, "echo new >> d/old.txt"); res.ExitCode == 0 {
+		t.Fatal("the sandbox wrote to root's files: the setup is wrong")
+	}
+	if boxes, err := r.Boxes(context.Background()); err != nil || len(boxes) != 1 {
+		t.Fatalf("Boxes = %v, %v", boxes, err)
+	}
+	if res := runnertest.Sh(t, r, id, "echo new >> d/old.txt && touch new.txt"); res.ExitCode != 0 {
+		t.Fatalf("after Boxes, an exec still cannot write: %s", res.Stderr)
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/skrip-dev/skrip/internal/runner"
 )
@@ -19,9 +22,10 @@ import (
 // controllers are mounted, and rlimits as the last resort.
 type limiter interface {
 	name() string
-	// start makes the per-run group. Its wrap turns a command line into one that joins
-	// the group before it execs, so no child is ever outside it.
-	start(id string, l runner.Limits) (group, error)
+	// start makes the per-run group, which the sandbox's host uid:gid owner (-1: the
+	// server's own) may join. Its join makes a command start inside the group, so that
+	// no child is ever outside it.
+	start(id string, l runner.Limits, owner [2]int) (group, error)
 	enforced(l runner.Limits) []runner.Enforced
 	// sweep removes per-run groups a crashed server left behind.
 	sweep()
@@ -30,13 +34,13 @@ type limiter interface {
 }
 
 type group interface {
-	wrap(argv []string) []string
+	join(cmd *exec.Cmd)
 	oomKilled() bool
 	destroy() error
 }
 
 // joinScript is run by /bin/sh: it writes its own pid into each cgroup.procs file given
-// before "--", then execs the rest.
+// before "--", then execs the rest. It runs as the sandbox's uid, which owns those files.
 const joinScript = `while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`
 
 // pickLimiter chooses the best limiter this machine offers. ns names this server's
@@ -107,12 +111,17 @@ func (v v2) sweep() {
 	}
 }
 
-func (v v2) start(id string, l runner.Limits) (group, error) {
+func (v v2) start(id string, l runner.Limits, owner [2]int) (group, error) {
 	dir := filepath.Join(v.base, "skrip-"+v.ns+"-"+id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating cgroup %s: %w", dir, err)
 	}
-	g := &v2group{dir: dir}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		removeCgroup(dir)
+		return nil, fmt.Errorf("opening cgroup %s: %w", dir, err)
+	}
+	g := &v2group{dir: dir, fd: os.NewFile(uintptr(fd), dir)}
 	writes := [][2]string{{"memory.max", strconv.FormatInt(l.MemoryBytes, 10)}, {"memory.swap.max", "0"}, {"pids.max", strconv.Itoa(l.Pids)}}
 	if l.CPUs > 0 {
 		writes = append(writes, [2]string{"cpu.max", fmt.Sprintf("%d 100000", int64(l.CPUs*100000))})
@@ -138,10 +147,17 @@ func (v v2) enforced(l runner.Limits) []runner.Enforced {
 	}
 }
 
-type v2group struct{ dir string }
+type v2group struct {
+	dir string
+	fd  *os.File // the cgroup's directory
+}
 
-func (g *v2group) wrap(argv []string) []string {
-	return append([]string{"/bin/sh", "-c", joinScript, "sh", filepath.Join(g.dir, "cgroup.procs"), "--"}, argv...)
+// join makes cmd a clone straight into the cgroup (CLONE_INTO_CGROUP), done by the
+// server before cmd drops to the sandbox's uid: moving itself later would take write
+// access to the cgroup.procs of the server's own cgroup.
+func (g *v2group) join(cmd *exec.Cmd) {
+	cmd.SysProcAttr.UseCgroupFD = true
+	cmd.SysProcAttr.CgroupFD = int(g.fd.Fd())
 }
 
 func (g *v2group) oomKilled() bool {
@@ -149,6 +165,7 @@ func (g *v2group) oomKilled() bool {
 }
 
 func (g *v2group) destroy() error {
+	g.fd.Close()
 	os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0)
 	return removeCgroup(g.dir)
 }
@@ -204,7 +221,7 @@ func (v v1) sweep() {
 	}
 }
 
-func (v v1) start(id string, l runner.Limits) (group, error) {
+func (v v1) start(id string, l runner.Limits, owner [2]int) (group, error) {
 	g := &v1group{}
 	type w struct{ file, value string }
 	plan := []struct {
@@ -227,6 +244,12 @@ func (v v1) start(id string, l runner.Limits) (group, error) {
 			return nil, fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
 		g.dirs = append(g.dirs, dir)
+		// The sandbox's uid joins the group itself (see joinScript); writing its pid
+		// there takes no more than owning the file, in cgroup v1.
+		if err := os.Chown(filepath.Join(dir, "cgroup.procs"), owner[0], owner[1]); err != nil {
+			g.destroy()
+			return nil, fmt.Errorf("handing cgroup %s to the sandbox's uid: %w", dir, err)
+		}
 		for _, wr := range p.writes {
 			err := os.WriteFile(filepath.Join(dir, wr.file), []byte(wr.value), 0)
 			// memsw exists only with swap accounting; swappiness is advisory.
@@ -258,12 +281,12 @@ type v1group struct {
 	memory string
 }
 
-func (g *v1group) wrap(argv []string) []string {
-	out := []string{"/bin/sh", "-c", joinScript, "sh"}
+func (g *v1group) join(cmd *exec.Cmd) {
+	prefix := []string{"/bin/sh", "-c", joinScript, "sh"}
 	for _, d := range g.dirs {
-		out = append(out, filepath.Join(d, "cgroup.procs"))
+		prefix = append(prefix, filepath.Join(d, "cgroup.procs"))
 	}
-	return append(append(out, "--"), argv...)
+	wrap(cmd, append(prefix, "--"))
 }
 
 func (g *v1group) oomKilled() bool {
@@ -290,7 +313,9 @@ func (rlimits) name() string { return "rlimits" }
 func (rlimits) sweep() {}
 func (rlimits) close() {}
 
-func (rlimits) start(id string, l runner.Limits) (group, error) { return rgroup{l: l}, nil }
+func (rlimits) start(id string, l runner.Limits, owner [2]int) (group, error) {
+	return rgroup{l: l}, nil
+}
 
 func (rlimits) enforced(l runner.Limits) []runner.Enforced {
 	return []runner.Enforced{
@@ -302,9 +327,8 @@ func (rlimits) enforced(l runner.Limits) []runner.Enforced {
 
 type rgroup struct{ l runner.Limits }
 
-func (r rgroup) wrap(argv []string) []string {
-	script := fmt.Sprintf("ulimit -v %d || exit 125; exec \"$@\"", r.l.MemoryBytes/1024)
-	return append([]string{"/bin/sh", "-c", script, "sh"}, argv...)
+func (r rgroup) join(cmd *exec.Cmd) {
+	wrap(cmd, []string{"/bin/sh", "-c", fmt.Sprintf("ulimit -v %d || exit 125; exec \"$@\"", r.l.MemoryBytes/1024), "sh"})
 }
 
 func (rgroup) oomKilled() bool { return false }

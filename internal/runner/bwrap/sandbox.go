@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,7 +85,9 @@ func (r *Runner) CreateBox(ctx context.Context, spec runner.BoxSpec) error {
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		return err
 	}
-	opts := "size=" + strconv.FormatInt(max(spec.WorkspaceBytes, 4096), 10) + ",mode=0755"
+	// The sandbox's uid owns its workspace; no one else on the host may look in.
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700,uid=%d,gid=%d",
+		runner.WorkspaceSize(spec.WorkspaceBytes), runner.WorkspaceInodes(spec.WorkspaceBytes), r.uid, r.gid)
 	if err := syscall.Mount("tmpfs", ws, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mounting the workspace tmpfs: %w", err)
 	}
@@ -98,6 +101,29 @@ func (r *Runner) CreateBox(ctx context.Context, spec runner.BoxSpec) error {
 	}
 	ok = true
 	return nil
+}
+
+// own hands p, which the server made in a workspace, to the sandbox's uid: what the
+// server writes there, the sandbox may change like its own files.
+func (r *Runner) own(root *os.Root, p string) error {
+	if !r.drop {
+		return nil
+	}
+	return root.Lchown(p, r.uid, r.gid)
+}
+
+// missing lists dir and those of its parents that do not exist in root yet, outermost
+// first.
+func missing(root *os.Root, dir string) []string {
+	var out []string
+	for d := dir; d != "." && d != "/"; d = path.Dir(d) {
+		if _, err := root.Lstat(d); err == nil {
+			break
+		}
+		out = append(out, d)
+	}
+	slices.Reverse(out)
+	return out
 }
 
 func writeAtomic(name string, b []byte) error {
@@ -143,6 +169,9 @@ func (r *Runner) Boxes(ctx context.Context) ([]string, error) {
 		if err == nil && !isMount(filepath.Join(dir, "workspace")) {
 			err = errors.New("its workspace tmpfs is gone")
 		}
+		if err == nil {
+			err = r.handOver(filepath.Join(dir, "workspace"))
+		}
 		if err != nil {
 			r.log.Info("removing a sandbox that did not survive", "sandbox", e.Name(), "reason", err)
 			r.removeDir(dir)
@@ -151,6 +180,22 @@ func (r *Runner) Boxes(ctx context.Context) ([]string, error) {
 		out = append(out, e.Name())
 	}
 	return out, nil
+}
+
+// handOver gives a workspace that another sandbox uid owns (a box made before an upgrade
+// or under another SKRIP_BWRAP_UID) to this server's, file by file.
+func (r *Runner) handOver(ws string) error {
+	fi, err := os.Lstat(ws)
+	if err != nil || !r.drop || owner(fi) == r.uid {
+		return err
+	}
+	r.log.Info("handing a sandbox's workspace to the sandbox uid", "workspace", ws, "uid", r.uid)
+	return filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, r.uid, r.gid)
+	})
 }
 
 // isMount reports whether dir is a mount point (its device differs from its parent's).
@@ -167,15 +212,20 @@ func (r *Runner) BoxEnforcement(l runner.Limits, workspaceBytes int64) []runner.
 	out := []runner.Enforced{{Limit: "wall time", How: "per exec (timeout_s), then SIGKILL of the exec's whole sandbox", OK: true}}
 	out = append(out, r.limiter.enforced(l)...)
 	if r.tmpfsOut {
-		out = append(out, runner.Enforced{Limit: "/workspace", How: runner.HumanBytes(workspaceBytes) + " tmpfs mounted by the server, kept between execs", OK: true})
+		out = append(out, runner.Enforced{Limit: "/workspace", How: fmt.Sprintf("%s tmpfs of at most %d files and directories, mounted by the server, kept between execs",
+			runner.HumanBytes(workspaceBytes), runner.WorkspaceInodes(workspaceBytes)), OK: true})
 	} else {
 		out = append(out, runner.Enforced{Limit: "/workspace", How: "cannot be enforced: the server is not root, so it cannot mount a workspace tmpfs; agent sandboxes are refused (run as root, or use Docker)"})
 	}
 	return append(out,
 		runner.Enforced{Limit: "/tmp", How: runner.HumanBytes(l.TmpBytes) + " tmpfs, new for each exec", OK: true},
 		runner.Enforced{Limit: "stdout/stderr", How: fmt.Sprintf("first %d bytes of each kept per exec", l.LogBytes), OK: true},
-		runner.Enforced{Limit: "network", How: "own network namespace with only loopback, new for each exec", OK: true})
+		runner.Enforced{Limit: "network", How: "own network namespace with only loopback, new for each exec", OK: true},
+		r.hostUID(), syscalls)
 }
+
+// Memory implements runner.Sandboxes: the workspaces are tmpfs mounts of this machine.
+func (r *Runner) Memory(ctx context.Context) (runner.Memory, error) { return runner.HostMemory() }
 
 // Exec implements runner.Sandboxes: a fresh bwrap over the box's workspace, in its own
 // pid namespace, so that killing it at the timeout ends everything the command started.
@@ -189,21 +239,32 @@ func (r *Runner) Exec(ctx context.Context, id string, spec runner.ExecSpec) (run
 	}
 	l := box.Limits
 	l.WallTime, l.LogBytes = spec.Timeout, spec.LogBytes
+	name := id + "-" + randomHex(4)
+	src := ws
+	var m mounts
+	defer m.undo()
+	if r.view != "" {
+		src = filepath.Join(r.view, "runs", name)
+		if err := m.bind(ws, src); err != nil {
+			return runner.ExecResult{}, err
+		}
+	}
 	tmp := strconv.FormatInt(max(l.TmpBytes, 4096), 10)
-	args := r.baseArgs([]string{
-		"--size", tmp, "--tmpfs", "/tmp",
+	c := &cmdline{}
+	if err := r.baseArgs(c); err != nil {
+		return runner.ExecResult{}, err
+	}
+	c.args = append(c.args, "--size", tmp, "--tmpfs", "/tmp",
 		"--size", tmp, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-		"--bind", ws, runner.Workspace,
+		"--bind", src, runner.Workspace,
 		"--remount-ro", "/",
-		"--chdir", runner.Workspace,
-	})
-	args = append(setenv(args, runner.Env(runner.Workspace, nil)), "--")
-	argv := append(append([]string{r.bwrap}, args...), spec.Cmd...)
+		"--chdir", runner.Workspace)
+	c.args = append(append(setenv(c.args, runner.Env(runner.Workspace, nil)), "--"), spec.Cmd...)
 	var stdin io.Reader
 	if spec.Stdin != nil {
 		stdin = bytes.NewReader(spec.Stdin)
 	}
-	return r.execute(ctx, process{name: id + "-" + randomHex(4), argv: argv, limits: l, stdin: stdin, onLine: spec.OnLine})
+	return r.execute(ctx, process{name: name, cmd: c, limits: l, stdin: stdin, onLine: spec.OnLine})
 }
 
 func randomHex(n int) string {
@@ -233,14 +294,21 @@ func (r *Runner) WriteFile(ctx context.Context, id, p string, src io.Reader) (in
 		return 0, err
 	}
 	if fi, err := root.Lstat(target); err == nil && fi.IsDir() {
-		return 0, fmt.Errorf("%w: %s is a directory", runner.ErrPath, p)
+		return 0, runner.Refuse(runner.ErrPath, "%s is a directory", p)
 	}
 	if dir := path.Dir(target); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		made := missing(root, dir)
+		err := root.MkdirAll(dir, 0o755)
+		for _, d := range made {
+			if err == nil {
+				err = r.own(root, d)
+			}
+		}
+		if err != nil {
 			if errors.Is(err, syscall.ENOSPC) || errors.Is(err, fs.ErrPermission) {
 				return 0, fsError(err, p)
 			}
-			return 0, fmt.Errorf("%w: cannot make the directory %s: %v", runner.ErrPath, dir, pathErr(err))
+			return 0, runner.Refuse(runner.ErrPath, "cannot make the directory %s: %v", dir, pathErr(err))
 		}
 	}
 	tmp := path.Join(path.Dir(target), ".skrip-partial-"+randomHex(8))
@@ -249,6 +317,9 @@ func (r *Runner) WriteFile(ctx context.Context, id, p string, src io.Reader) (in
 		return 0, fsError(err, p)
 	}
 	n, err := io.Copy(f, runner.ContextReader(ctx, src))
+	if err == nil && r.drop {
+		err = f.Chown(r.uid, r.gid)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -258,7 +329,7 @@ func (r *Runner) WriteFile(ctx context.Context, id, p string, src io.Reader) (in
 	if err != nil {
 		root.Remove(tmp)
 		if errors.Is(err, syscall.ENOSPC) {
-			return n, fmt.Errorf("%w: %s does not fit in the workspace's %s", runner.ErrNoSpace, p, runner.HumanBytes(box.WorkspaceBytes))
+			return n, runner.Refuse(runner.ErrNoSpace, "%s does not fit in the workspace's %s", p, runner.HumanBytes(box.WorkspaceBytes))
 		}
 		var pe *fs.PathError
 		var le *os.LinkError
@@ -293,7 +364,7 @@ func (r *Runner) ReadFile(ctx context.Context, id, p string) (io.ReadCloser, int
 	// follows a last symlink that stays inside; resolve left none, unless one raced in.)
 	f, err := root.OpenFile(target, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, fmt.Errorf("%w: %s", runner.ErrNoFile, p)
+		return nil, 0, runner.Refuse(runner.ErrNoFile, "%s", p)
 	}
 	if err != nil {
 		return nil, 0, fsError(err, p)
@@ -306,9 +377,9 @@ func (r *Runner) ReadFile(ctx context.Context, id, p string) (io.ReadCloser, int
 	if !st.Mode().IsRegular() {
 		f.Close()
 		if st.IsDir() {
-			return nil, 0, fmt.Errorf("%w: %s is a directory, not a file", runner.ErrPath, p)
+			return nil, 0, runner.Refuse(runner.ErrPath, "%s is a directory, not a file", p)
 		}
-		return nil, 0, fmt.Errorf("%w: %s is not a regular file", runner.ErrPath, p)
+		return nil, 0, runner.Refuse(runner.ErrPath, "%s is not a regular file", p)
 	}
 	return runner.Exactly(f, st.Size(), p), st.Size(), nil
 }
@@ -335,7 +406,7 @@ func resolve(ctx context.Context, root *os.Root, rel string) (string, error) {
 			return "", err
 		}
 		if seen++; seen > maxSegments || len(done) >= maxDepth {
-			return "", fmt.Errorf("%w: %s is deeper than %d directories, or its symlinks lead through more than %d segments", runner.ErrPath, rel, maxDepth, maxSegments)
+			return "", runner.Refuse(runner.ErrPath, "%s is deeper than %d directories, or its symlinks lead through more than %d segments", rel, maxDepth, maxSegments)
 		}
 		seg := todo[0]
 		todo = todo[1:]
@@ -344,7 +415,7 @@ func resolve(ctx context.Context, root *os.Root, rel string) (string, error) {
 			continue
 		case "..":
 			if len(done) == 0 {
-				return "", fmt.Errorf("%w: %s leads outside %s through a symlink", runner.ErrPath, rel, runner.Workspace)
+				return "", runner.Refuse(runner.ErrPath, "%s leads outside %s through a symlink", rel, runner.Workspace)
 			}
 			done = done[:len(done)-1]
 			continue
@@ -363,7 +434,7 @@ func resolve(ctx context.Context, root *os.Root, rel string) (string, error) {
 			continue
 		}
 		if hops++; hops > 40 {
-			return "", fmt.Errorf("%w: %s goes through too many symlinks", runner.ErrPath, rel)
+			return "", runner.Refuse(runner.ErrPath, "%s goes through too many symlinks", rel)
 		}
 		target, err := root.Readlink(cur)
 		if err != nil {
@@ -373,14 +444,14 @@ func resolve(ctx context.Context, root *os.Root, rel string) (string, error) {
 			t := path.Clean(target)
 			rest, ok := strings.CutPrefix(t, runner.Workspace)
 			if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
-				return "", fmt.Errorf("%w: %s is a symlink to %s, outside %s", runner.ErrPath, cur, target, runner.Workspace)
+				return "", runner.Refuse(runner.ErrPath, "%s is a symlink to %s, outside %s", cur, target, runner.Workspace)
 			}
 			done, target = nil, strings.TrimPrefix(rest, "/")
 		}
 		todo = append(strings.Split(target, "/"), todo...)
 	}
 	if len(done) == 0 {
-		return "", fmt.Errorf("%w: %s names %s itself, not a file in it", runner.ErrPath, rel, runner.Workspace)
+		return "", runner.Refuse(runner.ErrPath, "%s names %s itself, not a file in it", rel, runner.Workspace)
 	}
 	return path.Join(done...), nil
 }
@@ -392,11 +463,11 @@ func fsError(err error, p string) error {
 	cause := pathErr(err)
 	switch {
 	case errors.Is(err, syscall.ENOSPC):
-		return fmt.Errorf("%w: %s does not fit in the workspace", runner.ErrNoSpace, p)
+		return runner.Refuse(runner.ErrNoSpace, "%s does not fit in the workspace", p)
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%w: %s: permission denied (the sandbox changed its permissions)", runner.ErrPath, p)
+		return runner.Refuse(runner.ErrPath, "%s: permission denied (the sandbox changed its permissions)", p)
 	case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.ENAMETOOLONG):
-		return fmt.Errorf("%w: %s: %v", runner.ErrPath, p, cause)
+		return runner.Refuse(runner.ErrPath, "%s: %v", p, cause)
 	}
 	return err
 }

@@ -54,6 +54,9 @@ type Runner struct {
 	log     *slog.Logger
 	pending sync.WaitGroup // containers being removed
 	pool    *pool
+	// securityOpt is every container's HostConfig.SecurityOpt (seccomp.go).
+	securityOpt []string
+	ready       runner.Readiness
 }
 
 // Labels every container of a run carries.
@@ -109,10 +112,36 @@ func Inspect(ctx context.Context, cfg Config, log *slog.Logger) (*Runner, error)
 			runner.ErrUnavailable, cfg.Image)
 	}
 	r := &Runner{cli: cli, image: cfg.Image, server: ServerLabel(cfg.Server), log: log}
+	if r.securityOpt, err = securityOpt(); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("%w: building the seccomp profile: %v", runner.ErrUnavailable, err)
+	}
+	r.ready.Check = r.check
 	if v, err := cli.ServerVersion(pctx, client.ServerVersionOptions{}); err == nil {
 		r.version = "Docker Engine " + v.Version + " (API " + cli.ClientVersion() + ")"
 	}
 	return r, nil
+}
+
+// Ping implements runner.Runner.
+func (r *Runner) Ping(ctx context.Context) error { return r.ready.Ping(ctx) }
+
+// check asks the engine what Inspect asks at start: that it answers and that the runner
+// image is there.
+func (r *Runner) check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := r.cli.Ping(ctx, client.PingOptions{}); err != nil {
+		return fmt.Errorf("%w: the Docker engine does not answer (%v)", runner.ErrUnavailable, err)
+	}
+	ok, err := ImageExists(ctx, r.cli, r.image)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: the runner image %s is missing; build it with `skrip runner-image build`", runner.ErrUnavailable, r.image)
+	}
+	return nil
 }
 
 // Name implements runner.Runner.
@@ -142,8 +171,15 @@ func (r *Runner) Enforcement(l runner.Limits) []runner.Enforced {
 		{Limit: "/work/output", How: runner.HumanBytes(l.OutputBytes) + " tmpfs, copied out as a checked tar stream", OK: true},
 		{Limit: "stdout/stderr", How: fmt.Sprintf("first %d bytes of each kept, the rest counted and dropped", l.LogBytes), OK: true},
 		{Limit: "network", How: "NetworkMode none", OK: true},
+		hostUID, syscalls,
 	}
 }
+
+// What every container runs as, and under.
+var (
+	hostUID  = runner.Enforced{Limit: "host uid", How: "65534:65534, the image's user (no user namespace remapping: the host sees the same uid)", OK: true}
+	syscalls = runner.Enforced{Limit: "system calls", How: "Docker's default seccomp profile, with ptrace and the bwrap runner's other refusals taken out of its allow rules", OK: true}
+)
 
 // killGrace is how long after the wall time the server waits for the container's own
 // timeout before it removes the container.
@@ -201,11 +237,14 @@ func (r *Runner) prepare(ctx context.Context, l runner.Limits, runID, toolID str
 			OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		},
 		HostConfig: &container.HostConfig{
-			NetworkMode: "none", ReadonlyRootfs: true, CapDrop: []string{"ALL"}, SecurityOpt: []string{"no-new-privileges"},
+			NetworkMode: "none", ReadonlyRootfs: true, CapDrop: []string{"ALL"}, SecurityOpt: r.securityOpt,
+			// The run's output reaches the server through the attach stream, capped there;
+			// the engine's own log of it (json-file by default) would keep all of it on disk.
+			LogConfig: container.LogConfig{Type: "none"},
 			Resources: container.Resources{Memory: l.MemoryBytes, MemorySwap: l.MemoryBytes, PidsLimit: &pids, NanoCPUs: int64(l.CPUs * 1e9)},
 			Tmpfs: map[string]string{
 				"/tmp":         fmt.Sprintf("size=%d,mode=1777", max(l.TmpBytes, 4096)),
-				"/work/output": fmt.Sprintf("size=%d,mode=1777", max(l.OutputBytes, 4096)),
+				"/work/output": fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777", max(l.OutputBytes, 4096), runner.OutputInodes),
 			},
 			// /work is an anonymous volume: files can be copied into it although the
 			// root is read-only; it goes with the container.
@@ -314,7 +353,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		res.OOMKilled = res.OOMKilled || insp.Container.State.OOMKilled
 	}
 	if finished {
-		if res.ResultJSON, err = r.collect(ctx, id, l.OutputBytes, spec.Collect); err != nil {
+		if res.ResultJSON, res.LeftOut, err = r.collect(ctx, id, l.OutputBytes, spec.Collect); err != nil {
 			return res, err
 		}
 	}
@@ -414,33 +453,36 @@ func inputTar(spec runner.Spec, env []byte) (io.Reader, error) {
 // container (the engine's copy API cannot see a tmpfs mounted in the container), into a
 // temporary directory, hands the output to fn (when set) and returns result.json. Every
 // member is checked: only regular files, directories and symlinks (kept as links, never
-// followed), no absolute names or "..", and no more than the output cap.
-func (r *Runner) collect(ctx context.Context, id string, limit int64, fn func(dir string) error) ([]byte, error) {
-	ex, err := r.cli.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: []string{"tar", "-C", "/work", "-cf", "-", "result.json", "output"},
+// followed), no absolute names or "..". Regular files go through an OutputBudget of
+// limit, in path order (tar sorts them), and the ones left out are returned. tar keeps
+// holes as holes (-S), so a sparse file costs the stream only what it holds.
+func (r *Runner) collect(ctx context.Context, id string, limit int64, fn func(dir string) error) ([]byte, runner.LeftOut, error) {
+	ex, err := r.cli.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: []string{"tar", "-C", "/work", "--sort=name", "-S", "-cf", "-", "result.json", "output"},
 		AttachStdout: true, AttachStderr: true})
 	if err != nil {
-		return nil, fmt.Errorf("copying /work/output out: %w", err)
+		return nil, runner.LeftOut{}, fmt.Errorf("copying /work/output out: %w", err)
 	}
 	att, err := r.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("copying /work/output out: %w", err)
+		return nil, runner.LeftOut{}, fmt.Errorf("copying /work/output out: %w", err)
 	}
 	defer att.Close()
 	pr, pw := io.Pipe()
 	var tarErr bytes.Buffer
 	go func() {
-		_, err := stdcopy.StdCopy(pw, &tarErr, att.Reader)
+		_, err := stdcopy.StdCopy(pw, &limitedWriter{w: &tarErr, n: 64 << 10}, att.Reader)
 		pw.CloseWithError(err)
 	}()
 	dir, err := os.MkdirTemp("", "skrip-output-")
 	if err != nil {
-		return nil, err
+		return nil, runner.LeftOut{}, err
 	}
 	defer os.RemoveAll(dir)
-	result, err := extract(tar.NewReader(pr), dir, limit)
+	budget := runner.OutputBudget{Limit: limit}
+	result, err := extract(tar.NewReader(pr), dir, &budget)
 	if err != nil {
 		pr.CloseWithError(err)
-		return nil, err
+		return nil, runner.LeftOut{}, err
 	}
 	io.Copy(io.Discard, pr)
 	if tarErr.Len() > 0 {
@@ -449,22 +491,37 @@ func (r *Runner) collect(ctx context.Context, id string, limit int64, fn func(di
 		r.log.Warn("tar of /work/output", "stderr", strings.TrimSpace(tarErr.String()))
 	}
 	if fn == nil {
-		return result, nil
+		return result, budget.LeftOut, nil
 	}
-	return result, fn(dir)
+	return result, budget.LeftOut, fn(dir)
+}
+
+// limitedWriter keeps the first n bytes written to it and drops the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(int64(len(p)), l.n)
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
 }
 
 // extract unpacks a tar of result.json and output/ into dir (output's members at its
 // top) and returns result.json's bytes. The tar comes from inside the container, so it
 // is the tool's to shape: every path is resolved through an os.Root, which no symlink or
 // ".." can leave, and symlinks are recreated as links only, for the caller to report.
-func extract(tr *tar.Reader, dir string, limit int64) ([]byte, error) {
+// A regular file is written only when budget keeps it.
+func extract(tr *tar.Reader, dir string, budget *runner.OutputBudget) ([]byte, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	var total int64
 	var result []byte
 	for {
 		h, err := tr.Next()
@@ -475,7 +532,7 @@ func extract(tr *tar.Reader, dir string, limit int64) ([]byte, error) {
 			return nil, fmt.Errorf("reading the output tar: %w", err)
 		}
 		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		if name == "result.json" && h.Typeflag == tar.TypeReg {
+		if name == "result.json" && (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeGNUSparse) {
 			if result, err = io.ReadAll(io.LimitReader(tr, maxResultBytes+1)); err != nil {
 				return nil, err
 			}
@@ -502,10 +559,9 @@ func extract(tr *tar.Reader, dir string, limit int64) ([]byte, error) {
 			if err := root.Symlink(h.Linkname, rel); err != nil {
 				return nil, fmt.Errorf("output tar member %q: %w", h.Name, err)
 			}
-		case tar.TypeReg:
-			total += h.Size
-			if total > limit {
-				return nil, fmt.Errorf("/work/output holds more than its %s cap", runner.HumanBytes(limit))
+		case tar.TypeReg, tar.TypeGNUSparse:
+			if !budget.Keep(rel, h.Size) {
+				continue
 			}
 			f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if err != nil {

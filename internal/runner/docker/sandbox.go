@@ -107,9 +107,10 @@ printf '%s' "$p"`
 func boxName(id string) string { return "skrip-sbx-" + id }
 
 // boxMemory is a sandbox container's memory limit: its processes' limit, plus room for
-// its /workspace and /tmp tmpfs mounts, whose files are charged to the container.
+// its /workspace (with its files' metadata) and /tmp tmpfs mounts, whose files are
+// charged to the container.
 func boxMemory(l runner.Limits, workspaceBytes int64) int64 {
-	return l.MemoryBytes + max(workspaceBytes, 4096) + max(l.TmpBytes, 4096)
+	return l.MemoryBytes + runner.WorkspaceMemory(workspaceBytes) + max(l.TmpBytes, 4096)
 }
 
 // scriptTimeout bounds a file script that the caller cannot cancel (committing or
@@ -138,13 +139,14 @@ func (r *Runner) CreateBox(ctx context.Context, spec runner.BoxSpec) error {
 			Labels: map[string]string{LabelSandboxID: spec.ID, LabelSandboxServer: r.server},
 		},
 		HostConfig: &container.HostConfig{
-			NetworkMode: "none", ReadonlyRootfs: true, CapDrop: []string{"ALL"}, SecurityOpt: []string{"no-new-privileges"},
+			NetworkMode: "none", ReadonlyRootfs: true, CapDrop: []string{"ALL"}, SecurityOpt: r.securityOpt,
 			Resources: container.Resources{Memory: mem, MemorySwap: mem, PidsLimit: &pids, NanoCPUs: int64(l.CPUs * 1e9)},
 			Tmpfs: map[string]string{
 				"/tmp": fmt.Sprintf("size=%d,mode=1777", max(l.TmpBytes, 4096)),
 				// The engine resets the mode of a tmpfs that is the working directory:
 				// give it to the sandbox user instead. exec: tools run their own scripts.
-				runner.Workspace: fmt.Sprintf("size=%d,uid=65534,gid=65534,mode=0755,exec", max(spec.WorkspaceBytes, 4096)),
+				runner.Workspace: fmt.Sprintf("size=%d,nr_inodes=%d,uid=65534,gid=65534,mode=0755,exec",
+					runner.WorkspaceSize(spec.WorkspaceBytes), runner.WorkspaceInodes(spec.WorkspaceBytes)),
 			},
 		},
 	})
@@ -196,11 +198,26 @@ func (r *Runner) BoxEnforcement(l runner.Limits, workspaceBytes int64) []runner.
 		{Limit: "memory", How: "HostConfig.Memory = MemorySwap = " + runner.HumanBytes(boxMemory(l, workspaceBytes)) + " for the container: " + runner.HumanBytes(l.MemoryBytes) + " for its processes plus room for the files in its /workspace and /tmp (tmpfs)", OK: true},
 		{Limit: "pids", How: fmt.Sprintf("HostConfig.PidsLimit = %d", l.Pids), OK: true},
 		{Limit: "cpu", How: fmt.Sprintf("HostConfig.NanoCPUs (%g CPU)", l.CPUs), OK: true},
-		{Limit: "/workspace", How: runner.HumanBytes(workspaceBytes) + " tmpfs of the container, kept between execs", OK: true},
+		{Limit: "/workspace", How: fmt.Sprintf("%s tmpfs of the container, of at most %d files and directories, kept between execs",
+			runner.HumanBytes(workspaceBytes), runner.WorkspaceInodes(workspaceBytes)), OK: true},
 		{Limit: "/tmp", How: runner.HumanBytes(l.TmpBytes) + " tmpfs, emptied after each exec", OK: true},
 		{Limit: "stdout/stderr", How: fmt.Sprintf("first %d bytes of each kept per exec", l.LogBytes), OK: true},
 		{Limit: "network", How: "NetworkMode none", OK: true},
+		hostUID, syscalls,
 	}
+}
+
+// Memory implements runner.Sandboxes: the workspaces are tmpfs mounts of the engine's
+// machine, which is not this one when DOCKER_HOST names another.
+func (r *Runner) Memory(ctx context.Context) (runner.Memory, error) {
+	info, err := r.cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return runner.Memory{}, fmt.Errorf("asking the Docker engine for its memory: %w", err)
+	}
+	if info.Info.MemTotal <= 0 {
+		return runner.Memory{}, errors.New("the Docker engine reports no memory (MemTotal of docker info)")
+	}
+	return runner.Memory{Bytes: info.Info.MemTotal, Source: "MemTotal of the Docker engine's machine"}, nil
 }
 
 // noBox turns the engine's answer to an exec in a container that is gone (404) or
@@ -383,26 +400,26 @@ func (r *Runner) script(ctx context.Context, cid, body string, args []string, st
 func pathError(code int, stderr, p string, quota int64) error {
 	switch code {
 	case exitOutside:
-		return fmt.Errorf("%w: %s leads outside %s through a symlink", runner.ErrPath, p, runner.Workspace)
+		return runner.Refuse(runner.ErrPath, "%s leads outside %s through a symlink", p, runner.Workspace)
 	case exitIsDir:
-		return fmt.Errorf("%w: %s is a directory, not a file", runner.ErrPath, p)
+		return runner.Refuse(runner.ErrPath, "%s is a directory, not a file", p)
 	case exitParent:
 		if strings.Contains(stderr, "No space left") {
-			return fmt.Errorf("%w: %s does not fit in the workspace's %s", runner.ErrNoSpace, p, runner.HumanBytes(quota))
+			return runner.Refuse(runner.ErrNoSpace, "%s does not fit in the workspace's %s", p, runner.HumanBytes(quota))
 		}
-		return fmt.Errorf("%w: cannot make the directories of %s (a parent is a file, or not writable)", runner.ErrPath, p)
+		return runner.Refuse(runner.ErrPath, "cannot make the directories of %s (a parent is a file, or not writable)", p)
 	case exitNotExist:
-		return fmt.Errorf("%w: %s", runner.ErrNoFile, p)
+		return runner.Refuse(runner.ErrNoFile, "%s", p)
 	case exitNotFile:
-		return fmt.Errorf("%w: %s is not a regular file", runner.ErrPath, p)
+		return runner.Refuse(runner.ErrPath, "%s is not a regular file", p)
 	case exitShort:
 		return fmt.Errorf("writing %s: the workspace file does not hold every byte sent", p)
 	}
 	if strings.Contains(stderr, "No space left") || strings.Contains(stderr, "File too large") {
-		return fmt.Errorf("%w: %s does not fit in the workspace's %s", runner.ErrNoSpace, p, runner.HumanBytes(quota))
+		return runner.Refuse(runner.ErrNoSpace, "%s does not fit in the workspace's %s", p, runner.HumanBytes(quota))
 	}
 	if strings.Contains(stderr, "Permission denied") {
-		return fmt.Errorf("%w: %s: permission denied (the sandbox changed its permissions)", runner.ErrPath, p)
+		return runner.Refuse(runner.ErrPath, "%s: permission denied (the sandbox changed its permissions)", p)
 	}
 	return fmt.Errorf("%s in the sandbox: exit %d: %s", p, code, stderr)
 }

@@ -115,6 +115,8 @@ func Run(t *testing.T, newRunner func(t *testing.T) runner.Runner) {
 	t.Run("contract", func(t *testing.T) { testContract(t, r) })
 	t.Run("writes", func(t *testing.T) { testWrites(t, r) })
 	t.Run("kernel settings", func(t *testing.T) { testKernelSettings(t, r) })
+	t.Run("host uid", func(t *testing.T) { testHostUID(t, r) })
+	t.Run("system calls", func(t *testing.T) { testSyscalls(t, r) })
 	t.Run("exit 125", func(t *testing.T) { testExit125(t, r) })
 	t.Run("result.json cap", func(t *testing.T) { testResultCap(t, r) })
 	t.Run("network", func(t *testing.T) { testNetwork(t, r) })
@@ -125,6 +127,7 @@ func Run(t *testing.T, newRunner func(t *testing.T) runner.Runner) {
 	t.Run("fork bomb", func(t *testing.T) { testForkBomb(t, r) })
 	t.Run("stdout flood", func(t *testing.T) { testStdoutFlood(t, r) })
 	t.Run("output cap", func(t *testing.T) { testOutputCap(t, r) })
+	t.Run("sparse output", func(t *testing.T) { testSparseOutput(t, r) })
 	t.Run("abuse beside a normal run", func(t *testing.T) { testConcurrent(t, r) })
 }
 
@@ -479,6 +482,38 @@ def run_tool(input_dir, output_dir):
 	}
 	if total > lim.OutputBytes {
 		t.Fatalf("/work/output holds %d bytes, over the %d cap", total, lim.OutputBytes)
+	}
+}
+
+// testSparseOutput leaves 30 sparse files in /work/output that hold nothing but claim
+// 7 MB each: they count by that apparent size, so Collect sees at most the cap of them,
+// in path order, and Result.LeftOut lists the rest.
+func testSparseOutput(t *testing.T, r runner.Runner) {
+	lim := Limits()
+	o := Exec(t, r, `
+import os
+def run_tool(input_dir, output_dir):
+    for i in range(30):
+        os.truncate(os.open(os.path.join(output_dir, "s%02d.bin" % i), os.O_CREAT | os.O_WRONLY), 7000000)
+    return "made 30 sparse files"
+`, nil, nil, lim)
+	if o.Parsed.Status != "succeeded" {
+		t.Fatalf("status %q: %s", o.Parsed.Status, o.Result.Stderr)
+	}
+	var total int64
+	for name, f := range o.Files {
+		var n int64
+		if _, err := fmt.Sscanf(f, "file:%d bytes", &n); err != nil || name != "s00.bin" {
+			t.Errorf("Collect saw %s: %s; want s00.bin alone, of 7000000 bytes", name, f)
+		}
+		total += n
+	}
+	if total > lim.OutputBytes {
+		t.Errorf("Collect saw %d bytes, over the %d cap", total, lim.OutputBytes)
+	}
+	l := o.Result.LeftOut
+	if l.Count != 29 || l.Bytes != 29*7000000 || len(l.Files) == 0 || l.Files[0] != (runner.OutputFile{Path: "s01.bin", Bytes: 7000000}) {
+		t.Errorf("left out: %+v; want s01.bin to s29.bin", l)
 	}
 }
 

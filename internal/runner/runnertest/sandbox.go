@@ -69,6 +69,8 @@ func RunSandboxes(t *testing.T, newRunner func(t *testing.T) runner.Runner) {
 	t.Run("output cap", func(t *testing.T) { testBoxOutputCap(t, r) })
 	t.Run("timeout kills the tree", func(t *testing.T) { testBoxTimeout(t, r) })
 	t.Run("network", func(t *testing.T) { testBoxNetwork(t, r) })
+	t.Run("host uid", func(t *testing.T) { testBoxHostUID(t, r) })
+	t.Run("system calls", func(t *testing.T) { testBoxSyscalls(t, r) })
 	t.Run("files", func(t *testing.T) { testBoxFiles(t, r) })
 	t.Run("confinement", func(t *testing.T) { testBoxConfinement(t, r) })
 	t.Run("quota", func(t *testing.T) { testBoxQuota(t, r) })
@@ -219,6 +221,11 @@ func testBoxFiles(t *testing.T, r runner.Runner) {
 	}
 	if got, err := readAll(t, r, id, "in//deep/./data.txt"); err != nil || got != body {
 		t.Fatalf("a path with // and . segments: %d bytes, %v", len(got), err)
+	}
+	// What the server wrote, files and the directories it made for them, the sandbox may
+	// change like its own.
+	if res := Sh(t, r, id, "echo more >> in/deep/data.txt && touch in/deep/new && rm in/deep/new && mkdir in/deep/sub"); res.ExitCode != 0 {
+		t.Fatalf("an exec changing what WriteFile made: exit %d, %s", res.ExitCode, res.Stderr)
 	}
 	// A new write replaces the file whole.
 	if _, err := r.WriteFile(ctx, id, "in/deep/data.txt", strings.NewReader("short")); err != nil {

@@ -98,6 +98,8 @@ function setupLive(section) {
   for (const kind of ["stdout", "stderr"]) {
     es.addEventListener(kind, (e) => { log.textContent += JSON.parse(e.data) + "\n"; });
   }
+  // skrip's own word about the output: lines left out of the live view, a line cut.
+  es.addEventListener("notice", (e) => { log.textContent += "[skrip: " + JSON.parse(e.data) + "]\n"; });
   es.onerror = () => { es.close(); setTimeout(() => window.location.reload(), 2000); };
 }
 
@@ -150,7 +152,8 @@ function setupDelete(button) {
     const key = button.dataset.delete;
     if (!window.confirm("Delete " + key + "? This cannot be undone.")) return;
     button.disabled = true;
-    const res = await fetch("/api/v1/files/" + escapeKey(key), { method: "DELETE", headers: { "X-CSRF-Token": button.dataset.csrf } });
+    const owner = button.dataset.owner ? "?owner=" + encodeURIComponent(button.dataset.owner) : "";
+    const res = await fetch("/api/v1/files/" + escapeKey(key) + owner, { method: "DELETE", headers: { "X-CSRF-Token": button.dataset.csrf } });
     if (res.ok) { window.location.reload(); return; }
     let msg = "The server answered " + res.status + ".";
     try { msg = (await res.json()).error.message; } catch (e) { /* keep the status */ }

@@ -26,6 +26,7 @@ const (
 	Entrypoint     = "run_tool"
 	Home           = "/tmp/home"
 	ActionFileName = "action.json" // in InputDir on action runs
+	MemoryPath     = "/work/memory.json"
 )
 
 // ManifestFile is one file of InputDir as the manifest lists it.
@@ -85,6 +86,7 @@ func Env(m Manifest, inputs map[string]any, action *Action) map[string]string {
 		"SKRIPTOTEKET_SCRIPT_PATH":    ScriptPath,
 		"SKRIPTOTEKET_ENTRYPOINT":     Entrypoint,
 		"SKRIPTOTEKET_INPUTS":         mustJSON("inputs", inputs),
+		"SKRIPTOTEKET_MEMORY_PATH":    MemoryPath,
 		"HOME":                        Home,
 	}
 	if action != nil {

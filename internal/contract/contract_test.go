@@ -56,6 +56,7 @@ func TestEnv(t *testing.T) {
 		"SKRIPTOTEKET_RESULT_PATH": "/work/result.json",
 		"SKRIPTOTEKET_SCRIPT_PATH": "/work/script.py",
 		"SKRIPTOTEKET_ENTRYPOINT":  "run_tool",
+		"SKRIPTOTEKET_MEMORY_PATH": "/work/memory.json",
 		"HOME":                     "/tmp/home",
 	}
 	for _, tc := range tests {

@@ -43,7 +43,10 @@ type Spec struct {
 	Script   []byte
 	InputDir string
 	Env      map[string]string
-	Limits   Limits
+	// Memory is /work/memory.json, mounted read-only: {"settings": {...}} with the
+	// user's saved settings for the tool (SPEC §5b). nil gives "{}".
+	Memory []byte
+	Limits Limits
 	// OnLine, when set, receives stdout and stderr lines as they come ("stdout" or
 	// "stderr"); it must not block for long.
 	OnLine func(stream string, line []byte)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -14,6 +15,8 @@ type Tool struct {
 	Slug               string
 	Title              string
 	Description        string
+	Summary            string // one or two sentences for the tool list
+	UsageInstructions  string // markdown, shown on the tool page
 	AuthorID           string
 	PublishedVersionID string // empty when nothing is published
 	CreatedAt          time.Time
@@ -26,32 +29,48 @@ type ToolVersion struct {
 	ToolID     string
 	Source     string
 	Entrypoint string
-	CreatedBy  string
-	CreatedAt  time.Time
+	// InputSchema and SettingsSchema are the version's input_schema and
+	// settings_schema as JSON (SPEC §5b); nil when it has none.
+	InputSchema    json.RawMessage
+	SettingsSchema json.RawMessage
+	CreatedBy      string
+	CreatedAt      time.Time
 }
 
-const toolCols = "id, slug, title, description, author_id, COALESCE(published_version_id, ''), created_at, updated_at"
+const toolCols = "id, slug, title, description, summary, usage_instructions, author_id, COALESCE(published_version_id, ''), created_at, updated_at"
 
 func scanTool(row interface{ Scan(...any) error }) (Tool, error) {
 	var t Tool
 	var created, updated int64
-	if err := row.Scan(&t.ID, &t.Slug, &t.Title, &t.Description, &t.AuthorID, &t.PublishedVersionID, &created, &updated); err != nil {
+	if err := row.Scan(&t.ID, &t.Slug, &t.Title, &t.Description, &t.Summary, &t.UsageInstructions, &t.AuthorID, &t.PublishedVersionID, &created, &updated); err != nil {
 		return Tool{}, mapErr(err)
 	}
 	t.CreatedAt, t.UpdatedAt = fromMS(created), fromMS(updated)
 	return t, nil
 }
 
-const versionCols = "id, tool_id, source, entrypoint, created_by, created_at"
+const versionCols = "id, tool_id, source, entrypoint, input_schema, settings_schema, created_by, created_at"
 
 func scanVersion(row interface{ Scan(...any) error }) (ToolVersion, error) {
 	var v ToolVersion
 	var created int64
-	if err := row.Scan(&v.ID, &v.ToolID, &v.Source, &v.Entrypoint, &v.CreatedBy, &created); err != nil {
+	var input, settings sql.NullString
+	if err := row.Scan(&v.ID, &v.ToolID, &v.Source, &v.Entrypoint, &input, &settings, &v.CreatedBy, &created); err != nil {
 		return ToolVersion{}, mapErr(err)
+	}
+	if input.Valid {
+		v.InputSchema = json.RawMessage(input.String)
+	}
+	if settings.Valid {
+		v.SettingsSchema = json.RawMessage(settings.String)
 	}
 	v.CreatedAt = fromMS(created)
 	return v, nil
+}
+
+// nullJSON stores nil as NULL.
+func nullJSON(b json.RawMessage) sql.NullString {
+	return sql.NullString{String: string(b), Valid: b != nil}
 }
 
 // CreateTool stores a tool with its first version, publishing it when publish is set. A
@@ -61,8 +80,8 @@ func (s *Store) CreateTool(ctx context.Context, t Tool, v ToolVersion, publish b
 		t.PublishedVersionID = v.ID
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.rebind("INSERT INTO tools (id, slug, title, description, author_id, published_version_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)"),
-			t.ID, t.Slug, t.Title, t.Description, t.AuthorID, ms(t.CreatedAt), ms(t.UpdatedAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, s.rebind("INSERT INTO tools (id, slug, title, description, summary, usage_instructions, author_id, published_version_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)"),
+			t.ID, t.Slug, t.Title, t.Description, t.Summary, t.UsageInstructions, t.AuthorID, ms(t.CreatedAt), ms(t.UpdatedAt)); err != nil {
 			return err
 		}
 		if err := insertVersion(ctx, s, tx, v); err != nil {
@@ -81,8 +100,8 @@ func (s *Store) CreateTool(ctx context.Context, t Tool, v ToolVersion, publish b
 }
 
 func insertVersion(ctx context.Context, s *Store, tx *sql.Tx, v ToolVersion) error {
-	_, err := tx.ExecContext(ctx, s.rebind("INSERT INTO tool_versions ("+versionCols+") VALUES (?, ?, ?, ?, ?, ?)"),
-		v.ID, v.ToolID, v.Source, v.Entrypoint, v.CreatedBy, ms(v.CreatedAt))
+	_, err := tx.ExecContext(ctx, s.rebind("INSERT INTO tool_versions ("+versionCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+		v.ID, v.ToolID, v.Source, v.Entrypoint, nullJSON(v.InputSchema), nullJSON(v.SettingsSchema), v.CreatedBy, ms(v.CreatedAt))
 	return err
 }
 
@@ -136,3 +155,40 @@ func (s *Store) Versions(ctx context.Context, toolID string) ([]ToolVersion, err
 
 // IsNotFound reports whether err is ErrNotFound.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// UpdateToolInfo sets a tool's title, description, summary and usage instructions.
+func (s *Store) UpdateToolInfo(ctx context.Context, t Tool, now time.Time) error {
+	_, err := s.exec(ctx, "UPDATE tools SET title = ?, description = ?, summary = ?, usage_instructions = ?, updated_at = ? WHERE id = ?",
+		t.Title, t.Description, t.Summary, t.UsageInstructions, ms(now), t.ID)
+	return err
+}
+
+// ToolSettings is one user's saved settings for a tool in one scope: "" for production,
+// "sandbox:{version_id}" for the editor sandbox (SPEC §5b).
+type ToolSettings struct {
+	UserID, ToolID, Scope string
+	Values                json.RawMessage // a JSON object
+	UpdatedAt             time.Time
+}
+
+// Settings returns the saved settings of user for tool in scope, or ErrNotFound.
+func (s *Store) Settings(ctx context.Context, userID, toolID, scope string) (ToolSettings, error) {
+	ts := ToolSettings{UserID: userID, ToolID: toolID, Scope: scope}
+	var vals string
+	var updated int64
+	err := s.queryRow(ctx, "SELECT vals, updated_at FROM tool_settings WHERE user_id = ? AND tool_id = ? AND scope = ?",
+		userID, toolID, scope).Scan(&vals, &updated)
+	if err != nil {
+		return ToolSettings{}, mapErr(err)
+	}
+	ts.Values, ts.UpdatedAt = json.RawMessage(vals), fromMS(updated)
+	return ts, nil
+}
+
+// PutSettings stores ts, replacing what the user had saved for the tool in its scope.
+func (s *Store) PutSettings(ctx context.Context, ts ToolSettings) error {
+	_, err := s.exec(ctx, `INSERT INTO tool_settings (user_id, tool_id, scope, vals, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (user_id, tool_id, scope) DO UPDATE SET vals = excluded.vals, updated_at = excluded.updated_at`,
+		ts.UserID, ts.ToolID, ts.Scope, string(ts.Values), ms(ts.UpdatedAt))
+	return err
+}

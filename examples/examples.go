@@ -1,10 +1,16 @@
-// Package examples holds skrip's own example tools with their demo files, embedded in
-// the binary; `skrip serve --demo` loads them into a fresh server.
+// Package examples holds skrip's own example tools, embedded in the binary: the demo set
+// in tools/, with demo files; `skrip serve --demo` loads it into a fresh server.
+//
+// Each tool is a directory in the format `skrip tools import DIR` reads: tool.json
+// ({slug, title, summary, usage_instructions, input_schema, settings_schema}) and
+// script.py, with optional demo files in demo/.
 package examples
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -16,46 +22,79 @@ var files embed.FS
 
 // Tool is one example tool.
 type Tool struct {
-	Dir         string            `json:"-"`
-	Slug        string            `json:"slug"`
-	Title       string            `json:"title"`
-	Description string            `json:"description"`
-	Source      string            `json:"-"`
-	Demo        map[string][]byte `json:"-"` // demo file name -> content
+	Dir               string            `json:"-"`
+	Slug              string            `json:"slug"`
+	Title             string            `json:"title"`
+	Summary           string            `json:"summary"`
+	UsageInstructions string            `json:"usage_instructions"`
+	InputSchema       json.RawMessage   `json:"input_schema,omitempty"`    // nil: the tool has none
+	SettingsSchema    json.RawMessage   `json:"settings_schema,omitempty"` // nil: the tool has none
+	Source            string            `json:"-"`
+	Demo              map[string][]byte `json:"-"` // demo file name -> content
 }
 
-// Tools returns every example tool, by slug.
-func Tools() ([]Tool, error) {
-	dirs, err := fs.ReadDir(files, "tools")
+// Tools returns the demo tools, by slug.
+func Tools() ([]Tool, error) { return load("tools") }
+
+func load(root string) ([]Tool, error) {
+	dirs, err := fs.ReadDir(files, root)
 	if err != nil {
 		return nil, err
 	}
 	var out []Tool
 	for _, d := range dirs {
-		dir := path.Join("tools", d.Name())
-		meta, err := files.ReadFile(path.Join(dir, "tool.json"))
+		if !d.IsDir() {
+			continue
+		}
+		t, err := Load(files, path.Join(root, d.Name()))
 		if err != nil {
 			return nil, err
-		}
-		t := Tool{Dir: d.Name(), Demo: map[string][]byte{}}
-		if err := json.Unmarshal(meta, &t); err != nil {
-			return nil, fmt.Errorf("%s/tool.json: %w", dir, err)
-		}
-		src, err := files.ReadFile(path.Join(dir, "tool.py"))
-		if err != nil {
-			return nil, err
-		}
-		t.Source = string(src)
-		demo, _ := fs.ReadDir(files, path.Join(dir, "demo"))
-		for _, f := range demo {
-			b, err := files.ReadFile(path.Join(dir, "demo", f.Name()))
-			if err != nil {
-				return nil, err
-			}
-			t.Demo[f.Name()] = b
 		}
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
 	return out, nil
+}
+
+// Load reads the tool directory dir of fsys: tool.json, script.py and demo/.
+func Load(fsys fs.FS, dir string) (Tool, error) {
+	meta, err := fs.ReadFile(fsys, path.Join(dir, "tool.json"))
+	if err != nil {
+		return Tool{}, err
+	}
+	t := Tool{Dir: path.Base(dir), Demo: map[string][]byte{}}
+	dec := json.NewDecoder(bytes.NewReader(meta))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return Tool{}, fmt.Errorf("%s/tool.json: %w", dir, err)
+	}
+	if t.Slug == "" || t.Title == "" {
+		return Tool{}, fmt.Errorf("%s/tool.json: slug and title are required", dir)
+	}
+	t.InputSchema = nilIfNull(t.InputSchema)
+	t.SettingsSchema = nilIfNull(t.SettingsSchema)
+	src, err := fs.ReadFile(fsys, path.Join(dir, "script.py"))
+	if err != nil {
+		return Tool{}, err
+	}
+	t.Source = string(src)
+	demo, err := fs.ReadDir(fsys, path.Join(dir, "demo"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Tool{}, err
+	}
+	for _, f := range demo {
+		b, err := fs.ReadFile(fsys, path.Join(dir, "demo", f.Name()))
+		if err != nil {
+			return Tool{}, err
+		}
+		t.Demo[f.Name()] = b
+	}
+	return t, nil
+}
+
+func nilIfNull(raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil
+	}
+	return raw
 }

@@ -30,8 +30,10 @@ func (a *App) LoadDemo(ctx context.Context) ([]string, error) {
 			return loaded, err
 		}
 		now := time.Now()
-		t := store.Tool{ID: ids.New("t"), Slug: ex.Slug, Title: ex.Title, Description: ex.Description, AuthorID: admin.ID, CreatedAt: now, UpdatedAt: now}
-		v := store.ToolVersion{ID: ids.New("v"), ToolID: t.ID, Source: ex.Source, Entrypoint: "run_tool", CreatedBy: admin.ID, CreatedAt: now}
+		t := store.Tool{ID: ids.New("t"), Slug: ex.Slug, Title: ex.Title, Description: ex.Summary, Summary: ex.Summary,
+			UsageInstructions: ex.UsageInstructions, AuthorID: admin.ID, CreatedAt: now, UpdatedAt: now}
+		v := store.ToolVersion{ID: ids.New("v"), ToolID: t.ID, Source: ex.Source, InputSchema: ex.InputSchema,
+			SettingsSchema: ex.SettingsSchema, Entrypoint: "run_tool", CreatedBy: admin.ID, CreatedAt: now}
 		if _, err := a.Store.CreateTool(ctx, t, v, true); err != nil && !errors.Is(err, store.ErrConflict) {
 			return loaded, err
 		}

@@ -58,7 +58,7 @@ func pdfLimits() runner.Limits {
 
 func readPDFTool(t *testing.T) (string, map[string][]byte) {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(pdfToolDir, "tool.py"))
+	src, err := os.ReadFile(filepath.Join(pdfToolDir, "script.py"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,6 @@
 // Package examples holds skrip's own example tools, embedded in the binary: the demo set
-// in tools/, with demo files; `skrip serve --demo` loads it into a fresh server.
+// in tools/ (with demo files; `skrip serve --demo` loads it into a fresh server) and the
+// author guide's tools in guide/ (docs/authoring.md; examples_test.go runs every one).
 //
 // Each tool is a directory in the format `skrip tools import DIR` reads: tool.json
 // ({slug, title, summary, usage_instructions, input_schema, settings_schema}) and
@@ -17,7 +18,7 @@ import (
 	"sort"
 )
 
-//go:embed tools
+//go:embed tools guide
 var files embed.FS
 
 // Tool is one example tool.
@@ -35,6 +36,9 @@ type Tool struct {
 
 // Tools returns the demo tools, by slug.
 func Tools() ([]Tool, error) { return load("tools") }
+
+// Guide returns the author guide's tools, by slug.
+func Guide() ([]Tool, error) { return load("guide") }
 
 func load(root string) ([]Tool, error) {
 	dirs, err := fs.ReadDir(files, root)

@@ -1,7 +1,7 @@
 """Gruppindelning: split a class list into groups, and print them as a PDF.
 
-Written only against the original hub's documented runtime: skriptoteket_toolkit,
-tool_errors and pdf_helper. It runs unchanged on the hub and on skrip.
+Written only against the original hub's documented runtime (skriptoteket_toolkit,
+tool_errors and pdf_helper), so it runs unchanged wherever that runtime is.
 """
 import csv
 import html

@@ -1,1 +1,1 @@
-../../internal/runner/docker/build-rootfs.sh
+../../internal/runner/rootfs/build-rootfs.sh

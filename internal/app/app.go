@@ -35,6 +35,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
 	"github.com/skrip-dev/skrip/internal/runner/docker"
+	"github.com/skrip-dev/skrip/internal/runner/rootfs"
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -193,6 +194,13 @@ func node(cfg config.Config) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// BwrapConfig is the bwrap runner's configuration from the settings. Its root is
+// SKRIP_BWRAP_ROOTFS, or when that is empty the rootfs scripts/deps.sh and `skrip
+// runner-image build` prepare (rootfs.DefaultDir) if it is there, else the host's /usr.
+func BwrapConfig(cfg config.Config) bwrap.Config {
+	return bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: rootfs.Choose(cfg.BwrapRootfs), UID: cfg.BwrapUID, GID: cfg.BwrapGID}
+}
+
 // OpenRunner opens the sandbox SKRIP_RUNNER names: docker (the engine must answer and
 // the image exist), bwrap, or auto (docker when it can, else bwrap). There is no
 // unsandboxed mode: when no sandbox works here, it fails with what to install.
@@ -210,7 +218,7 @@ func OpenRunner(ctx context.Context, cfg config.Config, log *slog.Logger) (runne
 		return docker.New(ctx, docker.Config{Image: image, Server: server, PoolSize: min(pool, 8), PoolLimits: RunLimits(cfg)}, log)
 	}
 	openBwrap := func() (runner.Runner, error) {
-		return bwrap.New(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs, UID: cfg.BwrapUID, GID: cfg.BwrapGID}, log)
+		return bwrap.New(BwrapConfig(cfg), log)
 	}
 	switch cfg.Runner {
 	case "docker":

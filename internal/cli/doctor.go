@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
 	"github.com/skrip-dev/skrip/internal/runner/docker"
+	"github.com/skrip-dev/skrip/internal/runner/rootfs"
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/version"
@@ -136,8 +138,9 @@ func natsState(ctx context.Context, cfg config.Config) (where, state string) {
 	return where, fmt.Sprintf("server %s, %s", nc.ConnectedServerVersion(), st)
 }
 
-// doctorRunner says which sandbox runs would use and how each limit is enforced. It only
-// inspects: a running server's runs and scratch directories are left alone.
+// doctorRunner says which sandbox runs would use, the runtime tools get in it, and how
+// each limit is enforced. It only inspects: a running server's runs and scratch
+// directories are left alone.
 func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) {
 	fmt.Fprintf(w, "\nRunner\tSKRIP_RUNNER=%s\t\n", cfg.Runner)
 	quiet := slog.New(slog.DiscardHandler)
@@ -150,7 +153,20 @@ func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) 
 		if err == nil {
 			defer r.Close()
 			fmt.Fprintf(w, "  docker\t%s\timage %s\n", r.Version(), image)
+			rt, rtErr := r.Runtime(ctx)
+			switch recipe, err := r.Recipe(ctx); {
+			case err != nil:
+				fmt.Fprintf(w, "  runtime\tNOT known\t%s\n", err)
+			case recipe == rootfs.Recipe():
+				fmt.Fprintf(w, "  runtime\tcurrent\timported from a rootfs of this skrip's recipe (%s)\n", recipe[:12])
+			case recipe == "":
+				fmt.Fprintf(w, "  runtime\tno recipe\tthe image records none (made from deploy/runner/Dockerfile, or by an older skrip): see its packages below\n")
+			default:
+				fmt.Fprintf(w, "  runtime\tWARNING\tthe image was imported from a rootfs of another recipe (%.12s, this skrip's is %.12s); %s\n", recipe, rootfs.Recipe(), runtimeHowTo)
+			}
+			warnMissing(w, rt)
 			printLimits(ctx, w, r, cfg)
+			printRuntime(w, "image "+image+", read from its own /"+rootfs.StatusFile, rt, rtErr)
 			return
 		}
 		fmt.Fprintf(w, "  docker\tunavailable\t%s\n", err)
@@ -159,18 +175,67 @@ func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) 
 			return
 		}
 	}
-	r, err := bwrap.Inspect(bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: cfg.BwrapRootfs, UID: cfg.BwrapUID, GID: cfg.BwrapGID}, quiet)
+	bc := app.BwrapConfig(cfg)
+	r, err := bwrap.Inspect(bc, quiet)
 	if err != nil {
 		fmt.Fprintf(w, "  bwrap\tunavailable\t%s\n", err)
 		fmt.Fprintf(w, "  \t\tskrip serve refuses to start without a sandbox\n")
 		return
 	}
-	root := "the host's /usr"
-	if cfg.BwrapRootfs != "" {
-		root = cfg.BwrapRootfs
+	root, source := bc.Rootfs, bc.Rootfs+", read from its /"+rootfs.StatusFile
+	if root == "" {
+		source = "the host's /usr, read from /" + rootfs.StatusFile
+		fmt.Fprintf(w, "  bwrap\t%s\troot the host's /usr; memory, pids and CPU through %s\n", r.Version(), r.Limiter())
+		fmt.Fprintf(w, "  runtime\tWARNING\tthe host's /usr is a fallback: tools get this machine's Python and packages, not skrip's runtime; %s\n", runtimeHowTo)
+	} else {
+		fmt.Fprintf(w, "  bwrap\t%s\troot %s; memory, pids and CPU through %s\n", r.Version(), root, r.Limiter())
+		switch st, err := rootfs.Inspect(root); {
+		case err != nil:
+			fmt.Fprintf(w, "  runtime\tNOT known\t%s\n", err)
+		case st.Current():
+			fmt.Fprintf(w, "  runtime\tcurrent\t%s\n", st.Describe())
+		default:
+			fmt.Fprintf(w, "  runtime\tWARNING\t%s is %s, not of this skrip's recipe; %s\n", root, st.Describe(), runtimeHowTo)
+		}
 	}
-	fmt.Fprintf(w, "  bwrap\t%s\troot %s; memory, pids and CPU through %s\n", r.Version(), root, r.Limiter())
+	rt, rtErr := rootfs.ReadRuntime(cmp.Or(root, "/"))
+	warnMissing(w, rt)
 	printLimits(ctx, w, r, cfg)
+	printRuntime(w, source, rt, rtErr)
+}
+
+// runtimeHowTo says how to get skrip's runtime.
+const runtimeHowTo = "get it with `bash scripts/deps.sh` (in the repository) or `sudo skrip runner-image build`, which build " +
+	rootfs.DefaultDir + " (bwrap uses it while SKRIP_BWRAP_ROOTFS is empty) and import it as the Docker runner's image"
+
+// warnMissing warns when parts of the runtime are not installed.
+func warnMissing(w io.Writer, rt []rootfs.Component) {
+	var missing []string
+	for _, c := range rt {
+		if c.Version == "" {
+			missing = append(missing, c.Name)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(w, "  runtime\tWARNING\tmissing, so the tools that use them fail: %s; %s\n", strings.Join(missing, ", "), runtimeHowTo)
+	}
+}
+
+// printRuntime lists the runtime tools get: Python and the packages they use, with the
+// Debian package versions.
+func printRuntime(w io.Writer, source string, rt []rootfs.Component, err error) {
+	fmt.Fprintf(w, "\nRuntime\t%s\t\n", source)
+	if err != nil {
+		fmt.Fprintf(w, "  \tNOT known\t%s\n", err)
+		return
+	}
+	for _, c := range rt {
+		v := c.Version
+		if v == "" {
+			v = "MISSING"
+		}
+		fmt.Fprintf(w, "  %s\t%s\tDebian package %s\n", c.Name, v, c.Package)
+	}
 }
 
 // printLimits says how r enforces the limits of tool runs and of agent sandboxes.

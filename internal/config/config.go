@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
+
+	"github.com/skrip-dev/skrip/internal/runner/rootfs"
 )
 
 // Config holds every setting in force for one process.
@@ -163,7 +165,7 @@ func Settings() []Setting {
 		{Name: "cleanup-interval", Default: "1h", Help: "how often the janitor removes expired files and session files", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.CleanupInterval })},
 		{Name: "runner", Default: "auto", Help: "sandbox for tool runs: auto (docker if the engine answers, else bwrap), bwrap or docker", choices: []string{"auto", "bwrap", "docker"}, bind: str(func(c *Config) *string { return &c.Runner })},
 		{Name: "runner-image", Default: "", Shown: "skrip-runner:<version>", Help: "image of the Docker runner (build it with `skrip runner-image build`)", bind: str(func(c *Config) *string { return &c.RunnerImage })},
-		{Name: "bwrap-rootfs", Default: "", Help: "directory mounted read-only as the bwrap sandbox's root; empty uses the host's /usr", bind: str(func(c *Config) *string { return &c.BwrapRootfs })},
+		{Name: "bwrap-rootfs", Default: "", Help: "directory mounted read-only as the bwrap sandbox's root (the runner rootfs); empty uses " + rootfs.DefaultDir + " when it is built there, else the host's /usr; \"host\" always uses the host's /usr", bind: str(func(c *Config) *string { return &c.BwrapRootfs })},
 		{Name: "bwrap-uid", Default: "65534", Help: "host uid that bwrap sandboxes (runs and agent sandbox execs) run as when skrip runs as root; never 0 (a server that is not root runs them as itself)", kind: kInt, bind: hostID(func(c *Config) *int { return &c.BwrapUID })},
 		{Name: "bwrap-gid", Default: "65534", Help: "host gid of bwrap sandboxes when skrip runs as root; never 0", kind: kInt, bind: hostID(func(c *Config) *int { return &c.BwrapGID })},
 		{Name: "run-timeout", Default: "120s", Help: "wall-time limit of a production run", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.RunTimeout })},

@@ -66,6 +66,22 @@ func TestConformanceOnRootfs(t *testing.T) {
 	})
 }
 
+// TestRuntimeOnRootfs: a tool on the runner rootfs gets the runtime of SPEC §5b (Python
+// 3.13, WeasyPrint, pandoc, python-docx, openpyxl, pandas, pypdf, Jinja2, pypandoc,
+// rsvg-convert, the fonts), under the sandbox's uid and seccomp filter.
+func TestRuntimeOnRootfs(t *testing.T) {
+	rootfs := os.Getenv("SKRIP_TEST_RUNNER_ROOTFS")
+	if rootfs == "" {
+		testutil.Missing(t, "docker", "SKRIP_TEST_RUNNER_ROOTFS is empty", "bash scripts/runner-image.sh, then set SKRIP_TEST_RUNNER_ROOTFS to the path it prints")
+	}
+	r, err := New(Config{WorkDir: t.TempDir(), Rootfs: rootfs}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	runnertest.Runtime(t, r)
+}
+
 func TestSandboxes(t *testing.T) {
 	runnertest.RunSandboxes(t, newRunner)
 }

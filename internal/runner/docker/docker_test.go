@@ -1,9 +1,11 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"testing"
 
 	"github.com/moby/moby/client"
@@ -15,9 +17,12 @@ import (
 
 func newRunner(t *testing.T) runner.Runner { return newPooled(t, 0) }
 
+// testImage is the image the tests run: SKRIP_TEST_RUNNER_IMAGE, or this build's default.
+func testImage() string { return cmp.Or(os.Getenv("SKRIP_TEST_RUNNER_IMAGE"), DefaultImage()) }
+
 func newPooled(t *testing.T, size int) runner.Runner {
 	t.Helper()
-	r, err := New(context.Background(), Config{Image: DefaultImage(), Server: t.Name(), PoolSize: size, PoolLimits: runnertest.Limits()},
+	r, err := New(context.Background(), Config{Image: testImage(), Server: t.Name(), PoolSize: size, PoolLimits: runnertest.Limits()},
 		slog.New(slog.DiscardHandler))
 	if errors.Is(err, runner.ErrUnavailable) {
 		testutil.Missing(t, "docker", err.Error(), "a running Docker engine and `skrip runner-image build`")
@@ -43,7 +48,7 @@ func TestConformanceWarm(t *testing.T) {
 // refilling: neither the run's container nor any warm one may stay behind.
 func TestCloseLeavesNoContainer(t *testing.T) {
 	server := "close-test-" + t.Name()
-	r, err := New(context.Background(), Config{Image: DefaultImage(), Server: server, PoolSize: 2, PoolLimits: runnertest.Limits()},
+	r, err := New(context.Background(), Config{Image: testImage(), Server: server, PoolSize: 2, PoolLimits: runnertest.Limits()},
 		slog.New(slog.DiscardHandler))
 	if errors.Is(err, runner.ErrUnavailable) {
 		testutil.Missing(t, "docker", err.Error(), "a running Docker engine and `skrip runner-image build`")
@@ -69,6 +74,13 @@ func TestCloseLeavesNoContainer(t *testing.T) {
 	for _, c := range list.Items {
 		t.Errorf("container %s (%s) left after Close", c.ID[:12], c.State)
 	}
+}
+
+// TestRuntime: a tool in the runner image gets the runtime of SPEC §5b (Python 3.13,
+// WeasyPrint, pandoc, python-docx, openpyxl, pandas, pypdf, Jinja2, pypandoc,
+// rsvg-convert, the fonts), under the run's user and seccomp profile.
+func TestRuntime(t *testing.T) {
+	runnertest.Runtime(t, newRunner(t))
 }
 
 func TestSandboxes(t *testing.T) {

@@ -1,19 +1,16 @@
 package docker
 
-// This file makes the runner image without a registry: a debootstrap rootfs (the embedded
-// build-rootfs.sh) streamed as a tar into the engine's image import.
+// This file makes the runner image without a registry: the runner rootfs (package rootfs)
+// streamed as a tar into the engine's image import.
 
 import (
 	"archive/tar"
 	"context"
-	_ "embed" // build-rootfs.sh
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 
@@ -21,18 +18,9 @@ import (
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
 
+	"github.com/skrip-dev/skrip/internal/runner/rootfs"
 	"github.com/skrip-dev/skrip/internal/version"
 )
-
-// imageBuildScript is deploy/runner/build-rootfs.sh, embedded so the binary can build the
-// rootfs without the repository.
-//
-//go:embed build-rootfs.sh
-var imageBuildScript []byte
-
-// imageMarker is the file build-rootfs.sh leaves in a finished rootfs; it is build
-// bookkeeping, so it stays out of the image.
-const imageMarker = ".skrip-rootfs-complete"
 
 // DefaultImage is the image name for this build: "skrip-runner:" + version.Version.
 // Characters a tag cannot hold (such as "+" in build metadata) become "_".
@@ -63,53 +51,26 @@ func ImageExists(ctx context.Context, cli *client.Client, ref string) (bool, err
 	}
 }
 
-// BuildRootfs builds the runner's root filesystem into dir, as deploy/runner/build-rootfs.sh
-// does (it is that script, embedded): Debian bookworm from debootstrap with python3,
-// WeasyPrint and fonts. It returns at once when dir is already complete. It needs root and
-// bash, and streams the script's output to out.
-func BuildRootfs(ctx context.Context, dir string, out io.Writer) error {
-	if dir == "" {
-		return errors.New("build rootfs: no directory given")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp("", "skrip-build-rootfs-*.sh")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(imageBuildScript); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, "/bin/bash", f.Name(), abs)
-	cmd.Stdout, cmd.Stderr = out, out
-	// Cancelling stops debootstrap and its children too, not only bash.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building the runner rootfs in %s: %w", abs, err)
-	}
-	return nil
-}
+// LabelRecipe is the image label that records the recipe (rootfs.Recipe) of the tree the
+// image was imported from, so that an image of an older recipe is imported again.
+const LabelRecipe = "skrip.rootfs.recipe"
 
-// ImportImage streams the rootfs directory into the engine as an image tagged ref, with the
-// labels skrip.runner=1 and skrip.version, user 65534:65534 and workdir /work. It returns
-// the image id.
-func ImportImage(ctx context.Context, cli *client.Client, rootfs, ref string) (string, error) {
-	if _, err := os.Stat(filepath.Join(rootfs, "usr/bin/python3")); err != nil {
-		return "", fmt.Errorf("%s is not a runner rootfs (build it with `skrip runner-image build`): %w", rootfs, err)
+// ImportImage streams the rootfs directory dir into the engine as an image tagged ref, with
+// the labels skrip.runner=1, skrip.version and skrip.rootfs.recipe (from the tree's
+// marker), user 65534:65534 and workdir /work. It returns the image id.
+func ImportImage(ctx context.Context, cli *client.Client, dir, ref string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "usr/bin/python3")); err != nil {
+		return "", fmt.Errorf("%s is not a runner rootfs (build it with `skrip runner-image build`): %w", dir, err)
+	}
+	st, err := rootfs.Inspect(dir)
+	if err != nil {
+		return "", err
 	}
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pw.CloseWithError(imageWriteTar(ctx, rootfs, pw))
+		pw.CloseWithError(imageWriteTar(ctx, dir, pw))
 	}()
 	// The tar writer stops as soon as the import does, whatever the reason.
 	defer func() {
@@ -117,8 +78,12 @@ func ImportImage(ctx context.Context, cli *client.Client, rootfs, ref string) (s
 		<-done
 	}()
 
+	labels := fmt.Sprintf("LABEL skrip.runner=1 skrip.version=%q org.opencontainers.image.title=skrip-runner", version.Version)
+	if st.Recipe != "" {
+		labels += fmt.Sprintf(" %s=%q", LabelRecipe, st.Recipe)
+	}
 	changes := []string{
-		fmt.Sprintf("LABEL skrip.runner=1 skrip.version=%q org.opencontainers.image.title=skrip-runner", version.Version),
+		labels,
 		"USER 65534:65534",
 		"WORKDIR /work",
 		"ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8",
@@ -126,17 +91,30 @@ func ImportImage(ctx context.Context, cli *client.Client, rootfs, ref string) (s
 	resp, err := cli.ImageImport(ctx, client.ImageImportSource{Source: pr, SourceName: "-"}, ref,
 		client.ImageImportOptions{Changes: changes, Message: "skrip runner rootfs " + version.Version})
 	if err != nil {
-		return "", fmt.Errorf("importing %s as %s: %w", rootfs, ref, err)
+		return "", fmt.Errorf("importing %s as %s: %w", dir, ref, err)
 	}
 	defer resp.Close()
 	if err := imageReadProgress(resp); err != nil {
-		return "", fmt.Errorf("importing %s as %s: %w", rootfs, ref, err)
+		return "", fmt.Errorf("importing %s as %s: %w", dir, ref, err)
 	}
 	img, err := cli.ImageInspect(ctx, ref)
 	if err != nil {
 		return "", fmt.Errorf("inspecting the imported image %s: %w", ref, err)
 	}
 	return img.ID, nil
+}
+
+// ImageRecipe returns the recipe label of the image ref ("" when it has none: an image
+// imported before the label existed, or not made by skrip).
+func ImageRecipe(ctx context.Context, cli *client.Client, ref string) (string, error) {
+	img, err := cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("inspecting image %s: %w", ref, err)
+	}
+	if img.Config == nil {
+		return "", nil
+	}
+	return img.Config.Labels[LabelRecipe], nil
 }
 
 // imageReadProgress drains the engine's JSON message stream and returns the first error it
@@ -181,7 +159,7 @@ func imageWriteTar(ctx context.Context, root string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if rel == "." || rel == imageMarker {
+		if rel == "." || rel == rootfs.Marker {
 			return nil
 		}
 		fi, err := d.Info()

@@ -3,6 +3,7 @@ package docker
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,21 +20,10 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/skrip-dev/skrip/internal/runner/rootfs"
 	"github.com/skrip-dev/skrip/internal/testutil"
 	"github.com/skrip-dev/skrip/internal/version"
 )
-
-// The binary embeds internal/runner/docker/build-rootfs.sh; deploy/runner/build-rootfs.sh
-// is the copy people run by hand, so the two must not drift.
-func TestBuildScriptMatchesDeployCopy(t *testing.T) {
-	deployed, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "runner", "build-rootfs.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(deployed, imageBuildScript) {
-		t.Fatal("deploy/runner/build-rootfs.sh and internal/runner/docker/build-rootfs.sh differ; keep them identical")
-	}
-}
 
 func TestDefaultImage(t *testing.T) {
 	tests := []struct{ version, want string }{
@@ -67,7 +57,7 @@ func TestWriteTarKeepsTheTree(t *testing.T) {
 	must(os.Mkdir(filepath.Join(root, "tmp"), 0o755))
 	must(os.Chmod(filepath.Join(root, "tmp"), os.ModeSticky|0o777))
 	must(syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600))
-	must(os.WriteFile(filepath.Join(root, imageMarker), nil, 0o644))
+	must(os.WriteFile(filepath.Join(root, rootfs.Marker), nil, 0o644))
 
 	var buf bytes.Buffer
 	must(imageWriteTar(context.Background(), root, &buf))
@@ -108,8 +98,8 @@ func TestWriteTarKeepsTheTree(t *testing.T) {
 			t.Errorf("%s: uid %d uname %q, want %d and no name", tt.name, h.Uid, h.Uname, os.Getuid())
 		}
 	}
-	if _, ok := got[imageMarker]; ok {
-		t.Errorf("the build marker %s went into the tar", imageMarker)
+	if _, ok := got[rootfs.Marker]; ok {
+		t.Errorf("the build marker %s went into the tar", rootfs.Marker)
 	}
 }
 
@@ -131,16 +121,13 @@ func TestRunnerImage(t *testing.T) {
 		testutil.Missing(t, "docker", err.Error(), install)
 	}
 
-	dir := os.Getenv("SKRIP_TEST_RUNNER_ROOTFS")
-	if dir == "" {
-		dir = "/var/cache/skrip/runner-rootfs"
-	}
-	if _, err := os.Stat(filepath.Join(dir, imageMarker)); err != nil && os.Geteuid() != 0 {
-		testutil.Missing(t, "docker", "no runner rootfs in "+dir+", and building one needs root",
+	dir := cmp.Or(os.Getenv("SKRIP_TEST_RUNNER_ROOTFS"), rootfs.DefaultDir)
+	if st, err := rootfs.Inspect(dir); (err != nil || !st.Current()) && os.Geteuid() != 0 {
+		testutil.Missing(t, "docker", "no runner rootfs of this recipe in "+dir+", and building one needs root",
 			"run `sudo bash scripts/runner-image.sh` or set SKRIP_TEST_RUNNER_ROOTFS")
 	}
 	var log bytes.Buffer
-	if err := BuildRootfs(ctx, dir, &log); err != nil {
+	if err := rootfs.Build(ctx, dir, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 
@@ -175,7 +162,7 @@ func TestRunnerImage(t *testing.T) {
 	if img.Config == nil {
 		t.Fatal("the image has no config")
 	}
-	for k, want := range map[string]string{"skrip.runner": "1", "skrip.version": version.Version} {
+	for k, want := range map[string]string{"skrip.runner": "1", "skrip.version": version.Version, LabelRecipe: rootfs.Recipe()} {
 		if got := img.Config.Labels[k]; got != want {
 			t.Errorf("label %s = %q, want %q", k, got, want)
 		}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/skrip-dev/skrip/internal/runner/docker"
+	"github.com/skrip-dev/skrip/internal/runner/rootfs"
+	"github.com/skrip-dev/skrip/internal/testutil"
+)
+
+func doctorWith(t *testing.T, vars map[string]string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	vars["SKRIP_DATA_DIR"] = t.TempDir()
+	if code := Main(context.Background(), []string{"doctor"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }); code != 0 {
+		t.Fatalf("doctor: %d %s", code, errOut.String())
+	}
+	// Columns are aligned with runs of spaces: one is enough to compare.
+	return regexp.MustCompile(` {2,}`).ReplaceAllString(out.String(), " ")
+}
+
+// wantRuntime checks that the doctor's Runtime section lists every component with the
+// version the real tree holds.
+func wantRuntime(t *testing.T, out, dir string) {
+	t.Helper()
+	rt, err := rootfs.ReadRuntime(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := out[strings.Index(out, "\nRuntime"):]
+	for _, c := range rt {
+		if c.Version == "" {
+			t.Fatalf("%s lacks %s", dir, c.Package)
+		}
+		line := ""
+		for _, l := range strings.Split(section, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), c.Name+" ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, c.Version) || !strings.Contains(line, c.Package) {
+			t.Errorf("doctor's line for %s is %q, want version %s of %s", c.Name, line, c.Version, c.Package)
+		}
+	}
+	if !strings.Contains(section, "Python ") || !strings.Contains(section, " 3.13.") {
+		t.Errorf("doctor does not report Python 3.13:\n%s", section)
+	}
+}
+
+// TestDoctorRuntimeOnRootfs: with the bwrap runner on the runner rootfs, doctor names the
+// tree, says it is of this skrip's recipe, and reports Python and every package's version.
+func TestDoctorRuntimeOnRootfs(t *testing.T) {
+	dir := os.Getenv("SKRIP_TEST_RUNNER_ROOTFS")
+	if dir == "" {
+		testutil.Missing(t, "docker", "SKRIP_TEST_RUNNER_ROOTFS is empty", "bash scripts/runner-image.sh, then set SKRIP_TEST_RUNNER_ROOTFS to the path it prints")
+	}
+	out := doctorWith(t, map[string]string{"SKRIP_RUNNER": "bwrap", "SKRIP_BWRAP_ROOTFS": dir})
+	for _, want := range []string{"root " + dir + ";", "runtime current", "Debian 13, recipe " + rootfs.Recipe()[:12],
+		"Runtime " + dir + ", read from its /var/lib/dpkg/status"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "WARNING") {
+		t.Errorf("doctor warns on the current rootfs:\n%s", out)
+	}
+	wantRuntime(t, out, dir)
+}
+
+// TestDoctorWarnsOnHostUsr: on the host's /usr (SKRIP_BWRAP_ROOTFS=host), doctor warns
+// and says how to get the runtime.
+func TestDoctorWarnsOnHostUsr(t *testing.T) {
+	out := doctorWith(t, map[string]string{"SKRIP_RUNNER": "bwrap", "SKRIP_BWRAP_ROOTFS": "host"})
+	if strings.Contains(out, "bwrap unavailable") {
+		testutil.Missing(t, "bwrap", "bwrap unavailable", "apt-get install bubblewrap python3")
+	}
+	for _, want := range []string{"root the host's /usr;", "runtime WARNING", "the host's /usr is a fallback", "scripts/deps.sh",
+		"skrip runner-image build", rootfs.DefaultDir, "Runtime the host's /usr, read from /var/lib/dpkg/status", "Python "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestDoctorRuntimeOnDocker: with the Docker runner, doctor reads the runtime from the
+// image itself, not from a tree on the host.
+func TestDoctorRuntimeOnDocker(t *testing.T) {
+	image := cmp.Or(os.Getenv("SKRIP_TEST_RUNNER_IMAGE"), docker.DefaultImage())
+	dir := os.Getenv("SKRIP_TEST_RUNNER_ROOTFS")
+	if dir == "" {
+		testutil.Missing(t, "docker", "SKRIP_TEST_RUNNER_ROOTFS is empty", "bash scripts/runner-image.sh, then set SKRIP_TEST_RUNNER_ROOTFS to the path it prints")
+	}
+	out := doctorWith(t, map[string]string{"SKRIP_RUNNER": "docker", "SKRIP_RUNNER_IMAGE": image})
+	if strings.Contains(out, "docker unavailable") {
+		testutil.Missing(t, "docker", "the engine or the image "+image+" is missing", "a running Docker engine and `skrip runner-image build`")
+	}
+	want := "Runtime image " + image + ", read from its own /var/lib/dpkg/status"
+	if !strings.Contains(out, want) {
+		t.Errorf("doctor lacks %q:\n%s", want, out)
+	}
+	if strings.Contains(out, "WARNING") {
+		t.Errorf("doctor warns on an image of this recipe:\n%s", out)
+	}
+	// The image was imported from the tree, so their packages agree.
+	wantRuntime(t, out, dir)
+}

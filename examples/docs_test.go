@@ -8,7 +8,44 @@ import (
 	"testing"
 
 	"github.com/skrip-dev/skrip/examples"
+	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/upload"
 )
+
+// TestToolFolders: every example folder is one `skrip tools import` takes, with schemas
+// the server accepts under the default upload cap.
+func TestToolFolders(t *testing.T) {
+	guide, err := examples.Guide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo, err := examples.Tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(guide) < 12 {
+		t.Errorf("%d guide tools, want at least 12", len(guide))
+	}
+	seen := map[string]string{}
+	for _, ex := range append(guide, demo...) {
+		if other, ok := seen[ex.Slug]; ok {
+			t.Errorf("%s and %s share the slug %s", other, ex.Dir, ex.Slug)
+		}
+		seen[ex.Slug] = ex.Dir
+		if ex.Summary == "" {
+			t.Errorf("%s: tool.json has no summary", ex.Dir)
+		}
+		if _, err := contract.ParseInputSchema(ex.InputSchema, upload.DefaultLimits().MaxFiles); err != nil {
+			t.Errorf("%s: input_schema: %v", ex.Dir, err)
+		}
+		if _, err := contract.ParseSettingsSchema(ex.SettingsSchema); err != nil {
+			t.Errorf("%s: settings_schema: %v", ex.Dir, err)
+		}
+		if !strings.Contains(ex.Source, "def run_tool(input_dir") {
+			t.Errorf("%s/script.py defines no run_tool(input_dir, output_dir)", ex.Dir)
+		}
+	}
+}
 
 // TestAuthoringGuide keeps docs/authoring.md honest: each Python block in it appears word
 // for word in an example tool's script.py, each tool.json excerpt in a tool.json, every

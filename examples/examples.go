@@ -3,8 +3,8 @@
 // author guide's tools in guide/ (docs/authoring.md; examples_test.go runs every one).
 //
 // Each tool is a directory in the format `skrip tools import DIR` reads: tool.json
-// ({slug, title, summary, usage_instructions, input_schema, settings_schema}) and
-// script.py, with optional demo files in demo/.
+// ({slug, title, summary, usage_instructions, input_schema, settings_schema}, and
+// optionally description) and script.py, with optional demo files in demo/.
 package examples
 
 import (
@@ -26,6 +26,7 @@ type Tool struct {
 	Dir               string            `json:"-"`
 	Slug              string            `json:"slug"`
 	Title             string            `json:"title"`
+	Description       string            `json:"description,omitempty"`
 	Summary           string            `json:"summary"`
 	UsageInstructions string            `json:"usage_instructions"`
 	InputSchema       json.RawMessage   `json:"input_schema,omitempty"`    // nil: the tool has none

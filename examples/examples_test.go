@@ -110,6 +110,9 @@ func (g *guide) create(t *testing.T, ex examples.Tool) created {
 		"slug": ex.Slug, "title": ex.Title, "summary": ex.Summary, "usage_instructions": ex.UsageInstructions,
 		"source": ex.Source, "publish": true,
 	}
+	if ex.Description != "" {
+		body["description"] = ex.Description
+	}
 	if ex.InputSchema != nil {
 		body["input_schema"] = ex.InputSchema
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +31,7 @@ func (a *App) LoadDemo(ctx context.Context) ([]string, error) {
 			return loaded, err
 		}
 		now := time.Now()
-		t := store.Tool{ID: ids.New("t"), Slug: ex.Slug, Title: ex.Title, Description: ex.Summary, Summary: ex.Summary,
+		t := store.Tool{ID: ids.New("t"), Slug: ex.Slug, Title: ex.Title, Description: cmp.Or(ex.Description, ex.Summary), Summary: ex.Summary,
 			UsageInstructions: ex.UsageInstructions, AuthorID: admin.ID, CreatedAt: now, UpdatedAt: now}
 		v := store.ToolVersion{ID: ids.New("v"), ToolID: t.ID, Source: ex.Source, InputSchema: ex.InputSchema,
 			SettingsSchema: ex.SettingsSchema, Entrypoint: "run_tool", CreatedBy: admin.ID, CreatedAt: now}

@@ -282,6 +282,8 @@ func testGruppindelning(t *testing.T, g *guide) {
 	}
 	r = g.act(t, g.user, r, "ny_indelning", map[string]any{"gruppstorlek": 0})
 	failedWith(t, r, "Gruppstorleken måste vara ett heltal, minst 1.")
+	// A new first run must send the list again: min counts the files sent.
+	g.refused(t, slug, nil, map[string]any{"gruppstorlek": 3}, "klasslista")
 
 	// The same list as an .xlsx, with its header row.
 	book := xlsx(t, sheet{"Klass 7A", [][]any{{"Namn"}, {"Vera"}, {"Ali"}, {"Märta"}, {"Bo"}, {"Elin"}, {"Ines"}, {"Dragan"}}})

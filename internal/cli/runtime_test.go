@@ -110,3 +110,17 @@ func TestDoctorRuntimeOnDocker(t *testing.T) {
 	// The image was imported from the tree, so their packages agree.
 	wantRuntime(t, out, dir)
 }
+
+// TestDoctorFindsTheDefaultRootfs: with SKRIP_BWRAP_ROOTFS empty, the bwrap runner takes
+// the rootfs scripts/deps.sh prepares, when it is built.
+func TestDoctorFindsTheDefaultRootfs(t *testing.T) {
+	if st, err := rootfs.Inspect(rootfs.DefaultDir); err != nil || !st.Complete {
+		testutil.Missing(t, "docker", "no runner rootfs in "+rootfs.DefaultDir, "bash scripts/deps.sh")
+	}
+	out := doctorWith(t, map[string]string{"SKRIP_RUNNER": "bwrap"})
+	for _, want := range []string{"root " + rootfs.DefaultDir + ";", "Runtime " + rootfs.DefaultDir + ", read from"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
 )
 
 // starterSource is what a new tool's editor starts with.
@@ -81,9 +82,10 @@ type editorView struct {
 	VersionID string // empty: the newest
 	RunID     string // the sandbox run beside it; empty: the latest of that version
 	Status    int
-	SourceErr string  // why the source could not be saved
-	Source    *string // what the author typed, when it could not be saved
-	RunErr    string  // why a sandbox run or action was refused
+	SourceErr string   // why the source could not be saved
+	Source    *string  // what the author typed, when it could not be saved
+	RunErr    string   // why a sandbox action was refused
+	RunForm   *runForm // the sandbox run form as the author sent it, when it was refused
 }
 
 // showEditor renders the editor of a tool's version beside its sandbox run and session.
@@ -158,9 +160,19 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		return err
 	}
 	data["SessionFiles"] = sf
-	if runErr != "" && data["Result"] == nil {
-		data["RunError"] = runErr
+	f := ev.RunForm
+	if f == nil {
+		if f, err = h.sandboxForm(c, v); err != nil {
+			return err
+		}
 	}
+	if sf != nil {
+		f.SessionFiles = len(sf.Files)
+	}
+	if runErr != "" && data["Result"] == nil {
+		f.Error = runErr
+	}
+	data["Run"] = f
 	h.render(w, r, status, "editor", c, data)
 	return nil
 }
@@ -198,6 +210,18 @@ func (h *Handler) publish(w http.ResponseWriter, r *http.Request, c *call) error
 	return nil
 }
 
+// sandboxForm is the editor's sandbox run form for version v: the same form users get
+// from its input_schema.
+func (h *Handler) sandboxForm(c *call, v store.ToolVersion) (*runForm, error) {
+	schema, err := inputSchema(v, h.limits().MaxFiles)
+	if err != nil {
+		return nil, err
+	}
+	f := newRunForm(schema, "sandbox-", "Filer att testa med", h.limits())
+	f.Action, f.CSRF, f.Submit = "/editor/versions/"+v.ID+"/runs", c.CSRF, "Kör i sandlådan"
+	return f, nil
+}
+
 // sandboxRun runs a version in its editor sandbox with the uploaded files, like a
 // production run but in context sandbox:{version_id} with the sandbox's wall time.
 func (h *Handler) sandboxRun(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -208,18 +232,20 @@ func (h *Handler) sandboxRun(w http.ResponseWriter, r *http.Request, c *call) er
 	if err != nil {
 		return err
 	}
-	dir, form, err := h.readUpload(r, c)
-	var rn store.Run
-	if err == nil {
-		rn, err = h.Steps.Initial(r.Context(), run.Initial{Tool: t, Version: v, User: c.User, Context: run.SandboxContext(v.ID),
-			Dir: dir, Form: form, WallTime: h.SandboxTimeout})
+	f, err := h.sandboxForm(c, v)
+	if err != nil {
+		return err
 	}
+	rn, err := h.submitRun(r, c, f, func(up upload.Form, dir string) (store.Run, error) {
+		return h.Steps.Initial(r.Context(), run.Initial{Tool: t, Version: v, User: c.User, Context: run.SandboxContext(v.ID),
+			Dir: dir, Form: up, WallTime: h.SandboxTimeout})
+	})
 	if err != nil {
 		status, _ := h.statusOf(err)
 		if !shownToUser(status) {
 			return err
 		}
-		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunErr: h.message(err)})
+		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunForm: f})
 	}
 	h.Runs.Wait(r.Context(), rn.ID, runWait)
 	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&run="+rn.ID)

@@ -309,11 +309,11 @@ func TestBrowser(t *testing.T) {
 			chromedp.SetUploadFiles("#files", []string{big}, chromedp.ByQuery),
 			chromedp.WaitVisible("[data-courtesy]", chromedp.ByQuery),
 			chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery),
-			chromedp.WaitVisible("[data-error]", chromedp.ByQuery),
+			chromedp.WaitVisible("#files-error", chromedp.ByQuery),
 		)
-		msg := text(t, ctx, "[data-error]")
+		msg := text(t, ctx, "#files-error")
 		if !strings.Contains(msg, "stor.html") || !strings.Contains(msg, "200 kB") {
-			t.Fatalf("the error next to the form reads %q; want the server's message naming the file and the limit", msg)
+			t.Fatalf("the error beside the file slot reads %q; want the server's message naming the file and the limit", msg)
 		}
 		if !strings.HasSuffix(location(t, ctx), "/tools/html-to-pdf-preview") {
 			t.Fatalf("the page moved to %s", location(t, ctx))

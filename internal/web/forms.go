@@ -1,11 +1,9 @@
 package web
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/skrip-dev/skrip/internal/store"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/skrip-dev/skrip/internal/api"
@@ -24,11 +22,29 @@ type formField struct {
 	Selected map[string]bool // multi_enum
 	Error    string          // the server's refusal of this field
 	Blank    string          // enum: the label of an empty choice, "" for none
+	Hint     string          // a sentence under the control
+	Lines    int             // text: the textarea's rows; 0 for 5
 }
 
 // ErrorID is the id of the element that holds the field's error, which the control
 // names in aria-describedby.
 func (f formField) ErrorID() string { return f.ID + "-error" }
+
+// DescribedBy is the control's aria-describedby: its hint and its error.
+func (f formField) DescribedBy() string {
+	if f.Hint != "" {
+		return f.ID + "-hint " + f.ErrorID()
+	}
+	return f.ErrorID()
+}
+
+// Rows is a text field's height.
+func (f formField) Rows() int {
+	if f.Lines > 0 {
+		return f.Lines
+	}
+	return 5
+}
 
 // newFields makes the controls of fields, with ids under prefix and names under
 // namePrefix ("in." or "set.").
@@ -49,6 +65,10 @@ func (f *formField) fill(v any) {
 	case []any:
 		for _, s := range x {
 			f.Selected[fmt.Sprint(s)] = true
+		}
+	case []string:
+		for _, s := range x {
+			f.Selected[s] = true
 		}
 	default:
 		f.Value = cell(x)
@@ -200,9 +220,9 @@ func (f *runForm) refuse(field, msg string) {
 	f.Error = msg
 }
 
-// settingsForm is a tool's settings panel: the settings_schema's fields with the saved
-// values, where it is sent, and how the last save went.
-type settingsForm struct {
+// panel is a form of fields saved together (a tool's settings, its description): the
+// fields with their saved values, where it is sent, and how the last save went.
+type panel struct {
 	Action string
 	CSRF   string
 	Fields []formField
@@ -210,9 +230,9 @@ type settingsForm struct {
 	Error  string // a refusal that names no field
 }
 
-// newSettingsForm builds the panel of schema with the saved values.
-func newSettingsForm(schema contract.SettingsSchema, values map[string]any, idPrefix string) *settingsForm {
-	s := &settingsForm{Fields: newFields(schema, idPrefix+"set", "set.")}
+// newSettingsPanel builds the settings panel of schema with the saved values.
+func newSettingsPanel(schema contract.SettingsSchema, values map[string]any, idPrefix string) *panel {
+	s := &panel{Fields: newFields(schema, idPrefix+"set", "set.")}
 	for i := range s.Fields {
 		s.Fields[i].Blank = "(inget valt)"
 		s.Fields[i].fill(values[s.Fields[i].Name])
@@ -221,7 +241,7 @@ func newSettingsForm(schema contract.SettingsSchema, values map[string]any, idPr
 }
 
 // keep puts what the user sent back into the panel.
-func (s *settingsForm) keep(form url.Values) {
+func (s *panel) keep(form url.Values) {
 	for i := range s.Fields {
 		f := &s.Fields[i]
 		*f = formField{Field: f.Field, ID: f.ID, Input: f.Input, Blank: f.Blank, Selected: map[string]bool{}}
@@ -230,7 +250,7 @@ func (s *settingsForm) keep(form url.Values) {
 }
 
 // refuse places the server's message beside the field it names, or above the panel.
-func (s *settingsForm) refuse(field, msg string) {
+func (s *panel) refuse(field, msg string) {
 	for i := range s.Fields {
 		if field != "" && s.Fields[i].Name == field {
 			s.Fields[i].Error = msg
@@ -240,49 +260,24 @@ func (s *settingsForm) refuse(field, msg string) {
 	s.Error = msg
 }
 
-// settingsValues reads a settings panel: each field by its kind. A boolean is an
-// explicit true or false and a multi_enum a list (empty when nothing is ticked); an
-// empty text, number or choice is left out (not set). A number that does not parse is
-// sent as typed, for the server to refuse beside its field.
+// settingsValues reads a settings panel: a boolean as an explicit true or false, a
+// multi_enum as the list of ticked options (empty when none is), and every other field
+// as the string the browser sent, which the server trims, coerces and leaves out when
+// empty (SPEC §5b), as it does for a run's inputs.
 func settingsValues(schema contract.SettingsSchema, form url.Values) map[string]any {
 	out := map[string]any{}
 	for _, f := range schema {
 		vals := form["set."+f.Name]
-		first := ""
-		if len(vals) > 0 {
-			first = strings.TrimSpace(vals[0])
-		}
-		switch f.Kind {
-		case contract.FieldBoolean:
-			out[f.Name] = first == "true"
-		case contract.FieldMultiEnum:
+		switch {
+		case f.Kind == contract.FieldBoolean:
+			out[f.Name] = len(vals) > 0 && vals[0] == "true"
+		case f.Kind == contract.FieldMultiEnum:
 			list := make([]any, 0, len(vals))
 			for _, v := range vals {
 				list = append(list, v)
 			}
 			out[f.Name] = list
-		case contract.FieldInteger:
-			if first == "" {
-				continue
-			}
-			if n, err := strconv.ParseInt(first, 10, 64); err == nil {
-				out[f.Name] = n
-			} else {
-				out[f.Name] = first
-			}
-		case contract.FieldNumber:
-			if first == "" {
-				continue
-			}
-			if n, err := strconv.ParseFloat(strings.ReplaceAll(first, ",", "."), 64); err == nil {
-				out[f.Name] = n
-			} else {
-				out[f.Name] = first
-			}
-		default:
-			if first == "" {
-				continue
-			}
+		case len(vals) > 0:
 			out[f.Name] = vals[0]
 		}
 	}
@@ -341,12 +336,9 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf(many, n)
 }
 
-// inputSchema is v's input_schema; nil when it has none.
-func inputSchema(v store.ToolVersion, maxFiles int) (contract.InputSchema, error) {
-	if v.InputSchema == nil {
-		return nil, nil
-	}
-	var s contract.InputSchema
-	err := json.Unmarshal(v.InputSchema, &s)
-	return s, err
+// inputSchema is v's input_schema; nil when it has none. The upload cap is not checked
+// again here: a schema saved under a higher cap still shows, its slot held to today's
+// (newRunForm).
+func inputSchema(v store.ToolVersion) (contract.InputSchema, error) {
+	return contract.ParseInputSchema(v.InputSchema, 0)
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"strings"
@@ -40,10 +41,10 @@ func (h *Handler) catalogue(w http.ResponseWriter, r *http.Request, c *call) err
 	return nil
 }
 
-// matches reports whether every word of q is in t's title, slug or description,
-// ignoring case.
+// matches reports whether every word of q is in t's title, slug, summary or
+// description, ignoring case.
 func matches(t store.Tool, q string) bool {
-	hay := strings.ToLower(t.Title + " " + t.Slug + " " + t.Description)
+	hay := strings.ToLower(t.Title + " " + t.Slug + " " + t.Summary + " " + t.Description)
 	for _, w := range strings.Fields(strings.ToLower(q)) {
 		if !strings.Contains(hay, w) {
 			return false
@@ -80,7 +81,7 @@ func (h *Handler) sessionFiles(r *http.Request, k store.SessionKey) (*sessionFil
 type toolView struct {
 	Version  *store.ToolVersion // the published version; nil when there is none
 	Run      *runForm
-	Settings *settingsForm
+	Settings *panel
 }
 
 // toolData is what the tool page shows.
@@ -129,7 +130,7 @@ func (h *Handler) toolData(r *http.Request, c *call, t store.Tool, tv toolView) 
 
 // toolRunForm is the tool page's run form for the published version v.
 func (h *Handler) toolRunForm(c *call, t store.Tool, v store.ToolVersion) (*runForm, error) {
-	schema, err := inputSchema(v, h.limits().MaxFiles)
+	schema, err := inputSchema(v)
 	if err != nil {
 		return nil, err
 	}
@@ -249,8 +250,50 @@ func (h *Handler) clearSessionFiles(w http.ResponseWriter, r *http.Request, c *c
 	return nil
 }
 
-// toolSettings is the settings panel of t's published version v, or nil when v has no
-// settings_schema.
-func (h *Handler) toolSettings(r *http.Request, c *call, t store.Tool, v store.ToolVersion) (*settingsForm, error) {
-	return nil, nil
+// toolSettings is the settings panel of t's published version v with the user's saved
+// values, or nil when v has no settings_schema.
+func (h *Handler) toolSettings(r *http.Request, c *call, t store.Tool, v store.ToolVersion) (*panel, error) {
+	if v.SettingsSchema == nil {
+		return nil, nil
+	}
+	set, err := h.Catalog.Settings(r.Context(), c.User, t.Slug)
+	if err != nil || set.Schema == nil {
+		return nil, err
+	}
+	p := newSettingsPanel(set.Schema, set.Values, "")
+	p.Action, p.CSRF, p.Saved = "/tools/"+t.Slug+"/settings", c.CSRF, r.URL.Query().Get("settings") == "saved"
+	return p, nil
+}
+
+// saveSettings saves the user's settings of a tool, checked against its published
+// version's settings_schema. A refusal shows the tool page again with the message
+// beside the field and what the user chose kept.
+func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, c *call) error {
+	t, v, err := h.Catalog.Published(r.Context(), c.User, r.PathValue("tool"))
+	if err != nil {
+		return err
+	}
+	set, err := h.Catalog.Settings(r.Context(), c.User, t.Slug)
+	if err != nil {
+		return err
+	}
+	_, err = h.Catalog.PutSettings(r.Context(), c.User, t.Slug, settingsValues(set.Schema, r.PostForm))
+	if err != nil {
+		status, _ := h.statusOf(err)
+		if !shownToUser(status) || errors.Is(err, catalog.ErrNotFound) {
+			return err
+		}
+		p := newSettingsPanel(set.Schema, nil, "")
+		p.Action, p.CSRF = "/tools/"+t.Slug+"/settings", c.CSRF
+		p.keep(r.PostForm)
+		p.refuse(refusedField(err), h.message(err))
+		data, derr := h.toolData(r, c, t, toolView{Version: &v, Settings: p})
+		if derr != nil {
+			return derr
+		}
+		h.render(w, r, status, "tool", c, data)
+		return nil
+	}
+	redirect(w, r, "/tools/"+t.Slug+"?settings=saved#settings-h")
+	return nil
 }

@@ -33,9 +33,11 @@ function slotProblem(input, sessionFiles) {
   if (n < min) return "Välj minst " + min + " filer; du har valt " + n + ".";
   if (n > max) return (max === 1 ? "Välj bara en fil" : "Välj högst " + max + " filer") + "; du har valt " + n + ".";
   if (accept.length) {
+    // As the server reads accept: the name ends in one of the extensions, with
+    // something before it.
     const wrong = [...input.files].map((f) => f.name).filter((name) => {
-      const i = name.lastIndexOf(".");
-      return i < 0 || !accept.includes(name.slice(i).toLowerCase());
+      const lower = name.toLowerCase();
+      return !accept.some((ext) => lower.length > ext.length && lower.endsWith(ext));
     });
     if (wrong.length) {
       return (wrong.length === 1 ? wrong[0] + " är av en filtyp" : wrong.join(", ") + " är av filtyper") +

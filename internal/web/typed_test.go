@@ -292,3 +292,135 @@ func waitRun(t *testing.T, env *apptest.Env, id string) store.Run {
 	}
 	return rn
 }
+
+func TestEditorSchemasAndInfo(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	if _, err := env.Admin.CreateUser(ctx, "bo", "author", "a good password"); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowserless(t, env.URL)
+	csrf := b.signIn("bo", "a good password")
+	status, _, page := b.do("POST", "/editor", url.Values{"csrf": {csrf}, "slug": {"hej"}, "title": {"Hej"}, "source": {echoSource}}, nil)
+	if status != http.StatusSeeOther {
+		t.Fatalf("creating a tool answered %d:\n%s", status, page)
+	}
+	tool, err := env.App.Store.Tool(ctx, "hej")
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := func() int {
+		vs, err := env.App.Store.Versions(ctx, tool.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(vs)
+	}
+
+	_, _, page = b.do("GET", "/editor/hej", nil, nil)
+	for _, id := range []string{"input-schema", "settings-schema"} {
+		el := element(t, page, `<textarea`, `id="`+id+`"`, `data-json`)
+		if !strings.Contains(el, id+"-error") || !strings.Contains(page, `<label for="`+id+`">`) {
+			t.Errorf("the %s box has no label or no error tied to it: %s", id, el)
+		}
+	}
+	for _, id := range []string{"info-title", "info-summary", "info-description", "info-usage_instructions"} {
+		element(t, page, `id="`+id+`"`)
+	}
+	element(t, page, `id="sandbox-files"`, `type="file"`)
+	if strings.Contains(page, `id="sandbox-in-`) || strings.Contains(page, `/settings"`) {
+		t.Fatal("a version without schemas shows typed fields or a settings panel")
+	}
+
+	// A schema the server refuses: its message beside the box, everything typed kept,
+	// nothing saved.
+	for _, c := range []struct{ box, input, settings, want string }{
+		{"input-schema", `[{"name": "a"`, "", "input_schema"},
+		{"input-schema", `[{"name": "a", "label": "A", "kind": "file", "max": 1}, {"name": "b", "label": "B", "kind": "file", "max": 1}]`, "", "file"},
+		{"settings-schema", "", `[{"name": "f", "label": "F", "kind": "file"}]`, "settings_schema"},
+	} {
+		status, _, page = b.do("POST", "/editor/hej/versions", url.Values{"csrf": {csrf}, "source": {echoSource + "\n# edited\n"},
+			"input_schema": {c.input}, "settings_schema": {c.settings}}, nil)
+		msg := fieldError(t, page, c.box)
+		if status != http.StatusBadRequest || !strings.Contains(msg, c.want) {
+			t.Fatalf("schema %q / %q answered %d with %q beside %s:\n%s", c.input, c.settings, status, msg, c.box, page)
+		}
+		if fieldError(t, page, "source") != "" {
+			t.Fatalf("a schema's refusal shows beside the source")
+		}
+		if !strings.Contains(page, "# edited") || !strings.Contains(page, html.EscapeString(c.input+c.settings)) {
+			t.Fatalf("what the author typed was not kept:\n%s", page)
+		}
+	}
+	if n := versions(); n != 1 {
+		t.Fatalf("refused versions were saved: %d versions", n)
+	}
+
+	// Good schemas: saved, shown indented, and the sandbox gets the typed form and a
+	// settings panel of its own.
+	status, h, page := b.do("POST", "/editor/hej/versions", url.Values{"csrf": {csrf}, "source": {echoSource},
+		"input_schema": {echoInputSchema}, "settings_schema": {echoSettingsSchema}}, nil)
+	if status != http.StatusSeeOther {
+		t.Fatalf("saving good schemas answered %d:\n%s", status, page)
+	}
+	vid := strings.TrimPrefix(h.Get("Location"), "/editor/hej?version=")
+	_, _, page = b.do("GET", h.Get("Location"), nil, nil)
+	if !strings.Contains(page, html.EscapeString(`"name": "lists",`)) {
+		t.Fatalf("the saved input schema is not shown indented:\n%s", page)
+	}
+	element(t, page, `id="sandbox-in-size"`, `type="number"`, `step="1"`)
+	element(t, page, `id="sandbox-files"`, `accept=".csv"`, `multiple`)
+	element(t, page, `<form`, `action="/editor/versions/`+vid+`/settings"`)
+
+	status, h, page = b.do("POST", "/editor/versions/"+vid+"/settings", url.Values{"csrf": {csrf}, "set.signature": {"Sandlåda"}, "set.days": {"tue"}}, nil)
+	if status != http.StatusSeeOther || !strings.Contains(h.Get("Location"), "settings=saved") {
+		t.Fatalf("saving the sandbox's settings answered %d to %q:\n%s", status, h.Get("Location"), page)
+	}
+	_, _, page = b.do("GET", h.Get("Location"), nil, nil)
+	if !strings.Contains(page, "Inställningarna är sparade.") {
+		t.Fatal("no confirmation after saving the sandbox's settings")
+	}
+	element(t, page, `id="sandbox-set-signature"`, `value="Sandlåda"`)
+	status, _, page = b.do("POST", "/editor/versions/"+vid+"/settings", url.Values{"csrf": {csrf}, "set.font": {"comic"}}, nil)
+	if msg := fieldError(t, page, "sandbox-set-font"); status != http.StatusBadRequest || !strings.Contains(msg, "font") {
+		t.Fatalf("an unknown option answered %d with %q beside it", status, msg)
+	}
+	// The sandbox's settings are not the user's: once published, the tool page has none.
+	if status, _, page = b.do("POST", "/editor/versions/"+vid+"/publish", url.Values{"csrf": {csrf}}, nil); status != http.StatusSeeOther {
+		t.Fatalf("publishing answered %d:\n%s", status, page)
+	}
+	_, _, page = b.do("GET", "/tools/hej", nil, nil)
+	if el := element(t, page, `id="set-signature"`); strings.Contains(el, "Sandlåda") {
+		t.Fatalf("the sandbox's settings leaked to production: %s", el)
+	}
+
+	// What users read about the tool.
+	status, h, page = b.do("POST", "/editor/hej/info", url.Values{"csrf": {csrf}, "version": {vid}, "info.title": {"Hej igen"},
+		"info.summary": {"Hälsar på alla."}, "info.description": {""}, "info.usage_instructions": {"## Steg\n\n1. Skriv ditt namn."}}, nil)
+	if status != http.StatusSeeOther || h.Get("Location") != "/editor/hej?info=saved&version="+vid {
+		t.Fatalf("saving the description answered %d to %q:\n%s", status, h.Get("Location"), page)
+	}
+	_, _, page = b.do("GET", h.Get("Location"), nil, nil)
+	if !strings.Contains(page, "Beskrivningen är sparad.") {
+		t.Fatal("no confirmation after saving the description")
+	}
+	_, _, page = b.do("GET", "/tools/hej", nil, nil)
+	for _, want := range []string{"<h1>Hej igen</h1>", `<p class="lead">Hälsar på alla.</p>`, "<h4", "<ol>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the tool page lacks %s", want)
+		}
+	}
+	status, _, page = b.do("POST", "/editor/hej/info", url.Values{"csrf": {csrf}, "info.title": {"  "}, "info.summary": {"Kvar."}}, nil)
+	if msg := fieldError(t, page, "info-title"); status != http.StatusBadRequest || !strings.Contains(msg, "title") {
+		t.Fatalf("an empty title answered %d with %q beside it", status, msg)
+	}
+	element(t, page, `id="info-summary"`, `value="Kvar."`)
+
+	// A sandbox run the server refuses: the message beside the field, nothing run.
+	body, hdr := multipartBody(t, part{Name: "csrf", Value: csrf}, part{Name: "in.size", Value: "fyra"}, part{Name: "files", File: "a.csv", Value: "x"})
+	status, _, page = b.do("POST", "/editor/versions/"+vid+"/runs", nil, hdr, body)
+	if msg := fieldError(t, page, "sandbox-in-size"); status != http.StatusBadRequest || !strings.Contains(msg, "size") {
+		t.Fatalf("a sandbox run with a word for an integer answered %d with %q beside it", status, msg)
+	}
+	element(t, page, `id="sandbox-in-size"`, `value="fyra"`)
+}

@@ -508,6 +508,14 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("a typed form and a settings panel reach the tool", func(t *testing.T) {
+		s.typedForm(t)
+	})
+
+	t.Run("the editor checks a schema's JSON before saving", func(t *testing.T) {
+		s.schemaCheck(t)
+	})
+
 	t.Run("screenshots at desktop and 360 px", func(t *testing.T) {
 		s.screenshots(t)
 	})

@@ -293,8 +293,7 @@ func (h *Handler) saveInfo(w http.ResponseWriter, r *http.Request, c *call) erro
 	}
 	p := infoPanel(c, t)
 	p.keep(r.PostForm)
-	val := func(i int) string { return p.Fields[i].Value }
-	_, err = h.Catalog.UpdateInfo(r.Context(), c.User, t.Slug, val(0), val(2), val(1), val(3))
+	_, err = h.Catalog.UpdateInfo(r.Context(), c.User, t.Slug, p.value("title"), p.value("description"), p.value("summary"), p.value("usage_instructions"))
 	version := r.PostFormValue("version")
 	if err != nil {
 		status, _ := h.statusOf(err)

@@ -249,6 +249,16 @@ func (s *panel) keep(form url.Values) {
 	}
 }
 
+// value is what the panel's field name holds.
+func (p *panel) value(name string) string {
+	for _, f := range p.Fields {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return ""
+}
+
 // refuse places the server's message beside the field it names, or above the panel.
 func (s *panel) refuse(field, msg string) {
 	for i := range s.Fields {

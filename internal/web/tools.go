@@ -195,7 +195,7 @@ func (h *Handler) submitRun(r *http.Request, c *call, f *runForm, start func(upl
 		}
 		rn, err = start(up, dir)
 	}
-	if err != nil {
+	if status, _ := h.statusOf(err); err != nil && shownToUser(status) {
 		f.keep(up.Fields)
 		f.refuse(refusedField(err), h.message(err))
 	}

@@ -119,7 +119,11 @@ func fieldError(t *testing.T, page, id string) string {
 }
 
 func TestTypedToolPage(t *testing.T) {
-	env := apptest.New(t, apptest.Backends[0])
+	apptest.Each(t, testTypedToolPage)
+}
+
+func testTypedToolPage(t *testing.T, be apptest.Backend) {
+	env := apptest.New(t, be)
 	ctx := context.Background()
 	createEcho(t, env.Admin, "gruppera")
 	if _, err := env.Admin.CreateUser(ctx, "ada", "user", "a good password"); err != nil {

@@ -120,7 +120,8 @@ type runForm struct {
 	Limits upload.Limits
 	Fields []formField
 	File   *fileSlot // nil: the tool takes no files
-	// SessionFiles is how many files the session keeps, which an empty slot reuses.
+	// SessionFiles is how many files the session keeps, which an empty slot reuses when
+	// the slot may be empty.
 	SessionFiles int
 	Error        string // a refusal that names no field of the form
 }
@@ -162,8 +163,9 @@ func newRunForm(schema contract.InputSchema, idPrefix, fileLabel string, lim upl
 func (s fileSlot) Multiple() bool { return s.Max > 1 }
 
 // Required reports whether the browser should insist on a file: the schema asks for at
-// least one and the session keeps none to reuse.
-func (f *runForm) Required() bool { return f.File != nil && f.File.Min >= 1 && f.SessionFiles == 0 }
+// least one. The server counts the files sent, not those the session keeps, so an empty
+// slot cannot reuse them then.
+func (f *runForm) Required() bool { return f.File != nil && f.File.Min >= 1 }
 
 // textFields are the multipart text fields the form sends besides its files.
 func (f *runForm) textFields() []string {
@@ -321,7 +323,7 @@ func (f *runForm) Hint() string {
 		}
 		fmt.Fprintf(&b, " Högst %s per fil och %s totalt.", Size(lim.MaxFileBytes), Size(lim.MaxTotalBytes))
 	}
-	if f.SessionFiles > 0 {
+	if f.SessionFiles > 0 && s.Min == 0 {
 		fmt.Fprintf(&b, " Lämna tomt för att köra med %s från förra körningen.", plural(f.SessionFiles, "filen", "de %d filerna"))
 	}
 	return b.String()

@@ -37,8 +37,8 @@ func TestRunFormFromSchema(t *testing.T) {
 		t.Fatal("a slot with min 1 and no kept files is not required")
 	}
 	f.SessionFiles = 2
-	if f.Required() {
-		t.Fatal("a slot is required although the session keeps files to reuse")
+	if !f.Required() {
+		t.Fatal("a slot with min 1 is not required once the session keeps files (the server counts only the files sent)")
 	}
 	if got := f.textFields(); !reflect.DeepEqual(got, []string{"csrf", "in.name", "in.notes", "in.size", "in.ratio", "in.shuffle", "in.mode"}) {
 		t.Fatalf("text fields = %q", got)
@@ -46,8 +46,13 @@ func TestRunFormFromSchema(t *testing.T) {
 	if f.Fields[0].ID != "sandbox-in-name" || f.Fields[0].ErrorID() != "sandbox-in-name-error" || f.Fields[5].Blank == "" {
 		t.Fatalf("first field = %+v, enum = %+v", f.Fields[0], f.Fields[5])
 	}
+	if hint := f.Hint(); strings.Contains(hint, "Lämna tomt") {
+		t.Errorf("a slot that needs a file offers the kept ones: %q", hint)
+	}
+	f.File.Min = 0
 	hint := f.Hint()
-	for _, want := range []string{"Välj 1–3 filer.", ".csv, .xlsx", "200 kB per fil", "de 2 filerna"} {
+	f.File.Min = 1
+	for _, want := range []string{"Valfritt: upp till 3 filer.", ".csv, .xlsx", "200 kB per fil", "de 2 filerna"} {
 		if !strings.Contains(hint, want) {
 			t.Errorf("hint %q lacks %q", hint, want)
 		}

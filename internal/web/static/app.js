@@ -21,15 +21,12 @@ function apiMessage(xhr) {
 
 // The typed file slot of a run form (a tool with an input_schema): the number of files
 // and their types, checked as a courtesy before sending. The server checks them for
-// real. sessionFiles is how many kept files an empty slot reuses.
-function slotProblem(input, sessionFiles) {
+// real, and counts only the files sent.
+function slotProblem(input) {
   const min = +input.dataset.min, max = +input.dataset.max;
   const accept = (input.dataset.accept || "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
   const n = input.files.length;
-  if (n === 0) {
-    if (min < 1 || sessionFiles > 0) return "";
-    return min === 1 ? "Välj en fil." : "Välj minst " + min + " filer.";
-  }
+  if (n === 0 && min >= 1) return min === 1 ? "Välj en fil." : "Välj minst " + min + " filer.";
   if (n < min) return "Välj minst " + min + " filer; du har valt " + n + ".";
   if (n > max) return (max === 1 ? "Välj bara en fil" : "Välj högst " + max + " filer") + "; du har valt " + n + ".";
   if (accept.length) {
@@ -75,7 +72,6 @@ function setupUpload(form) {
   const progress = form.querySelector("[data-progress]");
   const button = form.querySelector("button[type=submit]");
   const maxFiles = +form.dataset.maxFiles, maxFile = +form.dataset.maxFileBytes, maxTotal = +form.dataset.maxTotalBytes;
-  const sessionFiles = +form.dataset.sessionFiles || 0;
   const slot = input && input.hasAttribute("data-slot") ? input : null;
   const slotError = input && document.getElementById(input.id + "-error");
 
@@ -98,7 +94,7 @@ function setupUpload(form) {
     if (total > maxTotal) problems.push("Tillsammans är filerna " + formatSize(total) + "; gränsen är " + formatSize(maxTotal) + ".");
     courtesy.hidden = problems.length === 0;
     courtesy.textContent = problems.length ? problems.join(" ") + " Servern kommer att neka uppladdningen." : "";
-    if (slot) showFieldError(form, slotError, slotProblem(slot, sessionFiles));
+    if (slot) showFieldError(form, slotError, slotProblem(slot));
     else if (slotError) showFieldError(form, slotError, "");
     errorBox.hidden = true;
   });
@@ -116,7 +112,7 @@ function setupUpload(form) {
     ev.preventDefault();
     form.querySelectorAll("[data-field-error]").forEach((box) => showFieldError(form, box, ""));
     if (slot) {
-      const problem = slotProblem(slot, sessionFiles);
+      const problem = slotProblem(slot);
       if (problem) {
         showFieldError(form, slotError, problem);
         slot.focus();

@@ -2,12 +2,14 @@ package web
 
 import (
 	"fmt"
-	"github.com/skrip-dev/skrip/internal/store"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/skrip-dev/skrip/internal/api"
 	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
 )
 
@@ -22,7 +24,7 @@ type formField struct {
 	Selected map[string]bool // multi_enum
 	Error    string          // the server's refusal of this field
 	Blank    string          // enum: the label of an empty choice, "" for none
-	Hint     string          // a sentence under the control
+	Hint     string          // a sentence under the label
 	Lines    int             // text: the textarea's rows; 0 for 5
 }
 
@@ -50,10 +52,24 @@ func (f formField) Rows() int {
 // namePrefix ("in." or "set.").
 func newFields(fields []contract.Field, prefix, namePrefix string) []formField {
 	out := make([]formField, 0, len(fields))
-	for _, f := range fields {
-		out = append(out, formField{Field: f, ID: prefix + "-" + f.Name, Input: namePrefix + f.Name, Selected: map[string]bool{}})
+	for i, f := range fields {
+		k := controlKey(i, f.Name)
+		out = append(out, formField{Field: f, ID: prefix + "-" + k, Input: namePrefix + k, Selected: map[string]bool{}})
 	}
 	return out
+}
+
+var plainName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// controlKey is how the i-th field, name, appears in its control's id and name: the
+// name itself when it is plain, else "~" and its position. A schema's names may hold
+// spaces, quotes or any letter, which an id list (aria-describedby) or a browser's
+// multipart field name would not carry intact; "~" keeps the two kinds apart.
+func controlKey(i int, name string) string {
+	if plainName.MatchString(name) {
+		return name
+	}
+	return "~" + strconv.Itoa(i)
 }
 
 // fill sets the control's value from a JSON value: a prefill, saved settings.
@@ -116,7 +132,6 @@ type runForm struct {
 	Action string
 	CSRF   string
 	Submit string
-	Note   string // what an empty file slot means
 	Limits upload.Limits
 	Fields []formField
 	File   *fileSlot // nil: the tool takes no files
@@ -278,8 +293,8 @@ func (s *panel) refuse(field, msg string) {
 // empty (SPEC §5b), as it does for a run's inputs.
 func settingsValues(schema contract.SettingsSchema, form url.Values) map[string]any {
 	out := map[string]any{}
-	for _, f := range schema {
-		vals := form["set."+f.Name]
+	for i, f := range schema {
+		vals := form["set."+controlKey(i, f.Name)]
 		switch {
 		case f.Kind == contract.FieldBoolean:
 			out[f.Name] = len(vals) > 0 && vals[0] == "true"

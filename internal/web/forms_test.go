@@ -176,3 +176,27 @@ func TestUsageHeadingsSitUnderThePage(t *testing.T) {
 		}
 	}
 }
+
+func TestControlKeysOfUnusualNames(t *testing.T) {
+	schema := contract.InputSchema{
+		{Field: contract.Field{Name: "klass lista", Label: "Klass", Kind: contract.FieldString}},
+		{Field: contract.Field{Name: `säg "hej"`, Label: "Hälsning", Kind: contract.FieldBoolean}},
+		{Field: contract.Field{Name: "plain_name-2", Label: "P", Kind: contract.FieldString}},
+	}
+	f := newRunForm(schema, "", "Välj filer", upload.DefaultLimits())
+	if f.Fields[0].ID != "in-~0" || f.Fields[0].Input != "in.~0" || f.Fields[1].Input != "in.~1" || f.Fields[2].ID != "in-plain_name-2" {
+		t.Fatalf("controls: %q %q %q %q", f.Fields[0].ID, f.Fields[0].Input, f.Fields[1].Input, f.Fields[2].ID)
+	}
+	in := f.inputs(map[string]string{"in.~0": "7B", "in.~1": "true"})
+	if !reflect.DeepEqual(in, map[string]any{"klass lista": "7B", `säg "hej"`: true}) {
+		t.Fatalf("inputs = %#v", in)
+	}
+	f.refuse("klass lista", "no")
+	if f.Fields[0].Error != "no" {
+		t.Fatal("a refusal naming an unusual field did not land beside it")
+	}
+	set := settingsValues(contract.SettingsSchema{{Name: "två ord", Label: "T", Kind: contract.FieldString}}, url.Values{"set.~0": {"ja"}})
+	if set["två ord"] != "ja" {
+		t.Fatalf("settings = %#v", set)
+	}
+}

@@ -276,8 +276,8 @@ func actions(r store.Run) []action {
 	var next []contract.NextAction
 	json.Unmarshal([]byte(r.NextActions), &next)
 	out := make([]action, 0, len(next))
-	for _, a := range next {
-		v := action{ID: a.ActionID, Label: a.Label, Fields: newFields(a.Fields, "f-"+a.ActionID, "in.")}
+	for i, a := range next {
+		v := action{ID: a.ActionID, Label: a.Label, Fields: newFields(a.Fields, "f-"+controlKey(i, a.ActionID), "in.")}
 		for i := range v.Fields {
 			v.Fields[i].fill(a.Prefill[v.Fields[i].Name])
 		}
@@ -291,8 +291,8 @@ func actions(r store.Run) []action {
 // unticked checkbox as false.
 func formInput(a contract.NextAction, form map[string][]string) (map[string]any, error) {
 	in := map[string]any{}
-	for _, f := range a.Fields {
-		vals := form["in."+f.Name]
+	for i, f := range a.Fields {
+		vals := form["in."+controlKey(i, f.Name)]
 		first := ""
 		if len(vals) > 0 {
 			first = vals[0]

@@ -170,7 +170,7 @@ func (h *Handler) saveVersion(w http.ResponseWriter, r *http.Request, c *call) e
 		return err
 	}
 	src := r.PostFormValue("source")
-	v, err := h.Catalog.AddVersion(r.Context(), c.User, r.PathValue("tool"), src)
+	v, err := h.Catalog.AddVersion(r.Context(), c.User, r.PathValue("tool"), catalog.NewVersion{Source: src})
 	if err == nil && r.PostFormValue("publish") != "" {
 		_, err = h.Catalog.Publish(r.Context(), c.User, v.ID)
 	}

@@ -178,9 +178,15 @@ func newRunForm(schema contract.InputSchema, idPrefix, fileLabel string, lim upl
 func (s fileSlot) Multiple() bool { return s.Max > 1 }
 
 // Required reports whether the browser should insist on a file: the schema asks for at
-// least one. The server counts the files sent, not those the session keeps, so an empty
-// slot cannot reuse them then.
-func (f *runForm) Required() bool { return f.File != nil && f.File.Min >= 1 }
+// least one and the session keeps none. A run that sends no files gets the kept ones,
+// and the server counts those (run.Steps.Initial).
+func (f *runForm) Required() bool { return f.File != nil && f.File.Min >= 1 && !f.keptFit() }
+
+// keptFit reports whether the session's kept files fill the slot by themselves.
+func (f *runForm) keptFit() bool {
+	s := f.File
+	return f.SessionFiles > 0 && f.SessionFiles >= s.Min && (s.Free || f.SessionFiles <= s.Max)
+}
 
 // textFields are the multipart text fields the form sends besides its files.
 func (f *runForm) textFields() []string {
@@ -338,7 +344,7 @@ func (f *runForm) Hint() string {
 		}
 		fmt.Fprintf(&b, " Högst %s per fil och %s totalt.", Size(lim.MaxFileBytes), Size(lim.MaxTotalBytes))
 	}
-	if f.SessionFiles > 0 && s.Min == 0 {
+	if f.keptFit() {
 		fmt.Fprintf(&b, " Lämna tomt för att köra med %s från förra körningen.", plural(f.SessionFiles, "filen", "de %d filerna"))
 	}
 	return b.String()

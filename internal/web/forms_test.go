@@ -37,8 +37,11 @@ func TestRunFormFromSchema(t *testing.T) {
 		t.Fatal("a slot with min 1 and no kept files is not required")
 	}
 	f.SessionFiles = 2
-	if !f.Required() {
-		t.Fatal("a slot with min 1 is not required once the session keeps files (the server counts only the files sent)")
+	if f.Required() {
+		t.Fatal("a slot with min 1 is required though the session keeps files, which a run without files gets")
+	}
+	if h := f.Hint(); !strings.Contains(h, "Lämna tomt för att köra med de 2 filerna från förra körningen.") {
+		t.Fatalf("hint with kept files: %q", h)
 	}
 	if got := f.textFields(); !reflect.DeepEqual(got, []string{"csrf", "in.name", "in.notes", "in.size", "in.ratio", "in.shuffle", "in.mode"}) {
 		t.Fatalf("text fields = %q", got)
@@ -46,9 +49,11 @@ func TestRunFormFromSchema(t *testing.T) {
 	if f.Fields[0].ID != "sandbox-in-name" || f.Fields[0].ErrorID() != "sandbox-in-name-error" || f.Fields[5].Blank == "" {
 		t.Fatalf("first field = %+v, enum = %+v", f.Fields[0], f.Fields[5])
 	}
-	if hint := f.Hint(); strings.Contains(hint, "Lämna tomt") {
-		t.Errorf("a slot that needs a file offers the kept ones: %q", hint)
+	f.SessionFiles = 4
+	if hint := f.Hint(); strings.Contains(hint, "Lämna tomt") || !f.Required() {
+		t.Errorf("a slot of at most 3 files offers 4 kept ones: %q, required %v", hint, f.Required())
 	}
+	f.SessionFiles = 2
 	f.File.Min = 0
 	hint := f.Hint()
 	f.File.Min = 1

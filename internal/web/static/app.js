@@ -21,11 +21,12 @@ function apiMessage(xhr) {
 
 // The typed file slot of a run form (a tool with an input_schema): the number of files
 // and their types, checked as a courtesy before sending. The server checks them for
-// real, and counts only the files sent.
+// real. A run that sends no files gets the session's kept files (data-kept of them).
 function slotProblem(input) {
-  const min = +input.dataset.min, max = +input.dataset.max;
+  const min = +input.dataset.min, max = +input.dataset.max, kept = +(input.dataset.kept || 0);
   const accept = (input.dataset.accept || "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
   const n = input.files.length;
+  if (n === 0 && kept >= min && kept <= max) return "";
   if (n === 0 && min >= 1) return min === 1 ? "Välj en fil." : "Välj minst " + min + " filer.";
   if (n < min) return "Välj minst " + min + " filer; du har valt " + n + ".";
   if (n > max) return (max === 1 ? "Välj bara en fil" : "Välj högst " + max + " filer") + "; du har valt " + n + ".";

@@ -113,6 +113,9 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/tools", s.authed(s.createTool))
 	m.Handle("GET /api/v1/tools", s.authed(s.listTools))
 	m.Handle("GET /api/v1/tools/{tool}", s.authed(s.getTool))
+	m.Handle("PATCH /api/v1/tools/{tool}", s.authed(s.updateTool))
+	m.Handle("GET /api/v1/tools/{tool}/settings", s.authed(s.getSettings))
+	m.Handle("PUT /api/v1/tools/{tool}/settings", s.authed(s.putSettings))
 	m.Handle("POST /api/v1/tools/{tool}/versions", s.authed(s.createVersion))
 	m.Handle("GET /api/v1/tool-versions/{version}", s.authed(s.getVersion))
 	m.Handle("POST /api/v1/tool-versions/{version}/publish", s.authed(s.publishVersion))
@@ -131,6 +134,8 @@ func (s *Server) routes() {
 	m.Handle("POST /api/v1/editor/tool-versions/{version}/run-sandbox", s.authed(s.editorRun))
 	m.Handle("GET /api/v1/editor/tool-versions/{version}/session", s.authed(s.editorSession))
 	m.Handle("POST /api/v1/editor/tool-versions/{version}/start-action", s.authed(s.editorAction))
+	m.Handle("GET /api/v1/editor/tool-versions/{version}/settings", s.authed(s.getEditorSettings))
+	m.Handle("PUT /api/v1/editor/tool-versions/{version}/settings", s.authed(s.putEditorSettings))
 
 	m.Handle("POST /api/v1/sandboxes", s.authed(s.createSandbox))
 	m.Handle("GET /api/v1/sandboxes", s.authed(s.listSandboxes))

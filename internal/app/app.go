@@ -138,7 +138,7 @@ func (a *App) open(ctx context.Context) error {
 		a.log.Error("removing leftovers of an earlier run of the server; the janitor retries", "error", err)
 	}
 	uploads := upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes}
-	a.Catalog = catalog.New(st)
+	a.Catalog = catalog.New(st, a.cfg.UploadMaxFiles)
 	a.Steps = run.NewSteps(a.Runs, a.Sessions)
 	a.API = api.New(api.Deps{
 		Store: st, Accounts: a.Accounts, Files: a.Files, Janitor: a.Janitor, Runs: a.Runs, Sessions: a.Sessions, Blobs: a.Blobs,

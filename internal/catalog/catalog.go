@@ -1,15 +1,19 @@
 // Package catalog owns who may see and change tools: which tools a user sees (published
-// ones, plus their own drafts), creating tools and versions, and publishing. The api and
-// web packages both go through it, so the rules live in one place.
+// ones, plus their own drafts), creating tools and versions with their schemas, editing a
+// tool's info, publishing, and each user's tool settings. The api and web packages both
+// go through it, so the rules live in one place.
 package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/ids"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -29,19 +33,28 @@ var (
 	ErrUnpublished = errors.New("no published version")
 )
 
-// MaxSourceBytes caps a tool version's source.
-const MaxSourceBytes = 512 << 10
+// Caps on what an author sends.
+const (
+	MaxSourceBytes = 512 << 10 // a version's source
+	MaxTitleBytes  = 200
+	MaxDescBytes   = 2000     // description and summary
+	MaxUsageBytes  = 64 << 10 // usage_instructions (markdown)
+)
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // Service applies the catalogue's rules over the store.
 type Service struct {
-	st  *store.Store
-	now func() time.Time
+	st       *store.Store
+	maxFiles int // SKRIP_UPLOAD_MAX_FILES: an input_schema's file field may ask for no more
+	now      func() time.Time
 }
 
-// New returns a Service over st.
-func New(st *store.Store) *Service { return &Service{st: st, now: time.Now} }
+// New returns a Service over st. maxFiles is the upload cap (SKRIP_UPLOAD_MAX_FILES) that
+// bounds the max of an input_schema's file field.
+func New(st *store.Store, maxFiles int) *Service {
+	return &Service{st: st, maxFiles: maxFiles, now: time.Now}
+}
 
 // CanAuthor reports whether u may create tools.
 func CanAuthor(u store.User) bool { return u.Role == store.RoleAuthor || u.Role == store.RoleAdmin }
@@ -120,10 +133,19 @@ func (s *Service) Versions(ctx context.Context, u store.User, t store.Tool) ([]s
 	return s.st.Versions(ctx, t.ID)
 }
 
-// NewTool is what Create needs.
+// NewTool is what Create needs. InputSchema and SettingsSchema are JSON (SPEC §5b), nil
+// for none.
 type NewTool struct {
 	Slug, Title, Description, Source string
+	Summary, UsageInstructions       string
+	InputSchema, SettingsSchema      json.RawMessage
 	Publish                          bool
+}
+
+// NewVersion is what AddVersion needs: the source and the version's schemas (nil: none).
+type NewVersion struct {
+	Source                      string
+	InputSchema, SettingsSchema json.RawMessage
 }
 
 // Create stores a tool and its first version, authored by u.
@@ -133,36 +155,107 @@ func (s *Service) Create(ctx context.Context, u store.User, n NewTool) (store.To
 			"creating tools needs the author or admin role; you are %s", u.Role)
 	}
 	if !slugPattern.MatchString(n.Slug) {
-		return store.Tool{}, store.ToolVersion{}, errs.New(ErrInvalid, map[string]any{"field": "slug", "value": n.Slug},
+		return store.Tool{}, store.ToolVersion{}, errs.New(ErrInvalid, map[string]any{"field": "slug", "value": n.Slug, "rule": "pattern"},
 			"slug %q must be 1 to 64 lower-case letters, digits, _ or -, starting with a letter or digit", n.Slug)
 	}
-	if strings.TrimSpace(n.Title) == "" {
-		return store.Tool{}, store.ToolVersion{}, errs.New(ErrInvalid, map[string]any{"field": "title"}, "title is empty")
-	}
-	if err := CheckSource(n.Source); err != nil {
+	info, err := checkInfo(store.Tool{Title: n.Title, Description: n.Description, Summary: n.Summary, UsageInstructions: n.UsageInstructions})
+	if err != nil {
 		return store.Tool{}, store.ToolVersion{}, err
 	}
 	now := s.now()
-	t := store.Tool{ID: ids.New("t"), Slug: n.Slug, Title: strings.TrimSpace(n.Title), Description: n.Description, AuthorID: u.ID, CreatedAt: now, UpdatedAt: now}
-	v := store.ToolVersion{ID: ids.New("v"), ToolID: t.ID, Source: n.Source, Entrypoint: "run_tool", CreatedBy: u.ID, CreatedAt: now}
-	t, err := s.st.CreateTool(ctx, t, v, n.Publish)
+	v, err := s.newVersion(NewVersion{Source: n.Source, InputSchema: n.InputSchema, SettingsSchema: n.SettingsSchema}, u, now)
+	if err != nil {
+		return store.Tool{}, store.ToolVersion{}, err
+	}
+	t := info
+	t.ID, t.Slug, t.AuthorID, t.CreatedAt, t.UpdatedAt = ids.New("t"), n.Slug, u.ID, now, now
+	v.ToolID = t.ID
+	t, err = s.st.CreateTool(ctx, t, v, n.Publish)
 	if errors.Is(err, store.ErrConflict) {
 		return store.Tool{}, store.ToolVersion{}, errs.New(store.ErrConflict, map[string]any{"slug": n.Slug}, "a tool with slug %q already exists", n.Slug)
 	}
 	return t, v, err
 }
 
-// AddVersion stores source as a new version of the tool ref, if u owns it.
-func (s *Service) AddVersion(ctx context.Context, u store.User, ref, source string) (store.ToolVersion, error) {
+// AddVersion stores a new version of the tool ref, if u owns it.
+func (s *Service) AddVersion(ctx context.Context, u store.User, ref string, n NewVersion) (store.ToolVersion, error) {
 	t, err := s.Owned(ctx, u, ref)
 	if err != nil {
 		return store.ToolVersion{}, err
 	}
-	if err := CheckSource(source); err != nil {
+	v, err := s.newVersion(n, u, s.now())
+	if err != nil {
 		return store.ToolVersion{}, err
 	}
-	v := store.ToolVersion{ID: ids.New("v"), ToolID: t.ID, Source: source, Entrypoint: "run_tool", CreatedBy: u.ID, CreatedAt: s.now()}
+	v.ToolID = t.ID
 	return v, s.st.CreateVersion(ctx, v)
+}
+
+// newVersion checks n and makes it a version by u, its schemas in canonical form.
+func (s *Service) newVersion(n NewVersion, u store.User, now time.Time) (store.ToolVersion, error) {
+	if err := CheckSource(n.Source); err != nil {
+		return store.ToolVersion{}, err
+	}
+	in, err := contract.ParseInputSchema(n.InputSchema, s.maxFiles)
+	if err != nil {
+		return store.ToolVersion{}, err
+	}
+	set, err := contract.ParseSettingsSchema(n.SettingsSchema)
+	if err != nil {
+		return store.ToolVersion{}, err
+	}
+	v := store.ToolVersion{ID: ids.New("v"), Source: n.Source, Entrypoint: "run_tool", CreatedBy: u.ID, CreatedAt: now}
+	if in != nil {
+		v.InputSchema, _ = json.Marshal(in)
+	}
+	if set != nil {
+		v.SettingsSchema, _ = json.Marshal(set)
+	}
+	return v, nil
+}
+
+// UpdateInfo sets the title, description, summary and usage instructions of the tool
+// ref, if u owns it. Every value replaces the stored one; the title may not be empty.
+func (s *Service) UpdateInfo(ctx context.Context, u store.User, ref, title, description, summary, usage string) (store.Tool, error) {
+	t, err := s.Owned(ctx, u, ref)
+	if err != nil {
+		return store.Tool{}, err
+	}
+	info, err := checkInfo(store.Tool{Title: title, Description: description, Summary: summary, UsageInstructions: usage})
+	if err != nil {
+		return store.Tool{}, err
+	}
+	t.Title, t.Description, t.Summary, t.UsageInstructions = info.Title, info.Description, info.Summary, info.UsageInstructions
+	now := s.now()
+	if err := s.st.UpdateToolInfo(ctx, t, now); err != nil {
+		return store.Tool{}, err
+	}
+	t.UpdatedAt = now
+	return t, nil
+}
+
+// checkInfo checks a tool's title, description, summary and usage instructions and
+// returns them trimmed: a title that is not empty, and each within its cap.
+func checkInfo(t store.Tool) (store.Tool, error) {
+	t.Title, t.Description, t.Summary = strings.TrimSpace(t.Title), strings.TrimSpace(t.Description), strings.TrimSpace(t.Summary)
+	t.UsageInstructions = strings.TrimRight(t.UsageInstructions, " \t\r\n")
+	if t.Title == "" {
+		return t, errs.New(ErrInvalid, map[string]any{"field": "title", "rule": "required"}, "title is empty; give the tool a title people see")
+	}
+	for _, f := range []struct {
+		name, value string
+		limit       int
+	}{{"title", t.Title, MaxTitleBytes}, {"description", t.Description, MaxDescBytes}, {"summary", t.Summary, MaxDescBytes},
+		{"usage_instructions", t.UsageInstructions, MaxUsageBytes}} {
+		switch {
+		case len(f.value) > f.limit:
+			return t, errs.New(ErrInvalid, map[string]any{"field": f.name, "rule": "max_length", "limit_bytes": f.limit},
+				"%s is %d bytes; the limit is %d bytes", f.name, len(f.value), f.limit)
+		case !utf8.ValidString(f.value):
+			return t, errs.New(ErrInvalid, map[string]any{"field": f.name, "rule": "utf8"}, "%s is not valid UTF-8 text", f.name)
+		}
+	}
+	return t, nil
 }
 
 // Publish makes version id what users of its tool run, if u owns the tool.
@@ -182,7 +275,7 @@ func (s *Service) Publish(ctx context.Context, u store.User, id string) (store.T
 // CheckSource refuses an empty source or one over MaxSourceBytes.
 func CheckSource(src string) error {
 	if strings.TrimSpace(src) == "" {
-		return errs.New(ErrInvalid, map[string]any{"field": "source"}, "source is empty; send the tool's Python code")
+		return errs.New(ErrInvalid, map[string]any{"field": "source", "rule": "required"}, "source is empty; send the tool's Python code")
 	}
 	if len(src) > MaxSourceBytes {
 		return errs.New(ErrTooLarge, map[string]any{"field": "source", "limit_bytes": MaxSourceBytes}, "source is %d bytes; the limit is %d", len(src), MaxSourceBytes)

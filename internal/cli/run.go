@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/contract"
 )
 
 func (e *env) runCmd() *cobra.Command {
@@ -28,11 +30,20 @@ func (e *env) runCmd() *cobra.Command {
 			"The exit status is 0 only when the run succeeded.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := parseInputs(inputs)
+			c, err := e.client()
 			if err != nil {
 				return err
 			}
-			c, err := e.client()
+			var schema contract.InputSchema
+			if len(inputs) > 0 {
+				// The tool's input_schema says which inputs are text: --input name=42 is
+				// then the text "42". Without it (or when the tool cannot be read: the
+				// run says why) a value is JSON when it parses.
+				if t, err := c.ToolOf(cmd.Context(), args[0]); err == nil {
+					schema, _ = contract.ParseInputSchema(t.InputSchema, 0)
+				}
+			}
+			in, err := parseInputs(inputs, schema)
 			if err != nil {
 				return err
 			}
@@ -46,15 +57,16 @@ func (e *env) runCmd() *cobra.Command {
 			return e.showRun(cmd, c, r, asJSON, out)
 		},
 	}
-	cmd.Flags().StringArrayVar(&inputs, "input", nil, "an input value, key=value (the value is JSON when it parses, else text); repeatable")
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "an input value, key=value (text for the tool's text fields; otherwise JSON when it parses, else text); repeatable")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
 	cmd.Flags().StringVar(&out, "out", "", "download the run's artifacts into this directory")
 	cmd.Flags().DurationVar(&wait, "wait", 60*time.Second, "how long the server holds the request before answering")
 	return cmd
 }
 
-// parseInputs turns key=value pairs into an inputs object.
-func parseInputs(pairs []string) (map[string]any, error) {
+// parseInputs turns key=value pairs into an inputs object. A value is text for a string,
+// text or enum field of the schema, else JSON when it parses as JSON, else text.
+func parseInputs(pairs []string, schema contract.InputSchema) (map[string]any, error) {
 	if len(pairs) == 0 {
 		return nil, nil
 	}
@@ -63,6 +75,11 @@ func parseInputs(pairs []string) (map[string]any, error) {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
 			return nil, fmt.Errorf("--input %q must be key=value", p)
+		}
+		i := slices.IndexFunc(schema, func(f contract.InputField) bool { return f.Name == k })
+		if i >= 0 && (schema[i].Kind == contract.FieldString || schema[i].Kind == contract.FieldText || schema[i].Kind == contract.FieldEnum) {
+			out[k] = v
+			continue
 		}
 		var parsed any
 		if err := json.Unmarshal([]byte(v), &parsed); err == nil {

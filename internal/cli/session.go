@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/contract"
 )
 
 func (e *env) actionCmd() *cobra.Command {
@@ -22,15 +23,24 @@ func (e *env) actionCmd() *cobra.Command {
 		Short: "Submit one of the next actions a run offered, with that run's state_rev",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := parseInputs(inputs)
-			if err != nil {
-				return err
-			}
 			c, err := e.client()
 			if err != nil {
 				return err
 			}
 			prev, err := c.GetRun(cmd.Context(), args[0], 0)
+			if err != nil {
+				return err
+			}
+			// The action's fields say which inputs are text, as a tool's input_schema does.
+			var fields contract.InputSchema
+			for _, a := range prev.NextActions {
+				if a.ActionID == args[1] {
+					for _, f := range a.Fields {
+						fields = append(fields, contract.InputField{Field: contract.Field{Name: f.Name, Kind: f.Kind}})
+					}
+				}
+			}
+			in, err := parseInputs(inputs, fields)
 			if err != nil {
 				return err
 			}
@@ -59,7 +69,7 @@ func (e *env) actionCmd() *cobra.Command {
 			return e.showRun(cmd, c, r, asJSON, out)
 		},
 	}
-	cmd.Flags().StringArrayVar(&inputs, "input", nil, "a form value, key=value (JSON when it parses, else text); repeatable")
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "a form value, key=value (text for the action's text fields; otherwise JSON when it parses, else text); repeatable")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
 	cmd.Flags().StringVar(&out, "out", "", "download the run's artifacts into this directory")
 	return cmd

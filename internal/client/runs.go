@@ -14,26 +14,33 @@ import (
 	"time"
 )
 
-// Tool is a tool as the API shows it.
+// Tool is a tool as the API shows it. InputSchema and SettingsSchema are its published
+// version's, and only ToolOf fills them in; nil when it has none.
 type Tool struct {
-	ID                 string    `json:"id"`
-	Slug               string    `json:"slug"`
-	Title              string    `json:"title"`
-	Description        string    `json:"description"`
-	AuthorID           string    `json:"author_id"`
-	PublishedVersionID *string   `json:"published_version_id"`
-	CreatedAt          time.Time `json:"created_at"`
-	UpdatedAt          time.Time `json:"updated_at"`
+	ID                 string          `json:"id"`
+	Slug               string          `json:"slug"`
+	Title              string          `json:"title"`
+	Description        string          `json:"description"`
+	Summary            string          `json:"summary"`
+	UsageInstructions  string          `json:"usage_instructions"`
+	AuthorID           string          `json:"author_id"`
+	PublishedVersionID *string         `json:"published_version_id"`
+	InputSchema        json.RawMessage `json:"input_schema,omitempty"`
+	SettingsSchema     json.RawMessage `json:"settings_schema,omitempty"`
+	CreatedAt          time.Time       `json:"created_at"`
+	UpdatedAt          time.Time       `json:"updated_at"`
 }
 
-// Version is a tool version.
+// Version is a tool version. Its schemas are nil when it has none.
 type Version struct {
-	ID         string    `json:"id"`
-	ToolID     string    `json:"tool_id"`
-	Source     string    `json:"source"`
-	Entrypoint string    `json:"entrypoint"`
-	CreatedBy  string    `json:"created_by"`
-	CreatedAt  time.Time `json:"created_at"`
+	ID             string          `json:"id"`
+	ToolID         string          `json:"tool_id"`
+	Source         string          `json:"source"`
+	InputSchema    json.RawMessage `json:"input_schema"`
+	SettingsSchema json.RawMessage `json:"settings_schema"`
+	Entrypoint     string          `json:"entrypoint"`
+	CreatedBy      string          `json:"created_by"`
+	CreatedAt      time.Time       `json:"created_at"`
 }
 
 // Artifact is a file a run produced.
@@ -116,12 +123,7 @@ func (r Run) Done() bool { return r.Status != "queued" && r.Status != "running" 
 
 // CreateTool creates a tool from source, publishing it when publish is set.
 func (c *Client) CreateTool(ctx context.Context, slug, title, description, source string, publish bool) (Tool, Version, error) {
-	var out struct {
-		Tool    Tool    `json:"tool"`
-		Version Version `json:"version"`
-	}
-	err := c.Do(ctx, http.MethodPost, "/api/v1/tools", map[string]any{"slug": slug, "title": title, "description": description, "source": source, "publish": publish}, &out)
-	return out.Tool, out.Version, err
+	return c.AddTool(ctx, NewTool{Slug: slug, Title: title, Description: description, Source: source, Publish: publish})
 }
 
 // Tools lists the tools the caller may see.
@@ -132,16 +134,17 @@ func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
 	return out.Tools, c.Do(ctx, http.MethodGet, "/api/v1/tools", nil, &out)
 }
 
-// ToolOf returns a tool by id or slug.
+// ToolOf returns a tool by id or slug, with its published version's schemas.
 func (c *Client) ToolOf(ctx context.Context, ref string) (Tool, error) {
 	var t Tool
-	return t, c.Do(ctx, http.MethodGet, "/api/v1/tools/"+url.PathEscape(ref), nil, &t)
+	err := c.Do(ctx, http.MethodGet, "/api/v1/tools/"+url.PathEscape(ref), nil, &t)
+	t.InputSchema, t.SettingsSchema = noNull(t.InputSchema), noNull(t.SettingsSchema)
+	return t, err
 }
 
-// CreateVersion adds a version to a tool.
+// CreateVersion adds a version without schemas to a tool.
 func (c *Client) CreateVersion(ctx context.Context, tool, source string) (Version, error) {
-	var v Version
-	return v, c.Do(ctx, http.MethodPost, "/api/v1/tools/"+url.PathEscape(tool)+"/versions", map[string]string{"source": source}, &v)
+	return c.AddVersion(ctx, tool, NewVersion{Source: source})
 }
 
 // Publish publishes a version.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -134,6 +135,120 @@ func FuzzValidateInput(f *testing.F) {
 			if err2 := ValidateInput(a, floats); (err2 == nil) != (err == nil) {
 				t.Fatalf("json.Number gives %v, float64 gives %v", err, err2)
 			}
+		}
+	})
+}
+
+// FuzzNormalizeInputs checks that NormalizeInputs never panics, refuses only with an
+// ErrInvalidInput error naming a field and a rule, returns only fields of the schema with
+// values of their kind, and changes nothing when given its own result again. names holds
+// the run's file names, one per line.
+func FuzzNormalizeInputs(f *testing.F) {
+	f.Fuzz(func(t *testing.T, schema, input []byte, names string) {
+		s, err := ParseInputSchema(schema, 20)
+		if err != nil || s == nil {
+			return
+		}
+		var in map[string]any
+		if decodeJSON(input, &in) != nil {
+			return
+		}
+		var files []string
+		if names != "" {
+			files = strings.Split(names, "\n")
+		}
+		out, err := NormalizeInputs(s, in, files)
+		if err != nil {
+			var e *errs.Error
+			if !errors.As(err, &e) || !errors.Is(err, ErrInvalidInput) {
+				t.Fatalf("error %#v", err)
+			}
+			// The field may be "": a key of inputs may be empty too.
+			if _, ok := e.Details["field"].(string); !ok {
+				t.Fatalf("error %q names no field: %v", e.Message, e.Details)
+			}
+			if rule, _ := e.Details["rule"].(string); rule == "" {
+				t.Fatalf("error %q names no rule: %v", e.Message, e.Details)
+			}
+			return
+		}
+		for k, v := range out {
+			i := slices.IndexFunc(s, func(f InputField) bool { return f.Name == k })
+			if i < 0 || s[i].Kind == FieldFile {
+				t.Fatalf("key %q kept, schema %+v", k, s)
+			}
+			ok := false
+			switch s[i].Kind {
+			case FieldString, FieldText:
+				str, isStr := v.(string)
+				ok = isStr && str != "" && str == strings.TrimSpace(str)
+			case FieldEnum:
+				str, isStr := v.(string)
+				ok = isStr && hasOption(s[i].Field, str)
+			case FieldInteger:
+				n, isInt := v.(int64)
+				ok = isInt && n >= -MaxSafeInteger && n <= MaxSafeInteger
+			case FieldNumber:
+				_, ok = v.(float64)
+			case FieldBoolean:
+				_, ok = v.(bool)
+			}
+			if !ok {
+				t.Fatalf("input %q (%s) is %#v", k, s[i].Kind, v)
+			}
+		}
+		if _, err := json.Marshal(out); err != nil {
+			t.Fatalf("the inputs do not encode: %v", err)
+		}
+		again, err := NormalizeInputs(s, out, files)
+		if err != nil || !reflect.DeepEqual(again, out) {
+			t.Fatalf("normalising again gives %#v, %v; want %#v", again, err, out)
+		}
+	})
+}
+
+// FuzzParseInputSchema checks that ParseInputSchema never panics, refuses only with an
+// ErrInvalidSchema error naming the rule, keeps to SPEC §5b's rules when it accepts,
+// and parses its own canonical form to the same schema.
+func FuzzParseInputSchema(f *testing.F) {
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		s, err := ParseInputSchema(raw, 20)
+		if err != nil {
+			var e *errs.Error
+			if !errors.As(err, &e) || !errors.Is(err, ErrInvalidSchema) || e.Details["rule"] == "" {
+				t.Fatalf("error %#v", err)
+			}
+			return
+		}
+		names := map[string]bool{}
+		files := 0
+		for _, f := range s {
+			if f.Name == "" || names[f.Name] || !slices.Contains(inputKinds, f.Kind) {
+				t.Fatalf("field %+v kept", f)
+			}
+			names[f.Name] = true
+			if f.Kind == FieldEnum && len(f.Options) == 0 {
+				t.Fatalf("enum %+v without options kept", f)
+			}
+			if f.Kind == FieldFile {
+				files++
+				if f.Min == nil || f.Max == nil || *f.Min < 0 || *f.Min > *f.Max || *f.Max < 1 || *f.Max > 20 {
+					t.Fatalf("file field %+v kept", f)
+				}
+			} else if f.Min != nil || f.Max != nil || f.Accept != nil {
+				t.Fatalf("field %+v has file keys", f)
+			}
+		}
+		if files > 1 {
+			t.Fatalf("%d file fields kept", files)
+		}
+		canon, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseInputSchema(canon, 20)
+		if err != nil || !reflect.DeepEqual(again, s) {
+			t.Fatalf("the canonical form %s parses to %+v, %v", canon, again, err)
 		}
 	})
 }

@@ -114,6 +114,8 @@ type Request struct {
 	InputDir string // files for /work/input, action.json included on action runs
 	Inputs   map[string]any
 	Action   *contract.Action
+	// Memory is the run's /work/memory.json, {"settings": {...}} (SPEC §5b); nil: "{}".
+	Memory   []byte
 	WallTime time.Duration // 0: the production limit
 	// Before, when set, runs once the run is admitted and before it is created: a run
 	// refused for capacity never calls it. An error refuses the run.
@@ -227,7 +229,7 @@ func (s *Service) execute(j *job) {
 	var artNotices []contract.Output
 	spec := runner.Spec{
 		ID: r.ID, ToolID: r.ToolID, Script: []byte(j.req.Version.Source), InputDir: j.req.InputDir,
-		Env: contract.Env(manifest, j.req.Inputs, j.req.Action), Limits: lim,
+		Env: contract.Env(manifest, j.req.Inputs, j.req.Action), Memory: j.req.Memory, Limits: lim,
 		OnLine: func(stream string, line []byte) { s.hub.publish(r.ID, Event{Type: stream, Data: string(line)}) },
 		Collect: func(dir string) error {
 			var err error

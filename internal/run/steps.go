@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,12 +59,32 @@ type Initial struct {
 	WallTime time.Duration // 0: the production limit
 }
 
-// Initial submits an initial run and returns it queued. An upload with files replaces
-// the session's files (after every file was validated), one without keeps and injects
-// them; a run that offers next actions starts the session over with its state. Dir is
-// the run's from then on, or removed when the run is refused.
+// Initial submits an initial run and returns it queued. Its inputs and the names of its
+// files are checked against the version's input_schema first (SPEC §5b): a refusal
+// stores and runs nothing, and the tool sees the normalised inputs. An upload with files
+// replaces the session's files (after every file was validated), one without keeps and
+// injects them; a run that offers next actions starts the session over with its state.
+// Dir is the run's from then on, or removed when the run is refused. The API, the web UI
+// and so the CLI all start initial runs here, so the rules hold for each alike.
 func (st *Steps) Initial(ctx context.Context, in Initial) (store.Run, error) {
 	k := store.SessionKey{ToolID: in.Tool.ID, UserID: in.User.ID, Context: in.Context}
+	names := make([]string, len(in.Form.Files))
+	for i, f := range in.Form.Files {
+		names[i] = f.Name
+	}
+	counted, err := st.countedFiles(ctx, in, k, names)
+	var inputs map[string]any
+	if err == nil {
+		inputs, err = checkInputs(in.Version, in.Form.Inputs, counted)
+	}
+	var memory []byte
+	if err == nil {
+		memory, err = st.memory(ctx, in.Version, k)
+	}
+	if err != nil {
+		os.RemoveAll(in.Dir)
+		return store.Run{}, err
+	}
 	// The session's files change only once the run is admitted: a run refused for
 	// capacity leaves them as they were.
 	files := func(ctx context.Context) error {
@@ -71,14 +92,10 @@ func (st *Steps) Initial(ctx context.Context, in Initial) (store.Run, error) {
 			_, err := st.sessions.Inject(ctx, k, in.Dir)
 			return err
 		}
-		names := make([]string, len(in.Form.Files))
-		for i, f := range in.Form.Files {
-			names[i] = f.Name
-		}
 		return st.sessions.Replace(ctx, k, in.Dir, names)
 	}
 	rn, err := st.runs.Submit(ctx, Request{Tool: in.Tool, Version: in.Version, User: in.User, Context: in.Context, Kind: "initial",
-		InputDir: in.Dir, Inputs: in.Form.Inputs, WallTime: in.WallTime, Before: files,
+		InputDir: in.Dir, Inputs: inputs, Memory: memory, WallTime: in.WallTime, Before: files,
 		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
 			if len(res.NextActions) == 0 {
 				return nil, nil
@@ -138,6 +155,10 @@ func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
 		return store.Run{}, errs.New(ErrActionTooLarge, map[string]any{"bytes": len(b), "limit_bytes": MaxActionBytes},
 			"the action's input and the session's state are %d bytes together; the limit is %d (120 KiB)", len(b), MaxActionBytes)
 	}
+	memory, err := st.memory(ctx, a.Version, k)
+	if err != nil {
+		return store.Run{}, err
+	}
 	dir, err := st.runs.NewInputDir()
 	if err != nil {
 		return store.Run{}, err
@@ -151,7 +172,7 @@ func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
 	}
 	expected := a.ExpectedStateRev
 	rn, err := st.runs.Submit(ctx, Request{Tool: a.Tool, Version: a.Version, User: a.User, Context: a.Context, Kind: "action",
-		ActionID: a.ActionID, InputDir: dir, Action: &act, WallTime: a.WallTime,
+		ActionID: a.ActionID, InputDir: dir, Action: &act, Memory: memory, WallTime: a.WallTime,
 		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
 			ok, err := st.sessions.Advance(ctx, k, expected, res.State, runID)
 			if err != nil || !ok {
@@ -164,6 +185,71 @@ func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
 		os.RemoveAll(dir)
 	}
 	return rn, err
+}
+
+// checkInputs checks a run's inputs and file names against version v's input_schema and
+// returns the inputs the tool sees.
+// countedFiles are the files an initial run's file field is checked against: the ones
+// sent, or, when none were sent and the version has a file field, the session's kept
+// files, which the run then gets (a user who changes only the typed inputs need not
+// upload the same files again).
+func (st *Steps) countedFiles(ctx context.Context, in Initial, k store.SessionKey, sent []string) ([]string, error) {
+	if len(sent) > 0 {
+		return sent, nil
+	}
+	schema, err := contract.ParseInputSchema(in.Version.InputSchema, 0)
+	if err != nil || schema.FileField() == nil {
+		return nil, nil // checkInputs reports a bad schema
+	}
+	kept, _, err := st.sessions.Files(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(kept))
+	for i, f := range kept {
+		names[i] = f.Name
+	}
+	return names, nil
+}
+
+func checkInputs(v store.ToolVersion, inputs map[string]any, names []string) (map[string]any, error) {
+	// The schema was checked against the upload cap when it was stored; a cap lowered
+	// since does not make it unusable (the upload itself still keeps to the cap).
+	schema, err := contract.ParseInputSchema(v.InputSchema, 0)
+	if err != nil {
+		return nil, err
+	}
+	return contract.NormalizeInputs(schema, inputs, names)
+}
+
+// memory is the run's /work/memory.json (SPEC §5b): {"settings": {...}}, what the user
+// saved for the tool that still fits version v's settings_schema, field by field; the
+// editor's own settings in a sandbox context; {} when there are none.
+func (st *Steps) memory(ctx context.Context, v store.ToolVersion, k store.SessionKey) ([]byte, error) {
+	schema, err := contract.ParseSettingsSchema(v.SettingsSchema)
+	if err != nil || schema == nil {
+		return []byte("{}"), err
+	}
+	scope := "" // production, whatever the session's context
+	if strings.HasPrefix(k.Context, "sandbox:") {
+		scope = k.Context
+	}
+	saved, err := st.runs.st.Settings(ctx, k.UserID, k.ToolID, scope)
+	if errors.Is(err, store.ErrNotFound) {
+		return []byte("{}"), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var values map[string]any
+	if err := json.Unmarshal(saved.Values, &values); err != nil {
+		return nil, fmt.Errorf("the saved settings of user %s for tool %s: %w", k.UserID, k.ToolID, err)
+	}
+	kept := contract.KeepValidSettings(schema, values)
+	if len(kept) == 0 {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(map[string]any{"settings": kept})
 }
 
 // Owned returns run id if u started it or is an admin; anyone else is answered as if it

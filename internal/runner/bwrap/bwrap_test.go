@@ -96,7 +96,7 @@ func TestRuntimeOnRootfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	runnertest.Runtime(t, r)
+	runnertest.RuntimePackages(t, r)
 }
 
 func TestSandboxes(t *testing.T) {

@@ -1,18 +1,21 @@
-// Package shim embeds skrip's Python runner shim and the skrip_toolkit module tools import.
-// A runner writes them to a directory it mounts read-only at Dir and starts Entry; the shim
-// calls the tool's run_tool and writes result.json (SPEC §5).
+// Package shim embeds skrip's Python runner shim and the modules tools import: skrip's own
+// skrip_toolkit and the original hub's skriptoteket_toolkit, tool_errors and pdf_helper
+// (SPEC §5b). A runner writes them to a directory it mounts read-only at Dir and starts
+// Entry; the shim puts that directory on sys.path, calls the tool's run_tool and writes
+// result.json (SPEC §5).
 package shim
 
 import (
 	"embed"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
 
-// FS holds skrip_shim.py and skrip_toolkit.py.
+// FS holds the shim and the modules, at its top: a runner copies every file of it.
 //
-//go:embed skrip_shim.py skrip_toolkit.py
+//go:embed *.py
 var FS embed.FS
 
 // Dir is where the runner mounts the shim inside the sandbox.
@@ -32,7 +35,12 @@ func WriteTo(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, name := range []string{"skrip_shim.py", "skrip_toolkit.py"} {
+	entries, err := fs.ReadDir(FS, ".")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
 		data, err := FS.ReadFile(name)
 		if err != nil {
 			return err

@@ -208,6 +208,38 @@ def run_tool(input_dir, output_dir):
 			},
 		},
 		{
+			name: "ToolUserError from tool_errors",
+			tool: tool{script: "from tool_errors import ToolUserError\ndef run_tool(i, o):\n    raise ToolUserError('  Filtypen stöds inte.\\n')\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, "Filtypen stöds inte.")
+				if strings.Contains(r.stderr, "Traceback") {
+					t.Errorf("a traceback for a ToolUserError:\n%s", r.stderr)
+				}
+			},
+		},
+		{
+			name:  "ToolUserError without a message",
+			tool:  tool{script: "import skrip_toolkit as tk\ndef run_tool(i, o):\n    raise tk.ToolUserError(' ')\n"},
+			check: func(t *testing.T, r run) { wantFailed(t, r, "The tool stopped with an error but gave no message.") },
+		},
+		{
+			name:  "ToolUserError while importing the script",
+			tool:  tool{script: "import tool_errors\nraise tool_errors.ToolUserError('Verktyget är avstängt.')\ndef run_tool(i, o):\n    return ''\n"},
+			check: func(t *testing.T, r run) { wantFailed(t, r, "Verktyget är avstängt.") },
+		},
+		{
+			name: "a subclass of ToolUserError with a broken __str__",
+			tool: tool{script: `
+from tool_errors import ToolUserError
+class Mine(ToolUserError):
+    def __str__(self):
+        raise RuntimeError("no")
+def run_tool(i, o):
+    raise Mine("Fel i raden 3.")
+`},
+			check: func(t *testing.T, r run) { wantFailed(t, r, "Fel i raden 3.") },
+		},
+		{
 			name: "ValueError",
 			tool: tool{script: "def helper():\n    raise ValueError('bad value')\n\ndef run_tool(i, o):\n    helper()\n"},
 			check: func(t *testing.T, r run) {
@@ -476,7 +508,7 @@ func TestWriteTo(t *testing.T) {
 			t.Errorf("%s: mode %v, %d bytes (want 0644, %d bytes)", e.Name(), info.Mode().Perm(), len(got), len(want))
 		}
 	}
-	if fmt.Sprint(names) != "[skrip_shim.py skrip_toolkit.py]" {
+	if fmt.Sprint(names) != "[pdf_helper.py skrip_shim.py skrip_toolkit.py skriptoteket_toolkit.py tool_errors.py]" {
 		t.Errorf("files %v", names)
 	}
 	if Entry != "/skrip/skrip_shim.py" || fmt.Sprint(Args()) != "[-s -B /skrip/skrip_shim.py]" {

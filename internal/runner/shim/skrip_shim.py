@@ -14,7 +14,9 @@ outcome to SKRIPTOTEKET_RESULT_PATH:
   when the key is present, even when it is None);
 - None means no outputs;
 - anything else fails the run: "run_tool returned <type>; return a str or a dict";
-- skrip_toolkit.ToolUserError fails the run with its message as error_summary;
+- ToolUserError (tool_errors.ToolUserError, which skrip_toolkit.ToolUserError is) fails
+  the run with its stripped message as error_summary, a generic sentence when it is empty,
+  and no traceback;
 - any other exception fails it with "Tool execution failed (TypeName)." and the
   traceback on stderr; SystemExit and KeyboardInterrupt fail it too.
 
@@ -41,7 +43,7 @@ SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 if SHIM_DIR not in sys.path:
     sys.path.insert(0, SHIM_DIR)
 
-import skrip_toolkit  # noqa: E402  (needs SHIM_DIR on sys.path)
+import tool_errors  # noqa: E402  (needs SHIM_DIR on sys.path)
 
 
 class _Failure(Exception):
@@ -88,6 +90,16 @@ def _apply(result, returned):
     raise _Failure("run_tool returned %s; return a str or a dict" % type(returned).__name__)
 
 
+def _user_message(exc):
+    """The error_summary of a ToolUserError: its message stripped, or a generic sentence
+    (also when a subclass's __str__ fails)."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = getattr(exc, "safe_message", None)
+    return tool_errors.user_message(message)
+
+
 def _print_traceback(exc):
     """Print exc's traceback without the shim's and importlib's own frames."""
     tb = exc.__traceback__
@@ -120,8 +132,8 @@ def _run_tool(result, script_path, entrypoint, input_dir, output_dir):
     except _Failure as e:
         fail(str(e))
         _log(str(e))
-    except skrip_toolkit.ToolUserError as e:
-        fail(str(e) or "The tool reported an error without a message.")
+    except tool_errors.ToolUserError as e:
+        fail(_user_message(e))
     except SystemExit as e:
         fail("Tool execution failed (SystemExit): the tool called exit(%r); return from %s instead." % (e.code, entrypoint))
         _print_traceback(e)

@@ -16,17 +16,13 @@ Everything here reads the SKRIPTOTEKET_* environment the runner sets (SPEC §5).
 import json
 import os
 
+# ToolUserError is defined once, in tool_errors (the original hub's module): raising
+# either name fails the run the same way.
+from tool_errors import ToolUserError
+
 __all__ = ["ToolUserError", "manifest", "input_files", "inputs", "action", "state"]
 
 ACTION_FILE = "action.json"
-
-
-class ToolUserError(Exception):
-    """An error meant for the user.
-
-    Raise it from run_tool (or code it calls): the run fails and the message becomes the
-    run's error_summary, with no traceback.
-    """
 
 
 def _env_json(name, default):

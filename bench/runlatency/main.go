@@ -1,13 +1,15 @@
 // Command runlatency measures a no-op tool run end to end through skrip's API (upload,
 // queue, sandbox, result.json, database) beside the same shim launched under the same
 // bwrap command line from a Go loop, in one run on one machine: latency (median, p95)
-// and runs per second at concurrency 1, 2 and 4. It prints markdown for
-// docs/BENCHMARKS.md.
+// and runs per second at concurrency 1, 2 and 4. Both use the root the bwrap runner
+// would (SKRIP_BWRAP_ROOTFS, else the runner rootfs when built, else the host's /usr).
+// It prints markdown for docs/BENCHMARKS.md.
 //
 //	go run ./bench/runlatency -n 60 -k 40
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -58,7 +60,9 @@ func main() {
 
 	// The bare baseline: the runner's own bwrap command line, launched from a Go loop
 	// without the cgroup and rlimit wrappers.
-	br, err := bwrap.New(bwrap.Config{WorkDir: filepath.Join(dir, "bare")}, slog.New(slog.DiscardHandler))
+	bc := app.BwrapConfig(cfg)
+	bc.WorkDir = filepath.Join(dir, "bare")
+	br, err := bwrap.New(bc, slog.New(slog.DiscardHandler))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,7 +96,8 @@ func main() {
 	}
 	bareLat := bare(*n, "lat")
 
-	fmt.Printf("No-op tool, %d sequential runs each; throughput from %d runs per point. Server: SQLite, fs blobs, bwrap with cgroup v1 limits, %d workers.\n\n", *n, *k, cfg.RunnerConcurrency)
+	root := cmp.Or(app.BwrapConfig(cfg).Rootfs, "the host's /usr")
+	fmt.Printf("No-op tool, %d sequential runs each; throughput from %d runs per point. Server: SQLite, fs blobs, bwrap with cgroup v1 limits, %d workers, root %s.\n\n", *n, *k, cfg.RunnerConcurrency, root)
 	fmt.Println("| measure | skrip API | bare bwrap loop | difference |")
 	fmt.Println("|---|---|---|---|")
 	am, ap := pct(apiLat, 50), pct(apiLat, 95)

@@ -122,9 +122,16 @@ func TestRunInputsAgainstSchema(t *testing.T) {
 				}
 			})
 		}
-		// Too few files: min is 1, and a run without files is refused too, though the
-		// session holds some: the schema counts what the run sends.
-		wantRefusal(t, runUpload(t, env, u.Token, "form", nil, nil, `{"name":"x"}`, ""), "docs", "min", `file field "docs" needs at least 1 file; none was sent`)
+		// A run that sends no files gets the session's kept files, and they are what the
+		// file field counts: the user changes only the typed inputs and need not upload
+		// the same file again.
+		if a := runUpload(t, env, u.Token, "form", nil, nil, `{"name":"again"}`, ""); a.status != 201 || a.body["status"] != "succeeded" ||
+			!strings.Contains(a.raw, `"files":["Report.PDF"]`) {
+			t.Fatalf("a run on the kept files: %d %s", a.status, a.raw)
+		}
+		// Too few files: min is 1, and a user with no kept files who sends none is refused.
+		_, v := env.User(t, "vera", "user")
+		wantRefusal(t, runUpload(t, env, v.Token, "form", nil, nil, `{"name":"x"}`, ""), "docs", "min", `file field "docs" needs at least 1 file; none was sent`)
 
 		// A tool whose schema has no file field refuses files; one without a schema takes
 		// anything, as before schemas.

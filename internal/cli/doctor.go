@@ -224,7 +224,8 @@ func warnMissing(w io.Writer, rt []rootfs.Component) {
 // printRuntime lists the runtime tools get: Python and the packages they use, with the
 // Debian package versions.
 func printRuntime(w io.Writer, source string, rt []rootfs.Component, err error) {
-	fmt.Fprintf(w, "\nRuntime\t%s\t\n", source)
+	// No tab in the heading: the source is long and would widen the version column.
+	fmt.Fprintf(w, "\nRuntime (%s)\n", source)
 	if err != nil {
 		fmt.Fprintf(w, "  \tNOT known\t%s\n", err)
 		return

@@ -65,9 +65,13 @@ func TestServerMemoryIsFlatForLargeFiles(t *testing.T) {
 	}{
 		{"fs", 16 << 20, 8 << 20},
 		// Against a separate nats-server (SKRIP_NATS_URL), so that what is measured is
-		// skrip and not the embedded server's JetStream caches. Measured: +15 MiB during
-		// the first transfer (chunks in flight and GC headroom), then flat.
-		{"nats", 32 << 20, 8 << 20},
+		// skrip and not the embedded server's JetStream caches. Measured: +15 to +23 MiB
+		// during the first transfer on a quiet machine, and +36 MiB once in CI with both
+		// cores busy: chunks in flight are bounded (4 MiB up, 2 MiB down), the rest is the
+		// collector's headroom, which grows when it gets less CPU. So the first bound is
+		// half the file, which any copy of the whole file exceeds; the plateau is the
+		// check that memory does not grow with size.
+		{"nats", 50 << 20, 8 << 20},
 	} {
 		t.Run(tc.blob, func(t *testing.T) {
 			addr := testutil.FreeAddr(t)

@@ -33,7 +33,7 @@ func wantRuntime(t *testing.T, out, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := out[strings.Index(out, "\nRuntime"):]
+	section := out[strings.Index(out, "\nRuntime ("):]
 	for _, c := range rt {
 		if c.Version == "" {
 			t.Fatalf("%s lacks %s", dir, c.Package)
@@ -62,7 +62,7 @@ func TestDoctorRuntimeOnRootfs(t *testing.T) {
 	}
 	out := doctorWith(t, map[string]string{"SKRIP_RUNNER": "bwrap", "SKRIP_BWRAP_ROOTFS": dir})
 	for _, want := range []string{"root " + dir + ";", "runtime current", "Debian 13, recipe " + rootfs.Recipe()[:12],
-		"Runtime " + dir + ", read from its /var/lib/dpkg/status"} {
+		"Runtime (" + dir + ", read from its /var/lib/dpkg/status)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor lacks %q:\n%s", want, out)
 		}
@@ -81,7 +81,7 @@ func TestDoctorWarnsOnHostUsr(t *testing.T) {
 		testutil.Missing(t, "bwrap", "bwrap unavailable", "apt-get install bubblewrap python3")
 	}
 	for _, want := range []string{"root the host's /usr;", "runtime WARNING", "the host's /usr is a fallback", "scripts/deps.sh",
-		"skrip runner-image build", rootfs.DefaultDir, "Runtime the host's /usr, read from /var/lib/dpkg/status", "Python "} {
+		"skrip runner-image build", rootfs.DefaultDir, "Runtime (the host's /usr, read from /var/lib/dpkg/status)", "Python "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor lacks %q:\n%s", want, out)
 		}
@@ -100,7 +100,7 @@ func TestDoctorRuntimeOnDocker(t *testing.T) {
 	if strings.Contains(out, "docker unavailable") {
 		testutil.Missing(t, "docker", "the engine or the image "+image+" is missing", "a running Docker engine and `skrip runner-image build`")
 	}
-	want := "Runtime image " + image + ", read from its own /var/lib/dpkg/status"
+	want := "Runtime (image " + image + ", read from its own /var/lib/dpkg/status)"
 	if !strings.Contains(out, want) {
 		t.Errorf("doctor lacks %q:\n%s", want, out)
 	}
@@ -109,4 +109,18 @@ func TestDoctorRuntimeOnDocker(t *testing.T) {
 	}
 	// The image was imported from the tree, so their packages agree.
 	wantRuntime(t, out, dir)
+}
+
+// TestDoctorFindsTheDefaultRootfs: with SKRIP_BWRAP_ROOTFS empty, the bwrap runner takes
+// the rootfs scripts/deps.sh prepares, when it is built.
+func TestDoctorFindsTheDefaultRootfs(t *testing.T) {
+	if st, err := rootfs.Inspect(rootfs.DefaultDir); err != nil || !st.Complete {
+		testutil.Missing(t, "docker", "no runner rootfs in "+rootfs.DefaultDir, "bash scripts/deps.sh")
+	}
+	out := doctorWith(t, map[string]string{"SKRIP_RUNNER": "bwrap"})
+	for _, want := range []string{"root " + rootfs.DefaultDir + ";", "Runtime (" + rootfs.DefaultDir + ", read from"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, out)
+		}
+	}
 }

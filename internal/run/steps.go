@@ -72,7 +72,11 @@ func (st *Steps) Initial(ctx context.Context, in Initial) (store.Run, error) {
 	for i, f := range in.Form.Files {
 		names[i] = f.Name
 	}
-	inputs, err := checkInputs(in.Version, in.Form.Inputs, names)
+	counted, err := st.countedFiles(ctx, in, k, names)
+	var inputs map[string]any
+	if err == nil {
+		inputs, err = checkInputs(in.Version, in.Form.Inputs, counted)
+	}
 	var memory []byte
 	if err == nil {
 		memory, err = st.memory(ctx, in.Version, k)
@@ -185,6 +189,29 @@ func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
 
 // checkInputs checks a run's inputs and file names against version v's input_schema and
 // returns the inputs the tool sees.
+// countedFiles are the files an initial run's file field is checked against: the ones
+// sent, or, when none were sent and the version has a file field, the session's kept
+// files, which the run then gets (a user who changes only the typed inputs need not
+// upload the same files again).
+func (st *Steps) countedFiles(ctx context.Context, in Initial, k store.SessionKey, sent []string) ([]string, error) {
+	if len(sent) > 0 {
+		return sent, nil
+	}
+	schema, err := contract.ParseInputSchema(in.Version.InputSchema, 0)
+	if err != nil || schema.FileField() == nil {
+		return nil, nil // checkInputs reports a bad schema
+	}
+	kept, _, err := st.sessions.Files(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(kept))
+	for i, f := range kept {
+		names[i] = f.Name
+	}
+	return names, nil
+}
+
 func checkInputs(v store.ToolVersion, inputs map[string]any, names []string) (map[string]any, error) {
 	// The schema was checked against the upload cap when it was stored; a cap lowered
 	// since does not make it unusable (the upload itself still keeps to the cap).

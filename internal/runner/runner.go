@@ -34,9 +34,9 @@ type Limits struct {
 const OutputInodes = 16384
 
 // Spec is one run to execute. The runner mounts Script read-only at /work/script.py,
-// InputDir read-only at /work/input, a writable size-capped /work/output, a writable
-// /work/result.json, and the shim read-only at /skrip, then runs the shim with Env added
-// to an otherwise cleared environment.
+// Memory read-only at /work/memory.json, InputDir read-only at /work/input, a writable
+// size-capped /work/output, a writable /work/result.json, and the shim read-only at
+// /skrip, then runs the shim with Env added to an otherwise cleared environment.
 type Spec struct {
 	ID       string // the run id: names scratch dirs, cgroups and containers
 	ToolID   string
@@ -44,7 +44,7 @@ type Spec struct {
 	InputDir string
 	Env      map[string]string
 	// Memory is /work/memory.json, mounted read-only: {"settings": {...}} with the
-	// user's saved settings for the tool (SPEC §5b). nil gives "{}".
+	// user's saved settings for the tool (SPEC §5b). nil or empty gives "{}".
 	Memory []byte
 	Limits Limits
 	// OnLine, when set, receives stdout and stderr lines as they come ("stdout" or
@@ -104,6 +104,14 @@ type Runner interface {
 	Close() error
 	// Sandboxes keeps the persistent sandboxes of agents (SPEC §9).
 	Sandboxes
+}
+
+// MemoryJSON is what a run's /work/memory.json holds: memory, or "{}" when it is empty.
+func MemoryJSON(memory []byte) []byte {
+	if len(memory) == 0 {
+		return []byte("{}")
+	}
+	return memory
 }
 
 // MemoryExceeded is the error summary of a run stopped by its memory limit.

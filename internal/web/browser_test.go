@@ -309,11 +309,11 @@ func TestBrowser(t *testing.T) {
 			chromedp.SetUploadFiles("#files", []string{big}, chromedp.ByQuery),
 			chromedp.WaitVisible("[data-courtesy]", chromedp.ByQuery),
 			chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery),
-			chromedp.WaitVisible("[data-error]", chromedp.ByQuery),
+			chromedp.WaitVisible("#files-error", chromedp.ByQuery),
 		)
-		msg := text(t, ctx, "[data-error]")
+		msg := text(t, ctx, "#files-error")
 		if !strings.Contains(msg, "stor.html") || !strings.Contains(msg, "200 kB") {
-			t.Fatalf("the error next to the form reads %q; want the server's message naming the file and the limit", msg)
+			t.Fatalf("the error beside the file slot reads %q; want the server's message naming the file and the limit", msg)
 		}
 		if !strings.HasSuffix(location(t, ctx), "/tools/html-to-pdf-preview") {
 			t.Fatalf("the page moved to %s", location(t, ctx))
@@ -506,6 +506,14 @@ func TestBrowser(t *testing.T) {
 		if err := s.userClient(t, "teacher").Do(context.Background(), http.MethodGet, "/api/v1/files", nil, &out); err != nil || out.Count != 0 {
 			t.Fatalf("after deleting, the API lists %d files (%v)", out.Count, err)
 		}
+	})
+
+	t.Run("a typed form and a settings panel reach the tool", func(t *testing.T) {
+		s.typedForm(t)
+	})
+
+	t.Run("the editor checks a schema's JSON before saving", func(t *testing.T) {
+		s.schemaCheck(t)
 	})
 
 	t.Run("screenshots at desktop and 360 px", func(t *testing.T) {

@@ -1,15 +1,20 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
+	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
 )
 
 // starterSource is what a new tool's editor starts with.
@@ -72,7 +77,8 @@ func (h *Handler) createTool(w http.ResponseWriter, r *http.Request, c *call) er
 
 func (h *Handler) editor(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := r.URL.Query()
-	return h.showEditor(w, r, c, editorView{Ref: r.PathValue("tool"), VersionID: q.Get("version"), RunID: q.Get("run"), Status: http.StatusOK})
+	return h.showEditor(w, r, c, editorView{Ref: r.PathValue("tool"), VersionID: q.Get("version"), RunID: q.Get("run"), Status: http.StatusOK,
+		InfoSaved: q.Get("info") == "saved", SettingsSaved: q.Get("settings") == "saved"})
 }
 
 // editorView says what the editor shows.
@@ -81,14 +87,68 @@ type editorView struct {
 	VersionID string // empty: the newest
 	RunID     string // the sandbox run beside it; empty: the latest of that version
 	Status    int
-	SourceErr string  // why the source could not be saved
-	Source    *string // what the author typed, when it could not be saved
-	RunErr    string  // why a sandbox run or action was refused
+	RunErr    string // why a sandbox action was refused
+	// The forms as the author sent them, when the server refused them; nil: as saved.
+	Form     *versionForm
+	Info     *panel
+	RunForm  *runForm
+	Settings *panel
+	// InfoSaved and SettingsSaved say that the description or the sandbox's settings
+	// were just saved.
+	InfoSaved, SettingsSaved bool
+}
+
+// versionForm is the editor's form of a version: its source and both schemas as JSON,
+// and the server's refusal beside the one it names.
+type versionForm struct {
+	Source, InputSchema, SettingsSchema                string
+	SourceError, InputSchemaError, SettingsSchemaError string
+}
+
+// newVersionForm shows version v, its schemas indented.
+func newVersionForm(v store.ToolVersion) *versionForm {
+	return &versionForm{Source: v.Source, InputSchema: indentJSON(v.InputSchema), SettingsSchema: indentJSON(v.SettingsSchema)}
+}
+
+// indentJSON is raw indented for a text box; "" for none.
+func indentJSON(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if len(raw) == 0 || json.Indent(&buf, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// refuse places the server's message beside the text box it names.
+func (f *versionForm) refuse(field, msg string) {
+	switch field {
+	case "input_schema":
+		f.InputSchemaError = msg
+	case "settings_schema":
+		f.SettingsSchemaError = msg
+	default:
+		f.SourceError = msg
+	}
+}
+
+// infoPanel is the editor's form of what users read about t.
+func infoPanel(c *call, t store.Tool) *panel {
+	p := &panel{Action: "/editor/" + t.Slug + "/info", CSRF: c.CSRF, Fields: newFields([]contract.Field{
+		{Name: "title", Label: "Titel", Kind: contract.FieldString},
+		{Name: "summary", Label: "Sammanfattning", Kind: contract.FieldString},
+		{Name: "description", Label: "Beskrivning", Kind: contract.FieldText},
+		{Name: "usage_instructions", Label: "Bruksanvisning (markdown)", Kind: contract.FieldText},
+	}, "info", "info.")}
+	p.Fields[0].Value, p.Fields[1].Value, p.Fields[2].Value, p.Fields[3].Value = t.Title, t.Summary, t.Description, t.UsageInstructions
+	p.Fields[1].Hint = "En eller två meningar, överst på verktygets sida och i verktygslistan."
+	p.Fields[2].Hint, p.Fields[2].Lines = "Visas i verktygslistan när sammanfattningen saknas.", 2
+	p.Fields[3].Hint, p.Fields[3].Lines = "Visas på verktygets sida under ”Så använder du verktyget”: vad verktyget gör, vilka filer det vill ha och vad man får tillbaka. Rubriker, listor, **fetstil** och länkar går bra.", 10
+	return p
 }
 
 // showEditor renders the editor of a tool's version beside its sandbox run and session.
 func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev editorView) error {
-	ref, versionID, runID, status, sourceErr, runErr := ev.Ref, ev.VersionID, ev.RunID, ev.Status, ev.SourceErr, ev.RunErr
+	ref, versionID, runID, status, runErr := ev.Ref, ev.VersionID, ev.RunID, ev.Status, ev.RunErr
 	if err := needAuthor(c); err != nil {
 		return err
 	}
@@ -108,10 +168,25 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	}
 	sctx := run.SandboxContext(v.ID)
 	k := store.SessionKey{ToolID: t.ID, UserID: c.User.ID, Context: sctx}
+	if ev.Form == nil {
+		ev.Form = newVersionForm(v)
+	}
+	if ev.Info == nil {
+		ev.Info = infoPanel(c, t)
+		ev.Info.Saved = ev.InfoSaved
+	}
+	if ev.Settings == nil {
+		if ev.Settings, err = h.editorSettings(r, c, v); err != nil {
+			return err
+		}
+		if ev.Settings != nil {
+			ev.Settings.Saved = ev.SettingsSaved
+		}
+	}
 	data := map[string]any{"Title": "Editor: " + t.Title, "Tool": t, "Version": v, "Versions": versions,
-		"Limits": h.limits(), "SourceError": sourceErr, "Source": v.Source}
-	if ev.Source != nil {
-		data["Source"] = *ev.Source
+		"Limits": h.limits(), "Form": ev.Form, "Info": ev.Info}
+	if ev.Settings != nil {
+		data["Settings"] = ev.Settings
 	}
 
 	sess, err := h.Sessions.Get(r.Context(), k)
@@ -158,9 +233,19 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		return err
 	}
 	data["SessionFiles"] = sf
-	if runErr != "" && data["Result"] == nil {
-		data["RunError"] = runErr
+	f := ev.RunForm
+	if f == nil {
+		if f, err = h.sandboxForm(c, v); err != nil {
+			return err
+		}
 	}
+	if sf != nil {
+		f.SessionFiles = len(sf.Files)
+	}
+	if runErr != "" && data["Result"] == nil {
+		f.Error = runErr
+	}
+	data["Run"] = f
 	h.render(w, r, status, "editor", c, data)
 	return nil
 }
@@ -169,8 +254,9 @@ func (h *Handler) saveVersion(w http.ResponseWriter, r *http.Request, c *call) e
 	if err := needAuthor(c); err != nil {
 		return err
 	}
-	src := r.PostFormValue("source")
-	v, err := h.Catalog.AddVersion(r.Context(), c.User, r.PathValue("tool"), catalog.NewVersion{Source: src})
+	f := &versionForm{Source: r.PostFormValue("source"), InputSchema: r.PostFormValue("input_schema"), SettingsSchema: r.PostFormValue("settings_schema")}
+	v, err := h.Catalog.AddVersion(r.Context(), c.User, r.PathValue("tool"),
+		catalog.NewVersion{Source: f.Source, InputSchema: schemaText(f.InputSchema), SettingsSchema: schemaText(f.SettingsSchema)})
 	if err == nil && r.PostFormValue("publish") != "" {
 		_, err = h.Catalog.Publish(r.Context(), c.User, v.ID)
 	}
@@ -179,10 +265,98 @@ func (h *Handler) saveVersion(w http.ResponseWriter, r *http.Request, c *call) e
 		if status >= 500 || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrForbidden) {
 			return err
 		}
-		return h.showEditor(w, r, c, editorView{Ref: r.PathValue("tool"), VersionID: r.PostFormValue("version"), Status: status,
-			SourceErr: h.message(err), Source: &src})
+		f.refuse(refusedField(err), h.message(err))
+		return h.showEditor(w, r, c, editorView{Ref: r.PathValue("tool"), VersionID: r.PostFormValue("version"), Status: status, Form: f})
 	}
 	redirect(w, r, "/editor/"+r.PathValue("tool")+"?version="+v.ID)
+	return nil
+}
+
+// schemaText is a schema text box as the catalogue takes it: nil when blank (no
+// schema), else the text as it is, which the catalogue parses and checks.
+func schemaText(s string) json.RawMessage {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// saveInfo saves what users read about a tool: its title, summary, description and
+// usage instructions.
+func (h *Handler) saveInfo(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := needAuthor(c); err != nil {
+		return err
+	}
+	t, err := h.Catalog.Owned(r.Context(), c.User, r.PathValue("tool"))
+	if err != nil {
+		return err
+	}
+	p := infoPanel(c, t)
+	p.keep(r.PostForm)
+	_, err = h.Catalog.UpdateInfo(r.Context(), c.User, t.Slug, p.value("title"), p.value("description"), p.value("summary"), p.value("usage_instructions"))
+	version := r.PostFormValue("version")
+	if err != nil {
+		status, _ := h.statusOf(err)
+		if status >= 500 || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrForbidden) {
+			return err
+		}
+		p.refuse(refusedField(err), h.message(err))
+		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: version, Status: status, Info: p})
+	}
+	redirect(w, r, "/editor/"+t.Slug+"?info=saved"+versionQuery(version))
+	return nil
+}
+
+// versionQuery keeps the editor on version id after a form, when it names one.
+func versionQuery(id string) string {
+	if id == "" {
+		return ""
+	}
+	return "&version=" + url.QueryEscape(id)
+}
+
+// editorSettings is the sandbox's settings panel for version v, or nil when v has no
+// settings_schema.
+func (h *Handler) editorSettings(r *http.Request, c *call, v store.ToolVersion) (*panel, error) {
+	if v.SettingsSchema == nil {
+		return nil, nil
+	}
+	set, err := h.Catalog.EditorSettings(r.Context(), c.User, v.ID)
+	if err != nil || set.Schema == nil {
+		return nil, err
+	}
+	p := newSettingsPanel(set.Schema, set.Values, "sandbox-")
+	p.Action, p.CSRF = "/editor/versions/"+v.ID+"/settings", c.CSRF
+	return p, nil
+}
+
+// saveEditorSettings saves the sandbox's settings of a version, apart from the
+// settings users saved for the tool.
+func (h *Handler) saveEditorSettings(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := needAuthor(c); err != nil {
+		return err
+	}
+	v, t, err := h.Catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	set, err := h.Catalog.EditorSettings(r.Context(), c.User, v.ID)
+	if err != nil {
+		return err
+	}
+	_, err = h.Catalog.PutEditorSettings(r.Context(), c.User, v.ID, settingsValues(set.Schema, r.PostForm))
+	if err != nil {
+		status, _ := h.statusOf(err)
+		if !shownToUser(status) || errors.Is(err, catalog.ErrNotFound) {
+			return err
+		}
+		p := newSettingsPanel(set.Schema, nil, "sandbox-")
+		p.Action, p.CSRF = "/editor/versions/"+v.ID+"/settings", c.CSRF
+		p.keep(r.PostForm)
+		p.refuse(refusedField(err), h.message(err))
+		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, Settings: p})
+	}
+	redirect(w, r, "/editor/"+t.Slug+"?settings=saved"+versionQuery(v.ID))
 	return nil
 }
 
@@ -198,6 +372,18 @@ func (h *Handler) publish(w http.ResponseWriter, r *http.Request, c *call) error
 	return nil
 }
 
+// sandboxForm is the editor's sandbox run form for version v: the same form users get
+// from its input_schema.
+func (h *Handler) sandboxForm(c *call, v store.ToolVersion) (*runForm, error) {
+	schema, err := inputSchema(v)
+	if err != nil {
+		return nil, err
+	}
+	f := newRunForm(schema, "sandbox-", "Filer att testa med", h.limits())
+	f.Action, f.CSRF, f.Submit = "/editor/versions/"+v.ID+"/runs", c.CSRF, "Kör i sandlådan"
+	return f, nil
+}
+
 // sandboxRun runs a version in its editor sandbox with the uploaded files, like a
 // production run but in context sandbox:{version_id} with the sandbox's wall time.
 func (h *Handler) sandboxRun(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -208,18 +394,20 @@ func (h *Handler) sandboxRun(w http.ResponseWriter, r *http.Request, c *call) er
 	if err != nil {
 		return err
 	}
-	dir, form, err := h.readUpload(r, c)
-	var rn store.Run
-	if err == nil {
-		rn, err = h.Steps.Initial(r.Context(), run.Initial{Tool: t, Version: v, User: c.User, Context: run.SandboxContext(v.ID),
-			Dir: dir, Form: form, WallTime: h.SandboxTimeout})
+	f, err := h.sandboxForm(c, v)
+	if err != nil {
+		return err
 	}
+	rn, err := h.submitRun(r, c, f, func(up upload.Form, dir string) (store.Run, error) {
+		return h.Steps.Initial(r.Context(), run.Initial{Tool: t, Version: v, User: c.User, Context: run.SandboxContext(v.ID),
+			Dir: dir, Form: up, WallTime: h.SandboxTimeout})
+	})
 	if err != nil {
 		status, _ := h.statusOf(err)
 		if !shownToUser(status) {
 			return err
 		}
-		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunErr: h.message(err)})
+		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunForm: f})
 	}
 	h.Runs.Wait(r.Context(), rn.ID, runWait)
 	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&run="+rn.ID)

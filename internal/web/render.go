@@ -13,7 +13,11 @@ import (
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/run"
@@ -167,6 +171,32 @@ func renderMarkdown(src string) template.HTML {
 	return template.HTML(sanitiser.SanitizeBytes(buf.Bytes()))
 }
 
+// usageMarkdown renders a tool's usage instructions, which sit under the page's own
+// headings: a "# Heading" in them becomes an <h3>, so the page keeps one <h1>.
+var usageMarkdown = goldmark.New(goldmark.WithExtensions(extension.GFM),
+	goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(headingShift(2), 100))))
+
+// headingShift moves every heading down by n levels, to at most <h6>.
+type headingShift int
+
+func (n headingShift) Transform(doc *ast.Document, _ text.Reader, _ parser.Context) {
+	ast.Walk(doc, func(node ast.Node, entering bool) (ast.WalkStatus, error) {
+		if h, ok := node.(*ast.Heading); ok && entering {
+			h.Level = min(h.Level+int(n), 6)
+		}
+		return ast.WalkContinue, nil
+	})
+}
+
+// renderUsage turns usage instructions into HTML that is safe to put in the page.
+func renderUsage(src string) template.HTML {
+	var buf bytes.Buffer
+	if err := usageMarkdown.Convert([]byte(src), &buf); err != nil {
+		return template.HTML(template.HTMLEscapeString(src))
+	}
+	return template.HTML(sanitiser.SanitizeBytes(buf.Bytes()))
+}
+
 // outputs decodes a run's outputs for the page.
 func outputs(raw string) []output {
 	var outs []contract.Output
@@ -235,45 +265,21 @@ func artifacts(r store.Run) []artifact {
 	return out
 }
 
-// field is one field of an action form, with its prefilled value.
-type field struct {
-	contract.Field
-	ID       string
-	Value    string          // string, text, integer, number, enum
-	Checked  bool            // boolean
-	Selected map[string]bool // multi_enum
-}
-
 // action is one next action ready for a form.
 type action struct {
 	ID     string
 	Label  string
-	Fields []field
+	Fields []formField
 }
 
 func actions(r store.Run) []action {
 	var next []contract.NextAction
 	json.Unmarshal([]byte(r.NextActions), &next)
 	out := make([]action, 0, len(next))
-	for _, a := range next {
-		v := action{ID: a.ActionID, Label: a.Label}
-		for _, f := range a.Fields {
-			fv := field{Field: f, ID: "f-" + a.ActionID + "-" + f.Name, Selected: map[string]bool{}}
-			p, ok := a.Prefill[f.Name]
-			switch x := p.(type) {
-			case bool:
-				fv.Checked = x
-			case []any:
-				for _, s := range x {
-					fv.Selected[fmt.Sprint(s)] = true
-				}
-			case nil:
-			default:
-				if ok {
-					fv.Value = cell(x)
-				}
-			}
-			v.Fields = append(v.Fields, fv)
+	for i, a := range next {
+		v := action{ID: a.ActionID, Label: a.Label, Fields: newFields(a.Fields, "f-"+controlKey(i, a.ActionID), "in.")}
+		for i := range v.Fields {
+			v.Fields[i].fill(a.Prefill[v.Fields[i].Name])
 		}
 		out = append(out, v)
 	}
@@ -285,8 +291,8 @@ func actions(r store.Run) []action {
 // unticked checkbox as false.
 func formInput(a contract.NextAction, form map[string][]string) (map[string]any, error) {
 	in := map[string]any{}
-	for _, f := range a.Fields {
-		vals := form["in."+f.Name]
+	for i, f := range a.Fields {
+		vals := form["in."+controlKey(i, f.Name)]
 		first := ""
 		if len(vals) > 0 {
 			first = vals[0]

@@ -28,10 +28,15 @@ func (s *site) screenshots(t *testing.T) {
 	if _, err := author.EditorRun(context.Background(), v.ID, []string{s.demo["index.html"]}, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	// A tool page with a typed form, usage instructions and a settings panel, and its
+	// editor with both schemas.
+	createEcho(t, author, "gruppera-demo")
 	pages := []struct{ name, url string }{
 		{"catalogue", s.base + "/"},
 		{"run", runURL},
 		{"editor", s.base + "/editor/greeting-demo"},
+		{"tool", s.base + "/tools/gruppera-demo"},
+		{"editor-schemas", s.base + "/editor/gruppera-demo"},
 	}
 	for _, size := range []struct {
 		name          string

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"strings"
@@ -40,10 +41,10 @@ func (h *Handler) catalogue(w http.ResponseWriter, r *http.Request, c *call) err
 	return nil
 }
 
-// matches reports whether every word of q is in t's title, slug or description,
-// ignoring case.
+// matches reports whether every word of q is in t's title, slug, summary or
+// description, ignoring case.
 func matches(t store.Tool, q string) bool {
-	hay := strings.ToLower(t.Title + " " + t.Slug + " " + t.Description)
+	hay := strings.ToLower(t.Title + " " + t.Slug + " " + t.Summary + " " + t.Description)
 	for _, w := range strings.Fields(strings.ToLower(q)) {
 		if !strings.Contains(hay, w) {
 			return false
@@ -75,8 +76,16 @@ func (h *Handler) sessionFiles(r *http.Request, k store.SessionKey) (*sessionFil
 	return out, nil
 }
 
-// toolData is what the tool page shows, with err (from a refused upload) beside the form.
-func (h *Handler) toolData(r *http.Request, c *call, t store.Tool) (map[string]any, error) {
+// toolView is what the tool page shows besides the tool: the run form and the settings
+// panel, kept as the user sent them when the page answers a refusal.
+type toolView struct {
+	Version  *store.ToolVersion // the published version; nil when there is none
+	Run      *runForm
+	Settings *panel
+}
+
+// toolData is what the tool page shows.
+func (h *Handler) toolData(r *http.Request, c *call, t store.Tool, tv toolView) (map[string]any, error) {
 	runs, err := h.Store.ListRuns(r.Context(), c.User.ID, t.ID, "", 10)
 	if err != nil {
 		return nil, err
@@ -91,8 +100,43 @@ func (h *Handler) toolData(r *http.Request, c *call, t store.Tool) (map[string]a
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"Title": t.Title, "Tool": t, "Mine": catalog.Owns(c.User, t), "Runs": recent,
-		"SessionFiles": sf, "Limits": h.limits()}, nil
+	data := map[string]any{"Title": t.Title, "Tool": t, "Mine": catalog.Owns(c.User, t), "Runs": recent,
+		"SessionFiles": sf, "Limits": h.limits()}
+	if t.UsageInstructions != "" {
+		data["Usage"] = renderUsage(t.UsageInstructions)
+	}
+	if tv.Version == nil {
+		return data, nil
+	}
+	if tv.Run == nil {
+		if tv.Run, err = h.toolRunForm(c, t, *tv.Version); err != nil {
+			return nil, err
+		}
+	}
+	if sf != nil {
+		tv.Run.SessionFiles = len(sf.Files)
+	}
+	data["Run"] = tv.Run
+	if tv.Settings == nil {
+		if tv.Settings, err = h.toolSettings(r, c, t, *tv.Version); err != nil {
+			return nil, err
+		}
+	}
+	if tv.Settings != nil {
+		data["Settings"] = tv.Settings
+	}
+	return data, nil
+}
+
+// toolRunForm is the tool page's run form for the published version v.
+func (h *Handler) toolRunForm(c *call, t store.Tool, v store.ToolVersion) (*runForm, error) {
+	schema, err := inputSchema(v)
+	if err != nil {
+		return nil, err
+	}
+	f := newRunForm(schema, "", "Välj filer", h.limits())
+	f.Action, f.CSRF, f.Submit = "/tools/"+t.Slug+"/runs", c.CSRF, "Kör"
+	return f, nil
 }
 
 // limits are the upload caps, for the page's courtesy check and its wording.
@@ -103,7 +147,15 @@ func (h *Handler) toolPage(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	data, err := h.toolData(r, c, t)
+	var tv toolView
+	if t.PublishedVersionID != "" {
+		_, v, err := h.Catalog.Published(r.Context(), c.User, t.Slug)
+		if err != nil {
+			return err
+		}
+		tv.Version = &v
+	}
+	data, err := h.toolData(r, c, t, tv)
 	if err != nil {
 		return err
 	}
@@ -112,14 +164,14 @@ func (h *Handler) toolPage(w http.ResponseWriter, r *http.Request, c *call) erro
 }
 
 // readUpload reads a run's files into a fresh input dir and checks the form's
-// anti-forgery token, which comes as a field of the multipart body. Nothing is kept when
-// it fails.
-func (h *Handler) readUpload(r *http.Request, c *call) (string, upload.Form, error) {
+// anti-forgery token, which comes as a field of the multipart body; fields are the
+// text fields the form may send. Nothing is kept when it fails.
+func (h *Handler) readUpload(r *http.Request, c *call, fields []string) (string, upload.Form, error) {
 	dir, err := h.Runs.NewInputDir()
 	if err != nil {
 		return "", upload.Form{}, err
 	}
-	form, err := upload.ReadRequest(r, dir, h.limits(), upload.Options{FileField: "files", TextFields: []string{"csrf"}})
+	form, err := upload.ReadRequest(r, dir, h.limits(), upload.Options{FileField: "files", TextFields: fields})
 	if err == nil && !h.checkCSRF(c, r, form.Fields["csrf"]) {
 		err = errForgery
 	}
@@ -130,18 +182,49 @@ func (h *Handler) readUpload(r *http.Request, c *call) (string, upload.Form, err
 	return dir, form, nil
 }
 
+// submitRun reads the run form f's upload and starts the run it asks for, with the
+// typed fields as the run's inputs. The run path (run.Steps.Initial) checks them
+// against the version's input_schema. On a refusal, f holds what the user sent and the
+// server's message beside the field it names.
+func (h *Handler) submitRun(r *http.Request, c *call, f *runForm, start func(upload.Form, string) (store.Run, error)) (store.Run, error) {
+	dir, up, err := h.readUpload(r, c, f.textFields())
+	var rn store.Run
+	if err == nil {
+		if len(f.Fields) > 0 {
+			up.Inputs = f.inputs(up.Fields)
+		}
+		rn, err = start(up, dir)
+	}
+	if status, _ := h.statusOf(err); err != nil && shownToUser(status) {
+		f.keep(up.Fields)
+		f.refuse(refusedField(err), h.message(err))
+	}
+	return rn, err
+}
+
 func (h *Handler) startRun(w http.ResponseWriter, r *http.Request, c *call) error {
 	t, v, err := h.Catalog.Published(r.Context(), c.User, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
-	dir, form, err := h.readUpload(r, c)
-	var rn store.Run
-	if err == nil {
-		rn, err = h.Steps.Initial(r.Context(), run.Initial{Tool: t, Version: v, User: c.User, Context: "default", Dir: dir, Form: form})
-	}
+	f, err := h.toolRunForm(c, t, v)
 	if err != nil {
-		return h.refuseUpload(w, r, c, t, err)
+		return err
+	}
+	rn, err := h.submitRun(r, c, f, func(up upload.Form, dir string) (store.Run, error) {
+		return h.Steps.Initial(r.Context(), run.Initial{Tool: t, Version: v, User: c.User, Context: "default", Dir: dir, Form: up})
+	})
+	if err != nil {
+		status, _ := h.statusOf(err)
+		if !shownToUser(status) {
+			return err
+		}
+		data, derr := h.toolData(r, c, t, toolView{Version: &v, Run: f})
+		if derr != nil {
+			return derr
+		}
+		h.render(w, r, status, "tool", c, data)
+		return nil
 	}
 	h.Runs.Wait(r.Context(), rn.ID, runWait)
 	redirect(w, r, "/runs/"+rn.ID)
@@ -155,22 +238,6 @@ func shownToUser(status int) bool {
 	return status < 500 || status == http.StatusServiceUnavailable || status == http.StatusInsufficientStorage
 }
 
-// refuseUpload shows the tool page again with the server's reason next to the form, and
-// the status the API gives for it.
-func (h *Handler) refuseUpload(w http.ResponseWriter, r *http.Request, c *call, t store.Tool, cause error) error {
-	status, _ := h.statusOf(cause)
-	if !shownToUser(status) {
-		return cause
-	}
-	data, err := h.toolData(r, c, t)
-	if err != nil {
-		return err
-	}
-	data["Error"] = h.message(cause)
-	h.render(w, r, status, "tool", c, data)
-	return nil
-}
-
 func (h *Handler) clearSessionFiles(w http.ResponseWriter, r *http.Request, c *call) error {
 	t, err := h.Catalog.Visible(r.Context(), c.User, r.PathValue("tool"))
 	if err != nil {
@@ -180,5 +247,53 @@ func (h *Handler) clearSessionFiles(w http.ResponseWriter, r *http.Request, c *c
 		return err
 	}
 	redirect(w, r, "/tools/"+t.Slug)
+	return nil
+}
+
+// toolSettings is the settings panel of t's published version v with the user's saved
+// values, or nil when v has no settings_schema.
+func (h *Handler) toolSettings(r *http.Request, c *call, t store.Tool, v store.ToolVersion) (*panel, error) {
+	if v.SettingsSchema == nil {
+		return nil, nil
+	}
+	set, err := h.Catalog.Settings(r.Context(), c.User, t.Slug)
+	if err != nil || set.Schema == nil {
+		return nil, err
+	}
+	p := newSettingsPanel(set.Schema, set.Values, "")
+	p.Action, p.CSRF, p.Saved = "/tools/"+t.Slug+"/settings", c.CSRF, r.URL.Query().Get("settings") == "saved"
+	return p, nil
+}
+
+// saveSettings saves the user's settings of a tool, checked against its published
+// version's settings_schema. A refusal shows the tool page again with the message
+// beside the field and what the user chose kept.
+func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, c *call) error {
+	t, v, err := h.Catalog.Published(r.Context(), c.User, r.PathValue("tool"))
+	if err != nil {
+		return err
+	}
+	set, err := h.Catalog.Settings(r.Context(), c.User, t.Slug)
+	if err != nil {
+		return err
+	}
+	_, err = h.Catalog.PutSettings(r.Context(), c.User, t.Slug, settingsValues(set.Schema, r.PostForm))
+	if err != nil {
+		status, _ := h.statusOf(err)
+		if !shownToUser(status) || errors.Is(err, catalog.ErrNotFound) {
+			return err
+		}
+		p := newSettingsPanel(set.Schema, nil, "")
+		p.Action, p.CSRF = "/tools/"+t.Slug+"/settings", c.CSRF
+		p.keep(r.PostForm)
+		p.refuse(refusedField(err), h.message(err))
+		data, derr := h.toolData(r, c, t, toolView{Version: &v, Settings: p})
+		if derr != nil {
+			return derr
+		}
+		h.render(w, r, status, "tool", c, data)
+		return nil
+	}
+	redirect(w, r, "/tools/"+t.Slug+"?settings=saved#settings-h")
 	return nil
 }

@@ -101,6 +101,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /{$}", h.page(h.catalogue))
 	mux.Handle("GET /tools/{tool}", h.page(h.toolPage))
 	mux.Handle("POST /tools/{tool}/runs", h.upload(h.startRun))
+	mux.Handle("POST /tools/{tool}/settings", h.page(h.saveSettings))
 	mux.Handle("POST /tools/{tool}/session-files/clear", h.page(h.clearSessionFiles))
 	mux.Handle("GET /runs", h.page(h.history))
 	mux.Handle("GET /runs/{run}", h.page(h.runPage))
@@ -111,8 +112,10 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /editor", h.page(h.createTool))
 	mux.Handle("GET /editor/{tool}", h.page(h.editor))
 	mux.Handle("POST /editor/{tool}/versions", h.page(h.saveVersion))
+	mux.Handle("POST /editor/{tool}/info", h.page(h.saveInfo))
 	mux.Handle("POST /editor/versions/{version}/publish", h.page(h.publish))
 	mux.Handle("POST /editor/versions/{version}/runs", h.upload(h.sandboxRun))
+	mux.Handle("POST /editor/versions/{version}/settings", h.page(h.saveEditorSettings))
 
 	mux.Handle("GET /files", h.page(h.filesPage))
 

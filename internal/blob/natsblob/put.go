@@ -144,15 +144,23 @@ func label(v string) string {
 // every wait.
 func (s *Store) writeChunks(ctx context.Context, subj string, r io.Reader, info *jetstream.ObjectInfo) (err error) {
 	h := sha256.New()
-	var pending []jetstream.PubAckFuture
+	// A chunk's buffer is held until its publish is acknowledged (nats.go may send a
+	// message again until then), then reused: a Put allocates at most pubWindow+1 chunk
+	// buffers whatever its size, instead of one per chunk for the collector to catch up with.
+	type inFlight struct {
+		f   jetstream.PubAckFuture
+		buf []byte
+	}
+	var pending []inFlight
+	var free [][]byte
 	defer func() {
 		// Before the caller purges, let every publish in flight land or time out, or it
 		// could land after the purge.
 		if err != nil {
-			for _, f := range pending {
+			for _, p := range pending {
 				select {
-				case <-f.Ok():
-				case <-f.Err():
+				case <-p.f.Ok():
+				case <-p.f.Err():
 				}
 			}
 		}
@@ -160,12 +168,13 @@ func (s *Store) writeChunks(ctx context.Context, subj string, r io.Reader, info 
 	// waitFirst waits for the oldest publish. A future's channels deliver once, so it is
 	// dropped from pending as soon as it resolves.
 	waitFirst := func() error {
-		f := pending[0]
+		p := pending[0]
 		select {
-		case <-f.Ok():
+		case <-p.f.Ok():
 			pending = pending[1:]
+			free = append(free, p.buf)
 			return nil
-		case err := <-f.Err():
+		case err := <-p.f.Err():
 			pending = pending[1:]
 			return err
 		case <-ctx.Done():
@@ -173,8 +182,12 @@ func (s *Store) writeChunks(ctx context.Context, subj string, r io.Reader, info 
 		}
 	}
 	for {
-		// A fresh buffer per chunk: nats.go may retransmit a message it still holds.
-		buf := make([]byte, chunkSize)
+		var buf []byte
+		if k := len(free); k > 0 {
+			buf, free = free[k-1], free[:k-1]
+		} else {
+			buf = make([]byte, chunkSize)
+		}
 		n, rerr := readChunk(ctx, r, buf)
 		if rerr != nil && rerr != io.EOF {
 			return rerr
@@ -185,7 +198,7 @@ func (s *Store) writeChunks(ctx context.Context, subj string, r io.Reader, info 
 			if err != nil {
 				return err
 			}
-			pending = append(pending, f)
+			pending = append(pending, inFlight{f, buf})
 			info.Size += uint64(n)
 			info.Chunks++
 			if len(pending) >= pubWindow {
@@ -193,6 +206,8 @@ func (s *Store) writeChunks(ctx context.Context, subj string, r io.Reader, info 
 					return err
 				}
 			}
+		} else {
+			free = append(free, buf)
 		}
 		if rerr == io.EOF {
 			break

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/seccomp"
 	"github.com/skrip-dev/skrip/internal/runner/shim"
@@ -362,18 +363,21 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	return res, nil
 }
 
-// runArgs writes script.py and an empty result.json into scratch (which holds output/),
-// hands what the sandbox writes to its uid, lets it read its input, mounts what it needs
-// into the view (adding to m), and returns the command line of the run.
+// runArgs writes script.py, memory.json and an empty result.json into scratch (which
+// holds output/), hands what the sandbox writes to its uid, lets it read the rest, mounts
+// what it needs into the view (adding to m), and returns the command line of the run.
 func (r *Runner) runArgs(spec runner.Spec, scratch string, m *mounts) (*cmdline, error) {
 	script, result, output := filepath.Join(scratch, "script.py"), filepath.Join(scratch, "result.json"), filepath.Join(scratch, "output")
-	if err := os.WriteFile(script, spec.Script, 0o440); err != nil {
-		return nil, err
+	memory := filepath.Join(scratch, "memory.json")
+	for p, body := range map[string][]byte{script: spec.Script, memory: runner.MemoryJSON(spec.Memory)} {
+		if err := os.WriteFile(p, body, 0o440); err != nil {
+			return nil, err
+		}
+		if err := r.share(p, 0o040); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.WriteFile(result, nil, 0o600); err != nil {
-		return nil, err
-	}
-	if err := r.share(script, 0o040); err != nil {
 		return nil, err
 	}
 	for _, p := range []string{result, output} {
@@ -407,6 +411,9 @@ func (r *Runner) runArgs(spec runner.Spec, scratch string, m *mounts) (*cmdline,
 		"--size", tmp, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
 		"--tmpfs", "/work",
 		"--ro-bind", filepath.Join(src, "script.py"), "/work/script.py",
+		// /work is bwrap's own tmpfs: the mount point is made there, whatever the
+		// rootfs's /work holds.
+		"--ro-bind", filepath.Join(src, "memory.json"), contract.MemoryPath,
 		"--ro-bind", input, "/work/input",
 		"--bind", filepath.Join(src, "output"), "/work/output",
 		"--bind", filepath.Join(src, "result.json"), "/work/result.json",

@@ -66,6 +66,23 @@ func TestConformanceOnRootfs(t *testing.T) {
 	})
 }
 
+// TestSandboxesOnRootfs runs the agent sandbox suite with the runner rootfs as the root,
+// as the bwrap runner does by default once the rootfs is built.
+func TestSandboxesOnRootfs(t *testing.T) {
+	rootfs := os.Getenv("SKRIP_TEST_RUNNER_ROOTFS")
+	if rootfs == "" {
+		testutil.Missing(t, "docker", "SKRIP_TEST_RUNNER_ROOTFS is empty", "bash scripts/runner-image.sh, then set SKRIP_TEST_RUNNER_ROOTFS to the path it prints")
+	}
+	runnertest.RunSandboxes(t, func(t *testing.T) runner.Runner {
+		r, err := New(Config{WorkDir: t.TempDir(), Rootfs: rootfs}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	})
+}
+
 // TestRuntimeOnRootfs: a tool on the runner rootfs gets the runtime of SPEC §5b (Python
 // 3.13, WeasyPrint, pandoc, python-docx, openpyxl, pandas, pypdf, Jinja2, pypandoc,
 // rsvg-convert, the fonts), under the sandbox's uid and seccomp filter.
@@ -79,7 +96,7 @@ func TestRuntimeOnRootfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	runnertest.Runtime(t, r)
+	runnertest.RuntimePackages(t, r)
 }
 
 func TestSandboxes(t *testing.T) {

@@ -380,8 +380,9 @@ func (r *Runner) removeOrphans(ctx context.Context) {
 	}
 }
 
-// inputTar packs what the run sees under /work: script.py, input/ and the shim under
-// .skrip/ (all root's, read-only to the tool, which runs as 65534) and result.json.
+// inputTar packs what the run sees under /work: script.py, memory.json, input/ and the
+// shim under .skrip/ (all root's, read-only to the tool, which runs as 65534) and
+// result.json.
 func inputTar(spec runner.Spec, env []byte) (io.Reader, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -398,6 +399,9 @@ func inputTar(spec runner.Spec, env []byte) (io.Reader, error) {
 		return err
 	}
 	if err := add("script.py", 0o444, 0, spec.Script); err != nil {
+		return nil, err
+	}
+	if err := add("memory.json", 0o444, 0, runner.MemoryJSON(spec.Memory)); err != nil {
 		return nil, err
 	}
 	// Copied-in files belong to root: result.json is the one the tool may write.

@@ -80,7 +80,7 @@ func TestCloseLeavesNoContainer(t *testing.T) {
 // WeasyPrint, pandoc, python-docx, openpyxl, pandas, pypdf, Jinja2, pypandoc,
 // rsvg-convert, the fonts), under the run's user and seccomp profile.
 func TestRuntime(t *testing.T) {
-	runnertest.Runtime(t, newRunner(t))
+	runnertest.RuntimePackages(t, newRunner(t))
 }
 
 func TestSandboxes(t *testing.T) {

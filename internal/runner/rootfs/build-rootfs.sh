@@ -125,10 +125,11 @@ rm -f "$tmp"/etc/passwd- "$tmp"/etc/group- "$tmp"/etc/shadow- "$tmp"/etc/gshadow
 echo skrip >"$tmp/etc/hostname"
 : >"$tmp/etc/resolv.conf"
 
-# The mount points the runners put the run's files on. bwrap mounts over a read-only
-# root, so each must already exist: directories for dirs, empty files for files.
-mkdir -p "$tmp"/work/input "$tmp"/work/output "$tmp"/skrip "$tmp"/tmp/home
-chmod 0755 "$tmp"/work "$tmp"/work/input "$tmp"/skrip
+# The mount points the runners put the run's files on, and /workspace, where an agent
+# sandbox's workspace goes. bwrap mounts over a read-only root, so each must already
+# exist: directories for dirs, empty files for files.
+mkdir -p "$tmp"/work/input "$tmp"/work/output "$tmp"/skrip "$tmp"/tmp/home "$tmp"/workspace
+chmod 0755 "$tmp"/work "$tmp"/work/input "$tmp"/skrip "$tmp"/workspace
 chmod 1777 "$tmp"/work/output
 chmod 1777 "$tmp"/tmp
 chmod 0777 "$tmp"/tmp/home

@@ -1,7 +1,7 @@
 // Package runnertest is the conformance suite every runner passes: a script inside the
-// sandbox sees exactly the runner contract of SPEC §5, cannot write, read or reach what
-// it must not, and abuse (endless loops, memory, fork bombs, floods of output) is
-// contained while other runs go on.
+// sandbox sees exactly the runner contract of SPEC §5 and the original hub's runtime of
+// §5b, cannot write, read or reach what it must not, and abuse (endless loops, memory,
+// fork bombs, floods of output) is contained while other runs go on.
 package runnertest
 
 import (
@@ -33,23 +33,57 @@ type Outcome struct {
 	Result runner.Result
 	Parsed contract.Result
 	Files  map[string]string // what Collect saw in /work/output: name -> "file:<content>", "symlink:<target>", "dir", "other"
+	// Output holds a copy of the regular files Collect saw, when the Job asked for it.
+	Output string
+}
+
+// Job is one run for the suite.
+type Job struct {
+	Script string
+	Files  map[string]string // the input files
+	Inputs map[string]any
+	// Action makes it an action run: action.json in the input, SKRIPTOTEKET_ACTION set.
+	Action *contract.Action
+	Memory []byte // /work/memory.json
+	Limits runner.Limits
+	// KeepOutput copies /work/output's regular files into Outcome.Output.
+	KeepOutput bool
 }
 
 // Exec runs script on r with input files and inputs, and parses its result.json.
 func Exec(t *testing.T, r runner.Runner, script string, files map[string]string, inputs map[string]any, lim runner.Limits) Outcome {
 	t.Helper()
+	return ExecJob(t, r, Job{Script: script, Files: files, Inputs: inputs, Limits: lim})
+}
+
+// ExecJob runs j on r and parses its result.json.
+func ExecJob(t *testing.T, r runner.Runner, j Job) Outcome {
+	t.Helper()
 	in := t.TempDir()
 	var m contract.Manifest
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(in, name), []byte(body), 0o644); err != nil {
+	write := func(name string, body []byte) {
+		if err := os.WriteFile(filepath.Join(in, name), body, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		m.Files = append(m.Files, contract.ManifestFile{Name: name, Path: "/work/input/" + name, Bytes: int64(len(body))})
+		m.Files = append(m.Files, contract.FileEntry(name, int64(len(body))))
+	}
+	for name, body := range j.Files {
+		write(name, []byte(body))
+	}
+	if j.Action != nil {
+		b, err := json.Marshal(j.Action)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(contract.ActionFileName, b)
 	}
 	out := Outcome{Files: map[string]string{}}
+	if j.KeepOutput {
+		out.Output = t.TempDir()
+	}
 	spec := runner.Spec{
-		ID: ids.New("r"), ToolID: "t_test", Script: []byte(script), InputDir: in,
-		Env: contract.Env(m, inputs, nil), Limits: lim,
+		ID: ids.New("r"), ToolID: "t_test", Script: []byte(j.Script), InputDir: in,
+		Env: contract.Env(m, j.Inputs, j.Action), Memory: j.Memory, Limits: j.Limits,
 		Collect: func(dir string) error {
 			return filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
 				if err != nil || p == dir {
@@ -66,6 +100,13 @@ func Exec(t *testing.T, r runner.Runner, script string, files map[string]string,
 						out.Files[rel] = fmt.Sprintf("file:%d bytes", len(b))
 					} else {
 						out.Files[rel] = "file:" + string(b)
+					}
+					if out.Output != "" {
+						dst := filepath.Join(out.Output, rel)
+						if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+							return err
+						}
+						return os.WriteFile(dst, b, 0o644)
 					}
 				case info.IsDir():
 					out.Files[rel] = "dir"
@@ -129,6 +170,7 @@ func Run(t *testing.T, newRunner func(t *testing.T) runner.Runner) {
 	t.Run("output cap", func(t *testing.T) { testOutputCap(t, r) })
 	t.Run("sparse output", func(t *testing.T) { testSparseOutput(t, r) })
 	t.Run("abuse beside a normal run", func(t *testing.T) { testConcurrent(t, r) })
+	t.Run("original runtime", func(t *testing.T) { runRuntime(t, r) })
 }
 
 func testContract(t *testing.T, r runner.Runner) {

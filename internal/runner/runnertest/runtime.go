@@ -1,106 +1,245 @@
 package runnertest
 
 import (
+	_ "embed"
+	"encoding/json"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
-// runtimeTool uses every part of the runtime SPEC §5b promises, the way tools do, and
-// reports what it saw: each module's import, pandoc through pypandoc (markdown to .docx,
-// read back with python-docx), rsvg-convert (SVG to PNG), openpyxl and pandas (an .xlsx
-// written and read back), Jinja2 and WeasyPrint (a PDF in each font family, read back with
-// pypdf) and fontconfig's list of families.
-const runtimeTool = `
-import os, subprocess, sys
+// The original hub's runtime inside the sandbox (SPEC §5b): its three modules, and the
+// user's settings in a read-only /work/memory.json.
 
+// OriginalTool is a tool written only against the original hub's documented API.
+//
+//go:embed original_tool.py
+var OriginalTool string
+
+// runRuntime runs the cases of the original runtime; Run calls it.
+func runRuntime(t *testing.T, r runner.Runner) {
+	t.Run("original modules", func(t *testing.T) { testOriginalModules(t, r) })
+	t.Run("memory.json", func(t *testing.T) { testMemoryFile(t, r) })
+	t.Run("memory.json default", func(t *testing.T) { testMemoryDefault(t, r) })
+	t.Run("ToolUserError", func(t *testing.T) { testToolUserError(t, r) })
+	t.Run("save_as_pdf", func(t *testing.T) { testSaveAsPDF(t, r) })
+	t.Run("original tool", func(t *testing.T) { testOriginalTool(t, r) })
+}
+
+func testOriginalModules(t *testing.T, r runner.Runner) {
+	o := Exec(t, r, `
+import skriptoteket_toolkit, tool_errors, pdf_helper, skrip_toolkit
 def run_tool(input_dir, output_dir):
-    import weasyprint, docx, openpyxl, pandas, pypdf, jinja2, pypandoc
-    from weasyprint import DEFAULT_OPTIONS
-    res = {"python": list(sys.version_info[:2]), "default_options": isinstance(DEFAULT_OPTIONS, dict)}
+    return {"outputs": [{"kind": "json", "value": {
+        "toolkit": sorted(skriptoteket_toolkit.__all__),
+        "same": skrip_toolkit.ToolUserError is tool_errors.ToolUserError,
+        "pdf": callable(pdf_helper.save_as_pdf),
+        "files": skriptoteket_toolkit.list_input_files(),
+        "inputs": skriptoteket_toolkit.read_inputs(),
+        "parts": skriptoteket_toolkit.get_action_parts()}}]}
+`, map[string]string{"a.csv": "x\n"}, map[string]any{"n": 3}, Limits())
+	v := jsonValue(t, o)
+	if fmt.Sprint(v["toolkit"]) != "[ActionPayload JsonValue ManifestFile get_action_parts list_input_files read_action read_input_manifest read_inputs read_memory read_settings]" {
+		t.Errorf("skriptoteket_toolkit.__all__ = %v", v["toolkit"])
+	}
+	if v["same"] != true || v["pdf"] != true {
+		t.Errorf("ToolUserError the same class: %v; save_as_pdf callable: %v", v["same"], v["pdf"])
+	}
+	if fmt.Sprint(v["files"]) != "[map[bytes:2 name:a.csv path:/work/input/a.csv]]" || fmt.Sprint(v["inputs"]) != "map[n:3]" || fmt.Sprint(v["parts"]) != "[<nil> map[] map[]]" {
+		t.Errorf("files %v, inputs %v, action parts %v", v["files"], v["inputs"], v["parts"])
+	}
+}
 
-    res["pandoc"] = subprocess.run(["pandoc", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
-    docx_path = os.path.join(output_dir, "notes.docx")
-    pypandoc.convert_text("# Rubrik\n\nHej *världen*.\n", "docx", format="md", outputfile=docx_path)
-    res["docx"] = [p.text for p in docx.Document(docx_path).paragraphs]
-
-    res["rsvg"] = subprocess.run(["rsvg-convert", "--version"], capture_output=True, text=True, check=True).stdout.strip()
-    svg = b'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="6"><rect width="8" height="6" fill="red"/></svg>'
-    png = subprocess.run(["rsvg-convert", "--format", "png"], input=svg, capture_output=True, check=True).stdout
-    res["png"] = [png[:8].hex(), int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")]
-
-    wb = openpyxl.Workbook()
-    wb.active.append(["namn", "poäng"])
-    wb.active.append(["Ada", 3])
-    wb.active.append(["Bo", 4])
-    xlsx = os.path.join(output_dir, "scores.xlsx")
-    wb.save(xlsx)
-    df = pandas.read_excel(xlsx)
-    res["xlsx"] = [list(df.columns), int(df["poäng"].sum())]
-
-    families = ["Liberation Serif", "DejaVu Sans", "FreeSerif", "Noto Sans"]
-    html = jinja2.Template("{% for f in fams %}<p style=\"font-family: '{{ f }}'\">{{ f }} åäö</p>{% endfor %}").render(fams=families)
-    pdf = os.path.join(output_dir, "fonts.pdf")
-    weasyprint.HTML(string=html).write_pdf(pdf)
-    page = pypdf.PdfReader(pdf).pages[0]
-    res["pdf_text"] = page.extract_text()
-    fonts = page["/Resources"]["/Font"]
-    res["pdf_fonts"] = sorted(str(fonts[k].get_object()["/BaseFont"]) for k in fonts)
-
-    res["fc_list"] = sorted(set(subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True, check=True).stdout.split("\n")))
-    return {"outputs": [{"kind": "json", "value": res}]}
+// memoryProbe reports what the tool sees of memory.json and whether it can change it.
+const memoryProbe = `
+import os, stat, skriptoteket_toolkit as st
+def attempt(f):
+    try:
+        f()
+        return "done"
+    except OSError as e:
+        return type(e).__name__
+def write():
+    with open("/work/memory.json", "w") as f:
+        f.write("{}")
+def run_tool(input_dir, output_dir):
+    p = os.environ["SKRIPTOTEKET_MEMORY_PATH"]
+    st_ = os.stat(p)
+    return {"outputs": [{"kind": "json", "value": {
+        "path": p, "content": open(p).read(), "memory": st.read_memory(), "settings": st.read_settings(),
+        "uid": os.getuid(), "regular": stat.S_ISREG(st_.st_mode),
+        "access_w": os.access(p, os.W_OK),
+        "write": attempt(write), "append": attempt(lambda: open(p, "a").close()),
+        "unlink": attempt(lambda: os.unlink(p)), "rename": attempt(lambda: os.rename(p, "/work/m.json")),
+        "chmod": attempt(lambda: os.chmod(p, 0o666)),
+        "after": open(p).read()}}]}
 `
 
-// Runtime runs a tool that uses the whole runtime of SPEC §5b on r (Python 3.13,
-// WeasyPrint, pandoc and pypandoc, python-docx, openpyxl, pandas, pypdf, Jinja2,
-// rsvg-convert and the Liberation 2, DejaVu, FreeFont and Noto fonts) and checks what
-// each part produced. r must use the runner rootfs (or the image made from it).
-func Runtime(t *testing.T, r runner.Runner) {
-	lim := Limits()
-	// A tool's production limits but for the wall time: pandas, pandoc and WeasyPrint in one
-	// run need more than the suite's small ones.
-	lim.WallTime, lim.MemoryBytes, lim.TmpBytes, lim.OutputBytes = 90*time.Second, 1<<30, 256<<20, 100<<20
-	o := Exec(t, r, runtimeTool, nil, nil, lim)
+func testMemoryFile(t *testing.T, r runner.Runner) {
+	memory := `{"settings":{"skola":"Skolan i Byn","antal":3,"färg":"#ff0000"}}`
+	o := ExecJob(t, r, Job{Script: memoryProbe, Memory: []byte(memory), Limits: Limits()})
 	v := jsonValue(t, o)
-	if fmt.Sprint(v["python"]) != "[3 13]" || v["default_options"] != true {
-		t.Errorf("python %v, weasyprint.DEFAULT_OPTIONS a dict: %v", v["python"], v["default_options"])
+	if v["path"] != contract.MemoryPath || v["content"] != memory || v["after"] != memory || v["regular"] != true {
+		t.Errorf("SKRIPTOTEKET_MEMORY_PATH %v holds %q (after the attempts %q), regular file: %v; want %s holding %s",
+			v["path"], v["content"], v["after"], v["regular"], contract.MemoryPath, memory)
 	}
-	if p, _ := v["pandoc"].(string); !strings.HasPrefix(p, "pandoc 3.") {
-		t.Errorf("pandoc --version: %q", p)
+	if fmt.Sprint(v["settings"]) != "map[antal:3 färg:#ff0000 skola:Skolan i Byn]" {
+		t.Errorf("read_settings() = %v, read_memory() = %v", v["settings"], v["memory"])
 	}
-	if fmt.Sprint(v["docx"]) != "[Rubrik Hej världen.]" {
-		t.Errorf("the .docx pandoc made reads back as %v", v["docx"])
+	if v["uid"] != 65534.0 || v["access_w"] != false {
+		t.Errorf("uid %v, memory.json writable by access(): %v", v["uid"], v["access_w"])
 	}
-	if rs, _ := v["rsvg"].(string); !strings.HasPrefix(rs, "rsvg-convert version 2.") {
-		t.Errorf("rsvg-convert --version: %q", rs)
-	}
-	if fmt.Sprint(v["png"]) != "[89504e470d0a1a0a 8 6]" {
-		t.Errorf("rsvg-convert's PNG (signature, width, height): %v", v["png"])
-	}
-	if fmt.Sprint(v["xlsx"]) != "[[namn poäng] 7]" {
-		t.Errorf("the .xlsx read back by pandas: %v", v["xlsx"])
-	}
-	text, _ := v["pdf_text"].(string)
-	// Embedded fonts are named "/ABCDEF+Liberation-Serif": a subset tag, then the name.
-	fonts := strings.NewReplacer("-", "", " ", "").Replace(fmt.Sprint(v["pdf_fonts"]))
-	families := fmt.Sprint(v["fc_list"])
-	for _, family := range []string{"Liberation Serif", "DejaVu Sans", "FreeSerif", "Noto Sans"} {
-		if !strings.Contains(text, family) {
-			t.Errorf("the PDF's text lacks %q: %q", family, text)
-		}
-		if !strings.Contains(fonts, "+"+strings.ReplaceAll(family, " ", "")) {
-			t.Errorf("WeasyPrint did not embed %s (it embedded %v)", family, v["pdf_fonts"])
-		}
-		if !strings.Contains(families, family) {
-			t.Errorf("fc-list does not know %s", family)
+	for _, k := range []string{"write", "append", "unlink", "rename", "chmod"} {
+		if v[k] == "done" {
+			t.Errorf("%s of memory.json succeeded in the sandbox", k)
 		}
 	}
-	for _, name := range []string{"notes.docx", "scores.xlsx", "fonts.pdf"} {
-		if !strings.HasPrefix(o.Files[name], "file:") {
-			t.Errorf("artifact %s: %q", name, o.Files[name])
+}
+
+// testMemoryDefault: without memory, memory.json is "{}" and the settings are empty.
+func testMemoryDefault(t *testing.T, r runner.Runner) {
+	for _, memory := range [][]byte{nil, {}} {
+		v := jsonValue(t, ExecJob(t, r, Job{Script: memoryProbe, Memory: memory, Limits: Limits()}))
+		if v["content"] != "{}" || fmt.Sprint(v["memory"], v["settings"]) != "map[] map[]" {
+			t.Errorf("Memory %q: memory.json holds %q, read_memory() %v, read_settings() %v", memory, v["content"], v["memory"], v["settings"])
+		}
+	}
+}
+
+func testToolUserError(t *testing.T, r runner.Runner) {
+	for _, tc := range []struct{ script, want string }{
+		{"from tool_errors import ToolUserError\ndef run_tool(i, o):\n    raise ToolUserError('  Filtypen stöds inte. ')\n", "Filtypen stöds inte."},
+		{"import skrip_toolkit\ndef run_tool(i, o):\n    raise skrip_toolkit.ToolUserError('Ladda upp en fil.')\n", "Ladda upp en fil."},
+		{"import tool_errors\ndef run_tool(i, o):\n    raise tool_errors.ToolUserError('')\n", "The tool stopped with an error but gave no message."},
+	} {
+		o := Exec(t, r, tc.script, nil, nil, Limits())
+		if o.Parsed.Status != contract.StatusFailed || o.Parsed.ErrorSummary != tc.want {
+			t.Errorf("status %q, error_summary %q; want failed, %q; stderr:\n%s", o.Parsed.Status, o.Parsed.ErrorSummary, tc.want, o.Result.Stderr)
+		}
+		if strings.Contains(string(o.Result.Stderr), "Traceback") {
+			t.Errorf("a traceback for a ToolUserError:\n%s", o.Result.Stderr)
+		}
+	}
+}
+
+// pdfLimits are the suite's limits with room for WeasyPrint.
+func pdfLimits() runner.Limits {
+	l := Limits()
+	l.WallTime, l.MemoryBytes, l.TmpBytes = 60*time.Second, 1<<30, 256<<20
+	return l
+}
+
+// requirePDF skips unless the sandbox's Python has WeasyPrint and the host has poppler's
+// pdfinfo and pdftotext.
+func requirePDF(t *testing.T, r runner.Runner) {
+	t.Helper()
+	const install = "the runner root filesystem (SKRIP_BWRAP_ROOTFS), or apt-get install weasyprint poppler-utils"
+	for _, tool := range []string{"pdfinfo", "pdftotext"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testutil.Missing(t, "weasyprint", tool+" not found on the host", install)
+		}
+	}
+	o := Exec(t, r, "import weasyprint\ndef run_tool(i, o):\n    return ''\n", nil, nil, pdfLimits())
+	if o.Parsed.Status != contract.StatusSucceeded {
+		testutil.Missing(t, "weasyprint", "the sandbox cannot import weasyprint: "+o.Parsed.ErrorSummary, install)
+	}
+}
+
+// pdfText checks that pdfinfo accepts the PDF at path and returns its text.
+func pdfText(t *testing.T, path string) string {
+	t.Helper()
+	if out, err := exec.Command("pdfinfo", path).CombinedOutput(); err != nil {
+		t.Fatalf("pdfinfo %s: %v\n%s", path, err, out)
+	}
+	out, err := exec.Command("pdftotext", path, "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext %s: %v", path, err)
+	}
+	return string(out)
+}
+
+func testSaveAsPDF(t *testing.T, r runner.Runner) {
+	requirePDF(t, r)
+	o := ExecJob(t, r, Job{Script: `
+from pdf_helper import save_as_pdf
+from tool_errors import ToolUserError
+def run_tool(input_dir, output_dir):
+    res = {"path": save_as_pdf("<link rel='stylesheet' href='input/stil.css'><h1>Rapport</h1>", output_dir, "klass 7B/Rapport.PDF")}
+    for name in ["../x.pdf", "/abs.pdf", "x.txt", "/work/output/y.pdf"]:
+        try:
+            res[name] = save_as_pdf("<p>x</p>", output_dir, name)
+        except ToolUserError as e:
+            res[name] = "refused: " + str(e)
+    return {"outputs": [{"kind": "json", "value": res}]}
+`, Files: map[string]string{"stil.css": `h1::after { content: " med stilmall"; }`}, Limits: pdfLimits(), KeepOutput: true})
+	v := jsonValue(t, o)
+	if v["path"] != "/work/output/klass 7B/Rapport.PDF" {
+		t.Fatalf("save_as_pdf returned %v", v["path"])
+	}
+	if text := pdfText(t, filepath.Join(o.Output, "klass 7B", "Rapport.PDF")); !strings.Contains(text, "Rapport med stilmall") {
+		t.Errorf("the PDF's text %q lacks what input/stil.css adds: the base URL is not /work/", text)
+	}
+	if fmt.Sprint(o.Parsed.Artifacts) != "[output/klass 7B/Rapport.PDF]" {
+		t.Errorf("artifacts %v, output %v", o.Parsed.Artifacts, o.Files)
+	}
+	for _, name := range []string{"../x.pdf", "/abs.pdf", "x.txt", "/work/output/y.pdf"} {
+		if s, _ := v[name].(string); !strings.HasPrefix(s, `refused: Cannot save the PDF as "`+name+`": `) {
+			t.Errorf("save_as_pdf(%q): %v", name, v[name])
+		}
+	}
+}
+
+// testOriginalTool runs OriginalTool as a user of the original hub would: without a file
+// (it refuses), with a CSV, a form value and saved settings, then its "Skapa PDF" action.
+func testOriginalTool(t *testing.T, r runner.Runner) {
+	requirePDF(t, r)
+	memory := []byte(`{"settings":{"skola":"Byskolan"}}`)
+
+	o := ExecJob(t, r, Job{Script: OriginalTool, Files: map[string]string{"anteckningar.txt": "x"}, Memory: memory, Limits: pdfLimits()})
+	if o.Parsed.Status != contract.StatusFailed || o.Parsed.ErrorSummary != "Ingen CSV-fil uppladdad." || strings.Contains(string(o.Result.Stderr), "Traceback") {
+		t.Fatalf("without a CSV: status %q, error_summary %q; stderr:\n%s", o.Parsed.Status, o.Parsed.ErrorSummary, o.Result.Stderr)
+	}
+
+	o = ExecJob(t, r, Job{Script: OriginalTool, Files: map[string]string{"elever.csv": "\ufeffnamn\nÅsa\nBo\n"},
+		Inputs: map[string]any{"klass": "8A"}, Memory: memory, Limits: pdfLimits()})
+	if o.Parsed.Status != contract.StatusSucceeded {
+		t.Fatalf("initial run: %q (%s); stderr:\n%s", o.Parsed.Status, o.Parsed.ErrorSummary, o.Result.Stderr)
+	}
+	table := o.Parsed.Outputs[0]
+	if table.Kind != contract.KindTable || table.Title != "Byskolan, 8A" || fmt.Sprint(table.Rows) != "[map[namn:Åsa] map[namn:Bo]]" {
+		t.Errorf("table %+v", table)
+	}
+	if v := jsonValue(t, o); fmt.Sprint(v) != "map[action:<nil> manifest:[elever.csv] memory:map[settings:map[skola:Byskolan]]]" {
+		t.Errorf("diagnostics %v", v)
+	}
+	if len(o.Parsed.NextActions) != 1 || o.Parsed.NextActions[0].ActionID != "skapa_pdf" || fmt.Sprint(o.Parsed.NextActions[0].Prefill) != "map[klass:8A]" {
+		t.Errorf("next actions %+v", o.Parsed.NextActions)
+	}
+	var state map[string]any
+	if err := json.Unmarshal(o.Parsed.State, &state); err != nil || fmt.Sprint(state) != "map[klass:8A namn:[Åsa Bo]]" {
+		t.Fatalf("state %s (%v)", o.Parsed.State, err)
+	}
+
+	o = ExecJob(t, r, Job{Script: OriginalTool, Files: map[string]string{"stil.css": `h1::after { content: " (stilmall)"; }`},
+		Action: &contract.Action{ActionID: "skapa_pdf", Input: map[string]any{"klass": "8A"}, State: o.Parsed.State},
+		Memory: memory, Limits: pdfLimits(), KeepOutput: true})
+	if o.Parsed.Status != contract.StatusSucceeded {
+		t.Fatalf("action run: %q (%s); stderr:\n%s", o.Parsed.Status, o.Parsed.ErrorSummary, o.Result.Stderr)
+	}
+	if len(o.Parsed.Outputs) != 2 || o.Parsed.Outputs[1].Markdown != "Ladda ner **8A.pdf** ovan." || string(o.Parsed.State) != "null" {
+		t.Errorf("outputs %+v, state %s", o.Parsed.Outputs, o.Parsed.State)
+	}
+	text := pdfText(t, filepath.Join(o.Output, "rapporter", "8A.pdf"))
+	for _, want := range []string{"Byskolan: 8A (stilmall)", "Åsa", "Bo"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the PDF's text lacks %q:\n%s", want, text)
 		}
 	}
 }

@@ -19,9 +19,52 @@ function apiMessage(xhr) {
   try { return JSON.parse(xhr.responseText).error.message; } catch (e) { return "The server answered " + xhr.status + ". Try again."; }
 }
 
-// Run forms: list the chosen files with their sizes, check the caps as a courtesy (the
-// server checks them for real), and send with a progress bar. A refusal is shown next
-// to the form and the chosen files stay chosen.
+// The typed file slot of a run form (a tool with an input_schema): the number of files
+// and their types, checked as a courtesy before sending. The server checks them for
+// real. A run that sends no files gets the session's kept files (data-kept of them).
+function slotProblem(input) {
+  const min = +input.dataset.min, max = +input.dataset.max, kept = +(input.dataset.kept || 0);
+  const accept = (input.dataset.accept || "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const n = input.files.length;
+  if (n === 0 && kept >= min && kept <= max) return "";
+  if (n === 0 && min >= 1) return min === 1 ? "Välj en fil." : "Välj minst " + min + " filer.";
+  if (n < min) return "Välj minst " + min + " filer; du har valt " + n + ".";
+  if (n > max) return (max === 1 ? "Välj bara en fil" : "Välj högst " + max + " filer") + "; du har valt " + n + ".";
+  if (accept.length) {
+    // As the server reads accept: the name ends in one of the extensions, with
+    // something before it.
+    const wrong = [...input.files].map((f) => f.name).filter((name) => {
+      const lower = name.toLowerCase();
+      return !accept.some((ext) => lower.length > ext.length && lower.endsWith(ext));
+    });
+    if (wrong.length) {
+      return (wrong.length === 1 ? wrong[0] + " är av en filtyp" : wrong.join(", ") + " är av filtyper") +
+        " som verktyget inte tar emot. Välj filer av typen " + accept.join(", ") + ".";
+    }
+  }
+  return "";
+}
+
+// showFieldError puts msg (or nothing) in the error element box and marks the controls
+// that name it in aria-describedby as invalid or valid again.
+function showFieldError(form, box, msg) {
+  box.textContent = msg;
+  box.hidden = msg === "";
+  form.querySelectorAll("[aria-describedby~='" + box.id + "']").forEach((el) => {
+    if (msg) el.setAttribute("aria-invalid", "true"); else el.removeAttribute("aria-invalid");
+  });
+}
+
+// firstInvalid is the first control of form marked invalid, to move the focus to.
+function firstInvalid(form) {
+  const el = form.querySelector("[aria-invalid=true]");
+  if (el && el.tagName === "FIELDSET") return el.querySelector("input");
+  return el;
+}
+
+// Run forms: list the chosen files with their sizes, check the caps and the slot's
+// rules as a courtesy, and send with a progress bar. A refusal is shown beside the field
+// it names, or above the button; what the user typed and chose stays.
 function setupUpload(form) {
   const input = form.querySelector("input[type=file]");
   const list = form.querySelector("[data-picked]");
@@ -30,8 +73,10 @@ function setupUpload(form) {
   const progress = form.querySelector("[data-progress]");
   const button = form.querySelector("button[type=submit]");
   const maxFiles = +form.dataset.maxFiles, maxFile = +form.dataset.maxFileBytes, maxTotal = +form.dataset.maxTotalBytes;
+  const slot = input && input.hasAttribute("data-slot") ? input : null;
+  const slotError = input && document.getElementById(input.id + "-error");
 
-  input.addEventListener("change", () => {
+  if (input) input.addEventListener("change", () => {
     list.replaceChildren();
     const problems = [];
     let total = 0;
@@ -41,20 +86,40 @@ function setupUpload(form) {
       li.textContent = f.name + " · " + formatSize(f.size);
       if (f.size > maxFile) {
         li.className = "over";
-        li.textContent += " (over the " + formatSize(maxFile) + " limit per file)";
-        problems.push(f.name + " is larger than " + formatSize(maxFile) + ".");
+        li.textContent += " (över gränsen " + formatSize(maxFile) + " per fil)";
+        problems.push(f.name + " är större än " + formatSize(maxFile) + ".");
       }
       list.append(li);
     }
-    if (input.files.length > maxFiles) problems.push("You chose " + input.files.length + " files; the limit is " + maxFiles + ".");
-    if (total > maxTotal) problems.push("Together the files are " + formatSize(total) + "; the limit is " + formatSize(maxTotal) + ".");
+    if (input.files.length > maxFiles) problems.push("Du har valt " + input.files.length + " filer; gränsen är " + maxFiles + ".");
+    if (total > maxTotal) problems.push("Tillsammans är filerna " + formatSize(total) + "; gränsen är " + formatSize(maxTotal) + ".");
     courtesy.hidden = problems.length === 0;
-    courtesy.textContent = problems.length ? problems.join(" ") + " The server will refuse this upload." : "";
+    courtesy.textContent = problems.length ? problems.join(" ") + " Servern kommer att neka uppladdningen." : "";
+    if (slot) showFieldError(form, slotError, slotProblem(slot));
+    else if (slotError) showFieldError(form, slotError, "");
     errorBox.hidden = true;
   });
 
+  const fail = (msg) => {
+    errorBox.textContent = msg;
+    errorBox.hidden = msg === "";
+    progress.hidden = true;
+    button.disabled = false;
+    const focus = firstInvalid(form);
+    if (focus) focus.focus(); else if (msg) errorBox.scrollIntoView({ block: "nearest" });
+  };
+
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
+    form.querySelectorAll("[data-field-error]").forEach((box) => showFieldError(form, box, ""));
+    if (slot) {
+      const problem = slotProblem(slot);
+      if (problem) {
+        showFieldError(form, slotError, problem);
+        slot.focus();
+        return;
+      }
+    }
     const xhr = new XMLHttpRequest();
     xhr.open("POST", form.action);
     xhr.responseType = "document";
@@ -63,23 +128,50 @@ function setupUpload(form) {
     });
     xhr.addEventListener("load", () => {
       if (xhr.status < 400) { window.location.assign(xhr.responseURL); return; }
+      // The server answers a refusal with the page it would show without this script:
+      // take its messages, each to the same place in this one.
       const doc = xhr.response;
-      const theirs = doc && (doc.querySelector("[data-error]:not([hidden])") || doc.querySelector("[role=alert]"));
-      errorBox.textContent = theirs ? theirs.textContent.trim() : "The server refused the upload (" + xhr.status + ").";
-      errorBox.hidden = false;
-      progress.hidden = true;
-      button.disabled = false;
-      errorBox.scrollIntoView({ block: "nearest" });
+      let placed = false;
+      form.querySelectorAll("[data-field-error]").forEach((box) => {
+        const theirs = doc && doc.getElementById(box.id);
+        if (theirs && !theirs.hidden && theirs.textContent.trim()) {
+          showFieldError(form, box, theirs.textContent.trim());
+          placed = true;
+        }
+      });
+      const general = doc && doc.querySelector("form[data-upload] [data-error]:not([hidden])");
+      const page = doc && !doc.querySelector("form[data-upload]") && doc.querySelector("[role=alert]");
+      if (general) fail(general.textContent.trim());
+      else if (page) fail(page.textContent.trim());
+      else fail(placed ? "" : "Servern tog inte emot körningen (" + xhr.status + ").");
     });
-    xhr.addEventListener("error", () => {
-      errorBox.textContent = "The upload did not reach the server. Check your connection and try again.";
-      errorBox.hidden = false;
-      progress.hidden = true;
-      button.disabled = false;
-    });
+    xhr.addEventListener("error", () => fail("Uppladdningen nådde inte servern. Kontrollera anslutningen och försök igen."));
     button.disabled = true;
     errorBox.hidden = true;
     xhr.send(new FormData(form));
+  });
+}
+
+// Schema boxes in the editor: each must be empty or JSON, checked while typing and
+// before saving. The server checks the schema itself when it is saved.
+function setupJSON(form) {
+  const boxes = [...form.querySelectorAll("textarea[data-json]")];
+  const check = (box) => {
+    let msg = "";
+    if (box.value.trim() !== "") {
+      try { JSON.parse(box.value); } catch (e) { msg = "Det här är inte giltig JSON: " + e.message + ". Rätta det, eller töm rutan för inget schema."; }
+    }
+    showFieldError(form, document.getElementById(box.id + "-error"), msg);
+    return msg === "";
+  };
+  for (const box of boxes) {
+    let timer = 0;
+    box.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => check(box), 400); });
+    box.addEventListener("blur", () => check(box));
+  }
+  form.addEventListener("submit", (ev) => {
+    const bad = boxes.filter((box) => !check(box));
+    if (bad.length) { ev.preventDefault(); bad[0].focus(); }
   });
 }
 
@@ -164,6 +256,7 @@ function setupDelete(button) {
 
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("form[data-upload]").forEach(setupUpload);
+  document.querySelectorAll("form[data-schemas]").forEach(setupJSON);
   document.querySelectorAll("[data-live]").forEach(setupLive);
   document.querySelectorAll("form[data-action]").forEach(setupAction);
   document.querySelectorAll("form[data-stage]").forEach(setupStage);

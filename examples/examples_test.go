@@ -206,10 +206,17 @@ func (g *guide) run(t *testing.T, c *client.Client, slug string, paths []string,
 	return r
 }
 
-// refused runs slug expecting a 400 that names field (any field when field is "").
+// refused runs slug as the user expecting a 400 that names field (any field when field
+// is "").
 func (g *guide) refused(t *testing.T, slug string, paths []string, inputs map[string]any, field string) {
 	t.Helper()
-	r, err := g.user.RunFiles(context.Background(), slug, paths, inputs, 2*time.Minute)
+	g.refusedAs(t, g.user, slug, paths, inputs, field)
+}
+
+// refusedAs is refused, run as c.
+func (g *guide) refusedAs(t *testing.T, c *client.Client, slug string, paths []string, inputs map[string]any, field string) {
+	t.Helper()
+	r, err := c.RunFiles(context.Background(), slug, paths, inputs, 2*time.Minute)
 	var e *client.Error
 	if !errors.As(err, &e) || e.Status != http.StatusBadRequest {
 		t.Fatalf("%s with inputs %v and %d file(s): %+v, %v; want a 400", slug, inputs, len(paths), r, err)

@@ -35,11 +35,13 @@ security=${SKRIP_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 # for python3-fonttools means scipy, pythran, g++ and boost (1.2 GB in all); naming the
 # light ones (munkres, unicodedata2, ufolib2) makes apt take those instead. In Debian 13
 # fonts-liberation is Liberation 2 (fonts-liberation2 is a dummy package for it), and
-# fontconfig brings fc-list and the font cache WeasyPrint reads.
+# fontconfig brings fc-list and the font cache WeasyPrint reads. PyYAML, pydantic and
+# structlog are what the original hub's author guide also lists as installed, so its
+# tools that import them run unchanged.
 base=python3,coreutils
 packages="weasyprint python3-munkres python3-unicodedata2 python3-ufolib2
   pandoc python3-pypandoc python3-docx python3-openpyxl python3-pandas python3-pypdf
-  python3-jinja2 librsvg2-bin fontconfig
+  python3-jinja2 librsvg2-bin fontconfig python3-yaml python3-pydantic python3-structlog
   fonts-liberation fonts-dejavu-core fonts-freefont-ttf fonts-noto-core"
 # Heavy packages that must not come in through a dependency's first alternative.
 unwanted="python3-scipy g++ gcc cpp libboost-dev texlive-base"
@@ -145,7 +147,7 @@ grep -q '^nogroup:x:65534:' "$tmp"/etc/group || fail "no group nogroup (65534) i
 # A last check that the environment works, run inside the tree as the sandbox user.
 check='import sys
 assert sys.version_info[:2] == (3, 13), sys.version
-import weasyprint, docx, openpyxl, pandas, pypdf, jinja2, pypandoc
+import weasyprint, docx, openpyxl, pandas, pypdf, jinja2, pypandoc, yaml, pydantic, structlog
 from weasyprint import DEFAULT_OPTIONS
 pypandoc.get_pandoc_version()'
 in_root setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp/home python3 -c "$check" \

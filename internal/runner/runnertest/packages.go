@@ -18,7 +18,7 @@ const runtimeTool = `
 import os, subprocess, sys
 
 def run_tool(input_dir, output_dir):
-    import weasyprint, docx, openpyxl, pandas, pypdf, jinja2, pypandoc
+    import weasyprint, docx, openpyxl, pandas, pypdf, jinja2, pypandoc, yaml, pydantic, structlog
     from weasyprint import DEFAULT_OPTIONS
     res = {"python": list(sys.version_info[:2]), "default_options": isinstance(DEFAULT_OPTIONS, dict)}
 

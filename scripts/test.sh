@@ -32,6 +32,8 @@ SKRIP_TEST_RUNNER_ROOTFS=$(bash scripts/runner-image.sh | tail -n 1)
 export SKRIP_TEST_RUNNER_ROOTFS
 export SKRIP_TEST_REQUIRE="postgres,bwrap,weasyprint,docker,chromium"
 
-go test -race -count=1 ./...
+# Packages that drive both runners take minutes each on 2 cores; the default 10 min per
+# package binary leaves too little room on a busy machine.
+go test -race -count=1 -timeout 30m ./...
 # A short run of every fuzz target (scripts/fuzz.sh finds them by name).
 bash scripts/fuzz.sh

@@ -78,7 +78,12 @@ func readToolFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxToolFileBytes+1))
+	return readCapped(f, path)
+}
+
+// readCapped reads all of r, the file at path, refusing more than maxToolFileBytes.
+func readCapped(r io.Reader, path string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxToolFileBytes+1))
 	if err != nil {
 		return nil, err
 	}

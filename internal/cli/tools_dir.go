@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -39,11 +41,33 @@ type toolJSON struct {
 // toolJSONKeys are the keys tool.json may hold, for messages.
 const toolJSONKeys = "slug, title, description, summary, usage_instructions, input_schema, settings_schema"
 
+// readDirFile reads a file of a tool directory: a regular file in it, never a symlink,
+// which could make an import upload whatever it points to (a key, a password file) as
+// the tool's source for everyone who runs it to see in a traceback.
+func readDirFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link; a tool directory's files must be regular files in it (copy the file there instead)", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return readCapped(f, path)
+}
+
 // readToolDir reads and checks a tool directory: tool.json and script.py. Every error
 // names the file, and the key when one is wrong.
 func readToolDir(dir string) (toolJSON, string, error) {
 	path := filepath.Join(dir, toolJSONName)
-	b, err := readToolFile(path)
+	b, err := readDirFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return toolJSON{}, "", fmt.Errorf("%s: no such file; a tool directory holds %s and %s", path, toolJSONName, scriptName)
 	}
@@ -68,7 +92,7 @@ func readToolDir(dir string) (toolJSON, string, error) {
 		return toolJSON{}, "", fmt.Errorf("%s: %w", path, err)
 	}
 	spath := filepath.Join(dir, scriptName)
-	src, err := readToolFile(spath)
+	src, err := readDirFile(spath)
 	if errors.Is(err, os.ErrNotExist) {
 		return toolJSON{}, "", fmt.Errorf("%s: no such file; a tool directory holds %s and %s", spath, toolJSONName, scriptName)
 	}
@@ -77,6 +101,9 @@ func readToolDir(dir string) (toolJSON, string, error) {
 	}
 	if len(bytes.TrimSpace(src)) == 0 {
 		return toolJSON{}, "", fmt.Errorf("%s is empty; it should define run_tool(input_dir, output_dir)", spath)
+	}
+	if !utf8.Valid(src) {
+		return toolJSON{}, "", fmt.Errorf("%s is not UTF-8 text; a script is Python source", spath)
 	}
 	return t, string(src), nil
 }

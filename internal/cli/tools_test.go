@@ -221,6 +221,23 @@ func TestToolsCLI(t *testing.T) {
 			})
 		}
 		a.fails(t, "tool.json: no such file", "tools", "import", t.TempDir())
+		// A symlink in the directory is refused, not followed: it could make the import
+		// publish a secret as the tool's source, which every run's traceback would show.
+		secret := filepath.Join(t.TempDir(), "secret")
+		writeFiles(t, filepath.Dir(secret), map[string]string{"secret": "root:*:20228:0:99999:7:::\n"})
+		for _, name := range []string{"script.py", "tool.json"} {
+			d := filepath.Join(t.TempDir(), "tool")
+			writeFiles(t, d, map[string]string{"tool.json": `{"slug":"x","title":"X"}`, "script.py": groupTool})
+			os.Remove(filepath.Join(d, name))
+			if err := os.Symlink(secret, filepath.Join(d, name)); err != nil {
+				t.Fatal(err)
+			}
+			a.fails(t, name+" is a symbolic link; a tool directory's files must be regular files in it", "tools", "import", d)
+		}
+		notText := filepath.Join(t.TempDir(), "tool")
+		writeFiles(t, notText, map[string]string{"tool.json": `{"slug":"x","title":"X"}`})
+		os.WriteFile(filepath.Join(notText, "script.py"), []byte("def run_tool(i, o):\n    return '\xff'\n"), 0o644)
+		a.fails(t, "script.py is not UTF-8 text", "tools", "import", notText)
 		if _, err := envA.Admin.ToolOf(context.Background(), "x"); err == nil {
 			t.Fatal("a refused import created a tool")
 		}

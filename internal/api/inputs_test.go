@@ -147,6 +147,33 @@ func TestRunInputsAgainstSchema(t *testing.T) {
 			t.Fatalf("a tool without a schema: %d %s", a.status, a.raw)
 		}
 
+		// Kept files that no longer fit the published version are left out, not held
+		// against a user who sent nothing; a version without a file field gets none.
+		publish := func(schema string) {
+			t.Helper()
+			a := send(t, env, "POST", "/api/v1/tools/form/versions", anna.Token, "application/json",
+				jsonBody(t, map[string]any{"source": inputsTool, "input_schema": json.RawMessage(schema)}))
+			if a.status != 201 {
+				t.Fatalf("new version: %d %s", a.status, a.raw)
+			}
+			if p := send(t, env, "POST", "/api/v1/tool-versions/"+a.body["id"].(string)+"/publish", anna.Token, "", nil); p.status != 200 {
+				t.Fatalf("publish: %d %s", p.status, p.raw)
+			}
+		}
+		for _, schema := range []string{
+			`[{"name":"name","kind":"string"},{"name":"docs","kind":"file","accept":[".txt"],"min":0,"max":2}]`,
+			`[{"name":"name","kind":"string"}]`,
+		} {
+			publish(schema)
+			if a := runUpload(t, env, u.Token, "form", nil, nil, `{"name":"x"}`, ""); a.status != 201 || a.body["status"] != "succeeded" ||
+				!strings.Contains(a.raw, `"files":[]`) {
+				t.Fatalf("a run without files under %s: %d %s", schema, a.status, a.raw)
+			}
+			if after := sessionFiles(t, env, u.Token, "form", "default"); !reflect.DeepEqual(after.body["files"], before.body["files"]) {
+				t.Fatalf("the session's files changed:\n%s\n%s", before.raw, after.raw)
+			}
+		}
+
 		// The editor sandbox goes through the same checks.
 		vid := createWithSchema(t, env, anna.Token, "draft", formSchema, false)
 		sandbox := func(inputs string, names ...string) answer {

@@ -72,7 +72,7 @@ func (st *Steps) Initial(ctx context.Context, in Initial) (store.Run, error) {
 	for i, f := range in.Form.Files {
 		names[i] = f.Name
 	}
-	counted, err := st.countedFiles(ctx, in, k, names)
+	counted, useKept, err := st.countedFiles(ctx, in, k, names)
 	var inputs map[string]any
 	if err == nil {
 		inputs, err = checkInputs(in.Version, in.Form.Inputs, counted)
@@ -88,11 +88,14 @@ func (st *Steps) Initial(ctx context.Context, in Initial) (store.Run, error) {
 	// The session's files change only once the run is admitted: a run refused for
 	// capacity leaves them as they were.
 	files := func(ctx context.Context) error {
-		if len(in.Form.Files) == 0 {
+		if len(in.Form.Files) > 0 {
+			return st.sessions.Replace(ctx, k, in.Dir, names)
+		}
+		if useKept {
 			_, err := st.sessions.Inject(ctx, k, in.Dir)
 			return err
 		}
-		return st.sessions.Replace(ctx, k, in.Dir, names)
+		return nil
 	}
 	rn, err := st.runs.Submit(ctx, Request{Tool: in.Tool, Version: in.Version, User: in.User, Context: in.Context, Kind: "initial",
 		InputDir: in.Dir, Inputs: inputs, Memory: memory, WallTime: in.WallTime, Before: files,
@@ -189,27 +192,44 @@ func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
 
 // checkInputs checks a run's inputs and file names against version v's input_schema and
 // returns the inputs the tool sees.
-// countedFiles are the files an initial run's file field is checked against: the ones
-// sent, or, when none were sent and the version has a file field, the session's kept
-// files, which the run then gets (a user who changes only the typed inputs need not
-// upload the same files again).
-func (st *Steps) countedFiles(ctx context.Context, in Initial, k store.SessionKey, sent []string) ([]string, error) {
+// countedFiles are the files an initial run's file field is checked against, and
+// whether a run that sends none gets the session's kept files. A run that sends files is
+// checked with those. One that sends none gets the kept files when its version has no
+// input_schema (as before schemas), or when they fit its file field: their number within
+// min..max and each of a type it accepts, so a user who changes only the typed inputs
+// need not upload the same files again. Kept files that do not fit (from an older
+// version, say) are left out, not held against the user, and a version without a file
+// field gets none.
+func (st *Steps) countedFiles(ctx context.Context, in Initial, k store.SessionKey, sent []string) ([]string, bool, error) {
 	if len(sent) > 0 {
-		return sent, nil
+		return sent, false, nil
 	}
 	schema, err := contract.ParseInputSchema(in.Version.InputSchema, 0)
-	if err != nil || schema.FileField() == nil {
-		return nil, nil // checkInputs reports a bad schema
+	if err != nil {
+		return nil, false, nil // checkInputs reports it
+	}
+	if schema == nil {
+		return nil, true, nil
+	}
+	field := schema.FileField()
+	if field == nil {
+		return nil, false, nil
 	}
 	kept, _, err := st.sessions.Files(ctx, k)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	names := make([]string, len(kept))
 	for i, f := range kept {
 		names[i] = f.Name
+		if len(field.Accept) > 0 && !contract.Accepts(field.Accept, f.Name) {
+			return nil, false, nil
+		}
 	}
-	return names, nil
+	if len(names) == 0 || (field.Min != nil && len(names) < *field.Min) || (field.Max != nil && len(names) > *field.Max) {
+		return nil, false, nil
+	}
+	return names, true, nil
 }
 
 func checkInputs(v store.ToolVersion, inputs map[string]any, names []string) (map[string]any, error) {

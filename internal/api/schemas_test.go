@@ -226,8 +226,29 @@ func TestToolSettings(t *testing.T) {
 		if a := put(ulf.Token, path, `{"values":{"signature":"x"},"extra":1}`); a.status != 400 {
 			t.Fatalf("an unknown body field: %d %s", a.status, a.raw)
 		}
+		// values is required and must be an object: a body without it, or with null, does
+		// not wipe what was saved.
+		wantRefusal(t, put(ulf.Token, path, `{}`), "values", "required", `values is required`)
+		for body, kind := range map[string]string{`{"values":null}`: "null", `{"values":[]}`: "an array", `{"values":"x"}`: "a string", `{"values":7}`: "a number"} {
+			wantRefusal(t, put(ulf.Token, path, body), "values", "type", "values must be a JSON object of setting names and values, not "+kind)
+		}
+		// A number too large for a float64 is refused naming its key, in the settings' words.
+		for body, field := range map[string]string{`{"values":{"per_page":1e400}}`: "per_page", `{"values":{"k":-1e400}}`: "k"} {
+			a := put(ulf.Token, path, body)
+			wantRefusal(t, a, field, map[string]string{"per_page": "type", "k": "unknown_field"}[field], `setting "`+field+`"`)
+			for _, internal := range []string{"float64", "json:", "Go value", "values."} {
+				if strings.Contains(a.errMessage(), internal) {
+					t.Errorf("%s: the message %q shows %q", body, a.errMessage(), internal)
+				}
+			}
+		}
 		if got := settingsOf(t, send(t, env, "GET", path, ulf.Token, "", nil)); got.Values["signature"] != "Ulf" || len(got.Values) != 3 {
 			t.Fatalf("settings after refusals: %+v", got)
+		}
+		// {"values": {}} clears them.
+		settingsOf(t, put(olle.Token, path, `{"values":{"signature":"Olle"}}`))
+		if got := settingsOf(t, put(olle.Token, path, `{"values":{}}`)); len(got.Values) != 0 {
+			t.Fatalf("olle's settings after {}: %+v", got.Values)
 		}
 		// Each user has their own.
 		if got := settingsOf(t, send(t, env, "GET", path, olle.Token, "", nil)); len(got.Values) != 0 {
@@ -245,6 +266,12 @@ func TestToolSettings(t *testing.T) {
 			t.Fatalf("production after an editor save: %+v", got)
 		}
 		wantRefusal(t, put(anna.Token, epath, `{"values":{"tone":5}}`), "tone", "type", `setting "tone" (enum) must be one of`)
+		wantRefusal(t, put(anna.Token, epath, `{"values":null}`), "values", "type", "values must be a JSON object")
+		wantRefusal(t, put(anna.Token, epath, `{}`), "values", "required", "values is required")
+		wantRefusal(t, put(anna.Token, epath, `{"values":{"tone":1e400}}`), "tone", "type", `setting "tone"`)
+		if got := settingsOf(t, send(t, env, "GET", epath, anna.Token, "", nil)); got.Values["tone"] != "casual" {
+			t.Fatalf("editor settings after refusals: %+v", got)
+		}
 		for _, tok := range []string{ulf.Token} {
 			if a := send(t, env, "GET", epath, tok, "", nil); a.status != 404 {
 				t.Fatalf("editor settings of someone else's version: %d %s", a.status, a.raw)

@@ -1,11 +1,14 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -30,7 +33,45 @@ func toSettingsJSON(st catalog.Settings) settingsJSON {
 
 // settingsRequest is the body of a PUT of settings: the values to save, all of them.
 type settingsRequest struct {
-	Values map[string]any `json:"values"`
+	Values json.RawMessage `json:"values"`
+}
+
+// values reads the settings to save. values is required and must be an object: a body
+// without it, or with null, would otherwise read as {} and wipe what the user saved;
+// {} itself clears them. Numbers stay as written (json.Number), so one too large for a
+// float64 is refused by the settings' own rules, naming its key, not by the decoder.
+func (req settingsRequest) values() (map[string]any, error) {
+	raw := bytes.TrimSpace(req.Values)
+	if len(raw) == 0 {
+		return nil, errs.New(errInvalidRequest, map[string]any{"field": "values", "rule": "required"},
+			`values is required: send {"values": {...}} with every setting to keep ({"values": {}} clears them)`)
+	}
+	if raw[0] != '{' {
+		return nil, errs.New(errInvalidRequest, map[string]any{"field": "values", "rule": contract.RuleType},
+			"values must be a JSON object of setting names and values, not %s", jsonValueKind(raw[0]))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out map[string]any
+	if err := dec.Decode(&out); err != nil {
+		return nil, errs.New(errInvalidRequest, map[string]any{"field": "values"}, "values is not a valid JSON object")
+	}
+	return out, nil
+}
+
+// jsonValueKind names the kind of JSON value that starts with c.
+func jsonValueKind(c byte) string {
+	switch c {
+	case 'n':
+		return "null"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "true or false"
+	}
+	return "a number"
 }
 
 func (s *Server) getSettings(w http.ResponseWriter, r *http.Request, u store.User) error {
@@ -47,7 +88,11 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request, u store.Use
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	st, err := s.catalog.PutSettings(r.Context(), u, r.PathValue("tool"), req.Values)
+	values, err := req.values()
+	if err != nil {
+		return err
+	}
+	st, err := s.catalog.PutSettings(r.Context(), u, r.PathValue("tool"), values)
 	if err != nil {
 		return err
 	}
@@ -69,7 +114,11 @@ func (s *Server) putEditorSettings(w http.ResponseWriter, r *http.Request, u sto
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	st, err := s.catalog.PutEditorSettings(r.Context(), u, r.PathValue("version"), req.Values)
+	values, err := req.values()
+	if err != nil {
+		return err
+	}
+	st, err := s.catalog.PutEditorSettings(r.Context(), u, r.PathValue("version"), values)
 	if err != nil {
 		return err
 	}

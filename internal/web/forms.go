@@ -96,7 +96,7 @@ func (f *formField) fill(v any) {
 func (f *formField) keep(vals []string) {
 	switch f.Kind {
 	case contract.FieldBoolean:
-		f.Checked = len(vals) > 0 && vals[0] == "true"
+		f.Checked = len(vals) > 0 && formBool(vals[0]) == true
 	case contract.FieldMultiEnum:
 		for _, v := range vals {
 			f.Selected[v] = true
@@ -197,9 +197,23 @@ func (f *runForm) textFields() []string {
 	return names
 }
 
+// formBool reads a checkbox as sent: "true", or "on" (what a browser sends for a box
+// with no value), is true; "false", or nothing (an unticked box sends nothing), is false.
+// Anything else goes on as the string the browser sent, so that the server's one
+// validation refuses it beside the field rather than the form reading it as false.
+func formBool(v string) any {
+	switch v {
+	case "true", "on":
+		return true
+	case "false", "":
+		return false
+	}
+	return v
+}
+
 // inputs reads the typed fields from an upload's text fields: each as the string the
 // browser sent (the server trims, coerces numbers and leaves empty ones out, SPEC §5b,
-// in one place for every client), and each boolean as an explicit true or false.
+// in one place for every client), and each boolean by formBool.
 func (f *runForm) inputs(sent map[string]string) map[string]any {
 	if len(f.Fields) == 0 {
 		return nil
@@ -209,7 +223,7 @@ func (f *runForm) inputs(sent map[string]string) map[string]any {
 		v, ok := sent[x.Input]
 		switch {
 		case x.Kind == contract.FieldBoolean:
-			in[x.Name] = v == "true"
+			in[x.Name] = formBool(v)
 		case ok:
 			in[x.Name] = v
 		}
@@ -293,7 +307,7 @@ func (s *panel) refuse(field, msg string) {
 	s.Error = msg
 }
 
-// settingsValues reads a settings panel: a boolean as an explicit true or false, a
+// settingsValues reads a settings panel: a boolean by formBool, a
 // multi_enum as the list of ticked options (empty when none is), and every other field
 // as the string the browser sent, which the server trims, coerces and leaves out when
 // empty (SPEC §5b), as it does for a run's inputs.
@@ -303,7 +317,11 @@ func settingsValues(schema contract.SettingsSchema, form url.Values) map[string]
 		vals := form["set."+controlKey(i, f.Name)]
 		switch {
 		case f.Kind == contract.FieldBoolean:
-			out[f.Name] = len(vals) > 0 && vals[0] == "true"
+			v := ""
+			if len(vals) > 0 {
+				v = vals[0]
+			}
+			out[f.Name] = formBool(v)
 		case f.Kind == contract.FieldMultiEnum:
 			list := make([]any, 0, len(vals))
 			for _, v := range vals {

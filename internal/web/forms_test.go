@@ -72,6 +72,13 @@ func TestRunFormFromSchema(t *testing.T) {
 	if in := f.inputs(map[string]string{"in.shuffle": "true"}); in["shuffle"] != true {
 		t.Fatalf("a ticked box gave %#v", in["shuffle"])
 	}
+	// A box without a value sends "on"; a value that is neither goes on as sent, for the
+	// server to refuse beside the field rather than read as false.
+	for sent, want := range map[string]any{"on": true, "false": false, "": false, "maybe": "maybe"} {
+		if in := f.inputs(map[string]string{"in.shuffle": sent}); in["shuffle"] != want {
+			t.Errorf("a box sending %q gave %#v; want %#v", sent, in["shuffle"], want)
+		}
+	}
 
 	// A refusal lands beside the field it names, and what was typed stays.
 	f.keep(map[string]string{"in.name": "Ada", "in.shuffle": "true", "in.mode": "b"})
@@ -144,6 +151,11 @@ func TestSettingsForm(t *testing.T) {
 	}
 	if got := settingsValues(schema, url.Values{"set.color": {"true"}}); got["color"] != true || !reflect.DeepEqual(got["days"], []any{}) || len(got) != 2 {
 		t.Fatalf("a ticked box and nothing else gave %#v", got)
+	}
+	for sent, want := range map[string]any{"on": true, "false": false, "maybe": "maybe"} {
+		if got := settingsValues(schema, url.Values{"set.color": {sent}}); got["color"] != want {
+			t.Errorf("a settings box sending %q gave %#v; want %#v", sent, got["color"], want)
+		}
 	}
 
 	s.keep(form)

@@ -221,6 +221,16 @@ func testTypedToolPage(t *testing.T, be apptest.Backend) {
 	if !strings.Contains(page, `<option value="fair" selected>`) {
 		t.Fatal("the chosen option was not kept")
 	}
+	// A checkbox that sends neither true, on nor false is refused beside it, not read as false.
+	body, hdr = multipartBody(t, part{Name: "csrf", Value: csrf}, part{Name: "in.shuffle", Value: "maybe"}, part{Name: "files", File: "elever.csv", Value: "a;b\n"})
+	status, _, page = b.do("POST", "/tools/gruppera/runs", nil, hdr, body)
+	if msg := fieldError(t, page, "in-shuffle"); status != http.StatusBadRequest || !strings.Contains(msg, "shuffle") {
+		t.Fatalf("in.shuffle=maybe answered %d with %q beside the box", status, msg)
+	}
+	status, _, page = b.do("POST", "/tools/gruppera/settings", url.Values{"csrf": {csrf}, "set.color": {"maybe"}}, nil)
+	if msg := fieldError(t, page, "set-color"); status != http.StatusBadRequest || !strings.Contains(msg, "color") {
+		t.Fatalf("set.color=maybe answered %d with %q beside the box", status, msg)
+	}
 	// A file of a type the tool does not take: the message beside the slot.
 	body, hdr = multipartBody(t, part{Name: "csrf", Value: csrf}, part{Name: "files", File: "elever.txt", Value: "a;b\n"})
 	status, _, page = b.do("POST", "/tools/gruppera/runs", nil, hdr, body)
@@ -231,10 +241,10 @@ func testTypedToolPage(t *testing.T, be apptest.Backend) {
 		t.Fatalf("refused runs made runs: %d then %d", before, after)
 	}
 
-	// A run: the typed values arrive normalised, with the saved settings.
+	// A run: the typed values arrive normalised (a box sending "on" as true), with the saved settings.
 	body, hdr = multipartBody(t, part{Name: "csrf", Value: csrf}, part{Name: "in.name", Value: "  Ada  "}, part{Name: "in.notes", Value: ""},
 		part{Name: "in.size", Value: "4"}, part{Name: "in.ratio", Value: "0.5"}, part{Name: "in.mode", Value: "fair"},
-		part{Name: "files", File: "elever.csv", Value: "a;b\n"}, part{Name: "files", File: "lärare.CSV", Value: "c\n"})
+		part{Name: "in.shuffle", Value: "on"}, part{Name: "files", File: "elever.csv", Value: "a;b\n"}, part{Name: "files", File: "lärare.CSV", Value: "c\n"})
 	status, h, page = b.do("POST", "/tools/gruppera/runs", nil, hdr, body)
 	if status != http.StatusSeeOther || !strings.HasPrefix(h.Get("Location"), "/runs/") {
 		t.Fatalf("a good run answered %d to %q:\n%s", status, h.Get("Location"), page)
@@ -248,7 +258,7 @@ func testTypedToolPage(t *testing.T, be apptest.Backend) {
 	if err := json.Unmarshal([]byte(rn.Outputs), &outs); err != nil || len(outs) != 3 {
 		t.Fatalf("run %s (%s, %s): outputs %s\n%s", rn.ID, rn.Status, rn.ErrorSummary, rn.Outputs, rn.Stderr)
 	}
-	want := map[string]any{"name": "Ada", "size": float64(4), "ratio": 0.5, "shuffle": false, "mode": "fair"}
+	want := map[string]any{"name": "Ada", "size": float64(4), "ratio": 0.5, "shuffle": true, "mode": "fair"}
 	if got := outs[0].Value; !jsonEqual(got, want) {
 		t.Errorf("the tool got inputs %v; want %v", got, want)
 	}

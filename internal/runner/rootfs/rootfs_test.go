@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +199,62 @@ func TestBuildIsRecipeAware(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "mine"), nil, 0o644)
 	if out, err := build(dir); err == nil || !strings.Contains(out, "is not a finished rootfs") {
 		t.Errorf("a folder that is not a tree: %v %q; want a refusal", err, out)
+	}
+}
+
+// recipeLists reads build-rootfs.sh's packages (base= and packages="...") and the modules
+// its last check imports, each sorted.
+func recipeLists(t *testing.T, sh string) (pkgs, mods []string) {
+	t.Helper()
+	base := regexp.MustCompile(`(?m)^base=(\S+)$`).FindStringSubmatch(sh)
+	list := regexp.MustCompile(`(?ms)^packages="([^"]*)"`).FindStringSubmatch(sh)
+	imp := regexp.MustCompile(`(?m)^import (weasyprint[^\n]*)$`).FindStringSubmatch(sh)
+	if base == nil || list == nil || imp == nil {
+		t.Fatalf("build-rootfs.sh: no base=, packages=\"...\" or import line (%v %v %v)", base != nil, list != nil, imp != nil)
+	}
+	pkgs = append(strings.Split(base[1], ","), strings.Fields(list[1])...)
+	return sorted(pkgs), sorted(strings.Split(imp[1], ","))
+}
+
+// dockerfileLists reads the Dockerfile's apt-get install list and the modules its check
+// imports, each sorted.
+func dockerfileLists(t *testing.T, df string) (pkgs, mods []string) {
+	t.Helper()
+	list := regexp.MustCompile(`(?s)apt-get install -y --no-install-recommends \\\n(.*?)&&`).FindStringSubmatch(df)
+	imp := regexp.MustCompile(`python3 -c 'import ([^;']*)`).FindStringSubmatch(df)
+	if list == nil || imp == nil {
+		t.Fatalf("Dockerfile: no apt-get install list or import check (%v %v)", list != nil, imp != nil)
+	}
+	return sorted(strings.Fields(strings.ReplaceAll(list[1], `\`, " "))), sorted(strings.Split(imp[1], ","))
+}
+
+func sorted(xs []string) []string {
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// deploy/runner/Dockerfile builds the same environment as the recipe, for networks with a
+// registry: the same packages, and the same modules checked.
+func TestDockerfileFollowsRecipe(t *testing.T) {
+	df, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "runner", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPkgs, wantMods := recipeLists(t, string(script))
+	gotPkgs, gotMods := dockerfileLists(t, string(df))
+	if !reflect.DeepEqual(gotPkgs, wantPkgs) {
+		t.Errorf("deploy/runner/Dockerfile installs %v;\nbuild-rootfs.sh installs %v", gotPkgs, wantPkgs)
+	}
+	if !reflect.DeepEqual(gotMods, wantMods) {
+		t.Errorf("deploy/runner/Dockerfile checks the modules %v;\nbuild-rootfs.sh checks %v", gotMods, wantMods)
+	}
+	if !strings.Contains(string(df), "internal/runner/rootfs/build-rootfs.sh") {
+		t.Error("deploy/runner/Dockerfile does not name its recipe, internal/runner/rootfs/build-rootfs.sh")
 	}
 }

@@ -13,7 +13,9 @@ resolve against /work/, so "input/style.css" is an uploaded file. Every failure 
 ToolUserError with a sentence the user can act on; the details go to stderr.
 """
 
+import errno
 import os
+import stat
 import sys
 import traceback
 
@@ -72,11 +74,24 @@ def _target(output_dir, parts):
         raise ToolUserError("Cannot save the PDF: the output folder is not a usable path.") from None
     if os.path.commonpath([real_root, real]) != real_root or real == real_root:
         raise ToolUserError('Cannot save the PDF as "%s": it must stay inside the output folder.' % _show("/".join(parts)))
+    shown = _show("/".join(parts))
+    too_long = 'Cannot save the PDF as "%s": the file name is too long; use a shorter one.' % shown
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
     except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
+            raise ToolUserError(too_long) from None
         raise ToolUserError('Cannot save the PDF: the folder for "%s" could not be created (%s).' % (
-            _show("/".join(parts)), e.strerror or type(e).__name__)) from None
+            shown, e.strerror or type(e).__name__)) from None
+    # Before rendering: a name the file system refuses, or a folder already there.
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
+            raise ToolUserError(too_long) from None
+        mode = 0
+    if stat.S_ISDIR(mode):
+        raise ToolUserError('Cannot save the PDF as "%s": output/%s is a folder; choose another file name.' % (shown, shown))
     return path
 
 

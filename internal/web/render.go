@@ -299,7 +299,7 @@ func formInput(a contract.NextAction, form map[string][]string) (map[string]any,
 		}
 		switch f.Kind {
 		case contract.FieldBoolean:
-			in[f.Name] = first == "true"
+			in[f.Name] = formBool(first)
 		case contract.FieldMultiEnum:
 			list := make([]any, 0, len(vals))
 			for _, v := range vals {

@@ -72,6 +72,14 @@ func TestFormInput(t *testing.T) {
 	if _, err := formInput(a, map[string][]string{"in.n": {"tre"}}); err == nil || !strings.Contains(err.Error(), "whole number") {
 		t.Fatalf("a word for an integer gave %v", err)
 	}
+	// A box with no value sends "on"; a value that is no boolean is not read as false.
+	if in, _ := formInput(a, map[string][]string{"in.b": {"on"}}); in["b"] != true {
+		t.Fatalf(`"on" for a boolean gave %#v`, in["b"])
+	}
+	in, _ = formInput(a, map[string][]string{"in.b": {"maybe"}})
+	if err := contract.ValidateInput(contract.NextAction{Fields: a.Fields[3:4]}, map[string]any{"b": in["b"]}); err == nil || !strings.Contains(err.Error(), `"b" (boolean)`) {
+		t.Fatalf(`"maybe" for a boolean: %#v, check %v`, in["b"], err)
+	}
 }
 
 func TestOutputsForThePage(t *testing.T) {

@@ -208,6 +208,15 @@ def run_tool(input_dir, output_dir):
 			},
 		},
 		{
+			name: "a Python subprocess imports the toolkits",
+			tool: tool{script: "import subprocess, sys\ndef run_tool(i, o):\n    return subprocess.run([sys.executable, '-c', 'import skriptoteket_toolkit, tool_errors, pdf_helper, skrip_toolkit; print(skriptoteket_toolkit.read_inputs())'], capture_output=True, text=True, check=True).stdout\n"},
+			check: func(t *testing.T, r run) {
+				if r.res.Status != "succeeded" || len(r.res.Outputs) != 1 || r.res.Outputs[0].HTML != "{}\n" {
+					t.Errorf("result %+v, stderr %s", r.res, r.stderr)
+				}
+			},
+		},
+		{
 			name: "ToolUserError from tool_errors",
 			tool: tool{script: "from tool_errors import ToolUserError\ndef run_tool(i, o):\n    raise ToolUserError('  Filtypen stöds inte.\\n')\n"},
 			check: func(t *testing.T, r run) {

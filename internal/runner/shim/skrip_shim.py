@@ -42,6 +42,8 @@ SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 
 if SHIM_DIR not in sys.path:
     sys.path.insert(0, SHIM_DIR)
+# A Python process the tool starts (python3 helper.py) imports the toolkits too.
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (SHIM_DIR, os.environ.get("PYTHONPATH", "")) if p)
 
 import tool_errors  # noqa: E402  (needs SHIM_DIR on sys.path)
 

@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -52,17 +50,7 @@ func publish(t *testing.T, env *apptest.Env, slug, source string) client.Tool {
 // runUpload posts files (name -> content) and inputs as a run of slug.
 func runUpload(t *testing.T, env *apptest.Env, token, slug string, names []string, bodies []string, inputs string, query string) answer {
 	t.Helper()
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	if inputs != "" {
-		mw.WriteField("inputs", inputs)
-	}
-	for i, n := range names {
-		w, _ := mw.CreateFormFile("files", n)
-		io.WriteString(w, bodies[i])
-	}
-	mw.Close()
-	return send(t, env, "POST", "/api/v1/tools/"+slug+"/runs"+query, token, mw.FormDataContentType(), &buf)
+	return runUploadTo(t, env, token, "/api/v1/tools/"+slug+"/runs"+query, names, bodies, inputs)
 }
 
 func inputDirsLeft(t *testing.T, env *apptest.Env) int {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -74,54 +75,50 @@ func jsonValueKind(c byte) string {
 	return "a number"
 }
 
-func (s *Server) getSettings(w http.ResponseWriter, r *http.Request, u store.User) error {
-	st, err := s.catalog.Settings(r.Context(), u, r.PathValue("tool"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, toSettingsJSON(st))
-	return nil
+// settingsStore is one place a user's settings live: production settings by tool, or
+// the editor sandbox's by version. ref is the path value that names it.
+type settingsStore struct {
+	param string
+	get   func(ctx context.Context, u store.User, ref string) (catalog.Settings, error)
+	put   func(ctx context.Context, u store.User, ref string, values map[string]any) (catalog.Settings, error)
 }
 
-func (s *Server) putSettings(w http.ResponseWriter, r *http.Request, u store.User) error {
-	var req settingsRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	values, err := req.values()
-	if err != nil {
-		return err
-	}
-	st, err := s.catalog.PutSettings(r.Context(), u, r.PathValue("tool"), values)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, toSettingsJSON(st))
-	return nil
+func (s *Server) toolSettings() settingsStore {
+	return settingsStore{"tool", s.catalog.Settings, s.catalog.PutSettings}
 }
 
-func (s *Server) getEditorSettings(w http.ResponseWriter, r *http.Request, u store.User) error {
-	st, err := s.catalog.EditorSettings(r.Context(), u, r.PathValue("version"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, toSettingsJSON(st))
-	return nil
+func (s *Server) editorSettings() settingsStore {
+	return settingsStore{"version", s.catalog.EditorSettings, s.catalog.PutEditorSettings}
 }
 
-func (s *Server) putEditorSettings(w http.ResponseWriter, r *http.Request, u store.User) error {
-	var req settingsRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		return err
+// getSettings answers GET on a settings route: {settings_schema, values, updated_at}.
+func (s *Server) getSettings(where settingsStore) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, u store.User) error {
+		st, err := where.get(r.Context(), u, r.PathValue(where.param))
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, toSettingsJSON(st))
+		return nil
 	}
-	values, err := req.values()
-	if err != nil {
-		return err
+}
+
+// putSettings answers PUT on a settings route: {values} replaces what was saved.
+func (s *Server) putSettings(where settingsStore) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, u store.User) error {
+		var req settingsRequest
+		if err := decodeJSON(w, r, &req); err != nil {
+			return err
+		}
+		values, err := req.values()
+		if err != nil {
+			return err
+		}
+		st, err := where.put(r.Context(), u, r.PathValue(where.param), values)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, toSettingsJSON(st))
+		return nil
 	}
-	st, err := s.catalog.PutEditorSettings(r.Context(), u, r.PathValue("version"), values)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, toSettingsJSON(st))
-	return nil
 }

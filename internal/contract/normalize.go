@@ -204,15 +204,9 @@ func normalize(what string, fields []Field, k string, v any) (out any, keep bool
 		}
 		return s, true, nil
 	case FieldInteger:
-		if s, ok := v.(string); ok {
-			s = strings.TrimSpace(s)
-			if s == "" {
-				return nil, false, nil
-			}
-			v = json.Number(s)
-			if !numeric(s) {
-				v = s
-			}
+		var blank bool
+		if v, blank = fromNumericString(v); blank {
+			return nil, false, nil
 		}
 		n, ok := toInt64(v)
 		if !ok {
@@ -220,15 +214,9 @@ func normalize(what string, fields []Field, k string, v any) (out any, keep bool
 		}
 		return n, true, nil
 	case FieldNumber:
-		if s, ok := v.(string); ok {
-			s = strings.TrimSpace(s)
-			if s == "" {
-				return nil, false, nil
-			}
-			v = json.Number(s)
-			if !numeric(s) {
-				v = s
-			}
+		var blank bool
+		if v, blank = fromNumericString(v); blank {
+			return nil, false, nil
 		}
 		if _, isBool := v.(bool); !isBool {
 			if n, ok := toFloat(v); ok {
@@ -305,4 +293,22 @@ func toInt64(v any) (int64, bool) {
 	}
 	f, _ := toFloat(v)
 	return int64(math.Round(f)), true
+}
+
+// fromNumericString is how an integer or number field reads a string: trimmed, a blank
+// one is left out (blank is true), a numeric one becomes a json.Number, and any other
+// stays the string it was, for the type check to refuse. Other values pass unchanged.
+func fromNumericString(v any) (_ any, blank bool) {
+	s, ok := v.(string)
+	if !ok {
+		return v, false
+	}
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return nil, true
+	case numeric(s):
+		return json.Number(s), false
+	}
+	return s, false
 }

@@ -72,10 +72,17 @@ func (st *Steps) Initial(ctx context.Context, in Initial) (store.Run, error) {
 	for i, f := range in.Form.Files {
 		names[i] = f.Name
 	}
-	counted, useKept, err := st.countedFiles(ctx, in, k, names)
+	// The schema was checked against the upload cap when it was stored; a cap lowered
+	// since does not make it unusable (the upload itself still keeps to the cap).
+	schema, err := contract.ParseInputSchema(in.Version.InputSchema, 0)
+	var counted []string
+	var useKept bool
+	if err == nil {
+		counted, useKept, err = st.countedFiles(ctx, schema, k, names)
+	}
 	var inputs map[string]any
 	if err == nil {
-		inputs, err = checkInputs(in.Version, in.Form.Inputs, counted)
+		inputs, err = contract.NormalizeInputs(schema, in.Form.Inputs, counted)
 	}
 	var memory []byte
 	if err == nil {
@@ -190,8 +197,6 @@ func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
 	return rn, err
 }
 
-// checkInputs checks a run's inputs and file names against version v's input_schema and
-// returns the inputs the tool sees.
 // countedFiles are the files an initial run's file field is checked against, and
 // whether a run that sends none gets the session's kept files. A run that sends files is
 // checked with those. One that sends none gets the kept files when its version has no
@@ -200,13 +205,9 @@ func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
 // need not upload the same files again. Kept files that do not fit (from an older
 // version, say) are left out, not held against the user, and a version without a file
 // field gets none.
-func (st *Steps) countedFiles(ctx context.Context, in Initial, k store.SessionKey, sent []string) ([]string, bool, error) {
+func (st *Steps) countedFiles(ctx context.Context, schema contract.InputSchema, k store.SessionKey, sent []string) ([]string, bool, error) {
 	if len(sent) > 0 {
 		return sent, false, nil
-	}
-	schema, err := contract.ParseInputSchema(in.Version.InputSchema, 0)
-	if err != nil {
-		return nil, false, nil // checkInputs reports it
 	}
 	if schema == nil {
 		return nil, true, nil
@@ -230,16 +231,6 @@ func (st *Steps) countedFiles(ctx context.Context, in Initial, k store.SessionKe
 		return nil, false, nil
 	}
 	return names, true, nil
-}
-
-func checkInputs(v store.ToolVersion, inputs map[string]any, names []string) (map[string]any, error) {
-	// The schema was checked against the upload cap when it was stored; a cap lowered
-	// since does not make it unusable (the upload itself still keeps to the cap).
-	schema, err := contract.ParseInputSchema(v.InputSchema, 0)
-	if err != nil {
-		return nil, err
-	}
-	return contract.NormalizeInputs(schema, inputs, names)
 }
 
 // memory is the run's /work/memory.json (SPEC §5b): {"settings": {...}}, what the user

@@ -11,7 +11,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
-	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/sandbox"
@@ -48,7 +48,7 @@ type apiError struct {
 
 // atCapacity are the 503s that waiting cures: they carry Retry-After (SPEC §3). Any
 // other 503 says something waiting will not change.
-var atCapacity = []error{run.ErrBusy, sandbox.ErrFull, files.ErrUnavailable}
+var atCapacity = []error{run.ErrBusy, sandbox.ErrFull, staging.ErrUnavailable}
 
 // errorTable maps every sentinel a handler may return to an HTTP status and an error code
 // (SPEC §3). It is the only place that chooses a status for an error. The first match,
@@ -68,13 +68,13 @@ var errorTable = []apiError{
 	{store.ErrConflict, http.StatusConflict, "conflict", "this conflicts with something that already exists"},
 	{errTooLarge, http.StatusRequestEntityTooLarge, "too_large", "the request body is larger than the limit"},
 	{blob.ErrInvalidKey, http.StatusBadRequest, "invalid_key", "the key must look like files/<name>, using only letters, digits and ._-"},
-	{files.ErrNotFound, http.StatusNotFound, "not_found", "there is no such file"},
+	{staging.ErrNotFound, http.StatusNotFound, "not_found", "there is no such file"},
 	{blob.ErrNotFound, http.StatusNotFound, "not_found", "there is no such file"},
-	{files.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "the file is larger than the limit"},
-	{files.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "the file store is not reachable; try again in a moment"},
+	{staging.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "the file is larger than the limit"},
+	{staging.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "the file store is not reachable; try again in a moment"},
 	{errRange, http.StatusRequestedRangeNotSatisfiable, "range_not_satisfiable", "the requested range is outside the file"},
 	{errPrecondition, http.StatusPreconditionFailed, "conflict", "the file is not the version the request's If-Match or If-Unmodified-Since names"},
-	{files.ErrQuota, http.StatusInsufficientStorage, "quota_exceeded", "the file does not fit in the storage quota"},
+	{staging.ErrQuota, http.StatusInsufficientStorage, "quota_exceeded", "the file does not fit in the storage quota"},
 	{upload.ErrInvalid, http.StatusBadRequest, "invalid_upload", "the upload is not valid multipart/form-data"},
 	{upload.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "the upload is larger than the limit"},
 	{run.ErrBusy, http.StatusServiceUnavailable, "unavailable", "the server is running all the tools it can; try again in a moment"},

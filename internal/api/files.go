@@ -13,7 +13,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/errs"
-	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
 )
@@ -110,7 +110,7 @@ func (s *Server) stage(r *http.Request, ownerID string, fields map[string]string
 	if _, _, err := mime.ParseMediaType(ct); err != nil {
 		return store.File{}, errs.New(errInvalidRequest, map[string]any{"field": "content_type", "value": ct}, "content type %q is not a media type such as text/csv", ct)
 	}
-	f, err := s.files.Put(r.Context(), files.Upload{OwnerID: ownerID, Key: fields["key"], Name: name, ContentType: ct, TTL: ttl, Body: body})
+	f, err := s.files.Put(r.Context(), staging.Upload{OwnerID: ownerID, Key: fields["key"], Name: name, ContentType: ct, TTL: ttl, Body: body})
 	if err != nil {
 		return store.File{}, s.bodyError(err)
 	}

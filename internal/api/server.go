@@ -17,7 +17,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/errs"
-	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
@@ -38,7 +38,7 @@ type Check struct {
 type Deps struct {
 	Store    *store.Store
 	Accounts *account.Service
-	Files    *files.Service
+	Files    *staging.Service
 	Janitor  *janitor.Janitor
 	Runs     *run.Service
 	Sessions *session.Service
@@ -62,7 +62,7 @@ type Deps struct {
 type Server struct {
 	store     *store.Store
 	accounts  *account.Service
-	files     *files.Service
+	files     *staging.Service
 	janitor   *janitor.Janitor
 	runs      *run.Service
 	sessions  *session.Service

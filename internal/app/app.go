@@ -27,7 +27,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/contract"
-	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/natsserver"
@@ -51,7 +51,7 @@ type App struct {
 	Store    *store.Store
 	Accounts *account.Service
 	Blobs    blob.Store
-	Files    *files.Service
+	Files    *staging.Service
 	Janitor  *janitor.Janitor
 	Runner   runner.Runner
 	Runs     *run.Service
@@ -95,7 +95,7 @@ func (a *App) open(ctx context.Context) error {
 	if err := a.openBlobs(ctx); err != nil {
 		return err
 	}
-	a.Files = files.New(st, a.Blobs, files.Limits{
+	a.Files = staging.New(st, a.Blobs, staging.Limits{
 		MaxFileBytes: a.cfg.FilesMaxFileBytes, UserQuotaBytes: a.cfg.FilesUserQuotaBytes, MaxTotalBytes: a.cfg.FilesMaxTotalBytes,
 	}, a.Metrics, a.log)
 	a.Sessions = session.New(st, a.Blobs, a.cfg.SessionFilesTTL, a.log)

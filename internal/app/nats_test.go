@@ -13,7 +13,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/app"
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/blob"
-	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
@@ -79,7 +79,7 @@ func TestExternalNATSWithPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := a.Files.Put(context.Background(), files.Upload{OwnerID: owner.ID, Key: "files/report.csv", Name: "Report.csv",
+	f, err := a.Files.Put(context.Background(), staging.Upload{OwnerID: owner.ID, Key: "files/report.csv", Name: "Report.csv",
 		Body: strings.NewReader("a,b\n")})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/blob"
-	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/sandbox"
@@ -66,7 +66,7 @@ type Config struct {
 // Janitor removes what has expired.
 type Janitor struct {
 	accounts  *account.Service
-	files     *files.Service
+	files     *staging.Service
 	sessions  *session.Service
 	runs      *run.Service
 	sandboxes *sandbox.Service
@@ -80,7 +80,7 @@ type Janitor struct {
 // Deps are the services whose leftovers the janitor removes.
 type Deps struct {
 	Accounts  *account.Service
-	Files     *files.Service
+	Files     *staging.Service
 	Sessions  *session.Service
 	Runs      *run.Service
 	Sandboxes *sandbox.Service

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/errs"
-	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/ids"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -88,7 +88,7 @@ type Service struct {
 	st     *store.Store
 	boxes  runner.Sandboxes
 	runner string
-	files  *files.Service
+	files  *staging.Service
 	cfg    Config
 	log    *slog.Logger
 	now    func() time.Time
@@ -134,7 +134,7 @@ func (e *entry) tryLock() bool {
 func (e *entry) unlock() { <-e.sem }
 
 // New returns a Service keeping boxes on runnerName's boxes.
-func New(st *store.Store, boxes runner.Sandboxes, runnerName string, f *files.Service, cfg Config, log *slog.Logger) *Service {
+func New(st *store.Store, boxes runner.Sandboxes, runnerName string, f *staging.Service, cfg Config, log *slog.Logger) *Service {
 	return &Service{st: st, boxes: boxes, runner: runnerName, files: f, cfg: cfg, log: log, now: time.Now, active: map[string]*entry{}}
 }
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/errs"
-	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
 )
@@ -106,12 +106,12 @@ func (s *Service) Publish(ctx context.Context, caller store.User, id string, req
 		}
 		defer rc.Close()
 		if limit := s.files.Limits().MaxFileBytes; size > limit {
-			return errs.New(files.ErrTooLarge, map[string]any{"path": clean, "size_bytes": size, "limit_bytes": limit},
-				"%s is %s, over the %s limit of a staged file; nothing was published", clean, files.Size(size), files.Size(limit))
+			return errs.New(staging.ErrTooLarge, map[string]any{"path": clean, "size_bytes": size, "limit_bytes": limit},
+				"%s is %s, over the %s limit of a staged file; nothing was published", clean, staging.Size(size), staging.Size(limit))
 		}
 		h := sha256.New()
 		ct := mime.TypeByExtension(path.Ext(clean))
-		f, err = s.files.Put(ctx, files.Upload{OwnerID: caller.ID, Key: req.Key, Name: path.Base(clean), ContentType: ct, TTL: req.TTL,
+		f, err = s.files.Put(ctx, staging.Upload{OwnerID: caller.ID, Key: req.Key, Name: path.Base(clean), ContentType: ct, TTL: req.TTL,
 			Body: io.TeeReader(rc, h)})
 		if err != nil {
 			return err

@@ -21,7 +21,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/api"
 	"github.com/skrip-dev/skrip/internal/auth"
 	"github.com/skrip-dev/skrip/internal/catalog"
-	"github.com/skrip-dev/skrip/internal/files"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -44,7 +44,7 @@ type Deps struct {
 	Steps          *run.Steps
 	Runs           *run.Service
 	Sessions       *session.Service
-	Files          *files.Service
+	Files          *staging.Service
 	Uploads        upload.Limits
 	SandboxTimeout time.Duration
 	Log            *slog.Logger

@@ -1,8 +1,8 @@
-// Package files owns the file staging area (SPEC §4): uploads that stream into the blob
+// Package staging owns the file staging area (SPEC §4): uploads that stream into the blob
 // store under the size, quota and total limits, reads that are whole or an error, the SQL
 // index that answers listing, ownership and quota questions, TTLs, and the expiry pass the
 // janitor runs.
-package files
+package staging
 
 import (
 	"context"

@@ -14,11 +14,11 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/blob"
-	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/session"
+	"github.com/skrip-dev/skrip/internal/staging"
 )
 
 // Report is what one pass removed.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/errs"
-	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 

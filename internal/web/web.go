@@ -21,9 +21,9 @@ import (
 	"github.com/skrip-dev/skrip/internal/api"
 	"github.com/skrip-dev/skrip/internal/auth"
 	"github.com/skrip-dev/skrip/internal/catalog"
-	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
 )

@@ -27,6 +27,13 @@ var (
 	ErrForbidden = errors.New("forbidden")
 	// ErrUnauthenticated means no valid credential was given.
 	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrForgery means a browser request that changes something lacks its page's
+	// anti-forgery token.
+	ErrForgery = errors.New("anti-forgery token missing")
+	// ErrNotFound means no such user, or one the caller may not see.
+	ErrNotFound = errors.New("user not found")
+	// ErrExists means a user of that name already exists.
+	ErrExists = errors.New("user exists")
 )
 
 // MinPasswordLen is the shortest password accepted.
@@ -71,7 +78,7 @@ func (s *Service) CreateUser(ctx context.Context, name, role, password string) (
 	}
 	if err := s.st.CreateUser(ctx, u); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return store.User{}, "", errs.New(store.ErrConflict, map[string]any{"name": name}, "a user named %q already exists", name)
+			return store.User{}, "", errs.New(ErrExists, map[string]any{"name": name}, "a user named %q already exists", name)
 		}
 		return store.User{}, "", err
 	}
@@ -162,6 +169,22 @@ func (s *Service) SessionUser(ctx context.Context, secret string) (store.User, e
 		return store.User{}, errs.New(ErrUnauthenticated, nil, "you are signed out; sign in again")
 	}
 	return u, err
+}
+
+// BrowserUser returns the user signed in with the browser session secret. A request
+// that changes something (changes) must carry the session's anti-forgery token, csrf:
+// the API's X-CSRF-Token header and the web UI's form field are checked by this one
+// rule.
+func (s *Service) BrowserUser(ctx context.Context, secret, csrf string, changes bool) (store.User, error) {
+	u, err := s.SessionUser(ctx, secret)
+	if err != nil {
+		return u, err
+	}
+	if changes && !auth.CheckCSRF(secret, csrf) {
+		return store.User{}, errs.New(ErrForgery, nil,
+			"This form or request is out of date or came from another site: it lacks the page's anti-forgery token. Reload the page and try again.")
+	}
+	return u, nil
 }
 
 // SignOut ends the browser session secret.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
@@ -70,7 +71,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return s.bodyError(err)
 	}
-	writeJSON(w, http.StatusCreated, toFileJSON(f))
+	httpkit.WriteJSON(w, http.StatusCreated, toFileJSON(f))
 	return nil
 }
 
@@ -91,14 +92,14 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, toFileJSON(f))
+	httpkit.WriteJSON(w, http.StatusCreated, toFileJSON(f))
 	return nil
 }
 
 // fileOwner is the id of the user whose files the request addresses: the caller's, or for
 // an admin the user named by ?owner= (SPEC §4).
 func (s *Server) fileOwner(r *http.Request, u store.User) (string, error) {
-	return s.files.Namespace(r.Context(), u, r.URL.Query().Get("owner"))
+	return s.svc.Staging.Namespace(r.Context(), u, r.URL.Query().Get("owner"))
 }
 
 // stage stores body as a file of ownerID's.
@@ -108,13 +109,13 @@ func (s *Server) stage(r *http.Request, ownerID string, fields map[string]string
 		return store.File{}, err
 	}
 	if _, _, err := mime.ParseMediaType(ct); err != nil {
-		return store.File{}, errs.New(errInvalidRequest, map[string]any{"field": "content_type", "value": ct}, "content type %q is not a media type such as text/csv", ct)
+		return store.File{}, errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "content_type", "value": ct}, "content type %q is not a media type such as text/csv", ct)
 	}
-	f, err := s.files.Put(r.Context(), staging.Upload{OwnerID: ownerID, Key: fields["key"], Name: name, ContentType: ct, TTL: ttl, Body: body})
+	f, err := s.svc.Staging.Put(r.Context(), staging.Upload{OwnerID: ownerID, Key: fields["key"], Name: name, ContentType: ct, TTL: ttl, Body: body})
 	if err != nil {
 		return store.File{}, s.bodyError(err)
 	}
-	s.metrics.BytesUploaded.Add(float64(f.Size))
+	s.ops.Metrics.BytesUploaded.Add(float64(f.Size))
 	return f, nil
 }
 
@@ -126,7 +127,7 @@ func parseTTL(v string) (time.Duration, error) {
 	}
 	d, err := config.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, errs.New(errInvalidRequest, map[string]any{"field": "ttl", "value": v},
+		return 0, errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "ttl", "value": v},
 			"ttl %q is not a positive duration such as 90m, 24h or 7d", v)
 	}
 	return d, nil
@@ -136,7 +137,7 @@ func parseTTL(v string) (time.Duration, error) {
 func (s *Server) bodyError(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return errs.New(errTooLarge, map[string]any{"limit_bytes": mbe.Limit}, "request body is larger than %d bytes", mbe.Limit)
+		return errs.New(httpkit.ErrTooLarge, map[string]any{"limit_bytes": mbe.Limit}, "request body is larger than %d bytes", mbe.Limit)
 	}
 	var e *errs.Error
 	if errors.As(err, &e) {
@@ -168,7 +169,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	if err != nil {
 		return err
 	}
-	rd, err := s.files.Open(r.Context(), owner, r.PathValue("key"))
+	rd, err := s.svc.Staging.Open(r.Context(), owner, r.PathValue("key"))
 	if err != nil {
 		return err
 	}
@@ -192,12 +193,12 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	}
 	fw := &fileWriter{ResponseWriter: w}
 	http.ServeContent(fw, r, "", f.CreatedAt, rd)
-	s.metrics.BytesDownloaded.Add(float64(fw.n))
+	s.ops.Metrics.BytesDownloaded.Add(float64(fw.n))
 	if fw.status == http.StatusPreconditionFailed {
 		for _, k := range []string{"Content-Type", "X-Checksum", "Content-Disposition", "X-Created-At", "X-Expires-At", "Content-Length"} {
 			h.Del(k)
 		}
-		return errs.New(errPrecondition, map[string]any{"key": f.Key, "etag": h.Get("ETag")},
+		return errs.New(httpkit.ErrPrecondition, map[string]any{"key": f.Key, "etag": h.Get("ETag")},
 			"%s has changed: its ETag is now %s, not the one If-Match or If-Unmodified-Since names; read it again", f.Key, h.Get("ETag"))
 	}
 	if fw.status == http.StatusRequestedRangeNotSatisfiable {
@@ -206,7 +207,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u store.User) e
 			h.Del(k)
 		}
 		h.Set("Content-Range", fmt.Sprintf("bytes */%d", f.Size))
-		return errs.New(errRange, map[string]any{"key": f.Key, "range": asked, "size_bytes": f.Size},
+		return errs.New(httpkit.ErrRange, map[string]any{"key": f.Key, "range": asked, "size_bytes": f.Size},
 			"the range %q selects none of the %d bytes of %s; ask for bytes=0-%d or a part of it", asked, f.Size, f.Key, max(f.Size-1, 0))
 	}
 	if rd.Failed() != nil {
@@ -302,7 +303,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, u store.User)
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			return errs.New(errInvalidRequest, map[string]any{"field": "limit", "value": v}, "limit %q must be a whole number from 1 to 1000", v)
+			return errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "limit", "value": v}, "limit %q must be a whole number from 1 to 1000", v)
 		}
 		limit = n
 	}
@@ -310,11 +311,11 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, u store.User)
 	if c := q.Get("cursor"); c != "" {
 		b, err := base64.RawURLEncoding.DecodeString(c)
 		if err != nil {
-			return errs.New(errInvalidRequest, map[string]any{"field": "cursor"}, "cursor %q is not one this server gave out", c)
+			return errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "cursor"}, "cursor %q is not one this server gave out", c)
 		}
 		after = string(b)
 	}
-	list, more, err := s.files.List(r.Context(), owner, q.Get("prefix"), after, limit)
+	list, more, err := s.svc.Staging.List(r.Context(), owner, q.Get("prefix"), after, limit)
 	if err != nil {
 		return err
 	}
@@ -327,7 +328,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, u store.User)
 		c := base64.RawURLEncoding.EncodeToString([]byte(list[len(list)-1].Key))
 		next = &c
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"files": out, "count": len(out), "next_cursor": next})
+	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"files": out, "count": len(out), "next_cursor": next})
 	return nil
 }
 
@@ -336,7 +337,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	if err := s.files.Delete(r.Context(), owner, r.PathValue("key")); err != nil {
+	if err := s.svc.Staging.Delete(r.Context(), owner, r.PathValue("key")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -1,21 +1,19 @@
 package api
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
-	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
-	"github.com/skrip-dev/skrip/internal/upload"
 )
 
 type artifactJSON struct {
@@ -53,8 +51,9 @@ type runJSON struct {
 	StderrTruncated bool            `json:"stderr_truncated,omitempty"`
 }
 
-// toRunJSON shows a run; stdout and stderr only to its owner.
-func toRunJSON(r store.Run, viewer store.User) runJSON {
+// toRunJSON shows a run; stdout and stderr only to its owner. A stored field that
+// cannot be read back is an error, not a silently empty list.
+func toRunJSON(r store.Run, viewer store.User) (runJSON, error) {
 	out := runJSON{RunID: r.ID, ToolID: r.ToolID, VersionID: r.VersionID, UserID: r.UserID, Context: r.Context, Kind: r.Kind,
 		Status: r.Status, Inputs: json.RawMessage(r.Inputs), Outputs: json.RawMessage(r.Outputs), NextActions: json.RawMessage(r.NextActions),
 		InputManifest: json.RawMessage(r.InputManifest), StateRev: r.StateRev, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
@@ -69,17 +68,19 @@ func toRunJSON(r store.Run, viewer store.User) runJSON {
 		d := r.FinishedAt.Sub(*r.StartedAt).Milliseconds()
 		out.DurationMS = &d
 	}
-	var arts []run.Artifact
-	json.Unmarshal([]byte(r.Artifacts), &arts)
+	arts, err := run.ArtifactsOf(r)
+	if err != nil {
+		return runJSON{}, err
+	}
 	for _, a := range arts {
 		out.Artifacts = append(out.Artifacts, artifactJSON{Path: a.Path, Name: a.Name, Bytes: a.Bytes, SHA256: a.SHA256,
-			URL: run.ArtifactURL(r.ID, a.Path), ExpiredAt: a.ExpiredAt})
+			URL: httpkit.ArtifactURL(r.ID, a.Path), ExpiredAt: a.ExpiredAt})
 	}
 	if viewer.ID == r.UserID {
 		so, se := run.LogText(r.Stdout, r.StdoutTruncated), run.LogText(r.Stderr, r.StderrTruncated)
 		out.Stdout, out.Stderr, out.StdoutTruncated, out.StderrTruncated = &so, &se, r.StdoutTruncated, r.StderrTruncated
 	}
-	return out
+	return out, nil
 }
 
 // parseWait reads a ?wait= duration, capped at 10 minutes.
@@ -90,39 +91,23 @@ func parseWait(r *http.Request, def time.Duration) (time.Duration, error) {
 	}
 	d, err := config.ParseDuration(v)
 	if err != nil || d > 10*time.Minute {
-		return 0, errs.New(errInvalidRequest, map[string]any{"field": "wait", "value": v}, "wait %q must be a duration of at most 10m, such as 30s", v)
+		return 0, errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "wait", "value": v}, "wait %q must be a duration of at most 10m, such as 30s", v)
 	}
 	return d, nil
 }
 
-// readRunUpload validates a run's multipart upload into a fresh input directory. Nothing is
-// kept when it fails.
-func (s *Server) readRunUpload(r *http.Request) (dir string, form upload.Form, err error) {
-	dir, err = s.runs.NewInputDir()
-	if err != nil {
-		return "", upload.Form{}, err
-	}
-	defer func() {
-		if err != nil {
-			os.RemoveAll(dir)
-		}
-	}()
-	form, err = upload.ReadRequest(r, dir, s.uploadLimits, upload.Options{FileField: "files"})
-	return dir, form, err
-}
-
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request, u store.User) error {
-	t, v, err := s.catalog.Published(r.Context(), u, r.PathValue("tool"))
+	t, v, err := s.svc.Catalog.Published(r.Context(), u, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
-	return s.initialRun(w, r, u, t, v, "default", 0)
+	return s.initialRun(w, r, u, t, v, session.Production())
 }
 
 // answerRun waits up to wait for the run, then answers with it: created (201) when it is
 // over, 202 when it still runs.
 func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u store.User, runID string, wait time.Duration, done int) error {
-	rn, err := s.runs.Wait(r.Context(), runID, wait)
+	rn, err := s.svc.Runs.Wait(r.Context(), runID, wait)
 	if err != nil {
 		return err
 	}
@@ -130,13 +115,22 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u store.User,
 	if !store.Terminal(rn.Status) {
 		status = http.StatusAccepted
 	}
-	writeJSON(w, status, toRunJSON(rn, u))
+	return writeRun(w, status, rn, u)
+}
+
+// writeRun answers with run rn as viewer sees it.
+func writeRun(w http.ResponseWriter, status int, rn store.Run, viewer store.User) error {
+	out, err := toRunJSON(rn, viewer)
+	if err != nil {
+		return err
+	}
+	httpkit.WriteJSON(w, status, out)
 	return nil
 }
 
 // ownRun returns the run in the path if u owns it or is an admin.
 func (s *Server) ownRun(r *http.Request, u store.User) (store.Run, error) {
-	return s.steps.Owned(r.Context(), u, r.PathValue("run"))
+	return s.svc.Runs.Owned(r.Context(), u, r.PathValue("run"))
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request, u store.User) error {
@@ -149,55 +143,47 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, u store.User) er
 		return err
 	}
 	if wait > 0 && !store.Terminal(rn.Status) {
-		if rn, err = s.runs.Wait(r.Context(), rn.ID, wait); err != nil {
+		if rn, err = s.svc.Runs.Wait(r.Context(), rn.ID, wait); err != nil {
 			return err
 		}
 	}
-	writeJSON(w, http.StatusOK, toRunJSON(rn, u))
-	return nil
+	return writeRun(w, http.StatusOK, rn, u)
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, u store.User) error {
 	q := r.URL.Query()
-	limit := 50
+	query := run.Query{UserID: u.ID, Cursor: q.Get("cursor"), Status: q.Get("status"), Limit: 50}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			return errs.New(errInvalidRequest, map[string]any{"field": "limit", "value": v}, "limit %q must be a whole number from 1 to 500", v)
-		}
-		limit = n
-	}
-	before := ""
-	if c := q.Get("cursor"); c != "" {
-		b, err := base64.RawURLEncoding.DecodeString(c)
 		if err != nil {
-			return errs.New(errInvalidRequest, map[string]any{"field": "cursor"}, "cursor %q is not one this server gave out", c)
+			return errs.New(run.ErrInvalidQuery, map[string]any{"field": "limit", "value": v}, "limit %q must be a whole number from 1 to %d", v, run.MaxPage)
 		}
-		before = string(b)
+		query.Limit = n
 	}
-	toolID := ""
 	if ref := q.Get("tool"); ref != "" {
-		t, err := s.catalog.Visible(r.Context(), u, ref)
+		t, err := s.svc.Catalog.Visible(r.Context(), u, ref)
 		if err != nil {
 			return err
 		}
-		toolID = t.ID
+		query.ToolID = t.ID
 	}
-	runs, err := s.store.ListRuns(r.Context(), u.ID, toolID, before, limit+1)
+	page, err := s.svc.Runs.List(r.Context(), u, query)
 	if err != nil {
 		return err
 	}
+	out := make([]runJSON, 0, len(page.Runs))
+	for _, rn := range page.Runs {
+		j, err := toRunJSON(rn, u)
+		if err != nil {
+			return err
+		}
+		out = append(out, j)
+	}
 	var next *string
-	if len(runs) > limit {
-		runs = runs[:limit]
-		c := base64.RawURLEncoding.EncodeToString([]byte(runs[limit-1].ID))
-		next = &c
+	if page.NextCursor != "" {
+		next = &page.NextCursor
 	}
-	out := make([]runJSON, 0, len(runs))
-	for _, rn := range runs {
-		out = append(out, toRunJSON(rn, u))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out, "count": len(out), "next_cursor": next})
+	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"runs": out, "count": len(out), "next_cursor": next})
 	return nil
 }
 
@@ -206,41 +192,24 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, u store.Use
 	if err != nil {
 		return err
 	}
-	path := r.PathValue("path")
-	if !strings.HasPrefix(path, "output/") {
-		path = "output/" + path
+	a, rc, info, err := s.svc.Runs.OpenArtifact(r.Context(), rn, r.PathValue("path"))
+	if err != nil {
+		return err
 	}
-	var arts []run.Artifact
-	json.Unmarshal([]byte(rn.Artifacts), &arts)
-	for _, a := range arts {
-		if a.Path != path {
-			continue
-		}
-		if a.ExpiredAt != nil {
-			return errs.New(errNotFound, map[string]any{"run": rn.ID, "path": path, "expired_at": a.ExpiredAt},
-				"the artifact %s of run %s expired on %s: artifacts are kept for the server's SKRIP_RUN_ARTIFACTS_TTL after the run",
-				path, rn.ID, a.ExpiredAt.UTC().Format(time.RFC3339))
-		}
-		rc, info, err := s.blobs.Get(r.Context(), a.Key, 0, -1)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		h := w.Header()
-		h.Set("Content-Type", info.ContentType)
-		h.Set("Content-Length", strconv.FormatInt(info.Size, 10))
-		h.Set("X-Checksum", "sha256:"+a.SHA256)
-		h.Set("ETag", `"`+a.SHA256+`"`)
-		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Name}))
-		h.Set("X-Content-Type-Options", "nosniff")
-		cw := &countingWriter{ResponseWriter: w}
-		if r.Method != http.MethodHead {
-			copyBody(cw, rc)
-		}
-		s.metrics.BytesDownloaded.Add(float64(cw.n))
-		return nil
+	defer rc.Close()
+	h := w.Header()
+	h.Set("Content-Type", info.ContentType)
+	h.Set("Content-Length", strconv.FormatInt(info.Size, 10))
+	h.Set("X-Checksum", "sha256:"+a.SHA256)
+	h.Set("ETag", `"`+a.SHA256+`"`)
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Name}))
+	h.Set("X-Content-Type-Options", "nosniff")
+	cw := &countingWriter{ResponseWriter: w}
+	if r.Method != http.MethodHead {
+		copyBody(cw, rc)
 	}
-	return errs.New(errNotFound, map[string]any{"run": rn.ID, "path": path}, "run %s has no artifact %s", rn.ID, path)
+	s.ops.Metrics.BytesDownloaded.Add(float64(cw.n))
+	return nil
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, u store.User) error {
@@ -248,7 +217,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, u store.User)
 	if err != nil {
 		return err
 	}
-	if _, err := s.runs.Cancel(r.Context(), rn.ID); err != nil {
+	if _, err := s.svc.Runs.Cancel(r.Context(), rn.ID); err != nil {
 		return err
 	}
 	return s.answerRun(w, r, u, rn.ID, 10*time.Second, http.StatusOK)
@@ -263,10 +232,10 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	}
 	// Output lines are the owner's alone (an admin sees the status).
 	owner := rn.UserID == u.ID
-	past, sub := s.runs.Subscribe(rn.ID, owner)
+	past, sub := s.svc.Runs.Subscribe(rn.ID, owner)
 	defer sub.Close()
 	// Read again after subscribing, so a change in between is not missed.
-	if rn, err = s.store.GetRun(r.Context(), rn.ID); err != nil {
+	if rn, err = s.svc.Runs.Get(r.Context(), rn.ID); err != nil {
 		return err
 	}
 	h := w.Header()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -51,7 +52,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, u store.U
 		IdleTimeout json.RawMessage `json:"idle_timeout"`
 	}
 	if r.ContentLength != 0 {
-		if err := decodeJSON(w, r, &body); err != nil {
+		if err := httpkit.DecodeJSON(w, r, &body); err != nil {
 			return err
 		}
 	}
@@ -66,11 +67,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, u store.U
 		}
 		req.IdleTimeout = d
 	}
-	b, err := s.sandboxes.Create(r.Context(), u, req)
+	b, err := s.svc.Sandboxes.Create(r.Context(), u, req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, toSandboxJSON(b))
+	httpkit.WriteJSON(w, http.StatusCreated, toSandboxJSON(b))
 	return nil
 }
 
@@ -86,12 +87,12 @@ func parseIdle(raw json.RawMessage) (time.Duration, error) {
 			return d, nil
 		}
 	}
-	return 0, errs.New(errInvalidRequest, map[string]any{"field": "idle_timeout", "value": string(raw)},
+	return 0, errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "idle_timeout", "value": string(raw)},
 		"idle_timeout %s is neither seconds (900) nor a duration such as \"15m\"", raw)
 }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request, u store.User) error {
-	list, err := s.sandboxes.List(r.Context(), u, r.URL.Query().Get("all") == "true")
+	list, err := s.svc.Sandboxes.List(r.Context(), u, r.URL.Query().Get("all") == "true")
 	if err != nil {
 		return err
 	}
@@ -99,21 +100,21 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request, u store.U
 	for _, b := range list {
 		out = append(out, toSandboxJSON(b))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out, "count": len(out)})
+	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"sandboxes": out, "count": len(out)})
 	return nil
 }
 
 func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request, u store.User) error {
-	b, err := s.sandboxes.Get(r.Context(), u, r.PathValue("id"))
+	b, err := s.svc.Sandboxes.Get(r.Context(), u, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toSandboxJSON(b))
+	httpkit.WriteJSON(w, http.StatusOK, toSandboxJSON(b))
 	return nil
 }
 
 func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request, u store.User) error {
-	if err := s.sandboxes.Delete(r.Context(), u, r.PathValue("id")); err != nil {
+	if err := s.svc.Sandboxes.Delete(r.Context(), u, r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -145,11 +146,11 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.Use
 		TimeoutS float64  `json:"timeout_s"`
 		Stdin    *string  `json:"stdin"`
 	}
-	if err := decodeJSON(w, r, &body); err != nil {
+	if err := httpkit.DecodeJSON(w, r, &body); err != nil {
 		return err
 	}
 	if body.TimeoutS < 0 {
-		return errs.New(errInvalidRequest, map[string]any{"field": "timeout_s"}, "timeout_s %g must be above 0", body.TimeoutS)
+		return errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "timeout_s"}, "timeout_s %g must be above 0", body.TimeoutS)
 	}
 	req := sandbox.ExecRequest{Cmd: body.Cmd, Timeout: time.Duration(body.TimeoutS * float64(time.Second))}
 	if body.Stdin != nil {
@@ -157,11 +158,11 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.Use
 	}
 	id := r.PathValue("id")
 	if !strings.Contains(r.Header.Get("Accept"), ndjson) {
-		res, err := s.sandboxes.Exec(r.Context(), u, id, req)
+		res, err := s.svc.Sandboxes.Exec(r.Context(), u, id, req)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, toExecJSON(res))
+		httpkit.WriteJSON(w, http.StatusOK, toExecJSON(res))
 		return nil
 	}
 	// A refusal (a bad cmd, an unknown sandbox) comes before any line: a plain error.
@@ -196,7 +197,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.Use
 			broken = true
 		}
 	}
-	res, err := s.sandboxes.Exec(r.Context(), u, id, req)
+	res, err := s.svc.Sandboxes.Exec(r.Context(), u, id, req)
 	mu.Lock()
 	defer mu.Unlock()
 	finished = true
@@ -208,7 +209,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.Use
 	if err != nil {
 		// The status line has gone: the error is the stream's last object, the same
 		// body a plain answer would carry.
-		_, body := s.errorOf(r, err)
+		_, body := httpkit.ErrorOf(r, s.log, err)
 		enc.Encode(body)
 		return nil
 	}
@@ -224,17 +225,17 @@ func toExecJSON(res runner.ExecResult) execJSON {
 
 // putSandboxFile streams the raw request body into the workspace.
 func (s *Server) putSandboxFile(w http.ResponseWriter, r *http.Request, u store.User) error {
-	p, n, err := s.sandboxes.WriteFile(r.Context(), u, r.PathValue("id"), r.PathValue("path"), r.Body)
+	p, n, err := s.svc.Sandboxes.WriteFile(r.Context(), u, r.PathValue("id"), r.PathValue("path"), r.Body)
 	if err != nil {
 		return s.bodyError(err)
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"ok": true, "path": p, "size_bytes": n})
+	httpkit.WriteJSON(w, http.StatusCreated, map[string]any{"ok": true, "path": p, "size_bytes": n})
 	return nil
 }
 
 // getSandboxFile streams a workspace file.
 func (s *Server) getSandboxFile(w http.ResponseWriter, r *http.Request, u store.User) error {
-	rc, size, err := s.sandboxes.ReadFile(r.Context(), u, r.PathValue("id"), r.PathValue("path"))
+	rc, size, err := s.svc.Sandboxes.ReadFile(r.Context(), u, r.PathValue("id"), r.PathValue("path"))
 	if err != nil {
 		return err
 	}
@@ -249,10 +250,10 @@ func (s *Server) getSandboxFile(w http.ResponseWriter, r *http.Request, u store.
 		return nil
 	}
 	n, err := copyWithDeadline(w, rc)
-	s.metrics.BytesDownloaded.Add(float64(n))
+	s.ops.Metrics.BytesDownloaded.Add(float64(n))
 	if err != nil {
 		// The status is sent: cutting the connection short is how the client learns.
-		s.log.Warn("streaming a sandbox file failed", "request_id", requestID(r.Context()), "error", err)
+		s.log.Warn("streaming a sandbox file failed", "request_id", httpkit.RequestID(r.Context()), "error", err)
 		panic(http.ErrAbortHandler)
 	}
 	return nil
@@ -290,17 +291,17 @@ func (s *Server) stageSandboxFile(w http.ResponseWriter, r *http.Request, u stor
 		FileKey     string `json:"file_key"`
 		Destination string `json:"destination"`
 	}
-	if err := decodeJSON(w, r, &body); err != nil {
+	if err := httpkit.DecodeJSON(w, r, &body); err != nil {
 		return err
 	}
 	if body.FileKey == "" {
-		return errs.New(errInvalidRequest, map[string]any{"field": "file_key"}, "file_key is missing: name a staged file, such as files/f_01J…")
+		return errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "file_key"}, "file_key is missing: name a staged file, such as files/f_01J…")
 	}
-	st, err := s.sandboxes.Stage(r.Context(), u, r.PathValue("id"), body.FileKey, body.Destination)
+	st, err := s.svc.Sandboxes.Stage(r.Context(), u, r.PathValue("id"), body.FileKey, body.Destination)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "path": st.Path, "size_bytes": st.Size, "checksum": st.Checksum})
+	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "path": st.Path, "size_bytes": st.Size, "checksum": st.Checksum})
 	return nil
 }
 
@@ -310,19 +311,19 @@ func (s *Server) publishSandboxFile(w http.ResponseWriter, r *http.Request, u st
 		FileKey string `json:"file_key"`
 		TTL     string `json:"ttl"`
 	}
-	if err := decodeJSON(w, r, &body); err != nil {
+	if err := httpkit.DecodeJSON(w, r, &body); err != nil {
 		return err
 	}
 	ttl, err := parseTTL(body.TTL)
 	if err != nil {
 		return err
 	}
-	f, err := s.sandboxes.Publish(r.Context(), u, r.PathValue("id"), sandbox.PublishRequest{Source: body.Source, Key: body.FileKey, TTL: ttl})
+	f, err := s.svc.Sandboxes.Publish(r.Context(), u, r.PathValue("id"), sandbox.PublishRequest{Source: body.Source, Key: body.FileKey, TTL: ttl})
 	if err != nil {
 		return err
 	}
-	s.metrics.BytesUploaded.Add(float64(f.Size))
-	writeJSON(w, http.StatusOK, struct {
+	s.ops.Metrics.BytesUploaded.Add(float64(f.Size))
+	httpkit.WriteJSON(w, http.StatusOK, struct {
 		OK bool `json:"ok"`
 		fileJSON
 	}{true, toFileJSON(f)})

@@ -10,6 +10,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -44,18 +45,18 @@ type settingsRequest struct {
 func (req settingsRequest) values() (map[string]any, error) {
 	raw := bytes.TrimSpace(req.Values)
 	if len(raw) == 0 {
-		return nil, errs.New(errInvalidRequest, map[string]any{"field": "values", "rule": "required"},
+		return nil, errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "values", "rule": "required"},
 			`values is required: send {"values": {...}} with every setting to keep ({"values": {}} clears them)`)
 	}
 	if raw[0] != '{' {
-		return nil, errs.New(errInvalidRequest, map[string]any{"field": "values", "rule": contract.RuleType},
+		return nil, errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "values", "rule": contract.RuleType},
 			"values must be a JSON object of setting names and values, not %s", jsonValueKind(raw[0]))
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var out map[string]any
 	if err := dec.Decode(&out); err != nil {
-		return nil, errs.New(errInvalidRequest, map[string]any{"field": "values"}, "values is not a valid JSON object")
+		return nil, errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "values"}, "values is not a valid JSON object")
 	}
 	return out, nil
 }
@@ -84,11 +85,11 @@ type settingsStore struct {
 }
 
 func (s *Server) toolSettings() settingsStore {
-	return settingsStore{"tool", s.catalog.Settings, s.catalog.PutSettings}
+	return settingsStore{"tool", s.svc.Catalog.Settings, s.svc.Catalog.PutSettings}
 }
 
 func (s *Server) editorSettings() settingsStore {
-	return settingsStore{"version", s.catalog.EditorSettings, s.catalog.PutEditorSettings}
+	return settingsStore{"version", s.svc.Catalog.EditorSettings, s.svc.Catalog.PutEditorSettings}
 }
 
 // getSettings answers GET on a settings route: {settings_schema, values, updated_at}.
@@ -98,7 +99,7 @@ func (s *Server) getSettings(where settingsStore) handlerFunc {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, toSettingsJSON(st))
+		httpkit.WriteJSON(w, http.StatusOK, toSettingsJSON(st))
 		return nil
 	}
 }
@@ -107,7 +108,7 @@ func (s *Server) getSettings(where settingsStore) handlerFunc {
 func (s *Server) putSettings(where settingsStore) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, u store.User) error {
 		var req settingsRequest
-		if err := decodeJSON(w, r, &req); err != nil {
+		if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 			return err
 		}
 		values, err := req.values()
@@ -118,7 +119,7 @@ func (s *Server) putSettings(where settingsStore) handlerFunc {
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, toSettingsJSON(st))
+		httpkit.WriteJSON(w, http.StatusOK, toSettingsJSON(st))
 		return nil
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -67,21 +68,21 @@ func (s *Server) createTool(w http.ResponseWriter, r *http.Request, u store.User
 		SettingsSchema    json.RawMessage `json:"settings_schema"`
 		Publish           bool            `json:"publish"`
 	}
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	t, v, err := s.catalog.Create(r.Context(), u, catalog.NewTool{Slug: req.Slug, Title: req.Title, Description: req.Description,
+	t, v, err := s.svc.Catalog.Create(r.Context(), u, catalog.NewTool{Slug: req.Slug, Title: req.Title, Description: req.Description,
 		Summary: req.Summary, UsageInstructions: req.UsageInstructions, Source: req.Source,
 		InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema, Publish: req.Publish})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"tool": toToolJSON(t), "version": toVersionJSON(v)})
+	httpkit.WriteJSON(w, http.StatusCreated, map[string]any{"tool": toToolJSON(t), "version": toVersionJSON(v)})
 	return nil
 }
 
 func (s *Server) listTools(w http.ResponseWriter, r *http.Request, u store.User) error {
-	tools, err := s.catalog.List(r.Context(), u)
+	tools, err := s.svc.Catalog.List(r.Context(), u)
 	if err != nil {
 		return err
 	}
@@ -89,31 +90,31 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request, u store.User)
 	for _, t := range tools {
 		out = append(out, toToolJSON(t))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": out, "count": len(out)})
+	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"tools": out, "count": len(out)})
 	return nil
 }
 
 func (s *Server) getTool(w http.ResponseWriter, r *http.Request, u store.User) error {
-	t, err := s.catalog.Visible(r.Context(), u, r.PathValue("tool"))
+	t, err := s.svc.Catalog.Visible(r.Context(), u, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
 	out := toolDetailJSON{toolJSON: toToolJSON(t)}
 	if t.PublishedVersionID != "" {
-		v, err := s.store.ToolVersion(r.Context(), t.PublishedVersionID)
+		_, v, err := s.svc.Catalog.Published(r.Context(), u, t.ID)
 		if err != nil {
 			return err
 		}
 		out.InputSchema, out.SettingsSchema = v.InputSchema, v.SettingsSchema
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // updateTool changes a tool's title, description, summary or usage_instructions: the
 // fields the body holds; the others stay as they are.
 func (s *Server) updateTool(w http.ResponseWriter, r *http.Request, u store.User) error {
-	t, err := s.catalog.Owned(r.Context(), u, r.PathValue("tool"))
+	t, err := s.svc.Catalog.Owned(r.Context(), u, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func (s *Server) updateTool(w http.ResponseWriter, r *http.Request, u store.User
 		Summary           *string `json:"summary"`
 		UsageInstructions *string `json:"usage_instructions"`
 	}
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
 	pick := func(p *string, old string) string {
@@ -132,17 +133,17 @@ func (s *Server) updateTool(w http.ResponseWriter, r *http.Request, u store.User
 		}
 		return *p
 	}
-	t, err = s.catalog.UpdateInfo(r.Context(), u, t.ID, pick(req.Title, t.Title), pick(req.Description, t.Description),
+	t, err = s.svc.Catalog.UpdateInfo(r.Context(), u, t.ID, pick(req.Title, t.Title), pick(req.Description, t.Description),
 		pick(req.Summary, t.Summary), pick(req.UsageInstructions, t.UsageInstructions))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toToolJSON(t))
+	httpkit.WriteJSON(w, http.StatusOK, toToolJSON(t))
 	return nil
 }
 
 func (s *Server) createVersion(w http.ResponseWriter, r *http.Request, u store.User) error {
-	if _, err := s.catalog.Owned(r.Context(), u, r.PathValue("tool")); err != nil {
+	if _, err := s.svc.Catalog.Owned(r.Context(), u, r.PathValue("tool")); err != nil {
 		return err
 	}
 	var req struct {
@@ -150,32 +151,32 @@ func (s *Server) createVersion(w http.ResponseWriter, r *http.Request, u store.U
 		InputSchema    json.RawMessage `json:"input_schema"`
 		SettingsSchema json.RawMessage `json:"settings_schema"`
 	}
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	v, err := s.catalog.AddVersion(r.Context(), u, r.PathValue("tool"),
+	v, err := s.svc.Catalog.AddVersion(r.Context(), u, r.PathValue("tool"),
 		catalog.NewVersion{Source: req.Source, InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, toVersionJSON(v))
+	httpkit.WriteJSON(w, http.StatusCreated, toVersionJSON(v))
 	return nil
 }
 
 func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, u store.User) error {
-	v, _, err := s.catalog.OwnedVersion(r.Context(), u, r.PathValue("version"))
+	v, _, err := s.svc.Catalog.OwnedVersion(r.Context(), u, r.PathValue("version"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toVersionJSON(v))
+	httpkit.WriteJSON(w, http.StatusOK, toVersionJSON(v))
 	return nil
 }
 
 func (s *Server) publishVersion(w http.ResponseWriter, r *http.Request, u store.User) error {
-	t, err := s.catalog.Publish(r.Context(), u, r.PathValue("version"))
+	t, err := s.svc.Catalog.Publish(r.Context(), u, r.PathValue("version"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toToolJSON(t))
+	httpkit.WriteJSON(w, http.StatusOK, toToolJSON(t))
 	return nil
 }

@@ -1,11 +1,11 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
-	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -23,29 +23,32 @@ func toUserJSON(u store.User) userJSON {
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request, u store.User) error {
-	writeJSON(w, http.StatusOK, toUserJSON(u))
+	httpkit.WriteJSON(w, http.StatusOK, toUserJSON(u))
 	return nil
 }
 
-func (s *Server) createUser(w http.ResponseWriter, r *http.Request, _ store.User) error {
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request, caller store.User) error {
+	if err := account.RequireAdmin(caller, "creating a user"); err != nil {
+		return err
+	}
 	var req struct {
 		Name     string `json:"name"`
 		Role     string `json:"role"`
 		Password string `json:"password"`
 	}
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	u, tok, err := s.accounts.CreateUser(r.Context(), req.Name, req.Role, req.Password)
+	u, tok, err := s.svc.Accounts.CreateUser(r.Context(), req.Name, req.Role, req.Password)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"id": u.ID, "name": u.Name, "role": u.Role, "token": tok})
+	httpkit.WriteJSON(w, http.StatusCreated, map[string]any{"id": u.ID, "name": u.Name, "role": u.Role, "token": tok})
 	return nil
 }
 
-func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, _ store.User) error {
-	users, err := s.store.Users(r.Context())
+func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, u store.User) error {
+	users, err := s.svc.Accounts.Users(r.Context(), u)
 	if err != nil {
 		return err
 	}
@@ -53,29 +56,8 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, _ store.User)
 	for _, u := range users {
 		out = append(out, toUserJSON(u))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"users": out, "count": len(out)})
+	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"users": out, "count": len(out)})
 	return nil
-}
-
-// targetUser resolves the {id} of a users route, by id or by name. A caller who is not an
-// admin may only name themselves; anyone else is answered as if missing.
-func (s *Server) targetUser(r *http.Request, caller store.User) (store.User, error) {
-	ref := r.PathValue("id")
-	if ref == caller.ID || ref == caller.Name {
-		return caller, nil
-	}
-	notFound := errs.New(errNotFound, map[string]any{"user": ref}, "no user %q", ref)
-	if caller.Role != store.RoleAdmin {
-		return store.User{}, notFound
-	}
-	u, err := s.store.User(r.Context(), ref)
-	if errors.Is(err, store.ErrNotFound) {
-		u, err = s.store.UserByName(r.Context(), ref)
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		return store.User{}, notFound
-	}
-	return u, err
 }
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request, caller store.User) error {
@@ -83,19 +65,19 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, caller stor
 		Name string `json:"name"`
 	}
 	if r.ContentLength != 0 {
-		if err := decodeJSON(w, r, &req); err != nil {
+		if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 			return err
 		}
 	}
-	target, err := s.targetUser(r, caller)
+	target, err := s.svc.Accounts.Lookup(r.Context(), caller, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	tok, err := s.accounts.IssueToken(r.Context(), target.ID, req.Name)
+	tok, err := s.svc.Accounts.IssueToken(r.Context(), target.ID, req.Name)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "user_id": target.ID})
+	httpkit.WriteJSON(w, http.StatusCreated, map[string]any{"token": tok, "user_id": target.ID})
 	return nil
 }
 
@@ -103,14 +85,14 @@ func (s *Server) setPassword(w http.ResponseWriter, r *http.Request, caller stor
 	var req struct {
 		Password string `json:"password"`
 	}
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	target, err := s.targetUser(r, caller)
+	target, err := s.svc.Accounts.Lookup(r.Context(), caller, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	if err := s.accounts.SetPassword(r.Context(), target.ID, req.Password); err != nil {
+	if err := s.svc.Accounts.SetPassword(r.Context(), target.ID, req.Password); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -118,23 +100,19 @@ func (s *Server) setPassword(w http.ResponseWriter, r *http.Request, caller stor
 }
 
 func (s *Server) updateUser(w http.ResponseWriter, r *http.Request, caller store.User) error {
+	if err := account.RequireAdmin(caller, "changing a role"); err != nil {
+		return err
+	}
 	var req struct {
 		Role string `json:"role"`
 	}
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	target, err := s.targetUser(r, caller)
+	target, err := s.svc.Accounts.SetRole(r.Context(), caller, r.PathValue("id"), req.Role)
 	if err != nil {
 		return err
 	}
-	if !store.ValidRole(req.Role) {
-		return errs.New(errInvalidRequest, map[string]any{"field": "role", "value": req.Role}, "role %q is not one of admin, author, user", req.Role)
-	}
-	if err := s.store.SetRole(r.Context(), target.ID, req.Role); err != nil {
-		return err
-	}
-	target.Role = req.Role
-	writeJSON(w, http.StatusOK, toUserJSON(target))
+	httpkit.WriteJSON(w, http.StatusOK, toUserJSON(target))
 	return nil
 }

@@ -19,8 +19,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/workflow"
 
-	"github.com/skrip-dev/skrip/internal/api"
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/fsblob"
 	"github.com/skrip-dev/skrip/internal/blob/natsblob"
@@ -41,7 +41,6 @@ import (
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
 	"github.com/skrip-dev/skrip/internal/version"
-	"github.com/skrip-dev/skrip/internal/web"
 )
 
 // App is a running skrip server's parts.
@@ -57,11 +56,10 @@ type App struct {
 	Runs     *run.Service
 	Sessions *session.Service
 	Catalog  *catalog.Service
-	Steps    *run.Steps
+	Workflow *workflow.Service
 	// Sandboxes are the persistent agent sandboxes.
 	Sandboxes *sandbox.Service
 	Metrics   *metrics.Metrics
-	API       *api.Server
 	// Handler is what Serve answers with: the API and the web UI. A test may wrap it
 	// before Serve (apptest checks every error body the suites produce).
 	Handler http.Handler
@@ -122,6 +120,7 @@ func (a *App) open(ctx context.Context) error {
 	a.Runs, err = run.New(st, a.Blobs, a.Runner, run.Config{
 		Limits: RunLimits(a.cfg), Concurrency: conc, Queue: a.cfg.RunnerQueue,
 		WorkDir: a.cfg.Path("work", "inputs"), Policy: contract.DefaultPolicy(),
+		Uploads: upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes},
 	}, a.Metrics, a.log)
 	if err != nil {
 		return err
@@ -137,27 +136,10 @@ func (a *App) open(ctx context.Context) error {
 	if _, err := a.Janitor.Leftovers(ctx); err != nil {
 		a.log.Error("removing leftovers of an earlier run of the server; the janitor retries", "error", err)
 	}
-	uploads := upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes}
 	a.Catalog = catalog.New(st, a.cfg.UploadMaxFiles)
-	a.Steps = run.NewSteps(a.Runs, a.Sessions)
-	a.API = api.New(api.Deps{
-		Store: st, Accounts: a.Accounts, Files: a.Files, Janitor: a.Janitor, Runs: a.Runs, Sessions: a.Sessions, Blobs: a.Blobs,
-		Catalog: a.Catalog, Steps: a.Steps, Sandboxes: a.Sandboxes,
-		SandboxTimeout:  a.cfg.SandboxRunTimeout,
-		Uploads:         uploads,
-		BodyIdleTimeout: a.cfg.HTTPBodyIdleTimeout,
-		Metrics:         a.Metrics, Log: a.log, Version: version.Version,
-		Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}, {Name: "runner", Ping: a.Runner.Ping}},
-	})
-	ui, err := web.New(web.Deps{Store: st, Accounts: a.Accounts, Catalog: a.Catalog, Steps: a.Steps, Runs: a.Runs, Sessions: a.Sessions,
-		Files: a.Files, Uploads: uploads, SandboxTimeout: a.cfg.SandboxRunTimeout, Log: a.log})
-	if err != nil {
-		return err
-	}
-	ui.Register(a.API.Mux())
-	a.API.SetNotFound(ui.NotFound())
-	a.Handler = a.API.Handler()
-	return nil
+	a.Workflow = workflow.New(a.Runs, a.Sessions, a.Catalog, a.cfg.EditorRunTimeout)
+	a.Handler, err = a.routes(st)
+	return err
 }
 
 // RunLimits are the limits of a production run, from the settings.

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/skrip-dev/skrip/internal/api"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 )
 
 // httpServer is the server Serve runs: the API and web UI behind the HTTP settings.
@@ -97,7 +97,7 @@ func (c *jsonErrorConn) Write(p []byte) (int, error) {
 		return c.Conn.Write(p)
 	}
 	status, _ := strconv.Atoi(string(m[1]))
-	body := api.ProtocolError(status, c.message(status, string(m[2]), string(m[3])), c.details(status))
+	body := httpkit.ProtocolError(status, c.message(status, string(m[2]), string(m[3])), c.details(status))
 	resp := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		status, http.StatusText(status), len(body), body)
 	if _, err := io.WriteString(c.Conn, resp); err != nil {

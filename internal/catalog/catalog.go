@@ -21,8 +21,12 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrNotFound means no such tool or version, or one the user may not see.
+	// ErrNotFound means no such tool, or one the user may not see.
 	ErrNotFound = errors.New("tool not found")
+	// ErrNoVersion means no such tool version, or one the user may not see.
+	ErrNoVersion = errors.New("tool version not found")
+	// ErrExists means a tool with that slug already exists.
+	ErrExists = errors.New("tool exists")
 	// ErrForbidden means the user sees the tool but may not change it.
 	ErrForbidden = errors.New("forbidden")
 	// ErrInvalid means a slug, title or source is not acceptable.
@@ -107,7 +111,7 @@ func (s *Service) Owned(ctx context.Context, u store.User, ref string) (store.To
 // OwnedVersion returns the version id and its tool if u is the tool's author or an admin.
 // Anyone else is answered as if it did not exist.
 func (s *Service) OwnedVersion(ctx context.Context, u store.User, id string) (store.ToolVersion, store.Tool, error) {
-	notFound := errs.New(ErrNotFound, map[string]any{"version": id}, "no tool version %q", id)
+	notFound := errs.New(ErrNoVersion, map[string]any{"version": id}, "no tool version %q", id)
 	v, err := s.st.ToolVersion(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.ToolVersion{}, store.Tool{}, notFound
@@ -172,7 +176,7 @@ func (s *Service) Create(ctx context.Context, u store.User, n NewTool) (store.To
 	v.ToolID = t.ID
 	t, err = s.st.CreateTool(ctx, t, v, n.Publish)
 	if errors.Is(err, store.ErrConflict) {
-		return store.Tool{}, store.ToolVersion{}, errs.New(store.ErrConflict, map[string]any{"slug": n.Slug}, "a tool with slug %q already exists", n.Slug)
+		return store.Tool{}, store.ToolVersion{}, errs.New(ErrExists, map[string]any{"slug": n.Slug}, "a tool with slug %q already exists", n.Slug)
 	}
 	return t, v, err
 }

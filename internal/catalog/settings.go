@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -22,10 +24,35 @@ type Settings struct {
 	UpdatedAt time.Time
 }
 
-// EditorScope is the settings scope of the editor sandbox of a version: its session
-// context (SPEC §6), so that the editor's settings stay apart from production's as its
-// session does.
-func EditorScope(versionID string) string { return "sandbox:" + versionID }
+// scopeOf is where settings saved in session context c are kept: production's under
+// "", the editor's under its context, so that an author's trial settings stay apart
+// from production's and from other versions' as its session does.
+func scopeOf(c session.Context) string {
+	if c.IsEditor() {
+		return c.String()
+	}
+	return ""
+}
+
+// Memory is the /work/memory.json of a run of version v by userID in context c
+// (docs/runner-contract.md): {"settings": {...}}, what the user saved for the tool that
+// still fits v's settings_schema, field by field; the editor's own settings in an
+// editor context; {} when there are none.
+func (s *Service) Memory(ctx context.Context, userID string, v store.ToolVersion, c session.Context) ([]byte, error) {
+	schema, err := contract.ParseSettingsSchema(v.SettingsSchema)
+	if err != nil || schema == nil {
+		return []byte("{}"), err
+	}
+	saved, _, err := savedSettings(ctx, s.st, userID, v.ToolID, scopeOf(c))
+	if err != nil {
+		return nil, err
+	}
+	kept := contract.KeepValidSettings(schema, saved)
+	if len(kept) == 0 {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(map[string]any{"settings": kept})
+}
 
 // Settings returns u's settings for the tool ref, against its published version's
 // settings_schema. Values saved under an older schema that no longer fit are left out.
@@ -54,7 +81,7 @@ func (s *Service) EditorSettings(ctx context.Context, u store.User, versionID st
 	if err != nil {
 		return Settings{}, err
 	}
-	return s.settings(ctx, u, t, v, EditorScope(v.ID))
+	return s.settings(ctx, u, t, v, scopeOf(session.Editor(v.ID)))
 }
 
 // PutEditorSettings checks values against version id's settings_schema and saves them as
@@ -64,7 +91,7 @@ func (s *Service) PutEditorSettings(ctx context.Context, u store.User, versionID
 	if err != nil {
 		return Settings{}, err
 	}
-	return s.putSettings(ctx, u, t, v, EditorScope(v.ID), values)
+	return s.putSettings(ctx, u, t, v, scopeOf(session.Editor(v.ID)), values)
 }
 
 func (s *Service) settings(ctx context.Context, u store.User, t store.Tool, v store.ToolVersion, scope string) (Settings, error) {
@@ -115,7 +142,7 @@ func savedSettings(ctx context.Context, st *store.Store, userID, toolID, scope s
 	}
 	var vals map[string]any
 	if err := json.Unmarshal(ts.Values, &vals); err != nil {
-		return nil, time.Time{}, err
+		return nil, time.Time{}, fmt.Errorf("the saved settings of user %s for tool %s: %w", userID, toolID, err)
 	}
 	return vals, ts.UpdatedAt, nil
 }

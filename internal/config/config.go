@@ -52,7 +52,7 @@ type Config struct {
 	BwrapUID            int
 	BwrapGID            int
 	RunTimeout          time.Duration
-	SandboxRunTimeout   time.Duration
+	EditorRunTimeout    time.Duration
 	RunMemoryBytes      int64
 	RunPids             int
 	RunCPUs             float64
@@ -94,16 +94,22 @@ type Setting struct {
 	Help    string
 	// Shown is how the README and --help name a default computed at start ("the number
 	// of CPUs"); empty means Default itself.
-	Shown   string
+	Shown string
+	// Aliases are earlier names of the setting, still read (flag, env and file) so that
+	// a renamed setting keeps working; the current name wins.
+	Aliases []string
 	kind    kind
 	choices []string
 	bind    func(c *Config, v string) error
 }
 
 // Env returns the environment variable that sets s.
-func (s Setting) Env() string {
-	return "SKRIP_" + strings.ToUpper(strings.ReplaceAll(s.Name, "-", "_"))
-}
+func (s Setting) Env() string { return envName(s.Name) }
+
+func envName(name string) string { return "SKRIP_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) }
+
+// names are the setting's name and then its aliases.
+func (s Setting) names() []string { return append([]string{s.Name}, s.Aliases...) }
 
 // Secret reports whether the value must not be printed.
 func (s Setting) Secret() bool { return s.kind == kSecret }
@@ -169,7 +175,7 @@ func Settings() []Setting {
 		{Name: "bwrap-uid", Default: "65534", Help: "host uid that bwrap sandboxes (runs and agent sandbox execs) run as when skrip runs as root; never 0 (a server that is not root runs them as itself)", kind: kInt, bind: hostID(func(c *Config) *int { return &c.BwrapUID })},
 		{Name: "bwrap-gid", Default: "65534", Help: "host gid of bwrap sandboxes when skrip runs as root; never 0", kind: kInt, bind: hostID(func(c *Config) *int { return &c.BwrapGID })},
 		{Name: "run-timeout", Default: "120s", Help: "wall-time limit of a production run", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.RunTimeout })},
-		{Name: "sandbox-run-timeout", Default: "60s", Help: "wall-time limit of an editor sandbox run", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxRunTimeout })},
+		{Name: "editor-run-timeout", Default: "60s", Help: "wall-time limit of a run in the editor (an author trying a version)", Aliases: []string{"sandbox-run-timeout"}, kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.EditorRunTimeout })},
 		{Name: "run-memory-bytes", Default: "1073741824", Help: "memory limit of a run", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunMemoryBytes })},
 		{Name: "run-pids", Default: "256", Help: "process limit of a run", kind: kInt, bind: intv(func(c *Config) *int { return &c.RunPids })},
 		{Name: "run-cpus", Default: "1", Help: "CPUs a run may use (fractions allowed)", kind: kFloat, bind: f64(func(c *Config) *float64 { return &c.RunCPUs })},
@@ -227,6 +233,10 @@ func RegisterFlags(fs *pflag.FlagSet) {
 			def = s.Shown
 		}
 		fs.String(s.Name, def, help)
+		for _, a := range s.Aliases {
+			fs.String(a, def, help)
+			fs.MarkDeprecated(a, "use --"+s.Name)
+		}
 	}
 }
 
@@ -247,14 +257,12 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Loaded, error) {
 	known := map[string]bool{}
 	out := &Loaded{}
 	for _, s := range Settings() {
-		known[s.Name] = true
 		v := Value{Setting: s, Value: s.Default, Source: FromDefault}
-		if f := fs.Lookup(s.Name); f != nil && f.Changed {
-			v.Value, v.Source = f.Value.String(), FromFlag
-		} else if e, ok := lookupEnv(getenv, s.Env()); ok {
-			v.Value, v.Source = e, FromEnv
-		} else if fv, ok := file[s.Name]; ok {
-			v.Value, v.Source = fv, FromFile
+		for _, n := range s.names() {
+			known[n] = true
+		}
+		if val, src, ok := resolve(s, fs, getenv, file); ok {
+			v.Value, v.Source = val, src
 		}
 		if err := s.check(v.Value); err != nil {
 			return nil, fmt.Errorf("setting %s (%s, from %s): %w", s.Name, s.Env(), v.Source, err)
@@ -275,6 +283,27 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Loaded, error) {
 // Path returns a path inside the data dir.
 func (c *Config) Path(elem ...string) string {
 	return filepath.Join(append([]string{c.DataDir}, elem...)...)
+}
+
+// resolve finds s's value: a flag the user set, then the environment, then the file,
+// each under the setting's name before its aliases.
+func resolve(s Setting, fs *pflag.FlagSet, getenv func(string) string, file map[string]string) (string, Source, bool) {
+	for _, n := range s.names() {
+		if f := fs.Lookup(n); f != nil && f.Changed {
+			return f.Value.String(), FromFlag, true
+		}
+	}
+	for _, n := range s.names() {
+		if e, ok := lookupEnv(getenv, envName(n)); ok {
+			return e, FromEnv, true
+		}
+	}
+	for _, n := range s.names() {
+		if fv, ok := file[n]; ok {
+			return fv, FromFile, true
+		}
+	}
+	return "", "", false
 }
 
 func lookupEnv(getenv func(string) string, name string) (string, bool) {

@@ -166,3 +166,34 @@ func TestDisplayHidesSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestRenamedSettingKeepsItsOldName: editor-run-timeout was sandbox-run-timeout; the old
+// flag, env var and file key still set it, and the new name wins over the old.
+func TestRenamedSettingKeepsItsOldName(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "skrip.yaml")
+	if err := os.WriteFile(file, []byte("sandbox-run-timeout: 7s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want time.Duration
+	}{
+		{"default", nil, nil, 60 * time.Second},
+		{"old env", nil, map[string]string{"SKRIP_SANDBOX_RUN_TIMEOUT": "5s"}, 5 * time.Second},
+		{"new env wins", nil, map[string]string{"SKRIP_SANDBOX_RUN_TIMEOUT": "5s", "SKRIP_EDITOR_RUN_TIMEOUT": "9s"}, 9 * time.Second},
+		{"old flag", []string{"--sandbox-run-timeout=3s"}, nil, 3 * time.Second},
+		{"old file key", []string{"--config=" + file}, nil, 7 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Load(flags(t, tc.args...), envOf(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.EditorRunTimeout != tc.want {
+				t.Fatalf("EditorRunTimeout = %s, want %s", l.EditorRunTimeout, tc.want)
+			}
+		})
+	}
+}

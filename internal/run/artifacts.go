@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -126,12 +125,6 @@ func leftOutNotice(limit int64, l runner.LeftOut) contract.Output {
 	}
 	return contract.Notice("warning", "Artifacts over the output limit (%s) were not kept: %s; %s in all. Files count by their apparent size, holes of sparse files included.",
 		runner.HumanBytes(limit), list, runner.HumanBytes(l.Bytes))
-}
-
-// ArtifactURL is where the API serves the artifact at path ("output/<name>") of run
-// runID, each segment escaped.
-func ArtifactURL(runID, path string) string {
-	return "/api/v1/runs/" + runID + "/artifacts/" + (&url.URL{Path: path}).EscapedPath()
 }
 
 // LogText returns a run's stdout or stderr as valid UTF-8 text, with a last line saying

@@ -25,6 +25,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
 )
 
 // ErrBusy means the queue is full or the server is stopping (503 with Retry-After).
@@ -37,6 +38,7 @@ type Config struct {
 	Queue       int           // runs waiting beyond those
 	WorkDir     string        // per-run input directories
 	Policy      contract.Policy
+	Uploads     upload.Limits // of a run's multipart upload (ReadUpload)
 }
 
 // Service runs tools.
@@ -159,7 +161,7 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 	}
 	r := store.Run{ID: ids.New("r"), ToolID: req.Tool.ID, VersionID: req.Version.ID, UserID: req.User.ID, Context: req.Context,
 		Kind: req.Kind, ActionID: req.ActionID, Status: store.StatusQueued, Inputs: mustJSON(inputs), Outputs: "[]",
-		NextActions: "[]", Artifacts: "[]", InputManifest: mustJSON(auditManifest(manifest)), CreatedAt: s.now()}
+		NextActions: "[]", Artifacts: "[]", InputManifest: mustJSON(manifestOf(manifest)), CreatedAt: s.now()}
 	if err := s.st.CreateRun(ctx, r); err != nil {
 		return store.Run{}, err
 	}
@@ -419,21 +421,6 @@ func listInputs(dir string, withAction bool) (contract.Manifest, error) {
 	}
 	sort.Slice(m.Files, func(i, j int) bool { return m.Files[i].Name < m.Files[j].Name })
 	return m, nil
-}
-
-// auditEntry is one file of the input_manifest stored with a run.
-type auditEntry struct {
-	Name  string `json:"name"`
-	Bytes int64  `json:"bytes"`
-}
-
-// auditManifest is the input_manifest stored with a run: names and bytes.
-func auditManifest(m contract.Manifest) map[string][]auditEntry {
-	files := make([]auditEntry, 0, len(m.Files))
-	for _, f := range m.Files {
-		files = append(files, auditEntry{Name: f.Name, Bytes: f.Bytes})
-	}
-	return map[string][]auditEntry{"files": files}
 }
 
 func contentType(name string) string {

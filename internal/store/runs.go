@@ -17,6 +17,15 @@ const (
 	StatusCancelled = "cancelled"
 )
 
+// ValidStatus reports whether s is a run status.
+func ValidStatus(s string) bool {
+	switch s {
+	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusTimedOut, StatusCancelled:
+		return true
+	}
+	return false
+}
+
 // Terminal reports whether a status is final.
 func Terminal(status string) bool {
 	return status != StatusQueued && status != StatusRunning
@@ -148,11 +157,19 @@ func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
 	return r, nil
 }
 
-// ListRuns returns up to limit runs, newest first, of userID (empty: everyone's) and of
-// toolID (empty: every tool), older than the run before (empty: from the newest).
-func (s *Store) ListRuns(ctx context.Context, userID, toolID, before string, limit int) ([]Run, error) {
-	q := "SELECT " + runCols + " FROM runs WHERE (? = '' OR user_id = ?) AND (? = '' OR tool_id = ?) AND (? = '' OR id < ?) ORDER BY id DESC LIMIT ?"
-	rows, err := s.query(ctx, q, userID, userID, toolID, toolID, before, before, limit)
+// RunFilter selects runs; an empty field selects all.
+type RunFilter struct {
+	UserID string
+	ToolID string
+	Status string
+	Before string // only runs with an id before this one: the next page
+	Limit  int
+}
+
+// ListRuns returns up to f.Limit runs that f selects, newest first.
+func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+	q := "SELECT " + runCols + " FROM runs WHERE (? = '' OR user_id = ?) AND (? = '' OR tool_id = ?) AND (? = '' OR status = ?) AND (? = '' OR id < ?) ORDER BY id DESC LIMIT ?"
+	rows, err := s.query(ctx, q, f.UserID, f.UserID, f.ToolID, f.ToolID, f.Status, f.Status, f.Before, f.Before, f.Limit)
 	return scanAll(rows, err, scanRun)
 }
 

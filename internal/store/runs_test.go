@@ -90,9 +90,13 @@ func TestToolsAndRuns(t *testing.T) {
 			r.ID, r.Status, r.StateRev, r.FinishedAt, r.UserID = id, StatusQueued, nil, nil, []string{"u_a", "u_b"}[i]
 			s.CreateRun(ctx, r)
 		}
-		all, _ := s.ListRuns(ctx, "", "", "", 10)
-		mine, _ := s.ListRuns(ctx, "u_b", "t_1", "", 10)
-		page, _ := s.ListRuns(ctx, "", "", "r_03", 1)
+		all, _ := s.ListRuns(ctx, RunFilter{Limit: 10})
+		mine, _ := s.ListRuns(ctx, RunFilter{UserID: "u_b", ToolID: "t_1", Limit: 10})
+		page, _ := s.ListRuns(ctx, RunFilter{Before: "r_03", Limit: 1})
+		queued, _ := s.ListRuns(ctx, RunFilter{Status: StatusQueued, Limit: 10})
+		if len(queued) != 2 || queued[0].ID != "r_03" || queued[1].ID != "r_02" {
+			t.Fatalf("ListRuns by status: %+v", queued)
+		}
 		if len(all) != 3 || all[0].ID != "r_03" || len(mine) != 2 || len(page) != 1 || page[0].ID != "r_02" {
 			t.Fatalf("ListRuns: all %d (%s first), mine %d, page %+v", len(all), all[0].ID, len(mine), page)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
-	"github.com/skrip-dev/skrip/internal/upload"
 )
 
 // starterSource is what a new tool's editor starts with.
@@ -44,7 +43,7 @@ func (h *Handler) editorIndex(w http.ResponseWriter, r *http.Request, c *call) e
 }
 
 func (h *Handler) showEditorIndex(w http.ResponseWriter, r *http.Request, c *call, status int, cause error, n catalog.NewTool) error {
-	tools, err := h.Catalog.List(r.Context(), c.User)
+	tools, err := h.catalog.List(r.Context(), c.User)
 	if err != nil {
 		return err
 	}
@@ -56,7 +55,7 @@ func (h *Handler) showEditorIndex(w http.ResponseWriter, r *http.Request, c *cal
 	}
 	data := map[string]any{"Title": "Editor", "Tools": mine, "New": n}
 	if cause != nil {
-		data["Error"] = h.message(cause)
+		data["Error"] = h.message(r, cause)
 	}
 	h.render(w, r, status, "editor_index", c, data)
 	return nil
@@ -64,7 +63,7 @@ func (h *Handler) showEditorIndex(w http.ResponseWriter, r *http.Request, c *cal
 
 func (h *Handler) createTool(w http.ResponseWriter, r *http.Request, c *call) error {
 	n := catalog.NewTool{Slug: r.PostFormValue("slug"), Title: r.PostFormValue("title"), Description: r.PostFormValue("description"), Source: r.PostFormValue("source")}
-	t, _, err := h.Catalog.Create(r.Context(), c.User, n)
+	t, _, err := h.catalog.Create(r.Context(), c.User, n)
 	if err != nil {
 		if status, _ := h.statusOf(err); status < 500 && !errors.Is(err, catalog.ErrForbidden) {
 			return h.showEditorIndex(w, r, c, status, err, n)
@@ -152,11 +151,11 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	if err := needAuthor(c); err != nil {
 		return err
 	}
-	t, err := h.Catalog.Owned(r.Context(), c.User, ref)
+	t, err := h.catalog.Owned(r.Context(), c.User, ref)
 	if err != nil {
 		return err
 	}
-	versions, err := h.Catalog.Versions(r.Context(), c.User, t)
+	versions, err := h.catalog.Versions(r.Context(), c.User, t)
 	if err != nil {
 		return err
 	}
@@ -166,8 +165,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 			v = x
 		}
 	}
-	sctx := run.SandboxContext(v.ID)
-	k := store.SessionKey{ToolID: t.ID, UserID: c.User.ID, Context: sctx}
+	sctx := session.Editor(v.ID)
 	if ev.Form == nil {
 		ev.Form = newVersionForm(v)
 	}
@@ -189,7 +187,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		data["Settings"] = ev.Settings
 	}
 
-	sess, err := h.Sessions.Get(r.Context(), k)
+	sess, err := h.workflow.Session(r.Context(), t, c.User, sctx)
 	switch {
 	case errors.Is(err, session.ErrNoSession):
 	case err != nil:
@@ -203,20 +201,20 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		}
 	}
 	if runID == "" {
-		runs, err := h.Store.ListRuns(r.Context(), c.User.ID, t.ID, "", 20)
+		page, err := h.runs.List(r.Context(), c.User, run.Query{UserID: c.User.ID, ToolID: t.ID, Limit: 20})
 		if err != nil {
 			return err
 		}
-		for _, rn := range runs {
-			if rn.Context == sctx {
+		for _, rn := range page.Runs {
+			if rn.Context == sctx.String() {
 				runID = rn.ID
 				break
 			}
 		}
 	}
 	if runID != "" {
-		rn, err := h.Steps.Owned(r.Context(), c.User, runID)
-		if err == nil && rn.Context == sctx {
+		rn, err := h.runs.Owned(r.Context(), c.User, runID)
+		if err == nil && rn.Context == sctx.String() {
 			res, err := h.result(r, c, t, rn)
 			if err != nil {
 				return err
@@ -228,7 +226,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 			data["Result"] = res
 		}
 	}
-	sf, err := h.sessionFiles(r, k)
+	sf, err := h.sessionFiles(r, c, t, sctx)
 	if err != nil {
 		return err
 	}
@@ -255,17 +253,17 @@ func (h *Handler) saveVersion(w http.ResponseWriter, r *http.Request, c *call) e
 		return err
 	}
 	f := &versionForm{Source: r.PostFormValue("source"), InputSchema: r.PostFormValue("input_schema"), SettingsSchema: r.PostFormValue("settings_schema")}
-	v, err := h.Catalog.AddVersion(r.Context(), c.User, r.PathValue("tool"),
+	v, err := h.catalog.AddVersion(r.Context(), c.User, r.PathValue("tool"),
 		catalog.NewVersion{Source: f.Source, InputSchema: schemaText(f.InputSchema), SettingsSchema: schemaText(f.SettingsSchema)})
 	if err == nil && r.PostFormValue("publish") != "" {
-		_, err = h.Catalog.Publish(r.Context(), c.User, v.ID)
+		_, err = h.catalog.Publish(r.Context(), c.User, v.ID)
 	}
 	if err != nil {
 		status, _ := h.statusOf(err)
-		if status >= 500 || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrForbidden) {
+		if status >= 500 || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrNoVersion) || errors.Is(err, catalog.ErrForbidden) {
 			return err
 		}
-		f.refuse(refusedField(err), h.message(err))
+		f.refuse(refusedField(err), h.message(r, err))
 		return h.showEditor(w, r, c, editorView{Ref: r.PathValue("tool"), VersionID: r.PostFormValue("version"), Status: status, Form: f})
 	}
 	redirect(w, r, "/editor/"+r.PathValue("tool")+"?version="+v.ID)
@@ -287,20 +285,20 @@ func (h *Handler) saveInfo(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err := needAuthor(c); err != nil {
 		return err
 	}
-	t, err := h.Catalog.Owned(r.Context(), c.User, r.PathValue("tool"))
+	t, err := h.catalog.Owned(r.Context(), c.User, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
 	p := infoPanel(c, t)
 	p.keep(r.PostForm)
-	_, err = h.Catalog.UpdateInfo(r.Context(), c.User, t.Slug, p.value("title"), p.value("description"), p.value("summary"), p.value("usage_instructions"))
+	_, err = h.catalog.UpdateInfo(r.Context(), c.User, t.Slug, p.value("title"), p.value("description"), p.value("summary"), p.value("usage_instructions"))
 	version := r.PostFormValue("version")
 	if err != nil {
 		status, _ := h.statusOf(err)
-		if status >= 500 || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrForbidden) {
+		if status >= 500 || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrNoVersion) || errors.Is(err, catalog.ErrForbidden) {
 			return err
 		}
-		p.refuse(refusedField(err), h.message(err))
+		p.refuse(refusedField(err), h.message(r, err))
 		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: version, Status: status, Info: p})
 	}
 	redirect(w, r, "/editor/"+t.Slug+"?info=saved"+versionQuery(version))
@@ -321,7 +319,7 @@ func (h *Handler) editorSettings(r *http.Request, c *call, v store.ToolVersion) 
 	if v.SettingsSchema == nil {
 		return nil, nil
 	}
-	set, err := h.Catalog.EditorSettings(r.Context(), c.User, v.ID)
+	set, err := h.catalog.EditorSettings(r.Context(), c.User, v.ID)
 	if err != nil || set.Schema == nil {
 		return nil, err
 	}
@@ -336,24 +334,24 @@ func (h *Handler) saveEditorSettings(w http.ResponseWriter, r *http.Request, c *
 	if err := needAuthor(c); err != nil {
 		return err
 	}
-	v, t, err := h.Catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
+	v, t, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
 	if err != nil {
 		return err
 	}
-	set, err := h.Catalog.EditorSettings(r.Context(), c.User, v.ID)
+	set, err := h.catalog.EditorSettings(r.Context(), c.User, v.ID)
 	if err != nil {
 		return err
 	}
-	_, err = h.Catalog.PutEditorSettings(r.Context(), c.User, v.ID, settingsValues(set.Schema, r.PostForm))
+	_, err = h.catalog.PutEditorSettings(r.Context(), c.User, v.ID, settingsValues(set.Schema, r.PostForm))
 	if err != nil {
 		status, _ := h.statusOf(err)
-		if !shownToUser(status) || errors.Is(err, catalog.ErrNotFound) {
+		if !shownToUser(status) || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrNoVersion) {
 			return err
 		}
 		p := newSettingsPanel(set.Schema, nil, "sandbox-")
 		p.Action, p.CSRF = "/editor/versions/"+v.ID+"/settings", c.CSRF
 		p.keep(r.PostForm)
-		p.refuse(refusedField(err), h.message(err))
+		p.refuse(refusedField(err), h.message(r, err))
 		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, Settings: p})
 	}
 	redirect(w, r, "/editor/"+t.Slug+"?settings=saved"+versionQuery(v.ID))
@@ -364,7 +362,7 @@ func (h *Handler) publish(w http.ResponseWriter, r *http.Request, c *call) error
 	if err := needAuthor(c); err != nil {
 		return err
 	}
-	t, err := h.Catalog.Publish(r.Context(), c.User, r.PathValue("version"))
+	t, err := h.catalog.Publish(r.Context(), c.User, r.PathValue("version"))
 	if err != nil {
 		return err
 	}
@@ -384,13 +382,13 @@ func (h *Handler) sandboxForm(c *call, v store.ToolVersion) (*runForm, error) {
 	return f, nil
 }
 
-// sandboxRun runs a version in its editor sandbox with the uploaded files, like a
-// production run but in context sandbox:{version_id} with the sandbox's wall time.
+// sandboxRun runs a version in its editor context with the uploaded files, like a
+// production run but in session.Editor(version) with the editor's wall time.
 func (h *Handler) sandboxRun(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := needAuthor(c); err != nil {
 		return err
 	}
-	v, t, err := h.Catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
+	v, t, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
 	if err != nil {
 		return err
 	}
@@ -398,10 +396,7 @@ func (h *Handler) sandboxRun(w http.ResponseWriter, r *http.Request, c *call) er
 	if err != nil {
 		return err
 	}
-	rn, err := h.submitRun(r, c, f, func(up upload.Form, dir string) (store.Run, error) {
-		return h.Steps.Initial(r.Context(), run.Initial{Tool: t, Version: v, User: c.User, Context: run.SandboxContext(v.ID),
-			Dir: dir, Form: up, WallTime: h.SandboxTimeout})
-	})
+	rn, err := h.submitRun(r, c, f, t, v, session.Editor(v.ID))
 	if err != nil {
 		status, _ := h.statusOf(err)
 		if !shownToUser(status) {
@@ -409,7 +404,7 @@ func (h *Handler) sandboxRun(w http.ResponseWriter, r *http.Request, c *call) er
 		}
 		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunForm: f})
 	}
-	h.Runs.Wait(r.Context(), rn.ID, runWait)
+	h.runs.Wait(r.Context(), rn.ID, runWait)
 	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&run="+rn.ID)
 	return nil
 }

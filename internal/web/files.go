@@ -12,7 +12,7 @@ import (
 func (h *Handler) filesPage(w http.ResponseWriter, r *http.Request, c *call) error {
 	const pageSize = 100
 	q := r.URL.Query()
-	ownerID, err := h.Files.Namespace(r.Context(), c.User, q.Get("owner"))
+	ownerID, err := h.staging.Namespace(r.Context(), c.User, q.Get("owner"))
 	if err != nil {
 		return err
 	}
@@ -21,7 +21,7 @@ func (h *Handler) filesPage(w http.ResponseWriter, r *http.Request, c *call) err
 	if ownerID != c.User.ID {
 		owner, ownerQuery = q.Get("owner"), "?owner="+url.QueryEscape(ownerID)
 	}
-	list, more, err := h.Files.List(r.Context(), ownerID, q.Get("prefix"), q.Get("after"), pageSize)
+	list, more, err := h.staging.List(r.Context(), ownerID, q.Get("prefix"), q.Get("after"), pageSize)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/skrip-dev/skrip/internal/api"
 	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
 )
@@ -338,7 +338,7 @@ func settingsValues(schema contract.SettingsSchema, form url.Values) map[string]
 // refusedField is the form field a refusal names in its details ({"field", "rule"}),
 // "files" for a refusal of an uploaded file, or "".
 func refusedField(err error) string {
-	_, _, _, details := api.Describe(err)
+	_, _, _, details := httpkit.Describe(err)
 	if f, ok := details["field"].(string); ok {
 		return f
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +19,9 @@ import (
 	"github.com/yuin/goldmark/util"
 
 	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -34,7 +35,7 @@ var funcs = template.FuncMap{
 	"status":  statusLabel,
 	"done":    store.Terminal,
 	"ctxName": contextName,
-	"keyURL":  keyURL,
+	"keyURL":  httpkit.FileURL,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -131,13 +132,10 @@ func statusLabel(s string) string {
 	return s
 }
 
-// keyURL is where the files API serves the staged file key, each segment escaped.
-func keyURL(key string) string {
-	return "/api/v1/files/" + (&url.URL{Path: key}).EscapedPath()
-}
-
-func contextName(c string) string {
-	if strings.HasPrefix(c, "sandbox:") {
+// contextName is what a run list says about a run's session context: nothing in
+// production.
+func contextName(text string) string {
+	if c, err := session.ParseContext(text); err == nil && c.IsEditor() {
 		return "editor sandbox"
 	}
 	return ""
@@ -198,9 +196,9 @@ func renderUsage(src string) template.HTML {
 }
 
 // outputs decodes a run's outputs for the page.
-func outputs(raw string) []output {
-	var outs []contract.Output
-	if err := json.Unmarshal([]byte(raw), &outs); err != nil {
+func outputs(r store.Run) []output {
+	outs, err := run.OutputsOf(r)
+	if err != nil {
 		return []output{{Kind: contract.KindNotice, Level: contract.LevelError, Message: "The outputs of this run could not be read."}}
 	}
 	view := make([]output, 0, len(outs))
@@ -255,14 +253,13 @@ type artifact struct {
 	URL   string
 }
 
-func artifacts(r store.Run) []artifact {
-	var arts []run.Artifact
-	json.Unmarshal([]byte(r.Artifacts), &arts)
+func artifacts(r store.Run) ([]artifact, error) {
+	arts, err := run.ArtifactsOf(r)
 	out := make([]artifact, 0, len(arts))
 	for _, a := range arts {
-		out = append(out, artifact{Name: a.Name, Bytes: a.Bytes, URL: run.ArtifactURL(r.ID, a.Path)})
+		out = append(out, artifact{Name: a.Name, Bytes: a.Bytes, URL: httpkit.ArtifactURL(r.ID, a.Path)})
 	}
-	return out
+	return out, err
 }
 
 // action is one next action ready for a form.
@@ -272,9 +269,11 @@ type action struct {
 	Fields []formField
 }
 
-func actions(r store.Run) []action {
-	var next []contract.NextAction
-	json.Unmarshal([]byte(r.NextActions), &next)
+func actions(r store.Run) ([]action, error) {
+	next, err := run.NextActionsOf(r)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]action, 0, len(next))
 	for i, a := range next {
 		v := action{ID: a.ActionID, Label: a.Label, Fields: newFields(a.Fields, "f-"+controlKey(i, a.ActionID), "in.")}
@@ -283,7 +282,7 @@ func actions(r store.Run) []action {
 		}
 		out = append(out, v)
 	}
-	return out
+	return out, nil
 }
 
 // formInput reads an action's input from a submitted form: each field by its kind,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/store"
 )
 
 func TestSize(t *testing.T) {
@@ -83,8 +84,8 @@ func TestFormInput(t *testing.T) {
 }
 
 func TestOutputsForThePage(t *testing.T) {
-	outs := outputs(`[{"kind":"table","columns":[{"key":"a","label":"A"},{"key":"b","label":"B"}],"rows":[{"a":"x","b":12345678901234567890},{"a":null,"b":true}]},
-		{"kind":"json","value":{"k":[1,2]}},{"kind":"vega_lite","spec":{"mark":"bar"}},{"kind":"html_sandboxed","html":"<p>hi</p>"}]`)
+	outs := outputs(store.Run{Outputs: `[{"kind":"table","columns":[{"key":"a","label":"A"},{"key":"b","label":"B"}],"rows":[{"a":"x","b":12345678901234567890},{"a":null,"b":true}]},
+		{"kind":"json","value":{"k":[1,2]}},{"kind":"vega_lite","spec":{"mark":"bar"}},{"kind":"html_sandboxed","html":"<p>hi</p>"}]`})
 	if len(outs) != 4 {
 		t.Fatalf("got %d outputs", len(outs))
 	}

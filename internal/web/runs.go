@@ -1,19 +1,16 @@
 package web
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
 // conflictMessage is what a page says when its session moved on in another tab.
@@ -25,7 +22,7 @@ type result struct {
 	Outputs   []output
 	Artifacts []artifact
 	Actions   []action
-	Files     []fileEntry // the input manifest
+	Files     []run.ManifestFile // the input manifest
 	// Rev is the session revision the action forms submit against; empty while the page
 	// does not hold it (the run wrote none, or the session moved on), and then the
 	// forms cannot be sent.
@@ -43,21 +40,32 @@ type result struct {
 }
 
 func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (*result, error) {
-	res := &result{ReloadURL: "/runs/" + rn.ID, Run: rn, Outputs: outputs(rn.Outputs), Artifacts: artifacts(rn), Actions: actions(rn),
-		Owner: rn.UserID == c.User.ID, CanAct: rn.UserID == c.User.ID, Conflict: run.LostRace(rn), CSRF: c.CSRF}
-	if vid, ok := strings.CutPrefix(rn.Context, "sandbox:"); ok {
+	arts, err := artifacts(rn)
+	if err != nil {
+		return nil, err
+	}
+	acts, err := actions(rn)
+	if err != nil {
+		return nil, err
+	}
+	manifest, err := run.ManifestOf(rn)
+	if err != nil {
+		return nil, err
+	}
+	sctx, err := session.ParseContext(rn.Context)
+	if err != nil {
+		return nil, err
+	}
+	res := &result{ReloadURL: "/runs/" + rn.ID, Run: rn, Outputs: outputs(rn), Artifacts: arts, Actions: acts, Files: manifest.Files,
+		Owner: rn.UserID == c.User.ID, CanAct: rn.UserID == c.User.ID, Conflict: workflow.LostRace(rn), CSRF: c.CSRF}
+	if vid, ok := sctx.EditorVersion(); ok {
 		res.ReloadURL = "/editor/" + t.Slug + "?version=" + vid
 	}
-	var m struct {
-		Files []fileEntry `json:"files"`
-	}
-	json.Unmarshal([]byte(rn.InputManifest), &m)
-	res.Files = m.Files
 	if res.Owner {
 		res.Stdout, res.Stderr = run.LogText(rn.Stdout, rn.StdoutTruncated), run.LogText(rn.Stderr, rn.StderrTruncated)
 	}
 	if len(res.Actions) > 0 && rn.StateRev != nil {
-		sess, err := h.Sessions.Get(r.Context(), store.SessionKey{ToolID: rn.ToolID, UserID: rn.UserID, Context: rn.Context})
+		sess, err := h.workflow.Session(r.Context(), t, store.User{ID: rn.UserID}, sctx)
 		switch {
 		case errors.Is(err, session.ErrNoSession):
 			res.Stale = true
@@ -73,7 +81,7 @@ func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (
 }
 
 func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, c *call) error {
-	rn, err := h.Steps.Owned(r.Context(), c.User, r.PathValue("run"))
+	rn, err := h.runs.Owned(r.Context(), c.User, r.PathValue("run"))
 	if err != nil {
 		return err
 	}
@@ -82,7 +90,7 @@ func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, c *call) error
 
 // showRun renders the run page, with submitErr (a refused action) above the forms.
 func (h *Handler) showRun(w http.ResponseWriter, r *http.Request, c *call, rn store.Run, status int, submitErr string) error {
-	t, err := h.Store.Tool(r.Context(), rn.ToolID)
+	t, err := h.catalog.Visible(r.Context(), c.User, rn.ToolID)
 	if err != nil {
 		return err
 	}
@@ -103,12 +111,14 @@ func (h *Handler) showRun(w http.ResponseWriter, r *http.Request, c *call, rn st
 // tool HTML never runs with the page's privileges; it may use inline styles and data:
 // images only.
 func (h *Handler) htmlOutput(w http.ResponseWriter, r *http.Request, c *call) error {
-	rn, err := h.Steps.Owned(r.Context(), c.User, r.PathValue("run"))
+	rn, err := h.runs.Owned(r.Context(), c.User, r.PathValue("run"))
 	if err != nil {
 		return err
 	}
-	var outs []contract.Output
-	json.Unmarshal([]byte(rn.Outputs), &outs)
+	outs, err := run.OutputsOf(rn)
+	if err != nil {
+		return err
+	}
 	n, err := strconv.Atoi(r.PathValue("n"))
 	if err != nil || n < 0 || n >= len(outs) || outs[n].Kind != contract.KindHTML {
 		return errs.New(run.ErrNotFound, map[string]any{"run": rn.ID, "output": r.PathValue("n")}, "run %s has no HTML output %s", rn.ID, r.PathValue("n"))
@@ -122,47 +132,43 @@ func (h *Handler) htmlOutput(w http.ResponseWriter, r *http.Request, c *call) er
 }
 
 func (h *Handler) history(w http.ResponseWriter, r *http.Request, c *call) error {
-	const pageSize = 50
-	before := ""
-	if cur := r.URL.Query().Get("before"); cur != "" {
-		b, err := base64.RawURLEncoding.DecodeString(cur)
-		if err == nil {
-			before = string(b)
-		}
-	}
-	runs, err := h.Store.ListRuns(r.Context(), c.User.ID, "", before, pageSize+1)
+	page, err := h.runs.List(r.Context(), c.User, run.Query{UserID: c.User.ID, Cursor: r.URL.Query().Get("before"), Limit: 50})
 	if err != nil {
 		return err
 	}
-	next := ""
-	if len(runs) > pageSize {
-		runs = runs[:pageSize]
-		next = base64.RawURLEncoding.EncodeToString([]byte(runs[pageSize-1].ID))
-	}
-	tools, err := h.Catalog.List(r.Context(), c.User)
+	titles, err := h.toolTitles(r, c)
 	if err != nil {
 		return err
+	}
+	h.render(w, r, http.StatusOK, "history", c, map[string]any{"Title": "History", "Runs": page.Runs, "Titles": titles, "Next": page.NextCursor})
+	return nil
+}
+
+// toolTitles are the titles of the tools c sees, by id.
+func (h *Handler) toolTitles(r *http.Request, c *call) (map[string]string, error) {
+	tools, err := h.catalog.List(r.Context(), c.User)
+	if err != nil {
+		return nil, err
 	}
 	titles := map[string]string{}
 	for _, t := range tools {
 		titles[t.ID] = t.Title
 	}
-	h.render(w, r, http.StatusOK, "history", c, map[string]any{"Title": "History", "Runs": runs, "Titles": titles, "Next": next})
-	return nil
+	return titles, nil
 }
 
 // submitAction runs a next action of run {run}, in the run's own context: the published
 // version for "default", the version under test for an editor sandbox. A refusal shows
 // the run page again with the reason; a 409 says the session changed elsewhere.
 func (h *Handler) submitAction(w http.ResponseWriter, r *http.Request, c *call) error {
-	rn, err := h.Steps.Owned(r.Context(), c.User, r.PathValue("run"))
+	rn, err := h.runs.Owned(r.Context(), c.User, r.PathValue("run"))
 	if err != nil {
 		return err
 	}
 	if rn.UserID != c.User.ID {
 		return errs.New(run.ErrNotFound, map[string]any{"run": rn.ID}, "only the person who ran %s can act on it", rn.ID)
 	}
-	t, v, wall, back, err := h.actionTarget(r, c, rn)
+	sctx, t, v, back, err := h.actionTarget(r, c, rn)
 	if err != nil {
 		return err
 	}
@@ -170,17 +176,17 @@ func (h *Handler) submitAction(w http.ResponseWriter, r *http.Request, c *call) 
 	var next store.Run
 	if perr != nil {
 		err = errs.New(session.ErrConflict, nil, conflictMessage)
-	} else if offered, oerr := run.Offered(rn, r.PathValue("action")); oerr != nil {
+	} else if offered, oerr := workflow.Offered(rn, r.PathValue("action")); oerr != nil {
 		err = oerr
 	} else if in, ierr := formInput(offered, r.PostForm); ierr != nil {
 		err = errs.New(contract.ErrInvalidInput, nil, "%s", ierr.Error())
 	} else {
-		next, err = h.Steps.Action(r.Context(), run.Action{Tool: t, Version: v, User: c.User, Context: rn.Context,
-			ActionID: r.PathValue("action"), Input: in, ExpectedStateRev: expected, WallTime: wall})
+		next, err = h.workflow.Action(r.Context(), workflow.Action{Tool: t, Version: v, User: c.User, Context: sctx,
+			ActionID: r.PathValue("action"), Input: in, ExpectedStateRev: expected})
 	}
 	if err != nil {
 		status, _ := h.statusOf(err)
-		msg := h.message(err)
+		msg := h.message(r, err)
 		if errors.Is(err, session.ErrConflict) {
 			msg = conflictMessage
 		}
@@ -192,7 +198,7 @@ func (h *Handler) submitAction(w http.ResponseWriter, r *http.Request, c *call) 
 		}
 		return h.showRun(w, r, c, rn, status, msg)
 	}
-	h.Runs.Wait(r.Context(), next.ID, runWait)
+	h.runs.Wait(r.Context(), next.ID, runWait)
 	if back != "" {
 		redirect(w, r, back+"&run="+next.ID)
 		return nil
@@ -201,13 +207,17 @@ func (h *Handler) submitAction(w http.ResponseWriter, r *http.Request, c *call) 
 	return nil
 }
 
-// actionTarget is the tool and version an action of rn runs, its wall time, and for an
-// editor sandbox the editor page to go back to.
-func (h *Handler) actionTarget(r *http.Request, c *call, rn store.Run) (store.Tool, store.ToolVersion, time.Duration, string, error) {
-	if vid, ok := strings.CutPrefix(rn.Context, "sandbox:"); ok {
-		v, t, err := h.Catalog.OwnedVersion(r.Context(), c.User, vid)
-		return t, v, h.SandboxTimeout, "/editor/" + t.Slug + "?version=" + v.ID, err
+// actionTarget is the session context of rn, the tool and version an action of rn runs,
+// and for an editor context the editor page to go back to.
+func (h *Handler) actionTarget(r *http.Request, c *call, rn store.Run) (session.Context, store.Tool, store.ToolVersion, string, error) {
+	sctx, err := session.ParseContext(rn.Context)
+	if err != nil {
+		return sctx, store.Tool{}, store.ToolVersion{}, "", err
 	}
-	t, v, err := h.Catalog.Published(r.Context(), c.User, rn.ToolID)
-	return t, v, 0, "", err
+	if vid, ok := sctx.EditorVersion(); ok {
+		v, t, err := h.catalog.OwnedVersion(r.Context(), c.User, vid)
+		return sctx, t, v, "/editor/" + t.Slug + "?version=" + v.ID, err
+	}
+	t, v, err := h.catalog.Published(r.Context(), c.User, rn.ToolID)
+	return sctx, t, v, "", err
 }

@@ -26,14 +26,14 @@ func (h *Handler) signInPage(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	name, next := strings.TrimSpace(r.PostFormValue("name")), localPath(r.PostFormValue("next"))
-	_, secret, err := h.Accounts.SignIn(r.Context(), name, r.PostFormValue("password"))
+	_, secret, err := h.accounts.SignIn(r.Context(), name, r.PostFormValue("password"))
 	if err != nil {
-		status, msg := http.StatusUnauthorized, "That name and password do not match. Check them and try again."
 		if !errors.Is(err, account.ErrUnauthenticated) {
 			h.fail(w, r, nil, err)
 			return
 		}
-		h.render(w, r, status, "signin", nil, map[string]any{"Error": msg, "Name": name, "Next": next})
+		status, _ := h.statusOf(err)
+		h.render(w, r, status, "signin", nil, map[string]any{"Error": "That name and password do not match. Check them and try again.", "Name": name, "Next": next})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: account.SessionCookie, Value: secret, Path: "/", HttpOnly: true,
@@ -42,7 +42,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) signOut(w http.ResponseWriter, r *http.Request, c *call) error {
-	if err := h.Accounts.SignOut(r.Context(), c.secret); err != nil {
+	if err := h.accounts.SignOut(r.Context(), c.secret); err != nil {
 		return err
 	}
 	http.SetCookie(w, &http.Cookie{Name: account.SessionCookie, Value: "", Path: "/", HttpOnly: true,

@@ -3,14 +3,15 @@ package web
 import (
 	"errors"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
+	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
 // runWait is how long a form that starts a run waits for it before showing the run page,
@@ -25,7 +26,7 @@ type toolEntry struct {
 }
 
 func (h *Handler) catalogue(w http.ResponseWriter, r *http.Request, c *call) error {
-	tools, err := h.Catalog.List(r.Context(), c.User)
+	tools, err := h.catalog.List(r.Context(), c.User)
 	if err != nil {
 		return err
 	}
@@ -64,12 +65,12 @@ type fileEntry struct {
 	Bytes int64
 }
 
-func (h *Handler) sessionFiles(r *http.Request, k store.SessionKey) (*sessionFiles, error) {
-	fs, set, err := h.Sessions.Files(r.Context(), k)
+func (h *Handler) sessionFiles(r *http.Request, c *call, t store.Tool, sctx session.Context) (*sessionFiles, error) {
+	fs, set, err := h.workflow.Files(r.Context(), t, c.User, sctx)
 	if err != nil || set.SetID == "" {
 		return nil, err
 	}
-	out := &sessionFiles{Expires: set.LastAccessedAt.Add(h.Sessions.TTL())}
+	out := &sessionFiles{Expires: set.LastAccessedAt.Add(h.workflow.FilesTTL())}
 	for _, f := range fs {
 		out.Files = append(out.Files, fileEntry{f.Name, f.Bytes})
 	}
@@ -86,17 +87,17 @@ type toolView struct {
 
 // toolData is what the tool page shows.
 func (h *Handler) toolData(r *http.Request, c *call, t store.Tool, tv toolView) (map[string]any, error) {
-	runs, err := h.Store.ListRuns(r.Context(), c.User.ID, t.ID, "", 10)
+	page, err := h.runs.List(r.Context(), c.User, run.Query{UserID: c.User.ID, ToolID: t.ID, Limit: 10})
 	if err != nil {
 		return nil, err
 	}
 	var recent []store.Run
-	for _, rn := range runs {
-		if rn.Context == "default" {
+	for _, rn := range page.Runs {
+		if rn.Context == session.Production().String() {
 			recent = append(recent, rn)
 		}
 	}
-	sf, err := h.sessionFiles(r, store.SessionKey{ToolID: t.ID, UserID: c.User.ID, Context: "default"})
+	sf, err := h.sessionFiles(r, c, t, session.Production())
 	if err != nil {
 		return nil, err
 	}
@@ -140,16 +141,16 @@ func (h *Handler) toolRunForm(c *call, t store.Tool, v store.ToolVersion) (*runF
 }
 
 // limits are the upload caps, for the page's courtesy check and its wording.
-func (h *Handler) limits() upload.Limits { return h.Uploads.WithDefaults() }
+func (h *Handler) limits() upload.Limits { return h.runs.UploadLimits() }
 
 func (h *Handler) toolPage(w http.ResponseWriter, r *http.Request, c *call) error {
-	t, err := h.Catalog.Visible(r.Context(), c.User, r.PathValue("tool"))
+	t, err := h.catalog.Visible(r.Context(), c.User, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
 	var tv toolView
 	if t.PublishedVersionID != "" {
-		_, v, err := h.Catalog.Published(r.Context(), c.User, t.Slug)
+		_, v, err := h.catalog.Published(r.Context(), c.User, t.Slug)
 		if err != nil {
 			return err
 		}
@@ -163,47 +164,29 @@ func (h *Handler) toolPage(w http.ResponseWriter, r *http.Request, c *call) erro
 	return nil
 }
 
-// readUpload reads a run's files into a fresh input dir and checks the form's
-// anti-forgery token, which comes as a field of the multipart body; fields are the
-// text fields the form may send. Nothing is kept when it fails.
-func (h *Handler) readUpload(r *http.Request, c *call, fields []string) (string, upload.Form, error) {
-	dir, err := h.Runs.NewInputDir()
-	if err != nil {
-		return "", upload.Form{}, err
-	}
-	form, err := upload.ReadRequest(r, dir, h.limits(), upload.Options{FileField: "files", TextFields: fields})
-	if err == nil && !h.checkCSRF(c, r, form.Fields["csrf"]) {
-		err = errForgery
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", upload.Form{}, err
-	}
-	return dir, form, nil
-}
-
-// submitRun reads the run form f's upload and starts the run it asks for, with the
-// typed fields as the run's inputs. The run path (run.Steps.Initial) checks them
-// against the version's input_schema. On a refusal, f holds what the user sent and the
-// server's message beside the field it names.
-func (h *Handler) submitRun(r *http.Request, c *call, f *runForm, start func(upload.Form, string) (store.Run, error)) (store.Run, error) {
-	dir, up, err := h.readUpload(r, c, f.textFields())
+// submitRun reads the run form f's upload and starts an initial run of version v of t
+// in context sctx, with the typed fields as the run's inputs; the form's anti-forgery
+// token comes as a field of the multipart body, and nothing is kept when it is wrong.
+// The workflow checks the inputs against the version's input_schema. On a refusal, f
+// holds what the user sent and the server's message beside the field it names.
+func (h *Handler) submitRun(r *http.Request, c *call, f *runForm, t store.Tool, v store.ToolVersion, sctx session.Context) (store.Run, error) {
+	up, err := h.runs.ReadUpload(r, f.textFields(), func(form upload.Form) error { return h.checkForm(r, c, form.Fields["csrf"]) })
 	var rn store.Run
 	if err == nil {
 		if len(f.Fields) > 0 {
-			up.Inputs = f.inputs(up.Fields)
+			up.Form.Inputs = f.inputs(up.Form.Fields)
 		}
-		rn, err = start(up, dir)
+		rn, err = h.workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: c.User, Context: sctx, Dir: up.Dir, Form: up.Form})
 	}
 	if status, _ := h.statusOf(err); err != nil && shownToUser(status) {
-		f.keep(up.Fields)
-		f.refuse(refusedField(err), h.message(err))
+		f.keep(up.Form.Fields)
+		f.refuse(refusedField(err), h.message(r, err))
 	}
 	return rn, err
 }
 
 func (h *Handler) startRun(w http.ResponseWriter, r *http.Request, c *call) error {
-	t, v, err := h.Catalog.Published(r.Context(), c.User, r.PathValue("tool"))
+	t, v, err := h.catalog.Published(r.Context(), c.User, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
@@ -211,9 +194,7 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	rn, err := h.submitRun(r, c, f, func(up upload.Form, dir string) (store.Run, error) {
-		return h.Steps.Initial(r.Context(), run.Initial{Tool: t, Version: v, User: c.User, Context: "default", Dir: dir, Form: up})
-	})
+	rn, err := h.submitRun(r, c, f, t, v, session.Production())
 	if err != nil {
 		status, _ := h.statusOf(err)
 		if !shownToUser(status) {
@@ -226,7 +207,7 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request, c *call) erro
 		h.render(w, r, status, "tool", c, data)
 		return nil
 	}
-	h.Runs.Wait(r.Context(), rn.ID, runWait)
+	h.runs.Wait(r.Context(), rn.ID, runWait)
 	redirect(w, r, "/runs/"+rn.ID)
 	return nil
 }
@@ -239,11 +220,11 @@ func shownToUser(status int) bool {
 }
 
 func (h *Handler) clearSessionFiles(w http.ResponseWriter, r *http.Request, c *call) error {
-	t, err := h.Catalog.Visible(r.Context(), c.User, r.PathValue("tool"))
+	t, err := h.catalog.Visible(r.Context(), c.User, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
-	if _, _, err := h.Sessions.Clear(r.Context(), store.SessionKey{ToolID: t.ID, UserID: c.User.ID, Context: "default"}); err != nil {
+	if _, err := h.workflow.ClearFiles(r.Context(), t, c.User, session.Production()); err != nil {
 		return err
 	}
 	redirect(w, r, "/tools/"+t.Slug)
@@ -256,7 +237,7 @@ func (h *Handler) toolSettings(r *http.Request, c *call, t store.Tool, v store.T
 	if v.SettingsSchema == nil {
 		return nil, nil
 	}
-	set, err := h.Catalog.Settings(r.Context(), c.User, t.Slug)
+	set, err := h.catalog.Settings(r.Context(), c.User, t.Slug)
 	if err != nil || set.Schema == nil {
 		return nil, err
 	}
@@ -269,15 +250,15 @@ func (h *Handler) toolSettings(r *http.Request, c *call, t store.Tool, v store.T
 // version's settings_schema. A refusal shows the tool page again with the message
 // beside the field and what the user chose kept.
 func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, c *call) error {
-	t, v, err := h.Catalog.Published(r.Context(), c.User, r.PathValue("tool"))
+	t, v, err := h.catalog.Published(r.Context(), c.User, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
-	set, err := h.Catalog.Settings(r.Context(), c.User, t.Slug)
+	set, err := h.catalog.Settings(r.Context(), c.User, t.Slug)
 	if err != nil {
 		return err
 	}
-	_, err = h.Catalog.PutSettings(r.Context(), c.User, t.Slug, settingsValues(set.Schema, r.PostForm))
+	_, err = h.catalog.PutSettings(r.Context(), c.User, t.Slug, settingsValues(set.Schema, r.PostForm))
 	if err != nil {
 		status, _ := h.statusOf(err)
 		if !shownToUser(status) || errors.Is(err, catalog.ErrNotFound) {
@@ -286,7 +267,7 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, c *call) 
 		p := newSettingsPanel(set.Schema, nil, "")
 		p.Action, p.CSRF = "/tools/"+t.Slug+"/settings", c.CSRF
 		p.keep(r.PostForm)
-		p.refuse(refusedField(err), h.message(err))
+		p.refuse(refusedField(err), h.message(r, err))
 		data, derr := h.toolData(r, c, t, toolView{Version: &v, Settings: p})
 		if derr != nil {
 			return derr

@@ -286,7 +286,7 @@ func countRunsOf(t *testing.T, env *apptest.Env, name string) int {
 	}
 	for _, u := range users {
 		if u.Name == name {
-			runs, err := env.App.Store.ListRuns(context.Background(), u.ID, "", "", 500)
+			runs, err := env.App.Store.ListRuns(context.Background(), store.RunFilter{UserID: u.ID, Limit: 500})
 			if err != nil {
 				t.Fatal(err)
 			}

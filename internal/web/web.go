@@ -1,7 +1,8 @@
 // Package web owns skrip's browser UI: server-rendered pages from embedded templates,
 // sign-in with a cookie and anti-forgery tokens, and a little hand-written JavaScript
-// where a page needs it. It drives the same services as the API (catalog, run, session,
-// files, account) and answers errors with the statuses of the API's error table.
+// where a page needs it. Its handlers only translate forms and pages: they drive the
+// same services as the API (account, catalog, run, workflow, staging) and answer errors
+// with the statuses of httpkit's error table.
 package web
 
 import (
@@ -15,17 +16,16 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/skrip-dev/skrip/internal/account"
-	"github.com/skrip-dev/skrip/internal/api"
 	"github.com/skrip-dev/skrip/internal/auth"
 	"github.com/skrip-dev/skrip/internal/catalog"
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/run"
-	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
-	"github.com/skrip-dev/skrip/internal/upload"
+	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
 //go:embed templates static
@@ -36,30 +36,32 @@ var assets embed.FS
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// Deps are what the web UI serves from.
+// Deps are the services the web UI drives.
 type Deps struct {
-	Store          *store.Store
-	Accounts       *account.Service
-	Catalog        *catalog.Service
-	Steps          *run.Steps
-	Runs           *run.Service
-	Sessions       *session.Service
-	Files          *staging.Service
-	Uploads        upload.Limits
-	SandboxTimeout time.Duration
-	Log            *slog.Logger
+	Accounts *account.Service
+	Catalog  *catalog.Service
+	Runs     *run.Service
+	Workflow *workflow.Service
+	Staging  *staging.Service
+	Log      *slog.Logger
 }
 
 // Handler serves the pages.
 type Handler struct {
-	Deps
-	pages  map[string]*template.Template
-	static http.Handler
+	accounts *account.Service
+	catalog  *catalog.Service
+	runs     *run.Service
+	workflow *workflow.Service
+	staging  *staging.Service
+	log      *slog.Logger
+	pages    map[string]*template.Template
+	static   http.Handler
 }
 
 // New parses the templates.
 func New(d Deps) (*Handler, error) {
-	h := &Handler{Deps: d, pages: map[string]*template.Template{}}
+	h := &Handler{accounts: d.Accounts, catalog: d.Catalog, runs: d.Runs, workflow: d.Workflow, staging: d.Staging, log: d.Log,
+		pages: map[string]*template.Template{}}
 	names, err := fs.Glob(assets, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -128,9 +130,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 // NotFound answers a path that is no page.
 func (h *Handler) NotFound() http.Handler {
 	return h.secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := h.visitor(r)
-		h.render(w, r, http.StatusNotFound, "error", c, map[string]any{"Title": "Page not found",
-			"Message": "There is no page at " + r.URL.Path + "."})
+		h.fail(w, r, h.visitor(r), errs.New(httpkit.ErrNoRoute, map[string]any{"path": r.URL.Path}, "There is no page at %s.", r.URL.Path))
 	}))
 }
 
@@ -166,15 +166,15 @@ func (h *Handler) secure(next http.Handler) http.Handler {
 
 // visitor returns the signed-in caller of r, or nil.
 func (h *Handler) visitor(r *http.Request) *call {
-	ck, err := r.Cookie(account.SessionCookie)
-	if err != nil || ck.Value == "" {
+	secret := httpkit.SessionSecret(r)
+	if secret == "" {
 		return nil
 	}
-	u, err := h.Accounts.SessionUser(r.Context(), ck.Value)
+	u, err := h.accounts.SessionUser(r.Context(), secret)
 	if err != nil {
 		return nil
 	}
-	return &call{User: u, CSRF: auth.CSRFToken(ck.Value), secret: ck.Value}
+	return &call{User: u, CSRF: auth.CSRFToken(secret), secret: secret}
 }
 
 // page wraps fn so that it runs only for a signed-in user (others go to the sign-in page)
@@ -190,15 +190,18 @@ func (h *Handler) signedIn(fn pageFunc, checkForm bool) http.Handler {
 		c := h.visitor(r)
 		if c == nil {
 			if r.Method != http.MethodGet {
-				h.render(w, r, http.StatusUnauthorized, "signin", nil, map[string]any{"Error": "You are signed out. Sign in again, then repeat what you were doing.", "Next": "/"})
+				status, _ := httpkit.ErrorStatus(account.ErrUnauthenticated)
+				h.render(w, r, status, "signin", nil, map[string]any{"Error": "You are signed out. Sign in again, then repeat what you were doing.", "Next": "/"})
 				return
 			}
 			http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		if r.Method == http.MethodPost && checkForm && !h.checkCSRF(c, r, r.PostFormValue("csrf")) {
-			h.fail(w, r, c, errForgery)
-			return
+		if r.Method == http.MethodPost && checkForm {
+			if err := h.checkForm(r, c, r.PostFormValue("csrf")); err != nil {
+				h.fail(w, r, c, err)
+				return
+			}
 		}
 		if err := fn(w, r, c); err != nil {
 			h.fail(w, r, c, err)
@@ -206,51 +209,43 @@ func (h *Handler) signedIn(fn pageFunc, checkForm bool) http.Handler {
 	}))
 }
 
-var errForgery = errors.New("forgery")
-
-// checkCSRF reports whether r carries c's anti-forgery token, in its header or as field.
-func (h *Handler) checkCSRF(c *call, r *http.Request, field string) bool {
-	if v := r.Header.Get(api.CSRFHeader); v != "" {
+// checkForm checks that r, a form c sends, carries the anti-forgery token of c's
+// session: in the X-CSRF-Token header or as the form's field. The account service holds
+// the rule, for the API's cookie requests too.
+func (h *Handler) checkForm(r *http.Request, c *call, field string) error {
+	if v := r.Header.Get(httpkit.CSRFHeader); v != "" {
 		field = v
 	}
-	return auth.CheckCSRF(c.secret, field)
+	_, err := h.accounts.BrowserUser(r.Context(), c.secret, field, true)
+	return err
 }
 
-// statusOf is the status the API's error table gives err (403 for a forged form).
-func (h *Handler) statusOf(err error) (int, string) {
-	if errors.Is(err, errForgery) {
-		return http.StatusForbidden, "forbidden"
-	}
-	return api.ErrorStatus(err)
-}
+// statusOf is the status the error table gives err.
+func (h *Handler) statusOf(err error) (int, string) { return httpkit.ErrorStatus(err) }
 
-// message is what the page says about err: the API's message for it (a sentence written
-// for the user, never an internal error's text), and for the server's own failure only a
-// reference to the log.
-func (h *Handler) message(err error) string {
-	if errors.Is(err, errForgery) {
-		return "This form is out of date or came from another site. Reload the page and try again."
-	}
-	status, _, msg, _ := api.Describe(err)
+// message is what the page says about err: the table's message for it (a sentence
+// written for the user, never an internal error's text), and for the server's own
+// failure only the request id to report, its text going to the log.
+func (h *Handler) message(r *http.Request, err error) string {
+	status, _, msg, _ := httpkit.Describe(err)
 	if status == http.StatusInternalServerError {
-		ref := time.Now().UTC().Format("20060102T150405.000")
-		h.Log.Error("web: internal error", "ref", ref, "error", err)
-		return "Something went wrong on the server. If it keeps happening, tell your administrator the time " + ref + "."
+		httpkit.LogInternal(r, h.log, err)
+		return "Something went wrong on the server. If it keeps happening, tell your administrator the request id " + httpkit.RequestID(r.Context()) + "."
 	}
 	return msg
 }
 
-// fail renders err as an error page with the API's status for it. When reading the
+// fail renders err as an error page with the table's status for it. When reading the
 // request body failed, that is what the page says.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, c *call, err error) {
-	if berr := api.BodyError(r); berr != nil {
+	if berr := httpkit.BodyError(r); berr != nil {
 		err = berr
 	}
 	if errors.Is(err, context.Canceled) {
 		return
 	}
 	status, _ := h.statusOf(err)
-	h.render(w, r, status, "error", c, map[string]any{"Title": http.StatusText(status), "Message": h.message(err)})
+	h.render(w, r, status, "error", c, map[string]any{"Title": http.StatusText(status), "Message": h.message(r, err)})
 }
 
 // render executes page into a buffer first, so a template error never sends half a page.
@@ -267,7 +262,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	data["Path"] = r.URL.Path
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
-		h.Log.Error("web: rendering", "page", page, "error", err)
+		h.log.Error("web: rendering", "page", page, "error", err)
 		http.Error(w, "The page could not be shown; the error is in the server log.", http.StatusInternalServerError)
 		return
 	}

@@ -1,4 +1,4 @@
-package api
+package httpkit
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/metrics"
 )
 
 type ctxKey int
@@ -25,8 +26,8 @@ const (
 	keyBody
 )
 
-// requestID returns the id of the request handled under ctx.
-func requestID(ctx context.Context) string {
+// RequestID returns the id of the request handled under ctx.
+func RequestID(ctx context.Context) string {
 	id, _ := ctx.Value(keyRequestID).(string)
 	return id
 }
@@ -64,9 +65,10 @@ func (rec *recorder) Write(b []byte) (int, error) {
 
 func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
 
-// observe gives every request an id (the client's X-Request-Id when it is sane), logs one
-// line when it ends, counts it by route and code, and turns a panic into a 500.
-func (s *Server) observe(next http.Handler) http.Handler {
+// Observe gives every request an id (the client's X-Request-Id when it is sane), logs one
+// line to log when it ends, counts it by route and code in m, and turns a panic into a
+// 500. A request body that sends nothing for bodyIdle fails (0: never).
+func Observe(next http.Handler, log *slog.Logger, m *metrics.Metrics, bodyIdle time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rid := r.Header.Get("X-Request-Id")
@@ -79,7 +81,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		ctx := context.WithValue(r.Context(), keyRequestID, rid)
 		rec := &recorder{ResponseWriter: w}
 		if r.Body != nil && r.Body != http.NoBody {
-			rec.body = &body{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: s.bodyIdle}
+			rec.body = &body{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: bodyIdle}
 			r.Body = rec.body
 			ctx = context.WithValue(ctx, keyBody, rec.body)
 		}
@@ -89,9 +91,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				s.log.Error("panic", "request_id", rid, "panic", p)
+				log.Error("panic", "request_id", rid, "panic", p)
 				if rec.status == 0 {
-					s.writeError(rec, r, panicError{p})
+					WriteError(rec, r, log, panicError{p})
 				}
 			}
 			route := r.Pattern
@@ -103,17 +105,17 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			d := time.Since(start)
-			s.metrics.Requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-			s.metrics.RequestDuration.WithLabelValues(route).Observe(d.Seconds())
+			m.Requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+			m.RequestDuration.WithLabelValues(route).Observe(d.Seconds())
 			attrs := []slog.Attr{
 				slog.String("request_id", rid), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 				slog.String("route", route), slog.Int("status", status), slog.Int64("bytes", rec.bytes),
 				slog.Duration("duration", d),
 			}
-			if u, ok := userFrom(r.Context()); ok {
+			if u, ok := UserFrom(r.Context()); ok {
 				attrs = append(attrs, slog.String("user", u.ID))
 			}
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+			log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 		}()
 		next.ServeHTTP(rec, r)
 		rec.body.settle()

@@ -1,4 +1,4 @@
-package run_test
+package workflow_test
 
 import (
 	"context"
@@ -17,8 +17,10 @@ import (
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
+	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
 // recorder runs every spec on the real runner it wraps and keeps what it was given.
@@ -95,7 +97,7 @@ func TestRunsCarryInputsAndMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { runs.Shutdown(5 * time.Second) })
-	steps := run.NewSteps(runs, env.App.Sessions)
+	steps := workflow.New(runs, env.App.Sessions, env.App.Catalog, time.Minute)
 	tool, err := env.App.Store.Tool(ctx, "mem")
 	if err != nil {
 		t.Fatal(err)
@@ -111,13 +113,13 @@ func TestRunsCarryInputsAndMemory(t *testing.T) {
 		}
 		return u
 	}
-	initial := func(u store.User, v store.ToolVersion, sctx string, inputs map[string]any) store.Run {
+	initial := func(u store.User, v store.ToolVersion, sctx session.Context, inputs map[string]any) store.Run {
 		t.Helper()
 		dir, err := runs.NewInputDir()
 		if err != nil {
 			t.Fatal(err)
 		}
-		rn, err := steps.Initial(ctx, run.Initial{Tool: tool, Version: v, User: u, Context: sctx, Dir: dir, Form: upload.Form{Inputs: inputs}})
+		rn, err := steps.Initial(ctx, workflow.Initial{Tool: tool, Version: v, User: u, Context: sctx, Dir: dir, Form: upload.Form{Inputs: inputs}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +128,7 @@ func TestRunsCarryInputsAndMemory(t *testing.T) {
 	memory := func(rn store.Run) string { return string(rec.spec(t, rn.ID).Memory) }
 
 	// Production: the user's settings, the normalised inputs, on initial and action runs.
-	rn := initial(user(ulf.ID), v1, "default", map[string]any{"size": " 12 ", "name": "  Ulf "})
+	rn := initial(user(ulf.ID), v1, session.Production(), map[string]any{"size": " 12 ", "name": "  Ulf "})
 	if got := memory(rn); got != `{"settings":{"per_page":20,"signature":"Ulf"}}` {
 		t.Fatalf("memory.json of ulf's run: %s", got)
 	}
@@ -136,7 +138,7 @@ func TestRunsCarryInputsAndMemory(t *testing.T) {
 	if !strings.Contains(string(rn.Stdout), `INPUTS={"name":"Ulf","size":12}`) {
 		t.Fatalf("the tool saw: %q", rn.Stdout)
 	}
-	act, err := steps.Action(ctx, run.Action{Tool: tool, Version: v1, User: user(ulf.ID), Context: "default", ActionID: "again", ExpectedStateRev: 1})
+	act, err := steps.Action(ctx, workflow.Action{Tool: tool, Version: v1, User: user(ulf.ID), Context: session.Production(), ActionID: "again", ExpectedStateRev: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,14 +146,14 @@ func TestRunsCarryInputsAndMemory(t *testing.T) {
 		t.Fatalf("memory.json of ulf's action run: %s", got)
 	}
 	// Nothing saved: {}.
-	if got := memory(initial(user(olle.ID), v1, "default", nil)); got != "{}" {
+	if got := memory(initial(user(olle.ID), v1, session.Production(), nil)); got != "{}" {
 		t.Fatalf("memory.json with no settings: %s", got)
 	}
 	// The editor's sandbox gets the editor's settings, production the production ones.
-	if got := memory(initial(user(anna.ID), v1, run.SandboxContext(v1.ID), nil)); got != `{"settings":{"signature":"Anna in the editor"}}` {
+	if got := memory(initial(user(anna.ID), v1, session.Editor(v1.ID), nil)); got != `{"settings":{"signature":"Anna in the editor"}}` {
 		t.Fatalf("memory.json in the editor: %s", got)
 	}
-	if got := memory(initial(user(anna.ID), v1, "default", nil)); got != `{"settings":{"signature":"Anna in production"}}` {
+	if got := memory(initial(user(anna.ID), v1, session.Production(), nil)); got != `{"settings":{"signature":"Anna in production"}}` {
 		t.Fatalf("memory.json of anna in production: %s", got)
 	}
 
@@ -163,7 +165,7 @@ func TestRunsCarryInputsAndMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	ver2, _ := env.App.Store.ToolVersion(ctx, v2.ID)
-	rn = initial(user(ulf.ID), ver2, "default", nil)
+	rn = initial(user(ulf.ID), ver2, session.Production(), nil)
 	if got := memory(rn); got != `{"settings":{"signature":"Ulf"}}` || rn.Status != store.StatusSucceeded {
 		t.Fatalf("memory.json under a changed schema: %s (%s)", got, rn.Status)
 	}
@@ -172,7 +174,7 @@ func TestRunsCarryInputsAndMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	ver3, _ := env.App.Store.ToolVersion(ctx, v3.ID)
-	if got := memory(initial(user(ulf.ID), ver3, "default", map[string]any{"free": []any{1.0}})); got != "{}" {
+	if got := memory(initial(user(ulf.ID), ver3, session.Production(), map[string]any{"free": []any{1.0}})); got != "{}" {
 		t.Fatalf("memory.json without a settings schema: %s", got)
 	}
 }

@@ -1,4 +1,4 @@
-package api
+package httpkit
 
 import (
 	"encoding/json"
@@ -14,8 +14,8 @@ import (
 // maxJSONBody caps every JSON request body.
 const maxJSONBody = 1 << 20
 
-// writeJSON answers with v as JSON.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers with v as JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
@@ -23,9 +23,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-// decodeJSON reads one JSON object from r's body into v. Bodies over 1 MiB, malformed
+// DecodeJSON reads one JSON object from r's body into v. Bodies over 1 MiB, malformed
 // JSON, unknown fields and trailing data get errors that say exactly what is wrong.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -36,7 +36,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		if errors.As(err, &mbe) {
 			return jsonError(err)
 		}
-		return errs.New(errInvalidRequest, nil, "request body must hold one JSON object and nothing after it")
+		return errs.New(ErrInvalidRequest, nil, "request body must hold one JSON object and nothing after it")
 	}
 	return nil
 }
@@ -49,28 +49,28 @@ func jsonError(err error) error {
 	)
 	switch {
 	case errors.As(err, &mbe):
-		return errs.New(errTooLarge, map[string]any{"limit_bytes": mbe.Limit},
+		return errs.New(ErrTooLarge, map[string]any{"limit_bytes": mbe.Limit},
 			"request body is larger than the %d-byte (1 MiB) limit for JSON", mbe.Limit)
 	case errors.Is(err, io.EOF):
-		return errs.New(errInvalidRequest, nil, "request body is empty; send a JSON object")
+		return errs.New(ErrInvalidRequest, nil, "request body is empty; send a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return errs.New(errInvalidRequest, nil, "request body is not valid JSON: it ends in the middle of a value")
+		return errs.New(ErrInvalidRequest, nil, "request body is not valid JSON: it ends in the middle of a value")
 	case errors.As(err, &syntax):
-		return errs.New(errInvalidRequest, map[string]any{"offset": syntax.Offset},
+		return errs.New(ErrInvalidRequest, map[string]any{"offset": syntax.Offset},
 			"request body is not valid JSON: %s (at byte %d)", syntax.Error(), syntax.Offset)
 	case errors.As(err, &typ):
 		field := typ.Field
 		if field == "" {
-			return errs.New(errInvalidRequest, nil, "request body must be a JSON object, not %s", typ.Value)
+			return errs.New(ErrInvalidRequest, nil, "request body must be a JSON object, not %s", typ.Value)
 		}
-		return errs.New(errInvalidRequest, map[string]any{"field": field},
+		return errs.New(ErrInvalidRequest, map[string]any{"field": field},
 			"field %q must be %s, not %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		return errs.New(errInvalidRequest, map[string]any{"field": strings.Trim(name, `"`)},
+		return errs.New(ErrInvalidRequest, map[string]any{"field": strings.Trim(name, `"`)},
 			"request body has an unknown field %s", name)
 	}
-	return errs.New(errInvalidRequest, nil, "request body is not valid JSON: %v", err)
+	return errs.New(ErrInvalidRequest, nil, "request body is not valid JSON: %v", err)
 }
 
 func jsonKind(goKind string) string {

@@ -1,28 +1,30 @@
-package run
+// Package workflow owns tool sessions as a user lives them (docs/spec.md §6, §7): an
+// initial run that replaces or keeps the session's files and starts its state, and next
+// actions guarded by state_rev. The API and the web UI both drive it; run executes.
+package workflow
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
 )
 
-// Errors of the session steps.
+// Errors of the workflow.
 var (
 	// ErrUnknownAction means the action is not one the session's latest run offered.
 	ErrUnknownAction = errors.New("unknown action")
-	// ErrNotFound means no such run, or one the user may not see.
-	ErrNotFound = errors.New("run not found")
 	// ErrActionTooLarge means an action's input and state together are over MaxActionBytes.
 	ErrActionTooLarge = errors.New("action too large")
 )
@@ -31,32 +33,39 @@ var (
 // kernel holds one environment string to 128 KiB (MAX_ARG_STRLEN), escapes included.
 const MaxActionBytes = 120 << 10
 
-// SandboxContext is the editor sandbox's context for a version (ADR-0038).
-func SandboxContext(versionID string) string { return "sandbox:" + versionID }
-
-// Steps runs tools as sessions (SPEC §6, §7): initial runs that replace or inject the
-// session's files and start its state, and action runs guarded by state_rev. The API and
-// the web UI both drive it.
-type Steps struct {
-	runs     *Service
+// Service runs tools as sessions: initial runs that replace or inject the session's
+// files and start its state, and action runs guarded by state_rev.
+type Service struct {
+	runs     *run.Service
 	sessions *session.Service
+	catalog  *catalog.Service
+	// editorWall is the wall time of runs in an editor context.
+	editorWall time.Duration
 }
 
-// NewSteps returns Steps over runs and sessions.
-func NewSteps(runs *Service, sessions *session.Service) *Steps {
-	return &Steps{runs: runs, sessions: sessions}
+// New returns the workflow over runs and sessions. A run's memory.json comes from the
+// catalog's saved settings; runs in an editor context get editorWall as their wall time.
+func New(runs *run.Service, sessions *session.Service, cat *catalog.Service, editorWall time.Duration) *Service {
+	return &Service{runs: runs, sessions: sessions, catalog: cat, editorWall: editorWall}
+}
+
+// wallTime is the wall time of a run in c: 0 (the production limit) or the editor's.
+func (st *Service) wallTime(c session.Context) time.Duration {
+	if c.IsEditor() {
+		return st.editorWall
+	}
+	return 0
 }
 
 // Initial is an initial run: the version, who runs it, in which context, and the upload
-// that upload.Read accepted into Dir.
+// that run.Service.ReadUpload accepted into Dir.
 type Initial struct {
-	Tool     store.Tool
-	Version  store.ToolVersion
-	User     store.User
-	Context  string
-	Dir      string
-	Form     upload.Form
-	WallTime time.Duration // 0: the production limit
+	Tool    store.Tool
+	Version store.ToolVersion
+	User    store.User
+	Context session.Context
+	Dir     string
+	Form    upload.Form
 }
 
 // Initial submits an initial run and returns it queued. Its inputs and the names of its
@@ -66,8 +75,8 @@ type Initial struct {
 // injects them; a run that offers next actions starts the session over with its state.
 // Dir is the run's from then on, or removed when the run is refused. The API, the web UI
 // and so the CLI all start initial runs here, so the rules hold for each alike.
-func (st *Steps) Initial(ctx context.Context, in Initial) (store.Run, error) {
-	k := store.SessionKey{ToolID: in.Tool.ID, UserID: in.User.ID, Context: in.Context}
+func (st *Service) Initial(ctx context.Context, in Initial) (store.Run, error) {
+	k := in.Context.Key(in.Tool.ID, in.User.ID)
 	names := make([]string, len(in.Form.Files))
 	for i, f := range in.Form.Files {
 		names[i] = f.Name
@@ -86,7 +95,7 @@ func (st *Steps) Initial(ctx context.Context, in Initial) (store.Run, error) {
 	}
 	var memory []byte
 	if err == nil {
-		memory, err = st.memory(ctx, in.Version, k)
+		memory, err = st.catalog.Memory(ctx, in.User.ID, in.Version, in.Context)
 	}
 	if err != nil {
 		os.RemoveAll(in.Dir)
@@ -104,8 +113,8 @@ func (st *Steps) Initial(ctx context.Context, in Initial) (store.Run, error) {
 		}
 		return nil
 	}
-	rn, err := st.runs.Submit(ctx, Request{Tool: in.Tool, Version: in.Version, User: in.User, Context: in.Context, Kind: "initial",
-		InputDir: in.Dir, Inputs: inputs, Memory: memory, WallTime: in.WallTime, Before: files,
+	rn, err := st.runs.Submit(ctx, run.Request{Tool: in.Tool, Version: in.Version, User: in.User, Context: in.Context.String(), Kind: "initial",
+		InputDir: in.Dir, Inputs: inputs, Memory: memory, WallTime: st.wallTime(in.Context), Before: files,
 		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
 			if len(res.NextActions) == 0 {
 				return nil, nil
@@ -124,11 +133,10 @@ type Action struct {
 	Tool             store.Tool
 	Version          store.ToolVersion
 	User             store.User
-	Context          string
+	Context          session.Context
 	ActionID         string
 	Input            map[string]any
 	ExpectedStateRev int64
-	WallTime         time.Duration // 0: the production limit
 }
 
 // Action submits an action run as SPEC §6 orders it and returns it queued: the revision
@@ -136,8 +144,8 @@ type Action struct {
 // gets the server's state and a snapshot of the session files; when it succeeds a
 // compare-and-swap from expected to expected+1 records its state. A run that loses that
 // race succeeds without a state_rev: see LostRace.
-func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
-	k := store.SessionKey{ToolID: a.Tool.ID, UserID: a.User.ID, Context: a.Context}
+func (st *Service) Action(ctx context.Context, a Action) (store.Run, error) {
+	k := a.Context.Key(a.Tool.ID, a.User.ID)
 	sess, err := st.sessions.Get(ctx, k)
 	if err != nil {
 		return store.Run{}, err
@@ -145,7 +153,7 @@ func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
 	if a.ExpectedStateRev != sess.StateRev {
 		return store.Run{}, Conflict(a.ExpectedStateRev, sess.StateRev)
 	}
-	latest, err := st.runs.st.GetRun(ctx, sess.LatestRunID)
+	latest, err := st.runs.Get(ctx, sess.LatestRunID)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -165,7 +173,7 @@ func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
 		return store.Run{}, errs.New(ErrActionTooLarge, map[string]any{"bytes": len(b), "limit_bytes": MaxActionBytes},
 			"the action's input and the session's state are %d bytes together; the limit is %d (120 KiB)", len(b), MaxActionBytes)
 	}
-	memory, err := st.memory(ctx, a.Version, k)
+	memory, err := st.catalog.Memory(ctx, a.User.ID, a.Version, a.Context)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -181,8 +189,8 @@ func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
 		return store.Run{}, err
 	}
 	expected := a.ExpectedStateRev
-	rn, err := st.runs.Submit(ctx, Request{Tool: a.Tool, Version: a.Version, User: a.User, Context: a.Context, Kind: "action",
-		ActionID: a.ActionID, InputDir: dir, Action: &act, Memory: memory, WallTime: a.WallTime,
+	rn, err := st.runs.Submit(ctx, run.Request{Tool: a.Tool, Version: a.Version, User: a.User, Context: a.Context.String(), Kind: "action",
+		ActionID: a.ActionID, InputDir: dir, Action: &act, Memory: memory, WallTime: st.wallTime(a.Context),
 		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
 			ok, err := st.sessions.Advance(ctx, k, expected, res.State, runID)
 			if err != nil || !ok {
@@ -205,7 +213,7 @@ func (st *Steps) Action(ctx context.Context, a Action) (store.Run, error) {
 // need not upload the same files again. Kept files that do not fit (from an older
 // version, say) are left out, not held against the user, and a version without a file
 // field gets none.
-func (st *Steps) countedFiles(ctx context.Context, schema contract.InputSchema, k store.SessionKey, sent []string) ([]string, bool, error) {
+func (st *Service) countedFiles(ctx context.Context, schema contract.InputSchema, k store.SessionKey, sent []string) ([]string, bool, error) {
 	if len(sent) > 0 {
 		return sent, false, nil
 	}
@@ -233,51 +241,13 @@ func (st *Steps) countedFiles(ctx context.Context, schema contract.InputSchema, 
 	return names, true, nil
 }
 
-// memory is the run's /work/memory.json (SPEC §5b): {"settings": {...}}, what the user
-// saved for the tool that still fits version v's settings_schema, field by field; the
-// editor's own settings in a sandbox context; {} when there are none.
-func (st *Steps) memory(ctx context.Context, v store.ToolVersion, k store.SessionKey) ([]byte, error) {
-	schema, err := contract.ParseSettingsSchema(v.SettingsSchema)
-	if err != nil || schema == nil {
-		return []byte("{}"), err
-	}
-	scope := "" // production, whatever the session's context
-	if strings.HasPrefix(k.Context, "sandbox:") {
-		scope = k.Context
-	}
-	saved, err := st.runs.st.Settings(ctx, k.UserID, k.ToolID, scope)
-	if errors.Is(err, store.ErrNotFound) {
-		return []byte("{}"), nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var values map[string]any
-	if err := json.Unmarshal(saved.Values, &values); err != nil {
-		return nil, fmt.Errorf("the saved settings of user %s for tool %s: %w", k.UserID, k.ToolID, err)
-	}
-	kept := contract.KeepValidSettings(schema, values)
-	if len(kept) == 0 {
-		return []byte("{}"), nil
-	}
-	return json.Marshal(map[string]any{"settings": kept})
-}
-
-// Owned returns run id if u started it or is an admin; anyone else is answered as if it
-// did not exist.
-func (st *Steps) Owned(ctx context.Context, u store.User, id string) (store.Run, error) {
-	rn, err := st.runs.st.GetRun(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && rn.UserID != u.ID && u.Role != store.RoleAdmin) {
-		return store.Run{}, errs.New(ErrNotFound, map[string]any{"run": id}, "no run %q", id)
-	}
-	return rn, err
-}
-
 // Offered returns the next action id that run r offered, or an ErrUnknownAction naming
 // the ones it did offer.
 func Offered(r store.Run, id string) (contract.NextAction, error) {
-	var offered []contract.NextAction
-	json.Unmarshal([]byte(r.NextActions), &offered)
+	offered, err := run.NextActionsOf(r)
+	if err != nil {
+		return contract.NextAction{}, err
+	}
 	var ids []string
 	for _, a := range offered {
 		if a.ActionID == id {

@@ -1,0 +1,59 @@
+package httpkit
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// CSRFHeader carries the anti-forgery token on requests a signed-in browser page makes.
+const CSRFHeader = "X-CSRF-Token"
+
+// WithUser returns r with u as the user it is made by, for the request log.
+func WithUser(r *http.Request, u store.User) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), keyUser, &u))
+}
+
+// UserFrom returns the user a request under ctx is made by, once known.
+func UserFrom(ctx context.Context) (store.User, bool) {
+	u, ok := ctx.Value(keyUser).(*store.User)
+	if !ok {
+		return store.User{}, false
+	}
+	return *u, true
+}
+
+// SessionSecret is the browser session cookie's value in r, or "".
+func SessionSecret(r *http.Request) string {
+	c, err := r.Cookie(account.SessionCookie)
+	if err != nil {
+		return ""
+	}
+	return c.Value
+}
+
+// Changes reports whether r's method changes something (anything but GET and HEAD), so
+// a request by cookie needs its anti-forgery token.
+func Changes(r *http.Request) bool { return r.Method != http.MethodGet && r.Method != http.MethodHead }
+
+// Authenticate resolves who makes r: the bearer token or, for the web UI's own scripts,
+// the browser session cookie, whose requests that change anything must carry the
+// session's anti-forgery token in X-CSRF-Token (account.Service.BrowserUser checks it).
+func Authenticate(r *http.Request, accounts *account.Service) (store.User, error) {
+	h := r.Header.Get("Authorization")
+	if secret := SessionSecret(r); h == "" && secret != "" {
+		return accounts.BrowserUser(r.Context(), secret, r.Header.Get(CSRFHeader), Changes(r))
+	}
+	if h == "" {
+		return store.User{}, errs.New(ErrUnauthorized, nil, "this needs an API token: send the header Authorization: Bearer <token>")
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return store.User{}, errs.New(ErrUnauthorized, nil, "the Authorization header must be \"Bearer <token>\"")
+	}
+	return accounts.Authenticate(r.Context(), strings.TrimSpace(token))
+}

@@ -1,0 +1,246 @@
+// Package httpkit is the HTTP plumbing the API and the web UI share: the one table that
+// maps every package error to a status and an error code (docs/api.md "Errors"), request
+// ids with the request log and metrics, request bodies that fail cleanly, JSON in and
+// out, and who is asking (a bearer token, or the browser's cookie with its
+// anti-forgery token).
+package httpkit
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"maps"
+	"net/http"
+
+	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/catalog"
+	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/sandbox"
+	"github.com/skrip-dev/skrip/internal/session"
+	"github.com/skrip-dev/skrip/internal/staging"
+	"github.com/skrip-dev/skrip/internal/upload"
+	"github.com/skrip-dev/skrip/internal/workflow"
+)
+
+// Request-level sentinels, for problems of the request itself that a handler finds.
+var (
+	// ErrInvalidRequest is a request that is malformed or names a bad value.
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrUnauthorized is a request without a credential.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrNoRoute is a path that no route serves.
+	ErrNoRoute = errors.New("no route")
+	// ErrTooLarge is a request body over its cap.
+	ErrTooLarge = errors.New("too large")
+	// ErrMethod is a method the path's routes do not take.
+	ErrMethod = errors.New("method not allowed")
+	// ErrRange is a Range header outside the file.
+	ErrRange = errors.New("range not satisfiable")
+	// ErrPrecondition is an If-Match or If-Unmodified-Since that the file does not meet.
+	ErrPrecondition = errors.New("precondition failed")
+	// errBodyIdle is a request body that sent nothing for the idle timeout.
+	errBodyIdle = errors.New("request body idle")
+	// errBodyRead is a request body that could not be read to its end: the client went
+	// away or broke the framing.
+	errBodyRead = errors.New("request body interrupted")
+)
+
+// row is one row of the error table: a package error and what the client sees. reason
+// tells this failure from the others with the same code (details.reason: tool_not_found
+// is not run_not_found); msg is the sentence a client gets when the error carries none
+// written for them.
+type row struct {
+	err    error
+	status int
+	code   string
+	reason string
+	msg    string
+}
+
+// atCapacity are the 503s that waiting cures: they carry Retry-After (SPEC §3). Any
+// other 503 says something waiting will not change.
+var atCapacity = []error{run.ErrBusy, sandbox.ErrFull, staging.ErrUnavailable}
+
+// errorTable maps every sentinel a handler may return to an HTTP status and an error code
+// (SPEC §3). It is the only place that chooses a status for an error. The first match,
+// by errors.Is, wins.
+var errorTable = []row{
+	{ErrInvalidRequest, http.StatusBadRequest, "invalid_request", "", "the request is not valid"},
+	{account.ErrInvalid, http.StatusBadRequest, "invalid_request", "invalid_account", "the user name, role or password is not valid"},
+	{ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "no_token", "this needs an API token: send the header Authorization: Bearer <token>"},
+	{account.ErrUnauthenticated, http.StatusUnauthorized, "unauthorized", "bad_credentials", "the token or the sign-in is not valid"},
+	{account.ErrForgery, http.StatusForbidden, "forbidden", "csrf", "this form or request lacks the page's anti-forgery token; reload the page and try again"},
+	{account.ErrForbidden, http.StatusForbidden, "forbidden", "role", "your role does not allow this"},
+	{account.ErrNotFound, http.StatusNotFound, "not_found", "user_not_found", "there is no such user"},
+	{account.ErrExists, http.StatusConflict, "conflict", "user_exists", "a user of that name already exists"},
+	{ErrNoRoute, http.StatusNotFound, "not_found", "no_route", "nothing was found at this address"},
+	{ErrMethod, http.StatusMethodNotAllowed, "invalid_request", "method", "this method is not allowed here"},
+	{errBodyIdle, http.StatusRequestTimeout, "invalid_request", "body_idle", "the request body stopped arriving; send the request again"},
+	{errBodyRead, http.StatusBadRequest, "invalid_request", "body_interrupted", "the request body ended before it was complete; send the request again"},
+	{ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "", "the request body is larger than the limit"},
+	{blob.ErrInvalidKey, http.StatusBadRequest, "invalid_key", "", "the key must look like files/<name>, using only letters, digits and ._-"},
+	{staging.ErrNotFound, http.StatusNotFound, "not_found", "file_not_found", "there is no such file"},
+	{blob.ErrNotFound, http.StatusNotFound, "not_found", "file_not_found", "there is no such file"},
+	{staging.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "file_too_large", "the file is larger than the limit"},
+	{staging.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "file_store_down", "the file store is not reachable; try again in a moment"},
+	{ErrRange, http.StatusRequestedRangeNotSatisfiable, "range_not_satisfiable", "", "the requested range is outside the file"},
+	{ErrPrecondition, http.StatusPreconditionFailed, "conflict", "precondition", "the file is not the version the request's If-Match or If-Unmodified-Since names"},
+	{staging.ErrQuota, http.StatusInsufficientStorage, "quota_exceeded", "file_quota", "the file does not fit in the storage quota"},
+	{upload.ErrInvalid, http.StatusBadRequest, "invalid_upload", "", "the upload is not valid multipart/form-data"},
+	{upload.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "upload_too_large", "the upload is larger than the limit"},
+	{run.ErrBusy, http.StatusServiceUnavailable, "unavailable", "runs_busy", "the server is running all the tools it can; try again in a moment"},
+	{run.ErrNotFound, http.StatusNotFound, "not_found", "run_not_found", "there is no such run"},
+	{run.ErrNoArtifact, http.StatusNotFound, "not_found", "artifact_not_found", "the run has no such artifact"},
+	{run.ErrInvalidQuery, http.StatusBadRequest, "invalid_request", "run_query", "the runs query is not valid"},
+	{workflow.ErrUnknownAction, http.StatusBadRequest, "unknown_action", "", "the run offers no such action"},
+	{workflow.ErrActionTooLarge, http.StatusRequestEntityTooLarge, "too_large", "action_too_large", "the action's input is larger than the limit"},
+	{catalog.ErrNotFound, http.StatusNotFound, "not_found", "tool_not_found", "there is no such tool"},
+	{catalog.ErrNoVersion, http.StatusNotFound, "not_found", "version_not_found", "there is no such tool version"},
+	{catalog.ErrForbidden, http.StatusForbidden, "forbidden", "not_tool_author", "you may not change this tool"},
+	{catalog.ErrInvalid, http.StatusBadRequest, "invalid_request", "invalid_tool", "the tool is not valid"},
+	{catalog.ErrExists, http.StatusConflict, "conflict", "tool_exists", "a tool with that slug already exists"},
+	{catalog.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "source_too_large", "the tool's source is larger than the limit"},
+	{catalog.ErrUnpublished, http.StatusConflict, "conflict", "unpublished", "the tool has no published version"},
+	{contract.ErrInvalidInput, http.StatusBadRequest, "invalid_request", "invalid_input", "the input is not valid"},
+	{contract.ErrInvalidSchema, http.StatusBadRequest, "invalid_request", "invalid_schema", "the tool's input_schema or settings_schema is not valid"},
+	{session.ErrInvalidContext, http.StatusBadRequest, "invalid_request", "invalid_context", "the session context is not valid"},
+	{session.ErrConflict, http.StatusConflict, "conflict", "state_rev", "the session changed in the meantime; reload it and try again"},
+	{session.ErrNoSession, http.StatusNotFound, "not_found", "no_session", "there is no session for this tool yet; run the tool first"},
+	{sandbox.ErrNotFound, http.StatusNotFound, "not_found", "sandbox_not_found", "there is no such sandbox"},
+	{sandbox.ErrInvalid, http.StatusBadRequest, "invalid_request", "invalid_sandbox", "the sandbox request is not valid"},
+	{sandbox.ErrTooMany, http.StatusConflict, "conflict", "sandbox_limit", "you hold all the sandboxes one user may; delete one first"},
+	{sandbox.ErrElsewhere, http.StatusConflict, "conflict", "sandbox_elsewhere", "the sandbox is held by another server"},
+	{sandbox.ErrFull, http.StatusServiceUnavailable, "unavailable", "sandboxes_full", "the server holds all the sandboxes it may; try again later"},
+	{sandbox.ErrBudget, http.StatusInsufficientStorage, "quota_exceeded", "sandbox_budget", "the sandboxes' memory budget is used up; delete a sandbox first"},
+	{sandbox.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "sandboxes_off", "agent sandboxes are not available on this server"},
+	{runner.ErrPath, http.StatusBadRequest, "invalid_request", "invalid_path", "the workspace path is not valid"},
+	{runner.ErrNoFile, http.StatusNotFound, "not_found", "workspace_file_not_found", "there is no such file in the workspace"},
+	{runner.ErrNoSpace, http.StatusInsufficientStorage, "quota_exceeded", "workspace_full", "the file does not fit in the workspace"},
+}
+
+// ErrorStatus returns the HTTP status and error code of err, from the error table: the
+// web UI answers with the same statuses as the API.
+func ErrorStatus(err error) (int, string) {
+	status, code, _, _ := Describe(err)
+	return status, code
+}
+
+// Describe is what a client is told about err: the status and code of its row in the
+// error table, and a message and details safe to show. Only an *errs.Error brings its own
+// message, a sentence written for the client; any other text in err (a blob key, a
+// package's prefix, a driver's words) stays in the log, and the client gets the row's
+// sentence. details carries the row's reason, which tells failures with one code apart.
+// An error in no row is a 500 with no message: the caller logs it and gives a reference
+// instead.
+func Describe(err error) (status int, code, message string, details map[string]any) {
+	var (
+		e   *errs.Error
+		mbe *http.MaxBytesError
+	)
+	if !errors.As(err, &e) && errors.As(err, &mbe) {
+		// A body cap that no handler named (http.MaxBytesReader): the limit is all there is to say.
+		e = errs.New(ErrTooLarge, map[string]any{"limit_bytes": mbe.Limit}, "the request body is larger than the %d-byte limit", mbe.Limit)
+		err = e
+	}
+	for _, row := range errorTable {
+		if !errors.Is(err, row.err) {
+			continue
+		}
+		message = row.msg
+		if e != nil {
+			message, details = e.Message, maps.Clone(e.Details)
+		}
+		if row.reason != "" {
+			if details == nil {
+				details = map[string]any{}
+			}
+			details["reason"] = row.reason
+		}
+		return row.status, row.code, message, details
+	}
+	return http.StatusInternalServerError, "internal", "", nil
+}
+
+// AtCapacity reports whether err is a 503 that waiting cures.
+func AtCapacity(err error) bool {
+	for _, c := range atCapacity {
+		if errors.Is(err, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrorBody is the JSON shape of every error.
+type ErrorBody struct {
+	Error struct {
+		Code    string         `json:"code"`
+		Message string         `json:"message"`
+		Details map[string]any `json:"details,omitempty"`
+	} `json:"error"`
+}
+
+// WriteError answers with err's row of the error table, as JSON. An error in no row is a
+// 500: its text goes to log with the request id, and the client gets only the request id.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	status, body := errorOf(r, log, err)
+	if AtCapacity(err) {
+		w.Header().Set("Retry-After", "5")
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="skrip"`)
+	}
+	WriteJSON(w, status, body)
+}
+
+// ErrorOf is err's status and JSON body, as WriteError would answer: for a stream
+// whose status line has gone, to end it with the error.
+func ErrorOf(r *http.Request, log *slog.Logger, err error) (int, ErrorBody) { return errorOf(r, log, err) }
+
+// errorOf is err's status and body: its row of the error table, or a 500 whose text is
+// logged with the request id and whose body carries only that id. When reading the
+// request body failed, that is the answer, whatever the handler made of it (a cancelled
+// context, a storage error around it).
+func errorOf(r *http.Request, log *slog.Logger, err error) (int, ErrorBody) {
+	if berr := BodyError(r); berr != nil {
+		err = berr
+	}
+	var body ErrorBody
+	status, code, msg, details := Describe(err)
+	body.Error.Code = code
+	if status == http.StatusInternalServerError {
+		rid := RequestID(r.Context())
+		LogInternal(r, log, err)
+		body.Error.Message = "Something went wrong on the server. If it keeps happening, report request id " + rid + "."
+		body.Error.Details = map[string]any{"request_id": rid}
+		return status, body
+	}
+	body.Error.Message, body.Error.Details = msg, details
+	return status, body
+}
+
+// LogInternal logs err, which no row of the error table covers, with r's request id: the
+// client is told only that id.
+func LogInternal(r *http.Request, log *slog.Logger, err error) {
+	log.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String("request_id", RequestID(r.Context())),
+		slog.String("route", r.Pattern), slog.String("error", err.Error()))
+}
+
+// ProtocolError is the JSON body of an error that net/http answers itself, before any
+// handler runs: header fields over the limit (too_large), or a request it cannot read
+// (invalid_request, whatever the status: 400, 501 for a transfer encoding, 505 for a
+// protocol version).
+func ProtocolError(status int, message string, details map[string]any) []byte {
+	var body ErrorBody
+	body.Error.Code = "invalid_request"
+	if status == http.StatusRequestEntityTooLarge || status == http.StatusRequestHeaderFieldsTooLarge {
+		body.Error.Code = "too_large"
+	}
+	body.Error.Message, body.Error.Details = message, details
+	b, _ := json.Marshal(body)
+	return append(b, '\n')
+}

@@ -106,7 +106,9 @@ type Setting struct {
 // Env returns the environment variable that sets s.
 func (s Setting) Env() string { return envName(s.Name) }
 
-func envName(name string) string { return "SKRIP_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) }
+func envName(name string) string {
+	return "SKRIP_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
 
 // names are the setting's name and then its aliases.
 func (s Setting) names() []string { return append([]string{s.Name}, s.Aliases...) }

@@ -199,7 +199,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 
 // ErrorOf is err's status and JSON body, as WriteError would answer: for a stream
 // whose status line has gone, to end it with the error.
-func ErrorOf(r *http.Request, log *slog.Logger, err error) (int, ErrorBody) { return errorOf(r, log, err) }
+func ErrorOf(r *http.Request, log *slog.Logger, err error) (int, ErrorBody) {
+	return errorOf(r, log, err)
+}
 
 // errorOf is err's status and body: its row of the error table, or a 500 whose text is
 // logged with the request id and whose body carries only that id. When reading the

@@ -26,7 +26,7 @@ import (
 // The author guide's tools (examples/guide, docs/authoring.md) run end to end through the
 // API, each on a server with the bubblewrap runner (on the runner rootfs,
 // SKRIP_TEST_RUNNER_ROOTFS) and on one with the Docker runner (its image: the default
-// skrip-runner:<version>, or SKRIP_TEST_RUNNER_IMAGE). Both need the runtime of SPEC §5b:
+// skrip-runner:<version>, or SKRIP_TEST_RUNNER_IMAGE). Both need the runtime of docs/spec.md §5b:
 // Python 3.13, WeasyPrint, pandoc, python-docx, openpyxl, pandas, and the original hub's
 // modules. Every guide tool must have a case in guideCases.
 

@@ -595,7 +595,7 @@ func testFelhantering(t *testing.T, g *guide) {
 	g.refused(t, slug, nil, map[string]any{"fall": "okant"}, "fall")
 }
 
-// testHTMLToPDFPreview: SPEC §8's tool, the guide's example of HTML with its CSS and
+// testHTMLToPDFPreview: docs/spec.md §8's tool, the guide's example of HTML with its CSS and
 // images: a preview, then the uploaded files converted to PDF.
 func testHTMLToPDFPreview(t *testing.T, g *guide) {
 	ex := g.demo["html-to-pdf-preview"]

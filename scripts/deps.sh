@@ -5,7 +5,7 @@ set -euo pipefail
 command -v go >/dev/null || { echo "Go 1.26 or newer is needed: https://go.dev/dl/" >&2; exit 1; }
 apt_install bubblewrap python3 weasyprint fonts-dejavu-core
 
-# The runner's runtime (SPEC §5b): a Debian 13 rootfs with Python 3.13, WeasyPrint, pandoc,
+# The runner's runtime (docs/spec.md §5b): a Debian 13 rootfs with Python 3.13, WeasyPrint, pandoc,
 # python-docx, openpyxl, pandas, pypdf, Jinja2, rsvg-convert and fonts, built once with
 # debootstrap (a few minutes, ~650 MB) and rebuilt only when its recipe changes. The bwrap
 # runner finds it there by itself; where a Docker Engine answers, it becomes the Docker

@@ -1,5 +1,5 @@
 // Command runtimelatency measures tool runs through skrip's API on the bwrap runner with
-// the runner rootfs (SPEC §5b) as the sandbox's root, beside the host's /usr fallback, in
+// the runner rootfs (docs/spec.md §5b) as the sandbox's root, beside the host's /usr fallback, in
 // one run on one machine: two servers in this process, their runs interleaved so that both
 // see the same machine. Tools: a no-op, a one-page WeasyPrint PDF (both roots can run
 // them), and imports of the whole runtime (the rootfs only: the host lacks most of it).

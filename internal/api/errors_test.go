@@ -18,7 +18,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/client"
 )
 
-// leaky is what no error body may hold (SPEC §3). apptest checks every error answer of
+// leaky is what no error body may hold (docs/spec.md §3). apptest checks every error answer of
 // every suite for the same; this test also checks its own answers directly.
 var leaky = regexp.MustCompile(`(?i)natsblob|fsblob|blob:|sql:|pgx|sqlite|nats:|jetstream|_objects|\bb_[0-9A-Z]{26}\b|runtime error|goroutine|/skrip-data|no rows`)
 
@@ -27,7 +27,7 @@ var leaky = regexp.MustCompile(`(?i)natsblob|fsblob|blob:|sql:|pgx|sqlite|nats:|
 func unsized(b []byte) io.Reader { return io.MultiReader(bytes.NewReader(b)) }
 
 // TestErrorBodiesNameNoInternals walks the error cases a client can cause, on both blob
-// stores, and checks that each answer is the JSON of SPEC §3 with a message that names
+// stores, and checks that each answer is the JSON of docs/spec.md §3 with a message that names
 // no internal object: no blob key, package prefix or driver text.
 func TestErrorBodiesNameNoInternals(t *testing.T) {
 	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {

@@ -19,7 +19,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/upload"
 )
 
-// fileJSON is FileInfo of SPEC §4.
+// fileJSON is FileInfo of docs/spec.md §4.
 type fileJSON struct {
 	FileKey     string     `json:"file_key"`
 	Name        string     `json:"name"`
@@ -97,7 +97,7 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) e
 }
 
 // fileOwner is the id of the user whose files the request addresses: the caller's, or for
-// an admin the user named by ?owner= (SPEC §4).
+// an admin the user named by ?owner= (docs/spec.md §4).
 func (s *Server) fileOwner(r *http.Request, u store.User) (string, error) {
 	return s.svc.Staging.Namespace(r.Context(), u, r.URL.Query().Get("owner"))
 }
@@ -257,7 +257,7 @@ func usableRange(h string, size int64) string {
 }
 
 // fileWriter passes http.ServeContent's answer on, except a 416 or a 412, which it holds
-// back for the handler to answer with the JSON error of SPEC §3. It counts the body bytes
+// back for the handler to answer with the JSON error of docs/spec.md §3. It counts the body bytes
 // sent.
 type fileWriter struct {
 	http.ResponseWriter

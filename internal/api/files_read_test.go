@@ -406,7 +406,7 @@ func TestFilesRanges(t *testing.T) {
 	if resp.StatusCode != 200 || string(b) != "0123456789" {
 		t.Fatalf("bytes=-0 with a stale If-Range: %d %q", resp.StatusCode, b)
 	}
-	// An If-Match that does not match is the JSON error too (SPEC §3), on GET and HEAD.
+	// An If-Match that does not match is the JSON error too (docs/spec.md §3), on GET and HEAD.
 	for _, m := range []string{"GET", "HEAD"} {
 		req, _ = http.NewRequest(m, env.URL+"/api/v1/files/files/ten.txt", nil)
 		req.Header.Set("Authorization", "Bearer "+u.Token)

@@ -18,7 +18,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
-// notReady checks that /readyz answers 503 with the error of SPEC §3 naming the runner,
+// notReady checks that /readyz answers 503 with the error of docs/spec.md §3 naming the runner,
 // and nothing of why (that is for the log).
 func notReady(t *testing.T, env *apptest.Env, secret string) {
 	t.Helper()
@@ -36,7 +36,7 @@ func notReady(t *testing.T, env *apptest.Env, secret string) {
 }
 
 // TestReadyzChecksTheRunner breaks the runner under a running server: /readyz answers
-// 503 naming the runner (SPEC §10), not only when the database or the blob store fail.
+// 503 naming the runner (docs/spec.md §10), not only when the database or the blob store fail.
 func TestReadyzChecksTheRunner(t *testing.T) {
 	t.Run("bwrap", func(t *testing.T) {
 		bw, err := exec.LookPath("bwrap")

@@ -306,7 +306,7 @@ func TestRunEventsAndTimeout(t *testing.T) {
 	if !strings.Contains(joined, "event: stdout\ndata: \"started\"") || !strings.HasSuffix(joined, "event: status\ndata: \"succeeded\"") {
 		t.Fatalf("events:\n%s", joined)
 	}
-	// A run over the 2s limit times out, with the summary the SPEC gives.
+	// A run over the 2s limit times out, with the summary docs/spec.md §5 gives.
 	to := runUpload(t, env, u.Token, "sleep", nil, nil, `{"s": 30}`, "")
 	if to.body["status"] != "timed_out" || to.body["error_summary"] != "Execution timed out after 2s" {
 		t.Fatalf("timeout: %s", to.raw)

@@ -14,7 +14,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
-// settingsJSON is a user's settings for a tool (SPEC §5b). updated_at is null when
+// settingsJSON is a user's settings for a tool (docs/spec.md §5b). updated_at is null when
 // nothing was saved yet.
 type settingsJSON struct {
 	SettingsSchema contract.SettingsSchema `json:"settings_schema"`

@@ -22,7 +22,7 @@ import (
 //     so a slow upload that keeps sending is never cut). There is no whole-request
 //     timeout, which would cut long uploads.
 //   - Requests net/http refuses before any handler runs (header fields over
-//     SKRIP_HTTP_MAX_HEADER_BYTES, a malformed request) get the JSON error of SPEC §3, as
+//     SKRIP_HTTP_MAX_HEADER_BYTES, a malformed request) get the JSON error of docs/spec.md §3, as
 //     every other error does: see jsonErrors.
 func (a *App) httpServer(ctx context.Context) *http.Server {
 	limit := a.cfg.HTTPMaxHeaderBytes
@@ -62,7 +62,7 @@ func handling(h http.Handler) http.Handler {
 
 // jsonErrors wraps the listener so that the plain-text errors net/http writes itself,
 // before any handler (431 for header fields over the limit, 400 for a malformed request,
-// 501 and 505), go out as the JSON of SPEC §3. net/http writes each of them as one
+// 501 and 505), go out as the JSON of docs/spec.md §3. net/http writes each of them as one
 // Write of a fixed shape straight on the connection, between requests; a Write of that
 // shape while a handler has the connection is the handler's and passes unchanged.
 // TestProtocolErrorsAreJSON keeps this in step with net/http.

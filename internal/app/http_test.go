@@ -54,7 +54,7 @@ func errorOf(body map[string]any) (code, msg string) {
 
 // TestProtocolErrorsAreJSON sends requests that net/http refuses before any handler runs
 // (header fields over the limit, malformed requests) and checks that each answer is the
-// JSON of SPEC §3, on a fresh connection and on one that already served a request.
+// JSON of docs/spec.md §3, on a fresh connection and on one that already served a request.
 func TestProtocolErrorsAreJSON(t *testing.T) {
 	cfg := apptest.Config(t, apptest.Backends[0])
 	cfg.HTTPMaxHeaderBytes = 8 << 10

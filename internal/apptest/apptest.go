@@ -79,7 +79,7 @@ func Config(t testing.TB, b Backend) config.Config {
 }
 
 // Start runs a server with cfg until the test ends. Every error answer it gives must be
-// the JSON of SPEC §3 (HTML for the web UI's pages) and name no internal object, or the
+// the JSON of docs/spec.md §3 (HTML for the web UI's pages) and name no internal object, or the
 // test fails (errorCheck).
 func Start(t testing.TB, cfg config.Config) *Env {
 	t.Helper()

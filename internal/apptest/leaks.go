@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// internalNames are what an error body must never hold (SPEC §3): the blob stores' and
+// internalNames are what an error body must never hold (docs/spec.md §3): the blob stores' and
 // drivers' prefixes, blob object names, Go's own failure texts.
 var internalNames = regexp.MustCompile(`(?i)natsblob|fsblob|blob:|sql:|pgx|pgconn|sqlite|nats:|jetstream|_objects/|\bb_[0-9A-Z]{26}\b|runtime error|goroutine \d|panic:|/skrip-data|\.go:\d`)
 
@@ -51,7 +51,7 @@ func errorCheck(t testing.TB, dataDir string, next http.Handler) http.Handler {
 		ct := tee.Header().Get("Content-Type")
 		if !strings.HasPrefix(ct, "text/html") && !strings.HasPrefix(ct, "application/json") ||
 			isAPI(r.URL.Path) && !strings.HasPrefix(ct, "application/json") {
-			problems = append(problems, "is "+ct+", not the JSON of SPEC §3")
+			problems = append(problems, "is "+ct+", not the JSON of docs/spec.md §3")
 		}
 		if len(problems) == 0 {
 			return

@@ -1,5 +1,5 @@
 // Package blob owns file bytes: the Store interface every backend implements, the key
-// grammar of SPEC §4 and the sentinel errors. Metadata about who owns a blob lives in the
+// grammar of docs/spec.md §4 and the sentinel errors. Metadata about who owns a blob lives in the
 // SQL store; this package only moves and checks bytes.
 package blob
 

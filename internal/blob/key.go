@@ -12,7 +12,7 @@ const MaxKeyBytes = 512
 
 var keyPattern = regexp.MustCompile(`^(files|runs|sessions)/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
 
-// ValidateKey reports whether key is a legal object key (SPEC §4): it matches the key
+// ValidateKey reports whether key is a legal object key (docs/spec.md §4): it matches the key
 // grammar, is at most MaxKeyBytes long and has no "." or ".." segment.
 func ValidateKey(key string) error {
 	if len(key) > MaxKeyBytes {

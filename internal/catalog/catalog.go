@@ -137,7 +137,7 @@ func (s *Service) Versions(ctx context.Context, u store.User, t store.Tool) ([]s
 	return s.st.Versions(ctx, t.ID)
 }
 
-// NewTool is what Create needs. InputSchema and SettingsSchema are JSON (SPEC §5b), nil
+// NewTool is what Create needs. InputSchema and SettingsSchema are JSON (docs/spec.md §5b), nil
 // for none.
 type NewTool struct {
 	Slug, Title, Description, Source string

@@ -16,7 +16,7 @@ import (
 // MaxSettingsBytes caps one user's saved settings for a tool, as JSON.
 const MaxSettingsBytes = 64 << 10
 
-// Settings is a user's settings for a tool (SPEC §5b): the schema they answer to and the
+// Settings is a user's settings for a tool (docs/spec.md §5b): the schema they answer to and the
 // saved values that still fit it. UpdatedAt is zero when nothing was saved.
 type Settings struct {
 	Schema    contract.SettingsSchema

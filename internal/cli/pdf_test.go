@@ -44,7 +44,7 @@ func pdfInfo(t *testing.T, path string) (pageSize, text string) {
 	return string(m[1]), string(txt)
 }
 
-// TestHTMLToPDFEndToEnd runs the example tool as SPEC §8 describes it: in production
+// TestHTMLToPDFEndToEnd runs the example tool as docs/spec.md §8 describes it: in production
 // through the CLI (preview, then "Konvertera till PDF" with Letter), and in the editor
 // sandbox through the API (A4 landscape), each converting the files uploaded at the start.
 func TestHTMLToPDFEndToEnd(t *testing.T) {

@@ -20,9 +20,9 @@ import (
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
-// The PRD's flow (seed 004): upload a CSV, create a sandbox, stage the CSV into it, run a
-// Python transform, publish the result and download it; then a 50 MB file published out
-// keeps its checksum. Once on each runner.
+// The PRD's flow (docs/seeds/004_35d1a989333778f8.txt): upload a CSV, create a sandbox,
+// stage the CSV into it, run a Python transform, publish the result and download it; then
+// a 50 MB file published out keeps its checksum. Once on each runner.
 func TestSandboxFlowOnBwrap(t *testing.T) { testSandboxFlow(t, "bwrap") }
 
 func TestSandboxFlowOnDocker(t *testing.T) {

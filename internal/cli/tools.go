@@ -35,7 +35,7 @@ type schemaFlags struct {
 }
 
 func (f *schemaFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.input, "input-schema", "", "a JSON file holding the version's input_schema: the fields of the run form (README: Inputs and settings)")
+	cmd.Flags().StringVar(&f.input, "input-schema", "", "a JSON file holding the version's input_schema: the fields of the run form (docs/runner-contract.md: Input and settings schemas)")
 	cmd.Flags().StringVar(&f.settings, "settings-schema", "", "a JSON file holding the version's settings_schema: the fields of each user's settings")
 }
 

@@ -19,7 +19,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/contract"
 )
 
-// A tool directory (SPEC §5b) holds tool.json and script.py. Anything else in it (demo
+// A tool directory (docs/spec.md §5b) holds tool.json and script.py. Anything else in it (demo
 // files, notes) is left alone.
 const (
 	toolJSONName = "tool.json"
@@ -27,7 +27,7 @@ const (
 )
 
 // toolJSON is tool.json, its keys in the order export writes them. description is ours,
-// beside the six keys of SPEC §5b, and written only when the tool has one.
+// beside the six keys of docs/spec.md §5b, and written only when the tool has one.
 type toolJSON struct {
 	Slug              string          `json:"slug"`
 	Title             string          `json:"title"`

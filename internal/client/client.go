@@ -33,7 +33,7 @@ func New(base, token string) (*Client, error) {
 	return &Client{base: u, token: token, http: &http.Client{Transport: http.DefaultTransport}}, nil
 }
 
-// Error is an error answer of the API (SPEC §3).
+// Error is an error answer of the API (docs/spec.md §3).
 type Error struct {
 	Status  int
 	Code    string         `json:"code"`

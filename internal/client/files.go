@@ -17,7 +17,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/hashcopy"
 )
 
-// FileInfo describes a staged file (SPEC §4).
+// FileInfo describes a staged file (docs/spec.md §4).
 type FileInfo struct {
 	FileKey     string     `json:"file_key"`
 	Name        string     `json:"name"`

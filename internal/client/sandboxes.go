@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Sandbox is a persistent agent sandbox (SPEC §9).
+// Sandbox is a persistent agent sandbox (docs/spec.md §9).
 type Sandbox struct {
 	SandboxID    string        `json:"sandbox_id"`
 	OwnerID      string        `json:"owner_id"`

@@ -92,8 +92,8 @@ type Setting struct {
 	Name    string // flag name, e.g. "data-dir"; the env var is SKRIP_DATA_DIR
 	Default string
 	Help    string
-	// Shown is how the README and --help name a default computed at start ("the number
-	// of CPUs"); empty means Default itself.
+	// Shown is how docs/settings.md and --help name a default computed at start ("the
+	// number of CPUs"); empty means Default itself.
 	Shown string
 	// Aliases are earlier names of the setting, still read (flag, env and file) so that
 	// a renamed setting keeps working; the current name wins.
@@ -143,7 +143,7 @@ func redactURLs(list string) string {
 }
 
 // Settings is the table of every setting with its default. It is the only place defaults
-// live; the README and `skrip serve --help` are generated from the same rows.
+// live; docs/settings.md and `skrip serve --help` are generated from the same rows.
 func Settings() []Setting {
 	return []Setting{
 		{Name: "addr", Default: "127.0.0.1:8080", Help: "address the HTTP server listens on", bind: str(func(c *Config) *string { return &c.Addr })},

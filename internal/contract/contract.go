@@ -1,4 +1,4 @@
-// Package contract owns the runner contract of SPEC §5 and §6: the environment and files a
+// Package contract owns the runner contract of docs/spec.md §5 and §6: the environment and files a
 // tool sees inside the sandbox (manifest, action.json), the result.json it leaves, and the
 // size policy and input checks skrip applies to both.
 package contract
@@ -16,7 +16,7 @@ const Version = 2
 // fails with "runner contract violation".
 var ErrViolation = errors.New("runner contract violation")
 
-// Paths and names inside the sandbox (SPEC §5).
+// Paths and names inside the sandbox (docs/spec.md §5).
 const (
 	WorkDir        = "/work"
 	InputDir       = "/work/input"

@@ -208,7 +208,7 @@ func FuzzNormalizeInputs(f *testing.F) {
 }
 
 // FuzzParseInputSchema checks that ParseInputSchema never panics, refuses only with an
-// ErrInvalidSchema error naming the rule, keeps to SPEC §5b's rules when it accepts,
+// ErrInvalidSchema error naming the rule, keeps to docs/spec.md §5b's rules when it accepts,
 // and parses its own canonical form to the same schema.
 func FuzzParseInputSchema(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {

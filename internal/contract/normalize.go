@@ -27,7 +27,7 @@ const (
 const FilesField = "files"
 
 // NormalizeInputs checks a run's inputs and the names of its files against the version's
-// input_schema (SPEC §5b) and returns the inputs the tool sees in SKRIPTOTEKET_INPUTS.
+// input_schema (docs/spec.md §5b) and returns the inputs the tool sees in SKRIPTOTEKET_INPUTS.
 // A nil schema accepts any inputs, returned as they are, and any files. With a schema:
 // keys that are no field are refused; null and empty strings leave the key out; strings
 // are trimmed; integers and numbers may come as numeric strings and become numbers
@@ -122,7 +122,7 @@ func count(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// ValidateSettings checks a user's settings against a settings_schema (SPEC §5b) and
+// ValidateSettings checks a user's settings against a settings_schema (docs/spec.md §5b) and
 // returns them as they are stored: keys that are no field are refused, and values are
 // normalised as NormalizeInputs does (null and "" left out, strings trimmed, numeric
 // strings coerced); a multi_enum takes a list of distinct option values. A nil schema

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Output kinds (SPEC §5).
+// Output kinds (docs/spec.md §5).
 const (
 	KindNotice   = "notice"
 	KindMarkdown = "markdown"
@@ -30,7 +30,7 @@ type Column struct {
 }
 
 // Output is one output of a run. Only the fields of its Kind are meaningful, and only
-// those are written and read as JSON, under the SPEC's names (kind, level, message,
+// those are written and read as JSON, under docs/spec.md's names (kind, level, message,
 // markdown, title, columns, rows, value, html, spec). Decoded numbers inside Rows, Value
 // and Spec are json.Number, so large integers keep their digits.
 type Output struct {

@@ -18,7 +18,7 @@ const (
 	StatusFailed    = "failed"
 )
 
-// Policy is the size policy of SPEC §5. A result over MaxResultBytes fails the run; any
+// Policy is the size policy of docs/spec.md §5. A result over MaxResultBytes fails the run; any
 // other limit drops only the part over it, which a notice replaces.
 type Policy struct {
 	MaxOutputs       int   // outputs per result, skrip's notices included
@@ -34,7 +34,7 @@ type Policy struct {
 	MaxResultBytes   int64 // result.json itself
 }
 
-// DefaultPolicy returns the limits of SPEC §5.
+// DefaultPolicy returns the limits of docs/spec.md §5.
 func DefaultPolicy() Policy {
 	return Policy{
 		MaxOutputs:       50,

@@ -14,11 +14,11 @@ import (
 	"github.com/skrip-dev/skrip/internal/errs"
 )
 
-// FieldFile is the kind of an input schema's file field (SPEC §5b): at most one per
+// FieldFile is the kind of an input schema's file field (docs/spec.md §5b): at most one per
 // schema, with Accept, Min and Max.
 const FieldFile = "file"
 
-// InputField is one field of a version's input_schema (SPEC §5b): a form field of kind
+// InputField is one field of a version's input_schema (docs/spec.md §5b): a form field of kind
 // string, text, integer, number, boolean or enum, or the one file field.
 type InputField struct {
 	Field
@@ -35,7 +35,7 @@ type InputSchema []InputField
 // means the tool has no settings.
 type SettingsSchema []Field
 
-// ErrInvalidSchema means an input_schema or settings_schema breaks a rule of SPEC §5b
+// ErrInvalidSchema means an input_schema or settings_schema breaks a rule of docs/spec.md §5b
 // (400 invalid_request). Its errors are *errs.Error with details {field, rule,
 // schema_field, index}: field is "input_schema" or "settings_schema", schema_field the
 // name of the offending field (when it has one) and index its position from 0.
@@ -77,7 +77,7 @@ var (
 // for extensions such as ".tar.gz".
 var acceptPattern = regexp.MustCompile(`^(\.[A-Za-z0-9_+-]{1,16}){1,3}$`)
 
-// ParseInputSchema parses and checks a version's input_schema (SPEC §5b). nil, empty or
+// ParseInputSchema parses and checks a version's input_schema (docs/spec.md §5b). nil, empty or
 // JSON null gives a nil schema: the version has none. Otherwise it must be a list of
 // fields {name, label, kind, options?, accept?, min?, max?} with unique non-empty names,
 // known kinds, options on every enum, and at most one file field, whose 0 ≤ min ≤ max,

@@ -61,12 +61,12 @@ type row struct {
 	msg    string
 }
 
-// atCapacity are the 503s that waiting cures: they carry Retry-After (SPEC §3). Any
+// atCapacity are the 503s that waiting cures: they carry Retry-After (docs/spec.md §3). Any
 // other 503 says something waiting will not change.
 var atCapacity = []error{run.ErrBusy, sandbox.ErrFull, staging.ErrUnavailable}
 
 // errorTable maps every sentinel a handler may return to an HTTP status and an error code
-// (SPEC §3). It is the only place that chooses a status for an error. The first match,
+// (docs/spec.md §3). It is the only place that chooses a status for an error. The first match,
 // by errors.Is, wins.
 var errorTable = []row{
 	{ErrInvalidRequest, http.StatusBadRequest, "invalid_request", "", "the request is not valid"},

@@ -1,4 +1,4 @@
-// Package mcpserver serves skrip's agent sandboxes to AI agents as MCP tools (SPEC §9):
+// Package mcpserver serves skrip's agent sandboxes to AI agents as MCP tools (docs/spec.md §9):
 // the seven tools, their schemas and descriptions, and how API errors reach the agent.
 // It is a thin client of the HTTP API (internal/client); `skrip mcp` runs it over stdio.
 package mcpserver

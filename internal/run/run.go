@@ -116,7 +116,7 @@ type Request struct {
 	InputDir string // files for /work/input, action.json included on action runs
 	Inputs   map[string]any
 	Action   *contract.Action
-	// Memory is the run's /work/memory.json, {"settings": {...}} (SPEC §5b); nil: "{}".
+	// Memory is the run's /work/memory.json, {"settings": {...}} (docs/spec.md §5b); nil: "{}".
 	Memory   []byte
 	WallTime time.Duration // 0: the production limit
 	// Before, when set, runs once the run is admitted and before it is created: a run

@@ -44,7 +44,7 @@ type Spec struct {
 	InputDir string
 	Env      map[string]string
 	// Memory is /work/memory.json, mounted read-only: {"settings": {...}} with the
-	// user's saved settings for the tool (SPEC §5b). nil or empty gives "{}".
+	// user's saved settings for the tool (docs/spec.md §5b). nil or empty gives "{}".
 	Memory []byte
 	Limits Limits
 	// OnLine, when set, receives stdout and stderr lines as they come ("stdout" or
@@ -102,7 +102,7 @@ type Runner interface {
 	Ping(ctx context.Context) error
 	// Close releases what the runner holds; persistent sandboxes outlive it.
 	Close() error
-	// Sandboxes keeps the persistent sandboxes of agents (SPEC §9).
+	// Sandboxes keeps the persistent sandboxes of agents (docs/spec.md §9).
 	Sandboxes
 }
 

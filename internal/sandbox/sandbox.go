@@ -1,4 +1,4 @@
-// Package sandbox owns persistent agent sandboxes (SPEC §9): who may use which sandbox,
+// Package sandbox owns persistent agent sandboxes (docs/spec.md §9): who may use which sandbox,
 // the limits and idle timeout each one gets, exec, confined file reads and writes, and
 // staging files in from and publishing them out to the file staging area. The boxes
 // themselves are the runner's (runner.Sandboxes); their records are the store's.

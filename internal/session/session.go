@@ -1,4 +1,4 @@
-// Package session owns tool sessions (SPEC §6, §7): the server-owned state of a
+// Package session owns tool sessions (docs/spec.md §6, §7): the server-owned state of a
 // (tool, user, context) with its state_rev compare-and-swap, and the files uploaded at
 // the start, kept as one set that is replaced atomically and injected into later runs.
 package session

@@ -1,4 +1,4 @@
-// Package staging owns the file staging area (SPEC §4): uploads that stream into the blob
+// Package staging owns the file staging area (docs/spec.md §4): uploads that stream into the blob
 // store under the size, quota and total limits, reads that are whole or an error, the SQL
 // index that answers listing, ownership and quota questions, TTLs, and the expiry pass the
 // janitor runs.
@@ -205,7 +205,7 @@ func uploadKey(key string) (string, error) {
 	return k, nil
 }
 
-// Namespace returns the id of the user whose files caller addresses with owner (SPEC §4):
+// Namespace returns the id of the user whose files caller addresses with owner (docs/spec.md §4):
 // caller's own with owner "" (or caller's own id or name), another user's (by id or
 // name) only for an admin. Anyone else naming another owner gets ErrNotFound, the same
 // whether that user exists or not.

@@ -30,7 +30,7 @@ type ToolVersion struct {
 	Source     string
 	Entrypoint string
 	// InputSchema and SettingsSchema are the version's input_schema and
-	// settings_schema as JSON (SPEC §5b); nil when it has none.
+	// settings_schema as JSON (docs/spec.md §5b); nil when it has none.
 	InputSchema    json.RawMessage
 	SettingsSchema json.RawMessage
 	CreatedBy      string
@@ -164,7 +164,7 @@ func (s *Store) UpdateToolInfo(ctx context.Context, t Tool, now time.Time) error
 }
 
 // ToolSettings is one user's saved settings for a tool in one scope: "" for production,
-// "sandbox:{version_id}" for the editor sandbox (SPEC §5b).
+// "sandbox:{version_id}" for the editor sandbox (docs/spec.md §5b).
 type ToolSettings struct {
 	UserID, ToolID, Scope string
 	Values                json.RawMessage // a JSON object

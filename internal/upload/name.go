@@ -16,7 +16,7 @@ const MaxNameBytes = 255
 // keptPunct lists the characters other than letters, digits and marks that a name keeps.
 const keptPunct = " ._-()+,"
 
-// SanitizeName turns an uploaded file name into the name it is stored under (SPEC §5):
+// SanitizeName turns an uploaded file name into the name it is stored under (docs/spec.md §5):
 // only the base name is kept (split on both / and \), it is NFC-normalised, letters, digits
 // and marks of any script plus space and ._-()+, are kept and every other rune becomes '_',
 // leading and trailing spaces and dots are trimmed, and the result is cut to 255 bytes on

@@ -70,7 +70,7 @@ func TestSanitizeName(t *testing.T) {
 	}
 }
 
-// checkName fails t unless name, sanitised from in, has every property SPEC §5 promises.
+// checkName fails t unless name, sanitised from in, has every property docs/spec.md §5 promises.
 func checkName(t *testing.T, in, name string) {
 	t.Helper()
 	if !utf8.ValidString(name) {

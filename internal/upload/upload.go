@@ -41,14 +41,14 @@ const (
 	copyBufBytes = 64 << 10
 )
 
-// Limits are the caps on one upload (SPEC §5). A field of zero or less takes its default.
+// Limits are the caps on one upload (docs/spec.md §5). A field of zero or less takes its default.
 type Limits struct {
 	MaxFiles      int   // SKRIP_UPLOAD_MAX_FILES, default 20
 	MaxFileBytes  int64 // SKRIP_UPLOAD_MAX_FILE_BYTES, default 20000000
 	MaxTotalBytes int64 // SKRIP_UPLOAD_MAX_TOTAL_BYTES, default 50000000
 }
 
-// DefaultLimits returns the caps SPEC §5 gives when nothing is set.
+// DefaultLimits returns the caps docs/spec.md §5 gives when nothing is set.
 func DefaultLimits() Limits {
 	return Limits{MaxFiles: 20, MaxFileBytes: 20_000_000, MaxTotalBytes: 50_000_000}
 }

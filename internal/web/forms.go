@@ -212,7 +212,7 @@ func formBool(v string) any {
 }
 
 // inputs reads the typed fields from an upload's text fields: each as the string the
-// browser sent (the server trims, coerces numbers and leaves empty ones out, SPEC §5b,
+// browser sent (the server trims, coerces numbers and leaves empty ones out, docs/spec.md §5b,
 // in one place for every client), and each boolean by formBool.
 func (f *runForm) inputs(sent map[string]string) map[string]any {
 	if len(f.Fields) == 0 {
@@ -310,7 +310,7 @@ func (s *panel) refuse(field, msg string) {
 // settingsValues reads a settings panel: a boolean by formBool, a
 // multi_enum as the list of ticked options (empty when none is), and every other field
 // as the string the browser sent, which the server trims, coerces and leaves out when
-// empty (SPEC §5b), as it does for a run's inputs.
+// empty (docs/spec.md §5b), as it does for a run's inputs.
 func settingsValues(schema contract.SettingsSchema, form url.Values) map[string]any {
 	out := map[string]any{}
 	for i, f := range schema {

@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// screenshots takes the README's pictures of the catalogue, a run page and the editor,
+// screenshots takes docs/web-ui.md's pictures of the catalogue, a run page and the editor,
 // at desktop width and at 360 px, and checks that no page is wider than its window (a
 // page that scrolls sideways at 360 px is not readable on a phone). With -screenshots DIR
 // the pictures are also written there.

@@ -69,7 +69,7 @@ type Initial struct {
 }
 
 // Initial submits an initial run and returns it queued. Its inputs and the names of its
-// files are checked against the version's input_schema first (SPEC §5b): a refusal
+// files are checked against the version's input_schema first (docs/spec.md §5b): a refusal
 // stores and runs nothing, and the tool sees the normalised inputs. An upload with files
 // replaces the session's files (after every file was validated), one without keeps and
 // injects them; a run that offers next actions starts the session over with its state.
@@ -139,7 +139,7 @@ type Action struct {
 	ExpectedStateRev int64
 }
 
-// Action submits an action run as SPEC §6 orders it and returns it queued: the revision
+// Action submits an action run as docs/spec.md §6 orders it and returns it queued: the revision
 // must be current, the action one the latest run offered and its input valid; the run
 // gets the server's state and a snapshot of the session files; when it succeeds a
 // compare-and-swap from expected to expected+1 records its state. A run that loses that

@@ -57,7 +57,7 @@ def run_tool(input_dir, output_dir):
             "next_actions": [{"action_id": "again", "label": "Again", "kind": "form", "fields": []}], "state": {}}
 `
 
-// TestRunsCarryInputsAndMemory checks what every run hands the runner (SPEC §5b): the
+// TestRunsCarryInputsAndMemory checks what every run hands the runner (docs/spec.md §5b): the
 // normalised inputs in SKRIPTOTEKET_INPUTS, and as memory.json the user's saved settings
 // that still fit the run's version, the editor's own in a sandbox context, on initial and
 // action runs alike. The runs execute on the real runner the server opened.

@@ -83,7 +83,7 @@ func TestSandboxesOnRootfs(t *testing.T) {
 	})
 }
 
-// TestRuntimeOnRootfs: a tool on the runner rootfs gets the runtime of SPEC §5b (Python
+// TestRuntimeOnRootfs: a tool on the runner rootfs gets the runtime of docs/spec.md §5b (Python
 // 3.13, WeasyPrint, pandoc, python-docx, openpyxl, pandas, pypdf, Jinja2, pypandoc,
 // rsvg-convert, the fonts), under the sandbox's uid and seccomp filter.
 func TestRuntimeOnRootfs(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
-// The example tool of SPEC §8, run in a real bwrap sandbox: the initial run previews the
+// The example tool of docs/spec.md §8, run in a real bwrap sandbox: the initial run previews the
 // demo page, and "convert" renders the original uploads with WeasyPrint.
 
 const pdfToolDir = "../../../examples/tools/html_to_pdf_preview"
@@ -47,7 +47,7 @@ func requireWeasyprint(t *testing.T, r runner.Runner) {
 
 func pdfLimits() runner.Limits {
 	lim := runnertest.Limits()
-	// The production limits of SPEC §5, but for the wall time: WeasyPrint needs more than
+	// The production limits of docs/spec.md §5, but for the wall time: WeasyPrint needs more than
 	// the conformance suite's small ones.
 	lim.WallTime = 60 * time.Second
 	lim.MemoryBytes = 1 << 30

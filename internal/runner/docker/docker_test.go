@@ -76,7 +76,7 @@ func TestCloseLeavesNoContainer(t *testing.T) {
 	}
 }
 
-// TestRuntime: a tool in the runner image gets the runtime of SPEC §5b (Python 3.13,
+// TestRuntime: a tool in the runner image gets the runtime of docs/spec.md §5b (Python 3.13,
 // WeasyPrint, pandoc, python-docx, openpyxl, pandas, pypdf, Jinja2, pypandoc,
 // rsvg-convert, the fonts), under the run's user and seccomp profile.
 func TestRuntime(t *testing.T) {

@@ -126,7 +126,7 @@ Version: 1.1.2
 	}
 }
 
-// TestReadRuntimeOnRootfs reads the real runner rootfs: every component of SPEC §5b is
+// TestReadRuntimeOnRootfs reads the real runner rootfs: every component of docs/spec.md §5b is
 // there, with Python 3.13.
 func TestReadRuntimeOnRootfs(t *testing.T) {
 	dir := os.Getenv("SKRIP_TEST_RUNNER_ROOTFS")

@@ -23,7 +23,7 @@ type Component struct {
 	Version string // the package's version; "" when it is not installed
 }
 
-// components is the runtime SPEC §5b promises, by the Debian package that carries each
+// components is the runtime docs/spec.md §5b promises, by the Debian package that carries each
 // part.
 var components = []struct{ name, pkg string }{
 	{"Python", "python3"},

@@ -9,7 +9,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner"
 )
 
-// runtimeTool uses every part of the runtime SPEC §5b promises, the way tools do, and
+// runtimeTool uses every part of the runtime docs/spec.md §5b promises, the way tools do, and
 // reports what it saw: each module's import, pandoc through pypandoc (markdown to .docx,
 // read back with python-docx), rsvg-convert (SVG to PNG), openpyxl and pandas (an .xlsx
 // written and read back), Jinja2 and WeasyPrint (a PDF in each font family, read back with
@@ -54,7 +54,7 @@ def run_tool(input_dir, output_dir):
     return {"outputs": [{"kind": "json", "value": res}]}
 `
 
-// RuntimePackages runs a tool that uses the whole runtime of SPEC §5b on r (Python 3.13,
+// RuntimePackages runs a tool that uses the whole runtime of docs/spec.md §5b on r (Python 3.13,
 // WeasyPrint, pandoc and pypandoc, python-docx, openpyxl, pandas, pypdf, Jinja2,
 // rsvg-convert and the Liberation 2, DejaVu, FreeFont and Noto fonts) and checks what
 // each part produced. r must use the runner rootfs (or the image made from it).

@@ -1,5 +1,5 @@
 // Package runnertest is the conformance suite every runner passes: a script inside the
-// sandbox sees exactly the runner contract of SPEC §5 and the original hub's runtime of
+// sandbox sees exactly the runner contract of docs/spec.md §5 and the original hub's runtime of
 // §5b, cannot write, read or reach what it must not, and abuse (endless loops, memory,
 // fork bombs, floods of output) is contained while other runs go on.
 package runnertest

@@ -15,7 +15,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
-// The original hub's runtime inside the sandbox (SPEC §5b): its three modules, and the
+// The original hub's runtime inside the sandbox (docs/spec.md §5b): its three modules, and the
 // user's settings in a read-only /work/memory.json.
 
 // OriginalTool is a tool written only against the original hub's documented API.

@@ -1,4 +1,4 @@
-"""The original hub's PDF helper: HTML in, a PDF artifact out (SPEC §5b).
+"""The original hub's PDF helper: HTML in, a PDF artifact out (docs/spec.md §5b).
 
 Tools written for the original hub import it unchanged::
 

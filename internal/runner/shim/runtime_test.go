@@ -12,7 +12,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
-// The original hub's modules (SPEC §5b), called straight from Python with a given
+// The original hub's modules (docs/spec.md §5b), called straight from Python with a given
 // environment: every function with good and with malformed values.
 
 // pyEval runs code with the shim's directory on sys.path and only env as environment

@@ -1,8 +1,8 @@
 // Package shim embeds skrip's Python runner shim and the modules tools import: skrip's own
 // skrip_toolkit and the original hub's skriptoteket_toolkit, tool_errors and pdf_helper
-// (SPEC §5b). A runner writes them to a directory it mounts read-only at Dir and starts
+// (docs/spec.md §5b). A runner writes them to a directory it mounts read-only at Dir and starts
 // Entry; the shim puts that directory on sys.path, calls the tool's run_tool and writes
-// result.json (SPEC §5).
+// result.json (docs/spec.md §5).
 package shim
 
 import (

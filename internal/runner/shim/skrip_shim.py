@@ -1,4 +1,4 @@
-"""skrip's runner shim: runs one tool inside the sandbox and writes result.json (SPEC §5).
+"""skrip's runner shim: runs one tool inside the sandbox and writes result.json (docs/spec.md §5).
 
 The runner mounts this directory read-only at /skrip and starts
 

@@ -10,7 +10,7 @@ message the user sees::
             raise tk.ToolUserError("Ladda upp minst en HTML-fil.")
         ...
 
-Everything here reads the SKRIPTOTEKET_* environment the runner sets (SPEC §5).
+Everything here reads the SKRIPTOTEKET_* environment the runner sets (docs/spec.md §5).
 """
 
 import json

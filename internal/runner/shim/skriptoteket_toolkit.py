@@ -1,4 +1,4 @@
-"""The original hub's helpers for reading what a run was given (SPEC §5b).
+"""The original hub's helpers for reading what a run was given (docs/spec.md §5b).
 
 Tools written for the original hub import it unchanged::
 

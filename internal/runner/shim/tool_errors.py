@@ -1,4 +1,4 @@
-"""The error a tool raises to stop with a message for its user (SPEC §5b).
+"""The error a tool raises to stop with a message for its user (docs/spec.md §5b).
 
 This is the original hub's ``tool_errors`` module, so tools written for it import it
 unchanged::

@@ -1,5 +1,5 @@
 -- +goose Up
--- Keys are a per-owner namespace (SPEC §4): two users may each have files/report.csv.
+-- Keys are a per-owner namespace (docs/spec.md §4): two users may each have files/report.csv.
 ALTER TABLE files DROP CONSTRAINT files_pkey;
 ALTER TABLE files ADD PRIMARY KEY (owner_id, key);
 DROP INDEX files_owner_key;

@@ -1,5 +1,5 @@
 -- +goose Up
--- Persistent agent sandboxes (SPEC §9). The box itself (a workspace and, on Docker, a
+-- Persistent agent sandboxes (docs/spec.md §9). The box itself (a workspace and, on Docker, a
 -- container) is the runner's; node names the server that holds it.
 CREATE TABLE sandboxes (
     id              TEXT PRIMARY KEY,

@@ -1,5 +1,5 @@
 -- +goose Up
--- Keys are a per-owner namespace (SPEC §4): two users may each have files/report.csv.
+-- Keys are a per-owner namespace (docs/spec.md §4): two users may each have files/report.csv.
 -- SQLite cannot change a primary key in place, so the table is rebuilt.
 CREATE TABLE files_by_owner (
     owner_id      TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,

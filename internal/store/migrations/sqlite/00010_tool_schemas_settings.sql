@@ -1,5 +1,5 @@
 -- +goose Up
--- SPEC §5b: what a tool says about itself, the inputs and settings each version takes,
+-- docs/spec.md §5b: what a tool says about itself, the inputs and settings each version takes,
 -- and each user's saved settings per tool (scope '' for production, 'sandbox:{version_id}'
 -- for the editor sandbox's own values).
 ALTER TABLE tools ADD COLUMN summary TEXT NOT NULL DEFAULT '';

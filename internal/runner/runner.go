@@ -1,4 +1,4 @@
-// Package runner owns sandboxed execution of one tool run: the Runner interface that the
+// Package runner owns isolated execution of one tool run: the Runner interface that the
 // bubblewrap and Docker runners implement, the limits a run gets, and what a run leaves
 // behind (exit status, capped logs, result.json, the files of /work/output).
 package runner

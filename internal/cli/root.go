@@ -62,9 +62,12 @@ func (e *env) rootCmd() *cobra.Command {
 		Use:           "skrip",
 		Short:         "Run people's scripts on their own files, in sandboxes",
 		Long:          "skrip runs tools on uploaded files in sandboxes with no network, and gives programs a file staging area.\n\n`skrip serve` starts the server; the other verbs talk to it over HTTP.",
+		Version:       version.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// `skrip --version` prints what `skrip version` does.
+	root.SetVersionTemplate("skrip {{.Version}}\n")
 	def := e.getenv("SKRIP_SERVER")
 	if def == "" {
 		def = "http://127.0.0.1:8080"

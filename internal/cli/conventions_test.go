@@ -6,8 +6,58 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/version"
 )
+
+// TestSandboxExecConventions: as with docker exec, everything after the sandbox id is the
+// command's, flags included; a missing command exits 127 with a shell's words and nothing
+// of the runner; and skrip adds nothing to what the command printed.
+func TestSandboxExecConventions(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	sb, err := env.Admin.CreateSandbox(t.Context(), client.SandboxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sb.SandboxID
+	if res, err := env.Admin.Exec(t.Context(), id, client.ExecRequest{Cmd: []string{"sh", "-c", "echo hi > a.txt"}}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("setting up: %+v %v", res, err)
+	}
+	// ID stands for the sandbox's id.
+	tests := []struct {
+		name         string
+		args         []string
+		code         int
+		stdout       string
+		stderr       string
+		stdoutPrefix bool
+	}{
+		{"a flag of the command after the id", []string{"ID", "ls", "-la"}, 0, "total ", "", true},
+		{"exec's own flag after the id is the command's", []string{"ID", "printf", "%s|", "--timeout", "-x"}, 0, "--timeout|-x|", "", false},
+		{"exec's flags before the id", []string{"--timeout", "10s", "ID", "cat", "a.txt"}, 0, "hi\n", "", false},
+		{"-- after the id", []string{"ID", "--", "cat", "a.txt"}, 0, "hi\n", "", false},
+		{"a missing command", []string{"ID", "no-such-program", "-x"}, 127, "", "no-such-program: command not found\n", false},
+		{"a command that cannot be run", []string{"ID", "./a.txt"}, 126, "", "./a.txt: Permission denied\n", false},
+		{"the command's exit code and its stderr alone", []string{"ID", "sh", "-c", "echo out; echo err >&2; exit 42"}, 42, "out\n", "err\n", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"sandbox", "exec"}
+			for _, a := range tc.args {
+				if a == "ID" {
+					a = id
+				}
+				args = append(args, a)
+			}
+			code, out, errOut := run(t, env, env.AdminToken, "", args...)
+			okOut := out == tc.stdout || (tc.stdoutPrefix && strings.HasPrefix(out, tc.stdout))
+			if code != tc.code || !okOut || errOut != tc.stderr {
+				t.Errorf("skrip %s: exit %d, stdout %q, stderr %q; want %d, %q, %q", strings.Join(args, " "), code, out, errOut, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}
 
 func TestVersionFlag(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"-v"}, {"version"}} {

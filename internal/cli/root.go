@@ -38,9 +38,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "skrip: "+err.Error())
 		var ee exitError
-		if errors.As(err, &ee) {
+		isExit := errors.As(err, &ee)
+		if !isExit || ee.err != nil {
+			fmt.Fprintln(stderr, "skrip: "+err.Error())
+		}
+		if isExit {
 			return ee.code
 		}
 		return 1
@@ -48,13 +51,21 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	return 0
 }
 
-// exitError carries a specific exit code.
+// exitError ends the CLI with the exit code of what a verb ran (a sandbox's command, a
+// run that failed). err, when set, is printed; a nil err prints nothing, since the code
+// says it all.
 type exitError struct {
 	code int
 	err  error
 }
 
-func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
 func (e exitError) Unwrap() error { return e.err }
 
 func (e *env) rootCmd() *cobra.Command {

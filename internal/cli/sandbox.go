@@ -120,12 +120,21 @@ func (e *env) sandboxExecCmd() *cobra.Command {
 	var stdinPath string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "exec ID -- CMD [ARG...]",
+		Use:   "exec [flags] ID CMD [ARG...]",
 		Short: "Run a command in a sandbox; exits with the command's exit code",
 		Long: "Runs CMD in /workspace of the sandbox. Its output streams as it comes when stdout is a terminal;\n" +
-			"otherwise it is printed when the command ends (stdout to stdout, stderr to stderr).",
+			"otherwise it is printed when the command ends (stdout to stdout, stderr to stderr).\n\n" +
+			"As with docker exec, the flags of exec come before ID: everything after ID is the command's.\n" +
+			"skrip exits with the command's exit code (127: command not found, 137: killed).",
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// "exec ID -- CMD": flags end at ID already, so a "--" after it is only a separator.
+			if len(args) > 1 && args[1] == "--" {
+				args = append(args[:1:1], args[2:]...)
+			}
+			if len(args) < 2 {
+				return errors.New("sandbox exec: missing CMD")
+			}
 			c, err := e.client()
 			if err != nil {
 				return err
@@ -190,11 +199,14 @@ func (e *env) sandboxExecCmd() *cobra.Command {
 			case res.OOMKilled:
 				return exitError{code: res.ExitCode, err: errors.New("the command ran out of memory and was killed")}
 			case res.ExitCode != 0:
-				return exitError{code: res.ExitCode, err: fmt.Errorf("the command exited with %d", res.ExitCode)}
+				// The exit code says it; the command's stderr stays the command's.
+				return exitError{code: res.ExitCode}
 			}
 			return nil
 		},
 	}
+	// Arguments after ID are the command's, flags included (ls -la).
+	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "kill the command after this long")
 	cmd.Flags().StringVar(&stdinPath, "stdin", "", "send this file (- for standard input) to the command's standard input")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")

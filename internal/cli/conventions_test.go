@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,5 +68,71 @@ func TestVersionFlag(t *testing.T) {
 		if code != 0 || out.String() != "skrip "+version.Version+"\n" {
 			t.Errorf("skrip %s: exit %d, stdout %q, stderr %q; want skrip %s", args[0], code, out.String(), errOut.String(), version.Version)
 		}
+	}
+}
+
+// TestDownloadRefusesToOverwrite: a local file of the target's name is kept, and nothing
+// is written beside it, unless --force.
+func TestDownloadRefusesToOverwrite(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	dir := t.TempDir()
+	src := filepath.Join(dir, "report.csv")
+	if err := os.WriteFile(src, []byte("new bytes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, env, env.AdminToken, "", "files", "upload", src, "--key", "files/report.csv")
+	if code != 0 {
+		t.Fatalf("upload: %d %q %q", code, out, errOut)
+	}
+	dest := t.TempDir()
+	existing := filepath.Join(dest, "report.csv")
+	for _, args := range [][]string{{"-o", existing}, {"-o", dest}} {
+		if err := os.WriteFile(existing, []byte("mine\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := run(t, env, env.AdminToken, "", append([]string{"files", "download", "files/report.csv"}, args...)...)
+		if code != 1 || !strings.Contains(errOut, existing+" already exists") || !strings.Contains(errOut, "--force") {
+			t.Errorf("download %v over a file: exit %d, stderr %q; want 1 naming %s and --force", args, code, errOut, existing)
+		}
+		if b, _ := os.ReadFile(existing); string(b) != "mine\n" {
+			t.Errorf("download %v without --force changed the file to %q", args, b)
+		}
+		if entries, _ := os.ReadDir(dest); len(entries) != 1 {
+			t.Errorf("download %v without --force left %d entries in the directory, want only the file", args, len(entries))
+		}
+	}
+	code, _, errOut = run(t, env, env.AdminToken, "", "files", "download", "files/report.csv", "-o", dest, "--force")
+	if b, _ := os.ReadFile(existing); code != 0 || string(b) != "new bytes\n" {
+		t.Errorf("download --force: exit %d, stderr %q, the file holds %q", code, errOut, b)
+	}
+}
+
+// TestPlaceKeepsAFileThatAppeared: a file that appears at the target while the download
+// runs is kept too; the download's file is not moved over it.
+func TestPlaceKeepsAFileThatAppeared(t *testing.T) {
+	dir := t.TempDir()
+	tmp, target := filepath.Join(dir, ".skrip-download-1"), filepath.Join(dir, "out.txt")
+	for _, f := range []struct{ name, body string }{{tmp, "downloaded"}, {target, "appeared"}} {
+		if err := os.WriteFile(f.name, []byte(f.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := place(tmp, target, false); err == nil || !strings.Contains(err.Error(), target) {
+		t.Fatalf("place over a file: %v, want a refusal naming it", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "appeared" {
+		t.Fatalf("the target holds %q", b)
+	}
+	if err := place(tmp, target, true); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "downloaded" {
+		t.Fatalf("with force the target holds %q", b)
+	}
+	if err := place(target, filepath.Join(dir, "new.txt"), false); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 || entries[0].Name() != "new.txt" {
+		t.Fatalf("after placing on a free name the directory holds %v", entries)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,10 +112,13 @@ func (e *env) filesUploadCmd() *cobra.Command {
 
 func (e *env) filesDownloadCmd() *cobra.Command {
 	var out string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "download KEY",
 		Short: "Download a file and verify its checksum (-o - writes to standard output)",
-		Args:  cobra.ExactArgs(1),
+		Long: "Downloads a file, verifies its checksum, and only then puts it in place: a failed download\n" +
+			"leaves nothing behind. An existing local file is kept unless --force.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.filesClient(cmd)
 			if err != nil {
@@ -124,16 +128,24 @@ func (e *env) filesDownloadCmd() *cobra.Command {
 				_, err := c.Download(cmd.Context(), args[0], func(client.FileInfo) (io.Writer, error) { return e.stdout, nil })
 				return err
 			}
-			return e.downloadToFile(cmd, c, args[0], out)
+			return e.downloadToFile(cmd, c, args[0], out, force)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "where to write: a path, a directory, or - for standard output; default the file's name")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "overwrite a local file of the same name")
 	return cmd
 }
 
-// downloadToFile writes to a temp file beside the target and renames it into place only
-// when the checksum matched, so a failed download never leaves a partial file.
-func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out string) error {
+// errExists refuses to replace the local file target without --force.
+func errExists(target string) error {
+	return fmt.Errorf("%s already exists; pass --force to overwrite it, or -o to choose another name", target)
+}
+
+// downloadToFile writes to a temp file beside the target and moves it into place only
+// when the checksum matched, so a failed download never leaves a partial file. Without
+// force it refuses a target that exists before the download starts, and moves the file
+// in only if none appeared meanwhile.
+func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out string, force bool) error {
 	var tmp *os.File
 	var target string
 	var bar *progressbar.ProgressBar
@@ -153,6 +165,9 @@ func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out stri
 			target = name
 		} else if st, err := os.Stat(target); err == nil && st.IsDir() {
 			target = filepath.Join(target, name)
+		}
+		if _, err := os.Lstat(target); err == nil && !force {
+			return nil, errExists(target)
 		}
 		var err error
 		tmp, err = os.CreateTemp(filepath.Dir(target), ".skrip-download-*")
@@ -179,12 +194,33 @@ func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out stri
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
+	if err := place(tmp.Name(), target, force); err != nil {
 		return err
 	}
 	tmp = nil
 	fmt.Fprintf(e.stderr, "Downloaded: %s (%s, %s verified)\n", target, size(fi.SizeBytes), fi.Checksum)
 	return nil
+}
+
+// place moves the finished file tmp to target atomically: a rename, or, without force, a
+// hard link, which fails if target exists, so a file that appeared during the download is
+// not replaced either.
+func place(tmp, target string, force bool) error {
+	if force {
+		return os.Rename(tmp, target)
+	}
+	err := os.Link(tmp, target)
+	switch {
+	case err == nil:
+		return os.Remove(tmp)
+	case errors.Is(err, fs.ErrExist):
+		return errExists(target)
+	}
+	// A file system without hard links (some network and FUSE ones): check, then rename.
+	if _, err := os.Lstat(target); err == nil {
+		return errExists(target)
+	}
+	return os.Rename(tmp, target)
 }
 
 func (e *env) filesListCmd() *cobra.Command {

@@ -5,8 +5,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/client"
@@ -134,5 +137,29 @@ func TestPlaceKeepsAFileThatAppeared(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 || entries[0].Name() != "new.txt" {
 		t.Fatalf("after placing on a free name the directory holds %v", entries)
+	}
+}
+
+// TestProgressFirstFrame: bytes that come right after the bar is made are not shown as a
+// rate (their count over a few microseconds); the first rate is measured over at least
+// progressEvery.
+func TestProgressFirstFrame(t *testing.T) {
+	var buf bytes.Buffer
+	start := time.Now()
+	bar := newProgress(&buf, 10<<20, "downloading")
+	bar.Add(256 << 10)
+	if strings.Contains(buf.String(), "/s") {
+		t.Fatalf("the first frame shows a rate: %q", buf.String())
+	}
+	time.Sleep(progressEvery + 50*time.Millisecond)
+	bar.Add(256 << 10)
+	m := regexp.MustCompile(`([0-9.]+) (kB|MB|GB)/s`).FindAllStringSubmatch(buf.String(), -1)
+	if len(m) == 0 {
+		t.Fatalf("no rate after %s: %q", progressEvery, buf.String())
+	}
+	n, _ := strconv.ParseFloat(m[len(m)-1][1], 64)
+	rate := n * map[string]float64{"kB": 1e3, "MB": 1e6, "GB": 1e9}[m[len(m)-1][2]]
+	if most := float64(512<<10) / progressEvery.Seconds(); rate > most*1.05 {
+		t.Errorf("the rate shown is %s/s, more than %.0f bytes over %s allow (elapsed %s)", m[len(m)-1][1]+" "+m[len(m)-1][2], float64(512<<10), progressEvery, time.Since(start))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/schollz/progressbar/v3"
@@ -50,9 +51,22 @@ func (e *env) progress(size int64, what string) *progressbar.ProgressBar {
 	if !isTerminal(e.stderr) {
 		return nil
 	}
-	return progressbar.NewOptions64(size, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetDescription(what),
-		progressbar.OptionShowBytes(true), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100_000_000),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(e.stderr) }), progressbar.OptionClearOnFinish())
+	return newProgress(e.stderr, size, what)
+}
+
+// progressEvery is how often the bar is drawn again, and so the shortest time over which
+// it measures its first rate.
+const progressEvery = 100 * time.Millisecond
+
+// newProgress is a progress bar of size bytes on w. It is drawn empty when made, which
+// starts its clock: otherwise the clock starts at the first bytes, and the first frame
+// shows their count over a few microseconds ("65 GB/s"). Frames are at least
+// progressEvery apart, so the first rate is measured over that long at least.
+func newProgress(w io.Writer, size int64, what string) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(size, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowBytes(true), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(progressEvery),
+		progressbar.OptionSetRenderBlankState(true),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }), progressbar.OptionClearOnFinish())
 }
 
 func size(n int64) string {

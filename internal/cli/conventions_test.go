@@ -163,3 +163,19 @@ func TestProgressFirstFrame(t *testing.T) {
 		t.Errorf("the rate shown is %s/s, more than %.0f bytes over %s allow (elapsed %s)", m[len(m)-1][1]+" "+m[len(m)-1][2], float64(512<<10), progressEvery, time.Since(start))
 	}
 }
+
+// TestChosenKeyError: a key the server refuses is explained as the server takes keys,
+// under files/, never runs/ or sessions/ (which are the server's own).
+func TestChosenKeyError(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	src := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(src, []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"foo": "files/<name>", "files/a b": "files/<name>", "runs/x": "must start with files/"} {
+		code, _, errOut := run(t, env, env.AdminToken, "", "files", "upload", src, "--key", key)
+		if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "runs/<") || strings.Contains(errOut, "sessions/") {
+			t.Errorf("--key %q: exit %d, stderr %q; want 1 and %q, without runs/<name> or sessions/", key, code, errOut, want)
+		}
+	}
+}

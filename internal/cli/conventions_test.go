@@ -3,13 +3,21 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/client"
@@ -140,6 +148,82 @@ func TestPlaceKeepsAFileThatAppeared(t *testing.T) {
 	}
 }
 
+// TestUsageErrors: a bad command line names the problem and the verb, shows the verb's
+// usage, and exits 2, on every verb alike.
+func TestUsageErrors(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	tests := []struct {
+		args  []string
+		msg   string
+		usage string
+	}{
+		{[]string{"files", "download"}, "skrip: files download: missing KEY\n", "skrip files download KEY [flags]"},
+		{[]string{"sandbox", "stage", "sb_x"}, "skrip: sandbox stage: missing FILE_KEY and DEST\n", "skrip sandbox stage ID FILE_KEY DEST [flags]"},
+		{[]string{"users", "set-role"}, "skrip: users set-role: missing USER and ROLE\n", "skrip users set-role USER ROLE [flags]"},
+		{[]string{"run"}, "skrip: run: missing SLUG\n", "skrip run SLUG [FILES...] [flags]"},
+		{[]string{"sandbox", "rm"}, "skrip: sandbox rm: missing ID\n", "skrip sandbox rm ID... [flags]"},
+		{[]string{"users", "list", "extra"}, "skrip: users list: unexpected argument \"extra\"\n", "skrip users list [flags]"},
+		{[]string{"files", "info", "a", "b", "c"}, "skrip: files info: unexpected arguments \"b\" \"c\"\n", "skrip files info KEY [flags]"},
+		{[]string{"tokens", "create", "a", "b"}, "skrip: tokens create: unexpected argument \"b\"\n", "skrip tokens create [USER] [flags]"},
+		{[]string{"tools", "export", "a", "-o", "d", "b"}, "skrip: tools export: unexpected argument \"b\"\n", "skrip tools export SLUG -o DIR [flags]"},
+		{[]string{"files", "list", "--bogus"}, "skrip: files list: unknown flag: --bogus\n", "skrip files list [flags]"},
+		{[]string{"tools", "add", "x.py"}, "skrip: tools add: required flag(s) \"slug\" not set\n", "skrip tools add FILE [flags]"},
+		{[]string{"tools", "export", "x"}, "skrip: tools export: give the directory to write: -o DIR\n", "skrip tools export SLUG -o DIR [flags]"},
+		{[]string{"sandbox", "create", "--memory", "lots"}, "skrip: sandbox create: --memory \"lots\": ", "skrip sandbox create [flags]"},
+		{[]string{"files", "frob"}, "skrip: unknown command \"frob\" for \"skrip files\"\n", "skrip files [command]"},
+		{[]string{"frobnicate"}, "skrip: unknown command \"frobnicate\" for \"skrip\"\n", "skrip [command]"},
+		{[]string{"--bogus"}, "skrip: unknown flag: --bogus\n", "skrip [command]"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := run(t, env, env.AdminToken, "", tc.args...)
+			if code != exitUsage || out != "" || !strings.HasPrefix(errOut, tc.msg) || !strings.Contains(errOut, "\nUsage:\n  "+tc.usage+"\n") {
+				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 2, a first line %q and the usage %q", code, out, errOut, tc.msg, tc.usage)
+			}
+		})
+	}
+}
+
+// useWord is what a Use line may hold after the verb: positional(cmd) reads it.
+var useWord = regexp.MustCompile(`^(\[flags\]|--|-[a-z]|--[a-z-]+|[A-Z][A-Z0-9_]*(\.\.\.)?|\[[A-Z][A-Z0-9_]*(\.\.\.)?\])$`)
+
+// TestUseLines: every verb's Use line is in the grammar positional reads, so its arguments
+// are checked as its usage shows them.
+func TestUseLines(t *testing.T) {
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, w := range strings.Fields(c.Use)[1:] {
+			if !useWord.MatchString(w) {
+				t.Errorf("%q: the Use line holds %q, which is neither an argument (NAME, NAME..., [NAME], [NAME...]) nor a flag", c.CommandPath(), w)
+			}
+		}
+		if c.Args == nil {
+			t.Errorf("%q has no argument check", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(e.rootCmd())
+}
+
+// TestChosenKeyError: a key the server refuses is explained as the server takes keys,
+// under files/, never runs/ or sessions/ (which are the server's own).
+func TestChosenKeyError(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	src := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(src, []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"foo": "files/<name>", "files/a b": "files/<name>", "runs/x": "must start with files/"} {
+		code, _, errOut := run(t, env, env.AdminToken, "", "files", "upload", src, "--key", key)
+		if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "runs/<") || strings.Contains(errOut, "sessions/") {
+			t.Errorf("--key %q: exit %d, stderr %q; want 1 and %q, without runs/<name> or sessions/", key, code, errOut, want)
+		}
+	}
+}
+
 // TestProgressFirstFrame: bytes that come right after the bar is made are not shown as a
 // rate (their count over a few microseconds); the first rate is measured over at least
 // progressEvery.
@@ -164,18 +248,37 @@ func TestProgressFirstFrame(t *testing.T) {
 	}
 }
 
-// TestChosenKeyError: a key the server refuses is explained as the server takes keys,
-// under files/, never runs/ or sessions/ (which are the server's own).
-func TestChosenKeyError(t *testing.T) {
-	env := apptest.New(t, apptest.Backends[0])
-	src := filepath.Join(t.TempDir(), "a.txt")
-	if err := os.WriteFile(src, []byte("a"), 0o644); err != nil {
-		t.Fatal(err)
+// TestExitCodeOf: the classification behind the exit codes of docs/cli.md, for the
+// answers a test cannot easily make a real server give (a 500, a 503, a cut connection).
+func TestExitCodeOf(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"a plain failure", errors.New("x"), exitFailure},
+		{"forbidden", &client.Error{Status: 403, Code: "forbidden"}, exitFailure},
+		{"invalid", &client.Error{Status: 400, Code: "invalid_request"}, exitFailure},
+		{"conflict", &client.Error{Status: 409, Code: "conflict"}, exitFailure},
+		{"quota", &client.Error{Status: 507, Code: "quota_exceeded"}, exitFailure},
+		{"not found", &client.Error{Status: 404, Code: "not_found"}, exitNotFound},
+		{"not found in an exec stream", &client.Error{Status: 200, Code: "not_found"}, exitNotFound},
+		{"a 404 without a body", &client.Error{Status: 404}, exitNotFound},
+		{"internal", &client.Error{Status: 500, Code: "internal"}, exitUnavailable},
+		{"unavailable", &client.Error{Status: 503, Code: "unavailable"}, exitUnavailable},
+		{"a bad gateway", &client.Error{Status: 502}, exitUnavailable},
+		{"an internal error in an exec stream", &client.Error{Status: 200, Code: "internal"}, exitUnavailable},
+		{"unreachable", &client.UnreachableError{Server: "http://x", Err: errors.New("refused")}, exitUnavailable},
+		{"a cut connection", fmt.Errorf("downloading: %w", &net.OpError{Op: "read", Err: errors.New("reset")}), exitUnavailable},
+		{"a short body", fmt.Errorf("downloading: %w", io.ErrUnexpectedEOF), exitUnavailable},
+		{"a local file", &fs.PathError{Op: "open", Path: "x", Err: syscall.ENOENT}, exitFailure},
+		{"usage", usageError{msg: "x"}, exitUsage},
+		{"the command's code", exitError{code: 42}, 42},
+		{"a failed run", exitError{code: 1, err: &client.Error{Status: 404}}, 1},
 	}
-	for key, want := range map[string]string{"foo": "files/<name>", "files/a b": "files/<name>", "runs/x": "must start with files/"} {
-		code, _, errOut := run(t, env, env.AdminToken, "", "files", "upload", src, "--key", key)
-		if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "runs/<") || strings.Contains(errOut, "sessions/") {
-			t.Errorf("--key %q: exit %d, stderr %q; want 1 and %q, without runs/<name> or sessions/", key, code, errOut, want)
+	for _, tc := range tests {
+		if got := exitCode(tc.err); got != tc.want {
+			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

@@ -82,7 +82,6 @@ func (e *env) filesUploadCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "upload PATH",
 		Short: "Upload a file; prints its key",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.filesClient(cmd)
 			if err != nil {
@@ -132,7 +131,6 @@ func (e *env) filesDownloadCmd() *cobra.Command {
 		Short: "Download a file and verify its checksum (-o - writes to standard output)",
 		Long: "Downloads a file, verifies its checksum, and only then puts it in place: a failed download\n" +
 			"leaves nothing behind. An existing local file is kept unless --force.",
-		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.filesClient(cmd)
 			if err != nil {
@@ -243,7 +241,6 @@ func (e *env) filesListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List your files (or, for an admin, another user's with --owner)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.filesClient(cmd)
 			if err != nil {
@@ -290,7 +287,6 @@ func (e *env) filesInfoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info KEY",
 		Short: "Show a file's size, type, checksum and expiry",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.filesClient(cmd)
 			if err != nil {
@@ -323,7 +319,6 @@ func (e *env) filesDeleteCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delete KEY",
 		Short: "Delete a file (asks first on a terminal, unless --force)",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.filesClient(cmd)
 			if err != nil {
@@ -356,7 +351,6 @@ func (e *env) cleanupCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Run one janitor pass on the server now and print what it removed (admin)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.client()
 			if err != nil {

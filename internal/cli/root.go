@@ -29,7 +29,7 @@ type env struct {
 	token  string
 }
 
-// Main runs the CLI with args and returns the process exit code.
+// Main runs the CLI with args and returns the process exit code (see exit.go).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := e.rootCmd()
@@ -37,36 +37,26 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
-		var ee exitError
-		isExit := errors.As(err, &ee)
-		if !isExit || ee.err != nil {
-			fmt.Fprintln(stderr, "skrip: "+err.Error())
-		}
-		if isExit {
-			return ee.code
-		}
-		return 1
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
 	}
-	return 0
-}
-
-// exitError ends the CLI with the exit code of what a verb ran (a sandbox's command, a
-// run that failed). err, when set, is printed; a nil err prints nothing, since the code
-// says it all.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
+	var (
+		ue usageError
+		ee exitError
+	)
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "skrip: %v\n\n%s", err, ue.cmd.UsageString())
+	case errors.As(err, &ee) && ee.err == nil:
+	default:
+		fmt.Fprintln(stderr, "skrip: "+err.Error())
 	}
-	return e.err.Error()
+	if cmd != nil && cmd.Annotations[passesExitCode] != "" && !errors.As(err, &ee) {
+		return exitExecFailed
+	}
+	return exitCode(err)
 }
-
-func (e exitError) Unwrap() error { return e.err }
 
 func (e *env) rootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -86,6 +76,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.server, "server", def, "skrip server URL (env SKRIP_SERVER)")
 	root.PersistentFlags().StringVar(&e.token, "token", e.getenv("SKRIP_TOKEN"), "API token (env SKRIP_TOKEN)")
 	root.AddCommand(e.serveCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd(), e.sandboxCmd(), e.mcpCmd())
+	checkArgs(root)
 	return root
 }
 
@@ -98,7 +89,6 @@ func (e *env) versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print skrip's version",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintln(e.stdout, "skrip "+version.Version)
 			return nil

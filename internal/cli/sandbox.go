@@ -33,7 +33,6 @@ func (e *env) sandboxCreateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "Create a sandbox and print its id",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -49,7 +48,7 @@ func (e *env) sandboxCreateCmd() *cobra.Command {
 					continue
 				}
 				if *b.dst, err = config.ParseBytes(b.value); err != nil {
-					return fmt.Errorf("%s %q: %w", b.flag, b.value, err)
+					return usageErrorf(cmd, "%s %q: %v", b.flag, b.value, err)
 				}
 			}
 			if l != (client.SandboxLimits{}) {
@@ -84,7 +83,6 @@ func (e *env) sandboxListCmd() *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List your sandboxes",
-		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -125,15 +123,16 @@ func (e *env) sandboxExecCmd() *cobra.Command {
 		Long: "Runs CMD in /workspace of the sandbox. Its output streams as it comes when stdout is a terminal;\n" +
 			"otherwise it is printed when the command ends (stdout to stdout, stderr to stderr).\n\n" +
 			"As with docker exec, the flags of exec come before ID: everything after ID is the command's.\n" +
-			"skrip exits with the command's exit code (127: command not found, 137: killed).",
-		Args: cobra.MinimumNArgs(2),
+			"skrip exits with the command's exit code (127: command not found, 137: killed), or with 125\n" +
+			"when skrip itself failed (the sandbox is gone, the server did not answer).",
+		Annotations: map[string]string{passesExitCode: "yes"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// "exec ID -- CMD": flags end at ID already, so a "--" after it is only a separator.
 			if len(args) > 1 && args[1] == "--" {
 				args = append(args[:1:1], args[2:]...)
 			}
 			if len(args) < 2 {
-				return errors.New("sandbox exec: missing CMD")
+				return usageErrorf(cmd, "missing CMD")
 			}
 			c, err := e.client()
 			if err != nil {
@@ -218,7 +217,6 @@ func (e *env) sandboxStageCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stage ID FILE_KEY DEST",
 		Short: "Copy a staged file into the sandbox's workspace (DEST is relative to /workspace)",
-		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -245,7 +243,6 @@ func (e *env) sandboxPublishCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish ID SOURCE",
 		Short: "Copy a workspace file (relative to /workspace) to the staging area and print its key",
-		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -275,7 +272,6 @@ func (e *env) sandboxRmCmd() *cobra.Command {
 		Use:     "rm ID...",
 		Aliases: []string{"delete"},
 		Short:   "Destroy sandboxes and their workspaces",
-		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {

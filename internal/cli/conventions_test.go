@@ -180,6 +180,9 @@ func TestUsageErrors(t *testing.T) {
 			if code != exitUsage || out != "" || !strings.HasPrefix(errOut, tc.msg) || !strings.Contains(errOut, "\nUsage:\n  "+tc.usage+"\n") {
 				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 2, a first line %q and the usage %q", code, out, errOut, tc.msg, tc.usage)
 			}
+			if strings.Contains(errOut, env.AdminToken) {
+				t.Errorf("the usage shows the token of SKRIP_TOKEN:\n%s", errOut)
+			}
 		})
 	}
 }

@@ -75,6 +75,9 @@ func (e *env) rootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&e.server, "server", def, "skrip server URL (env SKRIP_SERVER)")
 	root.PersistentFlags().StringVar(&e.token, "token", e.getenv("SKRIP_TOKEN"), "API token (env SKRIP_TOKEN)")
+	// The token from the environment stays the flag's value, but is not shown as its
+	// default: every --help, and the usage after each usage error, would print the secret.
+	root.PersistentFlags().Lookup("token").DefValue = ""
 	root.AddCommand(e.serveCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd(), e.sandboxCmd(), e.mcpCmd())
 	checkArgs(root)
 	return root

@@ -15,11 +15,17 @@ var keyPattern = regexp.MustCompile(`^(files|runs|sessions)/[A-Za-z0-9._-]+(/[A-
 // ValidateKey reports whether key is a legal object key (docs/spec.md §4): it matches the key
 // grammar, is at most MaxKeyBytes long and has no "." or ".." segment.
 func ValidateKey(key string) error {
+	return validateKey(key, "files/<name>, runs/<name> or sessions/<name>")
+}
+
+// validateKey is ValidateKey with the key shapes its refusal names: users name only files/
+// keys, and a message that offered runs/ or sessions/ would send them the wrong way.
+func validateKey(key, shapes string) error {
 	if len(key) > MaxKeyBytes {
 		return errs.New(ErrInvalidKey, map[string]any{"limit_bytes": MaxKeyBytes}, "invalid key: key is %d bytes, the limit is %d", len(key), MaxKeyBytes)
 	}
 	if !keyPattern.MatchString(key) {
-		return errs.New(ErrInvalidKey, map[string]any{"key": key}, "invalid key: %q must look like files/<name>, runs/<name> or sessions/<name>, using only letters, digits and ._-", key)
+		return errs.New(ErrInvalidKey, map[string]any{"key": key}, "invalid key: %q must look like %s, using only letters, digits and ._-", key, shapes)
 	}
 	for _, seg := range strings.Split(key, "/") {
 		if seg == "." || seg == ".." {
@@ -30,12 +36,12 @@ func ValidateKey(key string) error {
 }
 
 // NormalizeKey expands a bare file id ("f_<ULID>") to "files/f_<ULID>" and validates the
-// result.
+// result. It is for keys a user names, so a refusal describes files/ keys only.
 func NormalizeKey(key string) (string, error) {
 	if strings.HasPrefix(key, "f_") && !strings.Contains(key, "/") {
 		key = "files/" + key
 	}
-	if err := ValidateKey(key); err != nil {
+	if err := validateKey(key, "files/<name>"); err != nil {
 		return "", err
 	}
 	return key, nil

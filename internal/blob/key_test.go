@@ -55,8 +55,14 @@ func TestNormalizeKey(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"f_a/b", "x_1", "f_a b"} {
-		if _, err := NormalizeKey(bad); err == nil {
+		_, err := NormalizeKey(bad)
+		if err == nil {
 			t.Errorf("NormalizeKey(%q) accepted", bad)
+			continue
+		}
+		// A user names files/ keys only: the refusal must not offer the server's own.
+		if msg := err.Error(); !strings.Contains(msg, "files/<name>") || strings.Contains(msg, "runs/") || strings.Contains(msg, "sessions/") {
+			t.Errorf("NormalizeKey(%q) refused with %q; want it to name files/<name> only", bad, msg)
 		}
 	}
 }

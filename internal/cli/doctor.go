@@ -37,7 +37,6 @@ func (e *env) doctorCmd() *cobra.Command {
 		Long: "Show what `skrip serve` would use with the same flags, env and --config: each setting and where it\n" +
 			"came from, the database and its version, the blob store, and the programs of this machine skrip can use.\n\n" +
 			settingsHelp(),
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			loaded, err := e.loadConfig(cmd)
 			if err != nil {

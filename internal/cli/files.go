@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/schollz/progressbar/v3"
@@ -49,9 +51,22 @@ func (e *env) progress(size int64, what string) *progressbar.ProgressBar {
 	if !isTerminal(e.stderr) {
 		return nil
 	}
-	return progressbar.NewOptions64(size, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetDescription(what),
-		progressbar.OptionShowBytes(true), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100_000_000),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(e.stderr) }), progressbar.OptionClearOnFinish())
+	return newProgress(e.stderr, size, what)
+}
+
+// progressEvery is how often the bar is drawn again, and so the shortest time over which
+// it measures its first rate.
+const progressEvery = 100 * time.Millisecond
+
+// newProgress is a progress bar of size bytes on w. It is drawn empty when made, which
+// starts its clock: otherwise the clock starts at the first bytes, and the first frame
+// shows their count over a few microseconds ("65 GB/s"). Frames are at least
+// progressEvery apart, so the first rate is measured over that long at least.
+func newProgress(w io.Writer, size int64, what string) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(size, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowBytes(true), progressbar.OptionSetWidth(30), progressbar.OptionThrottle(progressEvery),
+		progressbar.OptionSetRenderBlankState(true),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }), progressbar.OptionClearOnFinish())
 }
 
 func size(n int64) string {
@@ -67,7 +82,6 @@ func (e *env) filesUploadCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "upload PATH",
 		Short: "Upload a file; prints its key",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.filesClient(cmd)
 			if err != nil {
@@ -111,10 +125,12 @@ func (e *env) filesUploadCmd() *cobra.Command {
 
 func (e *env) filesDownloadCmd() *cobra.Command {
 	var out string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "download KEY",
 		Short: "Download a file and verify its checksum (-o - writes to standard output)",
-		Args:  cobra.ExactArgs(1),
+		Long: "Downloads a file, verifies its checksum, and only then puts it in place: a failed download\n" +
+			"leaves nothing behind. An existing local file is kept unless --force.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.filesClient(cmd)
 			if err != nil {
@@ -124,16 +140,24 @@ func (e *env) filesDownloadCmd() *cobra.Command {
 				_, err := c.Download(cmd.Context(), args[0], func(client.FileInfo) (io.Writer, error) { return e.stdout, nil })
 				return err
 			}
-			return e.downloadToFile(cmd, c, args[0], out)
+			return e.downloadToFile(cmd, c, args[0], out, force)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "where to write: a path, a directory, or - for standard output; default the file's name")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "overwrite a local file of the same name")
 	return cmd
 }
 
-// downloadToFile writes to a temp file beside the target and renames it into place only
-// when the checksum matched, so a failed download never leaves a partial file.
-func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out string) error {
+// errExists refuses to replace the local file target without --force.
+func errExists(target string) error {
+	return fmt.Errorf("%s already exists; pass --force to overwrite it, or -o to choose another name", target)
+}
+
+// downloadToFile writes to a temp file beside the target and moves it into place only
+// when the checksum matched, so a failed download never leaves a partial file. Without
+// force it refuses a target that exists before the download starts, and moves the file
+// in only if none appeared meanwhile.
+func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out string, force bool) error {
 	var tmp *os.File
 	var target string
 	var bar *progressbar.ProgressBar
@@ -153,6 +177,9 @@ func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out stri
 			target = name
 		} else if st, err := os.Stat(target); err == nil && st.IsDir() {
 			target = filepath.Join(target, name)
+		}
+		if _, err := os.Lstat(target); err == nil && !force {
+			return nil, errExists(target)
 		}
 		var err error
 		tmp, err = os.CreateTemp(filepath.Dir(target), ".skrip-download-*")
@@ -179,12 +206,33 @@ func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out stri
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
+	if err := place(tmp.Name(), target, force); err != nil {
 		return err
 	}
 	tmp = nil
 	fmt.Fprintf(e.stderr, "Downloaded: %s (%s, %s verified)\n", target, size(fi.SizeBytes), fi.Checksum)
 	return nil
+}
+
+// place moves the finished file tmp to target atomically: a rename, or, without force, a
+// hard link, which fails if target exists, so a file that appeared during the download is
+// not replaced either.
+func place(tmp, target string, force bool) error {
+	if force {
+		return os.Rename(tmp, target)
+	}
+	err := os.Link(tmp, target)
+	switch {
+	case err == nil:
+		return os.Remove(tmp)
+	case errors.Is(err, fs.ErrExist):
+		return errExists(target)
+	}
+	// A file system without hard links (some network and FUSE ones): check, then rename.
+	if _, err := os.Lstat(target); err == nil {
+		return errExists(target)
+	}
+	return os.Rename(tmp, target)
 }
 
 func (e *env) filesListCmd() *cobra.Command {
@@ -193,7 +241,6 @@ func (e *env) filesListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List your files (or, for an admin, another user's with --owner)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.filesClient(cmd)
 			if err != nil {
@@ -240,7 +287,6 @@ func (e *env) filesInfoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info KEY",
 		Short: "Show a file's size, type, checksum and expiry",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.filesClient(cmd)
 			if err != nil {
@@ -273,7 +319,6 @@ func (e *env) filesDeleteCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delete KEY",
 		Short: "Delete a file (asks first on a terminal, unless --force)",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.filesClient(cmd)
 			if err != nil {
@@ -306,7 +351,6 @@ func (e *env) cleanupCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Run one janitor pass on the server now and print what it removed (admin)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.client()
 			if err != nil {

@@ -22,7 +22,6 @@ func (e *env) mcpCmd() *cobra.Command {
 			"stdout carries the protocol only; messages go to stderr.",
 		Example: `  {"mcpServers": {"skrip": {"command": "skrip", "args": ["mcp", "--server", "https://skrip.example.com"],
                           "env": {"SKRIP_TOKEN": "skr_..."}}}}`,
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.client()
 			if err != nil {

@@ -29,7 +29,7 @@ type env struct {
 	token  string
 }
 
-// Main runs the CLI with args and returns the process exit code.
+// Main runs the CLI with args and returns the process exit code (see exit.go).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := e.rootCmd()
@@ -37,41 +37,49 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "skrip: "+err.Error())
-		var ee exitError
-		if errors.As(err, &ee) {
-			return ee.code
-		}
-		return 1
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
 	}
-	return 0
+	var (
+		ue usageError
+		ee exitError
+	)
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "skrip: %v\n\n%s", err, ue.cmd.UsageString())
+	case errors.As(err, &ee) && ee.err == nil:
+	default:
+		fmt.Fprintln(stderr, "skrip: "+err.Error())
+	}
+	if cmd != nil && cmd.Annotations[passesExitCode] != "" && !errors.As(err, &ee) {
+		return exitExecFailed
+	}
+	return exitCode(err)
 }
-
-// exitError carries a specific exit code.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e exitError) Error() string { return e.err.Error() }
-func (e exitError) Unwrap() error { return e.err }
 
 func (e *env) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "skrip",
 		Short:         "Run people's scripts on their own files, in sandboxes",
 		Long:          "skrip runs tools on uploaded files in sandboxes with no network, and gives programs a file staging area.\n\n`skrip serve` starts the server; the other verbs talk to it over HTTP.",
+		Version:       version.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// `skrip --version` prints what `skrip version` does.
+	root.SetVersionTemplate("skrip {{.Version}}\n")
 	def := e.getenv("SKRIP_SERVER")
 	if def == "" {
 		def = "http://127.0.0.1:8080"
 	}
 	root.PersistentFlags().StringVar(&e.server, "server", def, "skrip server URL (env SKRIP_SERVER)")
 	root.PersistentFlags().StringVar(&e.token, "token", e.getenv("SKRIP_TOKEN"), "API token (env SKRIP_TOKEN)")
+	// The token from the environment stays the flag's value, but is not shown as its
+	// default: every --help, and the usage after each usage error, would print the secret.
+	root.PersistentFlags().Lookup("token").DefValue = ""
 	root.AddCommand(e.serveCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd(), e.sandboxCmd(), e.mcpCmd())
+	checkArgs(root)
 	return root
 }
 
@@ -84,7 +92,6 @@ func (e *env) versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print skrip's version",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintln(e.stdout, "skrip "+version.Version)
 			return nil

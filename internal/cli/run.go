@@ -28,7 +28,6 @@ func (e *env) runCmd() *cobra.Command {
 		Long: "Run a published tool on the given files. Outputs are printed for people (tables aligned, markdown as\n" +
 			"text, notices with their level), next actions are listed, and artifacts are downloaded into --out.\n" +
 			"The exit status is 0 only when the run succeeded.",
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -45,7 +44,7 @@ func (e *env) runCmd() *cobra.Command {
 			}
 			in, err := parseInputs(inputs, schema)
 			if err != nil {
-				return err
+				return usageErrorf(cmd, "%v", err)
 			}
 			r, err := c.RunFiles(cmd.Context(), args[0], args[1:], in, wait)
 			if err != nil {

@@ -35,7 +35,6 @@ func (e *env) runnerImageBuildCmd() *cobra.Command {
 			"when SKRIP_BWRAP_ROOTFS is empty), --tag to SKRIP_RUNNER_IMAGE or skrip-runner:<version>.\n" +
 			"Both are kept and reused: a rootfs is rebuilt, and an image imported again, only when they were made by\n" +
 			"another recipe than this skrip's (or with --force, for the image).",
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			loaded, err := e.loadConfig(cmd)
 			if err != nil {

@@ -33,7 +33,6 @@ func (e *env) sandboxCreateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "Create a sandbox and print its id",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -49,7 +48,7 @@ func (e *env) sandboxCreateCmd() *cobra.Command {
 					continue
 				}
 				if *b.dst, err = config.ParseBytes(b.value); err != nil {
-					return fmt.Errorf("%s %q: %w", b.flag, b.value, err)
+					return usageErrorf(cmd, "%s %q: %v", b.flag, b.value, err)
 				}
 			}
 			if l != (client.SandboxLimits{}) {
@@ -84,7 +83,6 @@ func (e *env) sandboxListCmd() *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List your sandboxes",
-		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -120,12 +118,22 @@ func (e *env) sandboxExecCmd() *cobra.Command {
 	var stdinPath string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "exec ID -- CMD [ARG...]",
+		Use:   "exec [flags] ID CMD [ARG...]",
 		Short: "Run a command in a sandbox; exits with the command's exit code",
 		Long: "Runs CMD in /workspace of the sandbox. Its output streams as it comes when stdout is a terminal;\n" +
-			"otherwise it is printed when the command ends (stdout to stdout, stderr to stderr).",
-		Args: cobra.MinimumNArgs(2),
+			"otherwise it is printed when the command ends (stdout to stdout, stderr to stderr).\n\n" +
+			"As with docker exec, the flags of exec come before ID: everything after ID is the command's.\n" +
+			"skrip exits with the command's exit code (127: command not found, 137: killed), or with 125\n" +
+			"when skrip itself failed (the sandbox is gone, the server did not answer).",
+		Annotations: map[string]string{passesExitCode: "yes"},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// "exec ID -- CMD": flags end at ID already, so a "--" after it is only a separator.
+			if len(args) > 1 && args[1] == "--" {
+				args = append(args[:1:1], args[2:]...)
+			}
+			if len(args) < 2 {
+				return usageErrorf(cmd, "missing CMD")
+			}
 			c, err := e.client()
 			if err != nil {
 				return err
@@ -190,11 +198,14 @@ func (e *env) sandboxExecCmd() *cobra.Command {
 			case res.OOMKilled:
 				return exitError{code: res.ExitCode, err: errors.New("the command ran out of memory and was killed")}
 			case res.ExitCode != 0:
-				return exitError{code: res.ExitCode, err: fmt.Errorf("the command exited with %d", res.ExitCode)}
+				// The exit code says it; the command's stderr stays the command's.
+				return exitError{code: res.ExitCode}
 			}
 			return nil
 		},
 	}
+	// Arguments after ID are the command's, flags included (ls -la).
+	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "kill the command after this long")
 	cmd.Flags().StringVar(&stdinPath, "stdin", "", "send this file (- for standard input) to the command's standard input")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
@@ -206,7 +217,6 @@ func (e *env) sandboxStageCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stage ID FILE_KEY DEST",
 		Short: "Copy a staged file into the sandbox's workspace (DEST is relative to /workspace)",
-		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -233,7 +243,6 @@ func (e *env) sandboxPublishCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish ID SOURCE",
 		Short: "Copy a workspace file (relative to /workspace) to the staging area and print its key",
-		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -263,7 +272,6 @@ func (e *env) sandboxRmCmd() *cobra.Command {
 		Use:     "rm ID...",
 		Aliases: []string{"delete"},
 		Short:   "Destroy sandboxes and their workspaces",
-		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {

@@ -19,7 +19,6 @@ func (e *env) serveCmd() *cobra.Command {
 		Short: "Run the skrip server (API, web UI, workers and janitor)",
 		Long: "Run the skrip server. With no settings it uses SQLite and local files under ./skrip-data.\n\n" +
 			settingsHelp(),
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			loaded, err := e.loadConfig(cmd)
 			if err != nil {

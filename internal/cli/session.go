@@ -21,7 +21,6 @@ func (e *env) actionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "action RUN_ID ACTION_ID",
 		Short: "Submit one of the next actions a run offered, with that run's state_rev",
-		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -42,7 +41,7 @@ func (e *env) actionCmd() *cobra.Command {
 			}
 			in, err := parseInputs(inputs, fields)
 			if err != nil {
-				return err
+				return usageErrorf(cmd, "%v", err)
 			}
 			if prev.StateRev == nil {
 				return fmt.Errorf("run %s left no session revision to continue from: it offered no actions, or it did not succeed", prev.RunID)
@@ -82,7 +81,6 @@ func (e *env) sessionCmd() *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show TOOL",
 		Short: "Show the session's state and state_rev",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -110,7 +108,6 @@ func (e *env) sessionCmd() *cobra.Command {
 	files := &cobra.Command{
 		Use:   "files TOOL",
 		Short: "List the files kept for the session (or remove them with --clear)",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -101,7 +100,6 @@ func (e *env) toolsAddCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "add FILE",
 		Short: "Create a tool from a Python file that defines run_tool(input_dir, output_dir)",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := readToolFile(args[0])
 			if err != nil {
@@ -157,7 +155,6 @@ func (e *env) toolsListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the tools you can run (and your drafts)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -191,7 +188,6 @@ func (e *env) toolsShowCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show SLUG",
 		Short: "Show a tool: its summary, usage instructions, the inputs `skrip run` takes and its settings",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -274,7 +270,6 @@ func (e *env) toolsPushCmd() *cobra.Command {
 		Long: "Save FILE as a new version of a tool. The version keeps the published version's input_schema and\n" +
 			"settings_schema unless --input-schema or --settings-schema give others; give one empty\n" +
 			"(--input-schema=) for a version without it.",
-		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, err := readToolFile(args[1])
 			if err != nil {
@@ -330,7 +325,6 @@ func (e *env) toolsEditCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "edit SLUG",
 		Short: "Change a tool's title, description, summary or usage instructions",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var info client.ToolInfo
 			set := func(flag string, v *string, into **string) {
@@ -350,7 +344,7 @@ func (e *env) toolsEditCmd() *cobra.Command {
 				info.UsageInstructions = &usage
 			}
 			if info == (client.ToolInfo{}) {
-				return errors.New("nothing to change: give --title, --description, --summary or --usage-file")
+				return usageErrorf(cmd, "nothing to change: give --title, --description, --summary or --usage-file")
 			}
 			c, err := e.client()
 			if err != nil {

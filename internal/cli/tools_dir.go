@@ -167,7 +167,6 @@ func (e *env) toolsImportCmd() *cobra.Command {
 			"settings_schema}, and optionally description) and script.py. A new slug creates the tool; the slug\n" +
 			"of a tool you own gets a new version with the directory's schemas, and the tool's title, summary\n" +
 			"and usage instructions become the directory's. --publish publishes the version.",
-		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, src, err := readToolDir(args[0])
 			if err != nil {
@@ -240,10 +239,9 @@ func (e *env) toolsExportCmd() *cobra.Command {
 		Long: "Export a tool you own: its published version (or --version ID) as DIR/script.py, and the tool's\n" +
 			"title, summary, usage instructions and the version's schemas as DIR/tool.json. DIR is made when\n" +
 			"missing; one that holds files is refused unless --force, which replaces only those two files.",
-		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return errors.New("give the directory to write: -o DIR")
+				return usageErrorf(cmd, "give the directory to write: -o DIR")
 			}
 			if err := checkExportDir(out, force); err != nil {
 				return err

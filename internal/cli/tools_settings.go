@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -26,10 +25,9 @@ func (e *env) toolsSettingsCmd() *cobra.Command {
 			"(or a JSON list) for a multi_enum. --json '{...}' replaces all of them with a JSON object.\n\n" +
 			"--editor VERSION_ID works on your editor settings for that version instead: the ones its sandbox\n" +
 			"runs get, kept apart from the published tool's. SLUG may then be left out.",
-		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (len(args) == 0) == (editor == "") {
-				return errors.New("give a tool's SLUG, or --editor VERSION_ID for the editor's settings of a version")
+				return usageErrorf(cmd, "give a tool's SLUG, or --editor VERSION_ID for the editor's settings of a version")
 			}
 			c, err := e.client()
 			if err != nil {
@@ -52,11 +50,11 @@ func (e *env) toolsSettingsCmd() *cobra.Command {
 				if values != "" {
 					next = nil
 					if err := json.Unmarshal([]byte(values), &next); err != nil || next == nil {
-						return fmt.Errorf("--json must be a JSON object of settings, such as {\"signature\": \"Ada\"}")
+						return usageErrorf(cmd, "--json must be a JSON object of settings, such as {\"signature\": \"Ada\"}")
 					}
 				}
 				if next, err = applySets(next, sets, s.SettingsSchema); err != nil {
-					return err
+					return usageErrorf(cmd, "%v", err)
 				}
 				if s, err = put(next); err != nil {
 					return err

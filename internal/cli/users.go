@@ -17,7 +17,6 @@ func (e *env) usersCmd() *cobra.Command {
 	add := &cobra.Command{
 		Use:   "add NAME",
 		Short: "Create a user and print its first API token",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -48,7 +47,6 @@ func (e *env) usersCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List users",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -78,7 +76,6 @@ func (e *env) usersCmd() *cobra.Command {
 	setRole := &cobra.Command{
 		Use:   "set-role USER ROLE",
 		Short: "Change a user's role (USER is a name or an id)",
-		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {
@@ -95,10 +92,9 @@ func (e *env) usersCmd() *cobra.Command {
 	setPassword := &cobra.Command{
 		Use:   "set-password USER --password-stdin",
 		Short: "Set the password a user signs in to the web UI with (admin, or yourself); it signs them out elsewhere",
-		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !passwordStdin {
-				return fmt.Errorf("give the password on standard input with --password-stdin, so it stays out of the shell history")
+				return usageErrorf(cmd, "give the password on standard input with --password-stdin, so it stays out of the shell history")
 			}
 			c, err := e.client()
 			if err != nil {
@@ -135,7 +131,6 @@ func (e *env) tokensCmd() *cobra.Command {
 	create := &cobra.Command{
 		Use:   "create [USER]",
 		Short: "Issue a new API token for yourself, or (as admin) for USER, a name or an id",
-		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {

@@ -48,6 +48,19 @@ func (e *Error) Error() string {
 	return e.Message
 }
 
+// UnreachableError is a request that got no answer from the server: the connection was
+// refused or broke, a name did not resolve, or the request timed out.
+type UnreachableError struct {
+	Server string
+	Err    error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach skrip at %s: %v (is `skrip serve` running? --server or SKRIP_SERVER choose the address)", e.Server, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // IsCode reports whether err is an API error with this code.
 func IsCode(err error, code string) bool {
 	var e *Error
@@ -83,7 +96,7 @@ func (c *Client) RequestSized(ctx context.Context, method, path string, body io.
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach skrip at %s: %w (is `skrip serve` running? --server or SKRIP_SERVER choose the address)", c.base, unwrapURLError(err))
+		return nil, &UnreachableError{Server: c.base.String(), Err: unwrapURLError(err)}
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return resp, nil

@@ -90,6 +90,39 @@ type ExecSpec struct {
 	OnLine func(stream string, line []byte)
 }
 
+// ExecArgv is the argv that runs cmd in a sandbox exec, on every runner: a shell looks
+// cmd[0] up as execvp(3) would and execs it in its own place, so the command is the same
+// process it would have been. What the runners would say when it cannot (bwrap's
+// "execvp", timeout(1)'s "failed to run command") is never reached: a command that is
+// not there ends as a shell ends it, "<cmd>: command not found" on stderr and exit 127,
+// and one that is there but cannot be run with "<cmd>: Permission denied" (or "Is a
+// directory") and 126.
+func ExecArgv(cmd []string) []string {
+	return append([]string{"/bin/sh", "-c", execScript, "sh"}, cmd...)
+}
+
+// execScript is ExecArgv's shell: it tries what execvp would try, in that order, and
+// execs the first it may run (exec does its own PATH search, which finds the same).
+const execScript = `c=$1 why=
+case $c in
+'') ;;
+*/*)
+  if [ -d "$c" ]; then why='Is a directory'
+  elif [ -f "$c" ] && [ -x "$c" ]; then exec "$@"
+  elif [ -e "$c" ]; then why='Permission denied'
+  fi ;;
+*)
+  set -f; IFS=:
+  for d in $PATH; do
+    p=${d:-.}/$c
+    if [ -f "$p" ] && [ -x "$p" ]; then exec "$@"; fi
+    [ -e "$p" ] && [ ! -d "$p" ] && why='Permission denied'
+  done ;;
+esac
+if [ -n "$why" ]; then printf '%s: %s\n' "$c" "$why" >&2; exit 126; fi
+printf '%s: command not found\n' "$c" >&2
+exit 127`
+
 // Sandboxes keeps persistent sandboxes for agents: a /workspace that outlives each
 // command, a fresh process tree per exec under the box's limits, and file reads and
 // writes confined to the workspace. Every method is safe for concurrent use; callers

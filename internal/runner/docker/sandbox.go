@@ -45,8 +45,9 @@ const keeper = `trap '' HUP INT QUIT TERM USR1 USR2 ALRM PIPE; while :; do sleep
 // timeout(1) with the rest of stdin, then kills whatever the command left
 // (kill -1 spares pid 1 and the wrapper itself), empties /tmp, and reports the exit code
 // and the OOM kills of the container's cgroup during the exec after the marker on stderr.
-// Only timeout(1), the command and, when /tmp holds anything, find(1) are forked: every
-// exec pays for what the wrapper starts.
+// Only timeout(1), the command (through runner.ExecArgv, which execs it in its place)
+// and, when /tmp holds anything, find(1) are forked: every exec pays for what the wrapper
+// starts.
 const execWrapper = `read -r token || exit 0
 wall=$1; shift
 oom() {
@@ -238,7 +239,7 @@ func (r *Runner) Exec(ctx context.Context, id string, spec runner.ExecSpec) (run
 	cid := boxName(id)
 	token := randomToken()
 	wall := int64(math.Ceil(spec.Timeout.Seconds()))
-	cmd := append([]string{"/bin/sh", "-c", execWrapper, "sh", strconv.FormatInt(max(wall, 1), 10)}, spec.Cmd...)
+	cmd := append([]string{"/bin/sh", "-c", execWrapper, "sh", strconv.FormatInt(max(wall, 1), 10)}, runner.ExecArgv(spec.Cmd)...)
 	ex, err := r.cli.ExecCreate(ctx, cid, client.ExecCreateOptions{User: sandboxUser, WorkingDir: runner.Workspace, Cmd: cmd,
 		AttachStdin: true, AttachStdout: true, AttachStderr: true})
 	if err != nil {

@@ -66,6 +66,7 @@ func RunSandboxes(t *testing.T, newRunner func(t *testing.T) runner.Runner) {
 	r := newRunner(t)
 	t.Run("persistence", func(t *testing.T) { testBoxPersistence(t, r) })
 	t.Run("exec io", func(t *testing.T) { testBoxExecIO(t, r) })
+	t.Run("command not found", func(t *testing.T) { testBoxCommandNotFound(t, r) })
 	t.Run("output cap", func(t *testing.T) { testBoxOutputCap(t, r) })
 	t.Run("timeout kills the tree", func(t *testing.T) { testBoxTimeout(t, r) })
 	t.Run("network", func(t *testing.T) { testBoxNetwork(t, r) })
@@ -119,6 +120,44 @@ func testBoxExecIO(t *testing.T, r runner.Runner) {
 	res, err = r.Exec(context.Background(), id, runner.ExecSpec{Cmd: []string{"no-such-program-here"}, Timeout: 20 * time.Second, LogBytes: 1 << 10})
 	if err != nil || res.ExitCode == 0 {
 		t.Errorf("a missing program: exit %d, err %v; want a non-zero exit, not an error", res.ExitCode, err)
+	}
+}
+
+// testBoxCommandNotFound: a command that is not there, or cannot be run, ends as a shell
+// ends it, on every runner alike, and nothing of the runner (bwrap's execvp, timeout(1),
+// the OCI runtime) shows.
+func testBoxCommandNotFound(t *testing.T, r runner.Runner) {
+	id := NewBox(t, r, 16<<20)
+	if res := Sh(t, r, id, `echo 'echo ran' > plain.sh && mkdir folder && printf '#!/bin/sh\necho ran "$@"\n' > run.sh && chmod +x run.sh`); res.ExitCode != 0 {
+		t.Fatalf("setting up: %s", res.Stderr)
+	}
+	tests := []struct {
+		cmd    []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"no-such-program-here", "-x"}, 127, "", "no-such-program-here: command not found\n"},
+		{[]string{"./no-such-file"}, 127, "", "./no-such-file: command not found\n"},
+		{[]string{"/usr/bin/no-such-program"}, 127, "", "/usr/bin/no-such-program: command not found\n"},
+		{[]string{""}, 127, "", ": command not found\n"},
+		{[]string{"./plain.sh"}, 126, "", "./plain.sh: Permission denied\n"},
+		{[]string{"folder"}, 127, "", "folder: command not found\n"},
+		{[]string{"./folder"}, 126, "", "./folder: Is a directory\n"},
+		// What is there still runs, as itself, with its arguments as given.
+		{[]string{"./run.sh", "a b", "-c"}, 0, "ran a b -c\n", ""},
+		{[]string{"sh", "-c", "exit 42"}, 42, "", ""},
+		{[]string{"printf", "%s", "$PATH"}, 0, "$PATH", ""},
+	}
+	for _, tc := range tests {
+		res, err := r.Exec(context.Background(), id, runner.ExecSpec{Cmd: tc.cmd, Timeout: 20 * time.Second, LogBytes: 1 << 10})
+		if err != nil {
+			t.Errorf("%q: %v; want an exit, not an error", tc.cmd, err)
+			continue
+		}
+		if res.ExitCode != tc.code || string(res.Stdout) != tc.stdout || string(res.Stderr) != tc.stderr {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.cmd, res.ExitCode, res.Stdout, res.Stderr, tc.code, tc.stdout, tc.stderr)
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/session"
 )
 
 func (e *env) actionCmd() *cobra.Command {
@@ -47,7 +47,11 @@ func (e *env) actionCmd() *cobra.Command {
 				return fmt.Errorf("run %s left no session revision to continue from: it offered no actions, or it did not succeed", prev.RunID)
 			}
 			var res client.ActionResult
-			if v, ok := strings.CutPrefix(prev.Context, "sandbox:"); ok {
+			sctx, err := session.ParseContext(prev.Context)
+			if err != nil {
+				return err
+			}
+			if v, ok := sctx.EditorVersion(); ok {
 				res, err = c.EditorAction(cmd.Context(), v, args[1], in, *prev.StateRev)
 			} else {
 				res, err = c.StartAction(cmd.Context(), prev.ToolID, prev.Context, args[1], in, *prev.StateRev)

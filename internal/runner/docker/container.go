@@ -15,7 +15,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner"
 )
 
-// container is a created, attached and started container whose supervisor waits for its
+// box is a created, attached and started container whose supervisor waits for its
 // run.
 type box struct {
 	id     string

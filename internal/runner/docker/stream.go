@@ -17,8 +17,6 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner"
 )
 
-// markerWriter passes stderr through until the supervisor's marker line, whose exit code
-// it sends on done; the marker itself never reaches the run's stderr.
 // output reads an attached exec's stream: stdout and stderr captured (logBytes of each
 // kept, lines to onLine), the supervisor's end marker taken out of stderr and sent on
 // done, and streamed closed when the stream ends.
@@ -28,6 +26,7 @@ type output struct {
 	streamed       chan struct{}
 }
 
+// readOutput starts copying src, an attached stream, into a new output and returns it.
 func readOutput(src io.Reader, token string, logBytes int64, onLine func(stream string, line []byte)) *output {
 	o := &output{
 		stdout:   &runner.Capture{Max: logBytes, Stream: "stdout", OnLine: onLine},
@@ -51,6 +50,8 @@ func (o *output) into(res *runner.ExecResult) {
 	res.Stderr, res.StderrTruncated = o.stderr.Bytes()
 }
 
+// markerWriter passes stderr through until the supervisor's marker line, whose exit code
+// it sends on done; the marker itself never reaches the run's stderr.
 type markerWriter struct {
 	mu    sync.Mutex
 	next  io.Writer
@@ -99,6 +100,8 @@ func (m *markerWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// randomToken returns a fresh unguessable token: the end marker of a run or exec, which a
+// tool cannot forge, and the name of a partial file in a sandbox.
 func randomToken() string {
 	b := make([]byte, 16)
 	rand.Read(b)

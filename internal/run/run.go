@@ -210,11 +210,18 @@ func (s *Service) execute(j *job) {
 	ctx := context.WithoutCancel(j.ctx)
 	r := j.run
 	started := s.now()
-	if ok, err := s.st.StartRun(ctx, r.ID, started); err != nil || !ok || j.canceled.Load() {
+	if ok, err := s.st.StartRun(ctx, r.ID, started); err != nil || !ok {
 		if err != nil {
 			s.log.Error("starting run", "run", r.ID, "error", err)
 		}
 		return // cancelled while queued
+	}
+	if j.canceled.Load() {
+		// Cancel came as this worker took the run: the run was still queued when Cancel
+		// flagged it, but running by the time Cancel tried to end it as queued, so it is
+		// for the worker to end.
+		s.finish(ctx, j, started, outcome{status: store.StatusCancelled, summary: "cancelled"}, nil, nil)
+		return
 	}
 	s.hub.publish(r.ID, Event{Type: "status", Data: store.StatusRunning})
 

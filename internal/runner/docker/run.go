@@ -1,0 +1,117 @@
+package docker
+
+// This file runs one tool run in a container: the supervisor that waits for the run's
+// start line, the files copied in, and the wait for the end.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/skrip-dev/skrip/internal/runner"
+)
+
+// supervisor is the container's first process. It waits for its run's start line on
+// stdin (a marker token and the wall time in seconds), so that a container can be created
+// and started ahead of its run (the warm pool); takes the run's environment from the file
+// copied in with the inputs; runs the shim under timeout(1); reports the exit code and
+// the cgroup's OOM kill count after the marker on stderr (the engine's State.OOMKilled
+// only notices a kill of the first process, which is this one); and waits, so that
+// /work/output (a tmpfs) is still there to copy out.
+const supervisor = `read -r token wall fsize || exit 0
+set -a
+. /work/.skrip/env
+set +a
+mkdir -p /tmp/home
+ulimit -f "$fsize"
+timeout -s KILL "$wall" python3 -s -B /work/.skrip/skrip_shim.py
+code=$?
+# Nothing the tool started may outlive it: collection must not race a process of the run.
+kill -KILL -1 2>/dev/null
+oom=$(cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null | awk '$1 == "oom_kill" { print $2; exit }')
+printf '\n%s %s %s\n' "$token" "$code" "${oom:-0}" >&2
+exec sleep 2147483647`
+
+// envFile is the run's environment as shell assignments the supervisor sources.
+func envFile(spec runner.Spec) []byte {
+	env := runner.Env("/tmp/home", spec.Env)
+	var b bytes.Buffer
+	for _, k := range runner.SortedKeys(env) {
+		fmt.Fprintf(&b, "%s='%s'\n", k, strings.ReplaceAll(env[k], "'", `'\''`))
+	}
+	return b.Bytes()
+}
+
+// Run implements runner.Runner. It takes a container from the warm pool when one with
+// the run's limits is there, and makes one otherwise.
+func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, error) {
+	l := spec.Limits
+	token := randomToken()
+	wall := int64(l.WallTime / time.Second)
+	if wall < 1 {
+		wall = 1
+	}
+	c := r.pool.take(l)
+	if c != nil {
+		r.log.Debug("run in a warm container", "run", spec.ID, "container", c.id)
+	} else {
+		var err error
+		if c, err = r.prepare(ctx, l, spec.ID, spec.ToolID); err != nil {
+			return runner.Result{}, err
+		}
+	}
+	// The container serves this run only, and is always removed with its volume.
+	defer r.remove(c.id)
+	defer c.att.Close()
+
+	in, err := inputTar(spec, envFile(spec))
+	if err != nil {
+		return runner.Result{}, err
+	}
+	if _, err := r.cli.CopyToContainer(ctx, c.id, client.CopyToContainerOptions{DestinationPath: "/work", Content: in}); err != nil {
+		return runner.Result{}, fmt.Errorf("copying the inputs in: %w", err)
+	}
+	out := readOutput(c.att.Reader, token, l.LogBytes, spec.OnLine)
+	fsize := (max(l.OutputBytes, maxResultBytes) + 511) / 512 // ulimit -f blocks: result.json is on the volume
+	if _, err := fmt.Fprintf(c.att.Conn, "%s %d %d\n", token, wall, fsize); err != nil {
+		return runner.Result{}, fmt.Errorf("starting the run: %w", err)
+	}
+	id, waiter := c.id, c.waiter
+	start := time.Now()
+	res := runner.Result{ExecResult: runner.ExecResult{ExitCode: -1}}
+	deadline := time.NewTimer(l.WallTime + killGrace)
+	defer deadline.Stop()
+	finished := false
+	select {
+	case end := <-out.done:
+		res.ExitCode, finished = end.code, true
+		res.OOMKilled = end.oomKills > 0
+		res.TimedOut = end.code == 137 && !res.OOMKilled && time.Since(start) >= l.WallTime-100*time.Millisecond
+	case w := <-waiter.Result:
+		res.ExitCode = int(w.StatusCode) // the supervisor itself died
+	case <-waiter.Error:
+	case <-deadline.C:
+		res.TimedOut = true
+	case <-ctx.Done():
+	}
+	res.Duration = time.Since(start)
+	if insp, err := r.cli.ContainerInspect(context.WithoutCancel(ctx), id, client.ContainerInspectOptions{}); err == nil && insp.Container.State != nil {
+		res.OOMKilled = res.OOMKilled || insp.Container.State.OOMKilled
+	}
+	if finished {
+		if res.ResultJSON, res.LeftOut, err = r.collect(ctx, id, l.OutputBytes, spec.Collect); err != nil {
+			return res, err
+		}
+	}
+	c.att.Close()
+	select {
+	case <-out.streamed:
+	case <-time.After(2 * time.Second):
+	}
+	out.into(&res.ExecResult)
+	return res, nil
+}

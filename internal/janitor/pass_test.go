@@ -17,7 +17,6 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/fsblob"
 	"github.com/skrip-dev/skrip/internal/contract"
-	"github.com/skrip-dev/skrip/internal/files"
 	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
@@ -25,6 +24,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/session"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/store/storetest"
 	"github.com/skrip-dev/skrip/internal/testutil"
@@ -37,7 +37,7 @@ type deps struct {
 	blobs     blob.Store
 	boxes     runner.Sandboxes
 	accounts  *account.Service
-	files     *files.Service
+	files     *staging.Service
 	sessions  *session.Service
 	sandboxes *sandbox.Service
 	janitor   *janitor.Janitor
@@ -67,7 +67,7 @@ func newDeps(t *testing.T, st *store.Store) *deps {
 		t.Fatal(err)
 	}
 	d := &deps{st: st, blobs: blobs, boxes: r, accounts: account.New(st)}
-	d.files = files.New(st, blobs, files.Limits{MaxFileBytes: 1 << 20, UserQuotaBytes: 8 << 20, MaxTotalBytes: 16 << 20}, m, log)
+	d.files = staging.New(st, blobs, staging.Limits{MaxFileBytes: 1 << 20, UserQuotaBytes: 8 << 20, MaxTotalBytes: 16 << 20}, m, log)
 	d.sessions = session.New(st, blobs, sessionTTL, log)
 	limits := runner.Limits{WallTime: time.Minute, MemoryBytes: 256 << 20, Pids: 64, CPUs: 1, TmpBytes: 1 << 20, OutputBytes: 1 << 20, LogBytes: 1 << 10}
 	runs, err := run.New(st, blobs, r, run.Config{Limits: limits, Concurrency: 1, WorkDir: filepath.Join(dir, "inputs"), Policy: contract.DefaultPolicy()}, m, log)
@@ -107,7 +107,7 @@ func TestPass(t *testing.T) {
 	// putFile stages body under key with ttl (0: none) and returns its entry.
 	putFile := func(t *testing.T, d *deps, key, body string, ttl time.Duration) store.File {
 		t.Helper()
-		f, err := d.files.Put(ctx, files.Upload{OwnerID: owner.ID, Key: key, Body: strings.NewReader(body), TTL: ttl})
+		f, err := d.files.Put(ctx, staging.Upload{OwnerID: owner.ID, Key: key, Body: strings.NewReader(body), TTL: ttl})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestPass(t *testing.T) {
 		}},
 		{name: "the bytes of a version retired longer than RetiredGrace ago", removed: true, make: func(t *testing.T, d *deps) (func() bool, janitor.Report) {
 			f := putFile(t, d, "files/old-version.txt", "12345", 0)
-			if _, err := d.st.DeleteFile(ctx, f, now.Add(-files.RetiredGrace-time.Minute)); err != nil {
+			if _, err := d.st.DeleteFile(ctx, f, now.Add(-staging.RetiredGrace-time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 			return blobThere(d, f.BlobKey), janitor.Report{FileVersions: 1}

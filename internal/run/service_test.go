@@ -241,7 +241,7 @@ func TestQueueAdmission(t *testing.T) {
 				if called {
 					t.Error("a run refused for capacity called its Before hook")
 				}
-				if runs, _ := st.ListRuns(ctx, "", "", "", 100); len(runs) != len(admitted) {
+				if runs, _ := st.ListRuns(ctx, store.RunFilter{Limit: 100}); len(runs) != len(admitted) {
 					t.Errorf("%d runs stored, want the %d admitted", len(runs), len(admitted))
 				}
 

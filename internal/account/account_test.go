@@ -40,7 +40,7 @@ func TestCreateUser(t *testing.T) {
 		{name: "rolebad", role: "root", want: ErrInvalid},
 		{name: "rolecase", role: "Admin", want: ErrInvalid},
 		{name: "shortpw", password: "1234567", want: ErrInvalid},
-		{name: "ada", want: store.ErrConflict}, // the first row took it
+		{name: "ada", want: ErrExists}, // the first row took it
 	}
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s := New(st)

@@ -59,11 +59,12 @@ func newFixture(t *testing.T, c *catalog.Service, slug string, published bool) f
 
 // TestVisibilityAndOwnership is SPEC §2's table for tools: published tools are everyone's
 // to see and run; drafts, versions and changes are for the tool's author and admins.
-// Something that exists but is not the caller's to see answers catalog.ErrNotFound, just
-// as something that does not exist (existence never leaks); a tool the caller sees but may
+// Something that exists but is not the caller's to see answers catalog.ErrNotFound (a
+// version: ErrNoVersion), just as something that does not exist (existence never leaks); a tool the caller sees but may
 // not change answers ErrForbidden (403).
 func TestVisibilityAndOwnership(t *testing.T) {
 	notFound, forbidden, unpublished := catalog.ErrNotFound, catalog.ErrForbidden, catalog.ErrUnpublished
+	noVersion := catalog.ErrNoVersion // a version the caller may not see answers as a missing one
 	cases := []struct {
 		actor     store.User
 		published bool
@@ -75,10 +76,10 @@ func TestVisibilityAndOwnership(t *testing.T) {
 		{owner, false, nil, unpublished, nil, nil, nil, nil, nil, true},
 		{admin, true, nil, nil, nil, nil, nil, nil, nil, true},
 		{admin, false, nil, unpublished, nil, nil, nil, nil, nil, true},
-		{other, true, nil, nil, forbidden, notFound, notFound, notFound, notFound, true},
-		{other, false, notFound, notFound, notFound, notFound, notFound, notFound, notFound, false},
-		{visitor, true, nil, nil, forbidden, notFound, notFound, notFound, notFound, true},
-		{visitor, false, notFound, notFound, notFound, notFound, notFound, notFound, notFound, false},
+		{other, true, nil, nil, forbidden, noVersion, noVersion, notFound, noVersion, true},
+		{other, false, notFound, notFound, notFound, noVersion, noVersion, notFound, noVersion, false},
+		{visitor, true, nil, nil, forbidden, noVersion, noVersion, notFound, noVersion, true},
+		{visitor, false, notFound, notFound, notFound, noVersion, noVersion, notFound, noVersion, false},
 	}
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		c := newCatalog(t, st)
@@ -161,17 +162,17 @@ func TestNotFoundLeaksNothing(t *testing.T) {
 				hidden, missing := pair[0], pair[1]
 				_, errHidden := c.Visible(ctx, u, hidden)
 				_, errMissing := c.Visible(ctx, u, missing)
-				sameAnswer(t, u.Name+" Visible", errHidden, errMissing, hidden, missing)
+				sameAnswer(t, u.Name+" Visible", catalog.ErrNotFound, errHidden, errMissing, hidden, missing)
 				_, errHidden = c.Owned(ctx, u, hidden)
 				_, errMissing = c.Owned(ctx, u, missing)
-				sameAnswer(t, u.Name+" Owned", errHidden, errMissing, hidden, missing)
+				sameAnswer(t, u.Name+" Owned", catalog.ErrNotFound, errHidden, errMissing, hidden, missing)
 			}
 			_, _, errHidden := c.OwnedVersion(ctx, u, f.first.ID)
 			_, _, errMissing := c.OwnedVersion(ctx, u, "v_01NOSUCHVERSION000000000000")
-			sameAnswer(t, u.Name+" OwnedVersion", errHidden, errMissing, f.first.ID, "v_01NOSUCHVERSION000000000000")
+			sameAnswer(t, u.Name+" OwnedVersion", catalog.ErrNoVersion, errHidden, errMissing, f.first.ID, "v_01NOSUCHVERSION000000000000")
 			_, errHidden = c.Publish(ctx, u, f.first.ID)
 			_, errMissing = c.Publish(ctx, u, "v_01NOSUCHVERSION000000000000")
-			sameAnswer(t, u.Name+" Publish", errHidden, errMissing, f.first.ID, "v_01NOSUCHVERSION000000000000")
+			sameAnswer(t, u.Name+" Publish", catalog.ErrNoVersion, errHidden, errMissing, f.first.ID, "v_01NOSUCHVERSION000000000000")
 		}
 	})
 }
@@ -212,12 +213,12 @@ func check(t *testing.T, what string, err, want error) {
 	}
 }
 
-// sameAnswer fails t unless both errors are ErrNotFound and say the same, in message
-// and details, once each names its own ref.
-func sameAnswer(t *testing.T, what string, hidden, missing error, hiddenRef, missingRef string) {
+// sameAnswer fails t unless both errors wrap sentinel (ErrNotFound, or ErrNoVersion for a
+// version) and say the same, in message and details, once each names its own ref.
+func sameAnswer(t *testing.T, what string, sentinel, hidden, missing error, hiddenRef, missingRef string) {
 	t.Helper()
-	if !errors.Is(hidden, catalog.ErrNotFound) || !errors.Is(missing, catalog.ErrNotFound) {
-		t.Errorf("%s: hidden %v, missing %v; want ErrNotFound for both", what, hidden, missing)
+	if !errors.Is(hidden, sentinel) || !errors.Is(missing, sentinel) {
+		t.Errorf("%s: hidden %v, missing %v; want %v for both", what, hidden, missing, sentinel)
 		return
 	}
 	var h, m *errs.Error

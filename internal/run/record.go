@@ -185,6 +185,12 @@ type Page struct {
 // MaxPage is the most runs one page holds.
 const MaxPage = 500
 
+// Statuses are the run statuses a listing may filter by, in the order a run passes
+// through them: what a filter offers, and what List's refusal of any other names.
+func Statuses() []string {
+	return []string{store.StatusQueued, store.StatusRunning, store.StatusSucceeded, store.StatusFailed, store.StatusTimedOut, store.StatusCancelled}
+}
+
 // List returns one page of the runs q selects, for viewer: their own runs, or, for an
 // admin, anyone's. The cursor is opaque to clients; a bad one is refused, not ignored.
 func (s *Service) List(ctx context.Context, viewer store.User, q Query) (Page, error) {
@@ -199,7 +205,7 @@ func (s *Service) List(ctx context.Context, viewer store.User, q Query) (Page, e
 	}
 	if q.Status != "" && !store.ValidStatus(q.Status) {
 		return Page{}, errs.New(ErrInvalidQuery, map[string]any{"field": "status", "value": q.Status},
-			"status %q is not one of queued, running, succeeded, failed, timed_out, cancelled", q.Status)
+			"status %q is not one of %s", q.Status, strings.Join(Statuses(), ", "))
 	}
 	before := ""
 	if q.Cursor != "" {

@@ -516,6 +516,10 @@ func TestBrowser(t *testing.T) {
 		s.schemaCheck(t)
 	})
 
+	t.Run("an admin sees every user's runs and filters them", func(t *testing.T) {
+		s.adminRuns(t)
+	})
+
 	t.Run("screenshots at desktop and 360 px", func(t *testing.T) {
 		s.screenshots(t)
 	})

@@ -125,6 +125,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /admin/users", h.page(h.createUser))
 	mux.Handle("POST /admin/users/{id}/role", h.page(h.setRole))
 	mux.Handle("POST /admin/users/{id}/tokens", h.page(h.issueToken))
+	mux.Handle("GET /admin/runs", h.page(h.adminRuns))
 }
 
 // NotFound answers a path that is no page.

@@ -369,6 +369,14 @@ func TestFilesBadRequests(t *testing.T) {
 		{"empty segment", func() answer {
 			return send(t, env, "GET", "/api/v1/files/files//b", u.Token, "", nil)
 		}, 400, "invalid_key", "empty"},
+		// The clean form of these is under /api/ though they are not: ServeMux would
+		// redirect them there, and the redirect keeps the PUT.
+		{"dot-dot segment behind a leading //", func() answer {
+			return send(t, env, "PUT", "//api/v1/files/files/a/../b", u.Token, "", strings.NewReader("x"))
+		}, 400, "invalid_key", ".. segment"},
+		{"dot-dot segment before /api/", func() answer {
+			return send(t, env, "PUT", "/x/../api/v1/files/files/b", u.Token, "", strings.NewReader("x"))
+		}, 400, "invalid_request", ".. segment"},
 		{"bad character", func() answer {
 			return upload(t, env, u.Token, [][2]string{{"key", "files/a b"}}, "a", []byte("a"))
 		}, 400, "invalid_key", "letters, digits"},

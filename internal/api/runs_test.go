@@ -451,3 +451,29 @@ func TestManyOutputFilesStayBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestRunListQueryErrors: a bad limit, cursor or status is refused with the field, and a
+// limit's value as the query spelled it, whether or not it is a number.
+func TestRunListQueryErrors(t *testing.T) {
+	env := apptest.New(t, apptest.BlobBackends[0])
+	_, u := env.User(t, "u", "user")
+	tests := []struct {
+		query, field string
+		value        any
+	}{
+		{"limit=0", "limit", "0"},
+		{"limit=501", "limit", "501"},
+		{"limit=-1", "limit", "-1"},
+		{"limit=abc", "limit", "abc"},
+		{"cursor=bogus", "cursor", nil},
+		{"status=bogus", "status", "bogus"},
+	}
+	for _, tc := range tests {
+		a := send(t, env, "GET", "/api/v1/runs?"+tc.query, u.Token, "", nil)
+		e, _ := a.body["error"].(map[string]any)
+		d, _ := e["details"].(map[string]any)
+		if a.status != 400 || a.errCode() != "invalid_request" || d["field"] != tc.field || d["value"] != tc.value || d["reason"] != "run_query" {
+			t.Errorf("GET /api/v1/runs?%s: %d %s; want 400 invalid_request, field %s, value %#v, reason run_query", tc.query, a.status, a.raw, tc.field, tc.value)
+		}
+	}
+}

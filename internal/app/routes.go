@@ -33,8 +33,10 @@ func (a *App) routes(st *store.Store) (http.Handler, error) {
 	notFound := ui.NotFound()
 	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// ServeMux would redirect an unclean path to its clean form, so a key such as
-		// files/a/../b would reach files/b. Refuse it instead.
-		if p := r.URL.Path; strings.HasPrefix(p, "/api/") && p != path.Clean(p) {
+		// files/a/../b would reach files/b. Refuse it instead, also when only the clean
+		// form is under /api/ (//api/..., /x/../api/...): the redirect keeps a PUT's
+		// method and body.
+		if p := r.URL.Path; p != path.Clean(p) && (strings.HasPrefix(p, "/api/") || strings.HasPrefix(path.Clean(p), "/api/")) {
 			httpkit.WriteError(w, r, a.log, uncleanPath(p))
 			return
 		}
@@ -53,14 +55,16 @@ func (a *App) routes(st *store.Store) (http.Handler, error) {
 
 // uncleanPath is the refusal of API path p, which has an empty, . or .. segment.
 func uncleanPath(p string) error {
-	if _, rest, ok := strings.Cut(p, "/fs/"); ok && strings.HasPrefix(p, "/api/v1/sandboxes/") {
+	// The route p names, whatever its leading slashes.
+	route := "/" + strings.TrimLeft(p, "/")
+	if _, rest, ok := strings.Cut(route, "/fs/"); ok && strings.HasPrefix(route, "/api/v1/sandboxes/") {
 		// A workspace path: say what is wrong with it as the sandbox would.
 		if _, err := runner.CleanPath(rest); err != nil {
 			return err
 		}
 	}
 	kind, what := httpkit.ErrInvalidRequest, "path"
-	if strings.HasPrefix(p, "/api/v1/files/") {
+	if strings.HasPrefix(route, "/api/v1/files/") {
 		kind, what = blob.ErrInvalidKey, "key"
 	}
 	return errs.New(kind, map[string]any{"path": p}, "the %s in %s has an empty, . or .. segment", what, p)

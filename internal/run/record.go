@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -201,7 +202,10 @@ func (s *Service) List(ctx context.Context, viewer store.User, q Query) (Page, e
 		return Page{}, errs.New(ErrNotFound, map[string]any{"user": q.UserID}, "no runs of user %q to show", q.UserID)
 	}
 	if q.Limit < 1 || q.Limit > MaxPage {
-		return Page{}, errs.New(ErrInvalidQuery, map[string]any{"field": "limit", "value": q.Limit}, "limit %d must be a whole number from 1 to %d", q.Limit, MaxPage)
+		// The value as text, as a client's query parameter has it (and as a limit that is
+		// no number is reported).
+		v := strconv.Itoa(q.Limit)
+		return Page{}, errs.New(ErrInvalidQuery, map[string]any{"field": "limit", "value": v}, "limit %q must be a whole number from 1 to %d", v, MaxPage)
 	}
 	if q.Status != "" && !store.ValidStatus(q.Status) {
 		return Page{}, errs.New(ErrInvalidQuery, map[string]any{"field": "status", "value": q.Status},

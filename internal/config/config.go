@@ -263,14 +263,18 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Loaded, error) {
 		for _, n := range s.names() {
 			known[n] = true
 		}
-		if val, src, ok := resolve(s, fs, getenv, file); ok {
+		from := "" // the alias the user set, which an error about the value names too
+		if val, src, name, ok := resolve(s, fs, getenv, file); ok {
 			v.Value, v.Source = val, src
+			if name != s.Env() && name != "--"+s.Name && name != s.Name {
+				from = " " + name
+			}
 		}
 		if err := s.check(v.Value); err != nil {
-			return nil, fmt.Errorf("setting %s (%s, from %s): %w", s.Name, s.Env(), v.Source, err)
+			return nil, fmt.Errorf("setting %s (%s, from %s%s): %w", s.Name, s.Env(), v.Source, from, err)
 		}
 		if err := s.bind(&out.Config, v.Value); err != nil {
-			return nil, fmt.Errorf("setting %s (%s, from %s): %w", s.Name, s.Env(), v.Source, err)
+			return nil, fmt.Errorf("setting %s (%s, from %s%s): %w", s.Name, s.Env(), v.Source, from, err)
 		}
 		out.Values = append(out.Values, v)
 	}
@@ -288,24 +292,25 @@ func (c *Config) Path(elem ...string) string {
 }
 
 // resolve finds s's value: a flag the user set, then the environment, then the file,
-// each under the setting's name before its aliases.
-func resolve(s Setting, fs *pflag.FlagSet, getenv func(string) string, file map[string]string) (string, Source, bool) {
+// each under the setting's name before its aliases. name is how the user spelled it
+// (--flag, SKRIP_ENV or the file's key), for an error about the value.
+func resolve(s Setting, fs *pflag.FlagSet, getenv func(string) string, file map[string]string) (val string, src Source, name string, ok bool) {
 	for _, n := range s.names() {
 		if f := fs.Lookup(n); f != nil && f.Changed {
-			return f.Value.String(), FromFlag, true
+			return f.Value.String(), FromFlag, "--" + n, true
 		}
 	}
 	for _, n := range s.names() {
 		if e, ok := lookupEnv(getenv, envName(n)); ok {
-			return e, FromEnv, true
+			return e, FromEnv, envName(n), true
 		}
 	}
 	for _, n := range s.names() {
 		if fv, ok := file[n]; ok {
-			return fv, FromFile, true
+			return fv, FromFile, n, true
 		}
 	}
-	return "", "", false
+	return "", "", "", false
 }
 
 func lookupEnv(getenv func(string) string, name string) (string, bool) {

@@ -197,3 +197,22 @@ func TestRenamedSettingKeepsItsOldName(t *testing.T) {
 		})
 	}
 }
+
+// TestBadValueNamesWhatTheUserSet: an error about a value names the variable, flag or
+// file key the user set, an alias included, not only the setting's current name.
+func TestBadValueNamesWhatTheUserSet(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{"SKRIP_SANDBOX_RUN_TIMEOUT": "abc"}, "from env SKRIP_SANDBOX_RUN_TIMEOUT"},
+		{nil, map[string]string{"SKRIP_EDITOR_RUN_TIMEOUT": "abc"}, "(SKRIP_EDITOR_RUN_TIMEOUT, from env)"},
+		{[]string{"--sandbox-run-timeout=abc"}, nil, "from flag --sandbox-run-timeout"},
+	} {
+		_, err := Load(flags(t, tc.args...), envOf(tc.env))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Load(%v, %v) = %v, want an error naming %q", tc.args, tc.env, err, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 
 	"github.com/skrip-dev/skrip/internal/errs"
@@ -25,6 +26,10 @@ func Production() Context { return Context{} }
 // Editor is the context in which an author tries version versionID in the editor.
 func Editor(versionID string) Context { return Context{version: versionID} }
 
+// versionID is what a version id may hold: ids.New makes them of a prefix, "_" and a
+// ULID; anything else (a space, a ':' or a '/') names no version.
+var versionID = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
 const (
 	productionText = "default"
 	editorPrefix   = "sandbox:"
@@ -36,7 +41,7 @@ func ParseContext(s string) (Context, error) {
 	if s == "" || s == productionText {
 		return Production(), nil
 	}
-	if v, ok := strings.CutPrefix(s, editorPrefix); ok && v != "" && len(s) <= MaxContextLen && !strings.ContainsAny(v, ":/") {
+	if v, ok := strings.CutPrefix(s, editorPrefix); ok && len(s) <= MaxContextLen && versionID.MatchString(v) {
 		return Editor(v), nil
 	}
 	return Context{}, errs.New(ErrInvalidContext, map[string]any{"field": "context", "value": s},

@@ -112,6 +112,13 @@ func TestDownloadRefusesToOverwrite(t *testing.T) {
 			t.Errorf("download %v without --force left %d entries in the directory, want only the file", args, len(entries))
 		}
 	}
+	// A folder that does not exist: the error names the file asked for, not the
+	// temporary one that would have been written beside it.
+	missing := filepath.Join(dest, "nodir", "x.csv")
+	if code, _, errOut := run(t, env, env.AdminToken, "", "files", "download", "files/report.csv", "-o", missing); code != 1 ||
+		!strings.Contains(errOut, missing) || strings.Contains(errOut, ".skrip-download") {
+		t.Errorf("download into a missing folder: exit %d, stderr %q; want 1 naming %s", code, errOut, missing)
+	}
 	code, _, errOut = run(t, env, env.AdminToken, "", "files", "download", "files/report.csv", "-o", dest, "--force")
 	if b, _ := os.ReadFile(existing); code != 0 || string(b) != "new bytes\n" {
 		t.Errorf("download --force: exit %d, stderr %q, the file holds %q", code, errOut, b)

@@ -184,7 +184,8 @@ func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out stri
 		var err error
 		tmp, err = os.CreateTemp(filepath.Dir(target), ".skrip-download-*")
 		if err != nil {
-			return nil, err
+			// Name the file the user asked for, not the temporary one beside it.
+			return nil, fmt.Errorf("cannot write %s: %w", target, errors.Unwrap(err))
 		}
 		if bar = e.progress(fi.SizeBytes, "downloading"); bar != nil {
 			return io.MultiWriter(tmp, bar), nil

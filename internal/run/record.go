@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -182,6 +183,11 @@ type Page struct {
 	NextCursor string
 }
 
+// runID is what a cursor holds: the id of the last run of the page before. Other
+// bytes decode too (a run's bare id is valid base64), and would page from the wrong
+// place without a word.
+var runID = regexp.MustCompile(`^r_[0-9A-Za-z]+$`)
+
 // MaxPage is the most runs one page holds.
 const MaxPage = 500
 
@@ -204,7 +210,7 @@ func (s *Service) List(ctx context.Context, viewer store.User, q Query) (Page, e
 	before := ""
 	if q.Cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(q.Cursor)
-		if err != nil || len(b) == 0 {
+		if err != nil || !runID.Match(b) {
 			return Page{}, errs.New(ErrInvalidQuery, map[string]any{"field": "cursor"}, "cursor %q is not one this server gave out", q.Cursor)
 		}
 		before = string(b)

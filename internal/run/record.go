@@ -129,6 +129,12 @@ func (s *Service) OpenArtifact(ctx context.Context, r store.Run, path string) (A
 				path, r.ID, a.ExpiredAt.UTC().Format(time.RFC3339))
 		}
 		rc, info, err := s.blobs.Get(ctx, a.Key, 0, -1)
+		if errors.Is(err, blob.ErrNotFound) {
+			// Expired after r was read (the janitor clears the key, then deletes the
+			// blob), or lost: either way the run no longer has it.
+			return a, nil, blob.Info{}, errs.New(ErrNoArtifact, map[string]any{"run": r.ID, "path": path},
+				"the artifact %s of run %s is no longer stored: artifacts are kept for the server's SKRIP_RUN_ARTIFACTS_TTL after the run", path, r.ID)
+		}
 		return a, rc, info, err
 	}
 	return Artifact{}, nil, blob.Info{}, errs.New(ErrNoArtifact, map[string]any{"run": r.ID, "path": path}, "run %s has no artifact %s", r.ID, path)

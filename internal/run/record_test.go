@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/fsblob"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/metrics"
@@ -28,6 +29,7 @@ import (
 type ledger struct {
 	svc               *run.Service
 	st                *store.Store
+	blobs             *fsblob.Store
 	admin, alice, bob store.User
 	byUser            map[string][]string // user id -> run ids, newest first
 	all               []string            // every run id, newest first
@@ -63,7 +65,7 @@ func newLedger(t *testing.T) *ledger {
 	}
 	t.Cleanup(func() { svc.Shutdown(time.Second) })
 
-	l := &ledger{svc: svc, st: st, byUser: map[string][]string{}, status: map[string]string{}, tool: map[string]string{}}
+	l := &ledger{svc: svc, st: st, blobs: blobs, byUser: map[string][]string{}, status: map[string]string{}, tool: map[string]string{}}
 	now := time.Now()
 	for _, u := range []struct {
 		into     *store.User
@@ -314,5 +316,50 @@ func TestTypedAccessors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOpenArtifact: an artifact is opened by its path; one the run never had, one that
+// expired, and one whose bytes went after the run was read (the janitor's expiry racing
+// a download) are all ErrNoArtifact, never the blob store's own not-found.
+func TestOpenArtifact(t *testing.T) {
+	ctx := context.Background()
+	l := newLedger(t)
+	if _, err := l.blobs.Put(ctx, "runs/r_0001/output/a.txt", strings.NewReader("abc"), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rn := store.Run{ID: "r_0001", Artifacts: `[{"path":"output/a.txt","name":"a.txt","bytes":3,"key":"runs/r_0001/output/a.txt"},` +
+		`{"path":"output/gone.txt","name":"gone.txt","bytes":3,"key":"runs/r_0001/output/gone.txt"},` +
+		`{"path":"output/old.txt","name":"old.txt","bytes":3,"expired_at":"2026-01-02T03:04:05Z"}]`}
+	for _, tc := range []struct {
+		path string
+		want error
+		body string
+	}{
+		{"output/a.txt", nil, "abc"},
+		{"a.txt", nil, "abc"},
+		{"output/none.txt", run.ErrNoArtifact, ""},
+		{"output/old.txt", run.ErrNoArtifact, ""},
+		{"output/gone.txt", run.ErrNoArtifact, ""},
+	} {
+		a, rc, _, err := l.svc.OpenArtifact(ctx, rn, tc.path)
+		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("OpenArtifact(%q) = %v, want %v", tc.path, err, tc.want)
+			continue
+		}
+		if errors.Is(err, blob.ErrNotFound) {
+			t.Errorf("OpenArtifact(%q) = %v: the blob store's not-found reached the caller", tc.path, err)
+		}
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if string(b) != tc.body || a.Name != "a.txt" {
+			t.Errorf("OpenArtifact(%q) = %+v, %q", tc.path, a, b)
+		}
+	}
+	if _, _, _, err := l.svc.OpenArtifact(ctx, store.Run{ID: "r_0002", Artifacts: "[{"}, "a.txt"); !errors.Is(err, run.ErrCorrupt) {
+		t.Errorf("corrupt artifacts: %v, want ErrCorrupt", err)
 	}
 }

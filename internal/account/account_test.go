@@ -15,7 +15,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/store/storetest"
 )
 
-// TestCreateUser: the name, role and password rules of SPEC §2, a duplicate name, and
+// TestCreateUser: the name, role and password rules of docs/spec.md §2, a duplicate name, and
 // the first token, which is returned once and authenticates as the new user.
 func TestCreateUser(t *testing.T) {
 	cases := []struct {

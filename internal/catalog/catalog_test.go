@@ -57,7 +57,7 @@ func newFixture(t *testing.T, c *catalog.Service, slug string, published bool) f
 	return fixture{tool: tool, first: first, draft: draft}
 }
 
-// TestVisibilityAndOwnership is SPEC §2's table for tools: published tools are everyone's
+// TestVisibilityAndOwnership is docs/spec.md §2's table for tools: published tools are everyone's
 // to see and run; drafts, versions and changes are for the tool's author and admins.
 // Something that exists but is not the caller's to see answers catalog.ErrNotFound (a
 // version: ErrNoVersion), just as something that does not exist (existence never leaks); a tool the caller sees but may

@@ -66,7 +66,7 @@ func exitCode(err error) int {
 	return exitFailure
 }
 
-// apiExitCode is the exit code for an error answer of the server (SPEC §3).
+// apiExitCode is the exit code for an error answer of the server (docs/spec.md §3).
 func apiExitCode(e *client.Error) int {
 	switch {
 	case e.Status == http.StatusNotFound || e.Code == "not_found":

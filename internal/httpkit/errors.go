@@ -67,7 +67,9 @@ var atCapacity = []error{run.ErrBusy, sandbox.ErrFull, staging.ErrUnavailable}
 
 // errorTable maps every sentinel a handler may return to an HTTP status and an error code
 // (docs/spec.md §3). It is the only place that chooses a status for an error. The first match,
-// by errors.Is, wins.
+// by errors.Is, wins. The store's sentinels and blob.ErrNotFound have no row: which thing
+// is missing is the service's to say, in its own error, and one that slips through is the
+// server's fault (a 500).
 var errorTable = []row{
 	{ErrInvalidRequest, http.StatusBadRequest, "invalid_request", "", "the request is not valid"},
 	{account.ErrInvalid, http.StatusBadRequest, "invalid_request", "invalid_account", "the user name, role or password is not valid"},
@@ -84,7 +86,6 @@ var errorTable = []row{
 	{ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "", "the request body is larger than the limit"},
 	{blob.ErrInvalidKey, http.StatusBadRequest, "invalid_key", "", "the key must look like files/<name>, using only letters, digits and ._-"},
 	{staging.ErrNotFound, http.StatusNotFound, "not_found", "file_not_found", "there is no such file"},
-	{blob.ErrNotFound, http.StatusNotFound, "not_found", "file_not_found", "there is no such file"},
 	{staging.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "file_too_large", "the file is larger than the limit"},
 	{staging.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "file_store_down", "the file store is not reachable; try again in a moment"},
 	{ErrRange, http.StatusRequestedRangeNotSatisfiable, "range_not_satisfiable", "", "the requested range is outside the file"},

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -129,6 +130,12 @@ func (s *Service) OpenArtifact(ctx context.Context, r store.Run, path string) (A
 				path, r.ID, a.ExpiredAt.UTC().Format(time.RFC3339))
 		}
 		rc, info, err := s.blobs.Get(ctx, a.Key, 0, -1)
+		if errors.Is(err, blob.ErrNotFound) {
+			// Expired after r was read (the janitor clears the key, then deletes the
+			// blob), or lost: either way the run no longer has it.
+			return a, nil, blob.Info{}, errs.New(ErrNoArtifact, map[string]any{"run": r.ID, "path": path},
+				"the artifact %s of run %s is no longer stored: artifacts are kept for the server's SKRIP_RUN_ARTIFACTS_TTL after the run", path, r.ID)
+		}
 		return a, rc, info, err
 	}
 	return Artifact{}, nil, blob.Info{}, errs.New(ErrNoArtifact, map[string]any{"run": r.ID, "path": path}, "run %s has no artifact %s", r.ID, path)
@@ -183,6 +190,11 @@ type Page struct {
 	NextCursor string
 }
 
+// runID is what a cursor holds: the id of the last run of the page before. Other
+// bytes decode too (a run's bare id is valid base64), and would page from the wrong
+// place without a word.
+var runID = regexp.MustCompile(`^r_[0-9A-Za-z]+$`)
+
 // MaxPage is the most runs one page holds.
 const MaxPage = 500
 
@@ -214,7 +226,7 @@ func (s *Service) List(ctx context.Context, viewer store.User, q Query) (Page, e
 	before := ""
 	if q.Cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(q.Cursor)
-		if err != nil || len(b) == 0 {
+		if err != nil || !runID.Match(b) {
 			return Page{}, errs.New(ErrInvalidQuery, map[string]any{"field": "cursor"}, "cursor %q is not one this server gave out", q.Cursor)
 		}
 		before = string(b)

@@ -17,21 +17,12 @@ import (
 	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
-// fileJSON is FileInfo of docs/spec.md §4.
-type fileJSON struct {
-	FileKey     string     `json:"file_key"`
-	Name        string     `json:"name"`
-	SizeBytes   int64      `json:"size_bytes"`
-	ContentType string     `json:"content_type"`
-	Checksum    string     `json:"checksum"`
-	CreatedAt   time.Time  `json:"created_at"`
-	ExpiresAt   *time.Time `json:"expires_at"`
-}
-
-func toFileJSON(f store.File) fileJSON {
-	return fileJSON{FileKey: f.Key, Name: f.OriginalName, SizeBytes: f.Size, ContentType: f.ContentType,
+// fileOf is staged file f as the API shows it: FileInfo of docs/spec.md §4.
+func fileOf(f store.File) wire.FileInfo {
+	return wire.FileInfo{FileKey: f.Key, Name: f.OriginalName, SizeBytes: f.Size, ContentType: f.ContentType,
 		Checksum: f.Checksum, CreatedAt: f.CreatedAt, ExpiresAt: f.ExpiresAt}
 }
 
@@ -71,7 +62,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return s.bodyError(err)
 	}
-	httpkit.WriteJSON(w, http.StatusCreated, toFileJSON(f))
+	httpkit.WriteJSON(w, http.StatusCreated, fileOf(f))
 	return nil
 }
 
@@ -92,7 +83,7 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusCreated, toFileJSON(f))
+	httpkit.WriteJSON(w, http.StatusCreated, fileOf(f))
 	return nil
 }
 
@@ -319,16 +310,16 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, u store.User)
 	if err != nil {
 		return err
 	}
-	out := make([]fileJSON, 0, len(list))
+	out := wire.FileList{Files: make([]wire.FileInfo, 0, len(list))}
 	for _, f := range list {
-		out = append(out, toFileJSON(f))
+		out.Files = append(out.Files, fileOf(f))
 	}
-	var next *string
+	out.Count = len(out.Files)
 	if more {
 		c := base64.RawURLEncoding.EncodeToString([]byte(list[len(list)-1].Key))
-		next = &c
+		out.NextCursor = &c
 	}
-	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"files": out, "count": len(out), "next_cursor": next})
+	httpkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

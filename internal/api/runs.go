@@ -14,50 +14,15 @@ import (
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
-type artifactJSON struct {
-	Path      string     `json:"path"`
-	Name      string     `json:"name"`
-	Bytes     int64      `json:"bytes"`
-	SHA256    string     `json:"sha256"`
-	URL       string     `json:"url"`
-	ExpiredAt *time.Time `json:"expired_at,omitempty"`
-}
-
-type runJSON struct {
-	RunID           string          `json:"run_id"`
-	ToolID          string          `json:"tool_id"`
-	VersionID       string          `json:"version_id"`
-	UserID          string          `json:"user_id"`
-	Context         string          `json:"context"`
-	Kind            string          `json:"kind"`
-	ActionID        *string         `json:"action_id"`
-	Status          string          `json:"status"`
-	ErrorSummary    *string         `json:"error_summary"`
-	Inputs          json.RawMessage `json:"inputs"`
-	Outputs         json.RawMessage `json:"outputs"`
-	NextActions     json.RawMessage `json:"next_actions"`
-	Artifacts       []artifactJSON  `json:"artifacts"`
-	InputManifest   json.RawMessage `json:"input_manifest"`
-	StateRev        *int64          `json:"state_rev"`
-	CreatedAt       time.Time       `json:"created_at"`
-	StartedAt       *time.Time      `json:"started_at"`
-	FinishedAt      *time.Time      `json:"finished_at"`
-	DurationMS      *int64          `json:"duration_ms"`
-	Stdout          *string         `json:"stdout,omitempty"`
-	Stderr          *string         `json:"stderr,omitempty"`
-	StdoutTruncated bool            `json:"stdout_truncated,omitempty"`
-	StderrTruncated bool            `json:"stderr_truncated,omitempty"`
-}
-
-// toRunJSON shows a run; stdout and stderr only to its owner. A stored field that
-// cannot be read back is an error, not a silently empty list.
-func toRunJSON(r store.Run, viewer store.User) (runJSON, error) {
-	out := runJSON{RunID: r.ID, ToolID: r.ToolID, VersionID: r.VersionID, UserID: r.UserID, Context: r.Context, Kind: r.Kind,
-		Status: r.Status, Inputs: json.RawMessage(r.Inputs), Outputs: json.RawMessage(r.Outputs), NextActions: json.RawMessage(r.NextActions),
-		InputManifest: json.RawMessage(r.InputManifest), StateRev: r.StateRev, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
-		FinishedAt: r.FinishedAt, Artifacts: []artifactJSON{}}
+// runOf is run r as viewer sees it: stdout and stderr only to its owner. A stored field
+// that cannot be read back is an error, not a silently empty list.
+func runOf(r store.Run, viewer store.User) (wire.Run, error) {
+	out := wire.Run{RunID: r.ID, ToolID: r.ToolID, VersionID: r.VersionID, UserID: r.UserID, Context: r.Context, Kind: r.Kind,
+		Status: r.Status, StateRev: r.StateRev, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Artifacts: []wire.Artifact{}}
 	if r.ActionID != "" {
 		out.ActionID = &r.ActionID
 	}
@@ -68,12 +33,30 @@ func toRunJSON(r store.Run, viewer store.User) (runJSON, error) {
 		d := r.FinishedAt.Sub(*r.StartedAt).Milliseconds()
 		out.DurationMS = &d
 	}
+	var err error
+	if out.Inputs, err = run.InputsOf(r); err != nil {
+		return wire.Run{}, err
+	}
+	if out.Outputs, err = run.OutputsOf(r); err != nil {
+		return wire.Run{}, err
+	}
+	if out.NextActions, err = run.NextActionsOf(r); err != nil {
+		return wire.Run{}, err
+	}
+	manifest, err := run.ManifestOf(r)
+	if err != nil {
+		return wire.Run{}, err
+	}
+	out.InputManifest.Files = make([]wire.ManifestFile, 0, len(manifest.Files))
+	for _, f := range manifest.Files {
+		out.InputManifest.Files = append(out.InputManifest.Files, wire.ManifestFile{Name: f.Name, Bytes: f.Bytes})
+	}
 	arts, err := run.ArtifactsOf(r)
 	if err != nil {
-		return runJSON{}, err
+		return wire.Run{}, err
 	}
 	for _, a := range arts {
-		out.Artifacts = append(out.Artifacts, artifactJSON{Path: a.Path, Name: a.Name, Bytes: a.Bytes, SHA256: a.SHA256,
+		out.Artifacts = append(out.Artifacts, wire.Artifact{Path: a.Path, Name: a.Name, Bytes: a.Bytes, SHA256: a.SHA256,
 			URL: httpkit.ArtifactURL(r.ID, a.Path), ExpiredAt: a.ExpiredAt})
 	}
 	if viewer.ID == r.UserID {
@@ -120,7 +103,7 @@ func (s *Server) answerRun(w http.ResponseWriter, r *http.Request, u store.User,
 
 // writeRun answers with run rn as viewer sees it.
 func writeRun(w http.ResponseWriter, status int, rn store.Run, viewer store.User) error {
-	out, err := toRunJSON(rn, viewer)
+	out, err := runOf(rn, viewer)
 	if err != nil {
 		return err
 	}
@@ -171,19 +154,19 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, u store.User) 
 	if err != nil {
 		return err
 	}
-	out := make([]runJSON, 0, len(page.Runs))
+	out := wire.RunList{Runs: make([]wire.Run, 0, len(page.Runs))}
 	for _, rn := range page.Runs {
-		j, err := toRunJSON(rn, u)
+		j, err := runOf(rn, u)
 		if err != nil {
 			return err
 		}
-		out = append(out, j)
+		out.Runs = append(out.Runs, j)
 	}
-	var next *string
+	out.Count = len(out.Runs)
 	if page.NextCursor != "" {
-		next = &page.NextCursor
+		out.NextCursor = &page.NextCursor
 	}
-	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"runs": out, "count": len(out), "next_cursor": next})
+	httpkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

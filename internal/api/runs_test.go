@@ -76,8 +76,9 @@ func TestRunEndToEnd(t *testing.T) {
 		if r.Outputs[0].Message != "got 2 files" || len(r.Outputs[1].Rows) != 2 || fmt.Sprint(r.Outputs[2].Value) != "map[n:2]" {
 			t.Fatalf("outputs: %+v", r.Outputs)
 		}
-		if !strings.Contains(string(r.InputManifest), `"name":"a.csv","bytes":4`) || !strings.Contains(string(r.InputManifest), `"name":"b ö.txt","bytes":3`) {
-			t.Fatalf("input_manifest: %s", r.InputManifest)
+		manifest, _ := json.Marshal(r.InputManifest)
+		if !strings.Contains(string(manifest), `"name":"a.csv","bytes":4`) || !strings.Contains(string(manifest), `"name":"b ö.txt","bytes":3`) {
+			t.Fatalf("input_manifest: %s", manifest)
 		}
 		if r.Stdout == nil || !strings.Contains(*r.Stdout, "hello from the tool") {
 			t.Fatalf("stdout: %v", r.Stdout)

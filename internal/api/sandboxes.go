@@ -18,39 +18,21 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
-// sandboxJSON is a sandbox as the API shows it.
-type sandboxJSON struct {
-	SandboxID    string         `json:"sandbox_id"`
-	OwnerID      string         `json:"owner_id"`
-	Runner       string         `json:"runner"`
-	Status       string         `json:"status"`
-	Workspace    string         `json:"workspace"`
-	Limits       sandbox.Limits `json:"limits"`
-	IdleTimeout  string         `json:"idle_timeout"`
-	IdleTimeoutS float64        `json:"idle_timeout_s"`
-	CreatedAt    time.Time      `json:"created_at"`
-	LastActiveAt time.Time      `json:"last_active_at"`
-	ExpiresAt    time.Time      `json:"expires_at"`
-}
-
-func toSandboxJSON(b store.Sandbox) sandboxJSON {
-	return sandboxJSON{SandboxID: b.ID, OwnerID: b.OwnerID, Runner: b.Runner, Status: "running", Workspace: runner.Workspace,
-		Limits: sandbox.LimitsOf(b), IdleTimeout: b.IdleTimeout.String(), IdleTimeoutS: b.IdleTimeout.Seconds(),
+// sandboxOf is sandbox b as the API shows it.
+func sandboxOf(b store.Sandbox) wire.Sandbox {
+	l := sandbox.LimitsOf(b)
+	return wire.Sandbox{SandboxID: b.ID, OwnerID: b.OwnerID, Runner: b.Runner, Status: "running", Workspace: runner.Workspace,
+		Limits: wire.SandboxLimits{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs, WorkspaceBytes: l.WorkspaceBytes,
+			TmpBytes: l.TmpBytes, LogBytes: l.LogBytes, ExecTimeoutS: l.ExecTimeout},
+		IdleTimeout: b.IdleTimeout.String(), IdleTimeoutS: b.IdleTimeout.Seconds(),
 		CreatedAt: b.CreatedAt, LastActiveAt: b.LastActiveAt, ExpiresAt: b.ExpiresAt()}
 }
 
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, u store.User) error {
-	var body struct {
-		Limits *struct {
-			MemoryBytes    int64   `json:"memory_bytes"`
-			Pids           int     `json:"pids"`
-			CPUs           float64 `json:"cpus"`
-			WorkspaceBytes int64   `json:"workspace_bytes"`
-		} `json:"limits"`
-		IdleTimeout json.RawMessage `json:"idle_timeout"`
-	}
+	var body wire.NewSandbox
 	if r.ContentLength != 0 {
 		if err := httpkit.DecodeJSON(w, r, &body); err != nil {
 			return err
@@ -71,7 +53,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request, u store.U
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusCreated, toSandboxJSON(b))
+	httpkit.WriteJSON(w, http.StatusCreated, sandboxOf(b))
 	return nil
 }
 
@@ -96,11 +78,12 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request, u store.U
 	if err != nil {
 		return err
 	}
-	out := make([]sandboxJSON, 0, len(list))
+	out := wire.SandboxList{Sandboxes: make([]wire.Sandbox, 0, len(list))}
 	for _, b := range list {
-		out = append(out, toSandboxJSON(b))
+		out.Sandboxes = append(out.Sandboxes, sandboxOf(b))
 	}
-	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"sandboxes": out, "count": len(out)})
+	out.Count = len(out.Sandboxes)
+	httpkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -109,7 +92,7 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusOK, toSandboxJSON(b))
+	httpkit.WriteJSON(w, http.StatusOK, sandboxOf(b))
 	return nil
 }
 
@@ -121,31 +104,12 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request, u store.U
 	return nil
 }
 
-// execJSON is how an exec ended.
-type execJSON struct {
-	ExitCode        int    `json:"exit_code"`
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	StdoutTruncated bool   `json:"stdout_truncated"`
-	StderrTruncated bool   `json:"stderr_truncated"`
-	DurationMS      int64  `json:"duration_ms"`
-	TimedOut        bool   `json:"timed_out"`
-	OOMKilled       bool   `json:"oom_killed"`
-}
-
-// ndjson is the media type of a streamed exec: one JSON object a line.
-const ndjson = "application/x-ndjson"
-
 // execSandbox runs a command. With Accept: application/x-ndjson the answer streams: a
 // {"stream","line"} object per output line as it comes (as fast as the runner's live
 // budget allows), a {"notice"} object where lines were left out or cut, then
 // {"result": …}, or {"error": …} when the exec could not run.
 func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.User) error {
-	var body struct {
-		Cmd      []string `json:"cmd"`
-		TimeoutS float64  `json:"timeout_s"`
-		Stdin    *string  `json:"stdin"`
-	}
+	var body wire.ExecRequest
 	if err := httpkit.DecodeJSON(w, r, &body); err != nil {
 		return err
 	}
@@ -157,12 +121,12 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.Use
 		req.Stdin = []byte(*body.Stdin)
 	}
 	id := r.PathValue("id")
-	if !strings.Contains(r.Header.Get("Accept"), ndjson) {
+	if !strings.Contains(r.Header.Get("Accept"), wire.ExecNDJSON) {
 		res, err := s.svc.Sandboxes.Exec(r.Context(), u, id, req)
 		if err != nil {
 			return err
 		}
-		httpkit.WriteJSON(w, http.StatusOK, toExecJSON(res))
+		httpkit.WriteJSON(w, http.StatusOK, execResultOf(res))
 		return nil
 	}
 	// A refusal (a bad cmd, an unknown sandbox) comes before any line: a plain error.
@@ -174,7 +138,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.Use
 	start := func() {
 		if !started {
 			started = true
-			w.Header().Set("Content-Type", ndjson)
+			w.Header().Set("Content-Type", wire.ExecNDJSON)
 			w.Header().Set("X-Accel-Buffering", "no")
 			w.WriteHeader(http.StatusOK)
 		}
@@ -187,9 +151,9 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.Use
 			return // a late line of an exec that is over: the response may be gone
 		}
 		start()
-		var msg any = map[string]string{"stream": stream, "line": string(line) + "\n"}
+		msg := wire.ExecMessage{Stream: stream, Line: string(line) + "\n"}
 		if stream == runner.Notice {
-			msg = map[string]string{"notice": string(line)}
+			msg = wire.ExecMessage{Notice: string(line)}
 		}
 		// The command waits while its client reads, but not for one that stopped.
 		rc.SetWriteDeadline(time.Now().Add(writeStall))
@@ -210,15 +174,17 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request, u store.Use
 		// The status line has gone: the error is the stream's last object, the same
 		// body a plain answer would carry.
 		_, body := httpkit.ErrorOf(r, s.log, err)
-		enc.Encode(body)
+		enc.Encode(wire.ExecMessage{Error: &body.Error})
 		return nil
 	}
-	enc.Encode(map[string]any{"result": toExecJSON(res)})
+	result := execResultOf(res)
+	enc.Encode(wire.ExecMessage{Result: &result})
 	return nil
 }
 
-func toExecJSON(res runner.ExecResult) execJSON {
-	return execJSON{ExitCode: res.ExitCode, Stdout: string(res.Stdout), Stderr: string(res.Stderr),
+// execResultOf is how an exec ended, as the API shows it.
+func execResultOf(res runner.ExecResult) wire.ExecResult {
+	return wire.ExecResult{ExitCode: res.ExitCode, Stdout: string(res.Stdout), Stderr: string(res.Stderr),
 		StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
 		DurationMS: res.Duration.Milliseconds(), TimedOut: res.TimedOut, OOMKilled: res.OOMKilled}
 }
@@ -229,7 +195,7 @@ func (s *Server) putSandboxFile(w http.ResponseWriter, r *http.Request, u store.
 	if err != nil {
 		return s.bodyError(err)
 	}
-	httpkit.WriteJSON(w, http.StatusCreated, map[string]any{"ok": true, "path": p, "size_bytes": n})
+	httpkit.WriteJSON(w, http.StatusCreated, wire.Written{OK: true, Path: p, SizeBytes: n})
 	return nil
 }
 
@@ -287,10 +253,7 @@ func copyWithDeadline(w http.ResponseWriter, src io.Reader) (int64, error) {
 }
 
 func (s *Server) stageSandboxFile(w http.ResponseWriter, r *http.Request, u store.User) error {
-	var body struct {
-		FileKey     string `json:"file_key"`
-		Destination string `json:"destination"`
-	}
+	var body wire.StageRequest
 	if err := httpkit.DecodeJSON(w, r, &body); err != nil {
 		return err
 	}
@@ -301,16 +264,12 @@ func (s *Server) stageSandboxFile(w http.ResponseWriter, r *http.Request, u stor
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "path": st.Path, "size_bytes": st.Size, "checksum": st.Checksum})
+	httpkit.WriteJSON(w, http.StatusOK, wire.Staged{Checksum: st.Checksum, OK: true, Path: st.Path, SizeBytes: st.Size})
 	return nil
 }
 
 func (s *Server) publishSandboxFile(w http.ResponseWriter, r *http.Request, u store.User) error {
-	var body struct {
-		Source  string `json:"source"`
-		FileKey string `json:"file_key"`
-		TTL     string `json:"ttl"`
-	}
+	var body wire.PublishRequest
 	if err := httpkit.DecodeJSON(w, r, &body); err != nil {
 		return err
 	}
@@ -323,9 +282,6 @@ func (s *Server) publishSandboxFile(w http.ResponseWriter, r *http.Request, u st
 		return err
 	}
 	s.ops.Metrics.BytesUploaded.Add(float64(f.Size))
-	httpkit.WriteJSON(w, http.StatusOK, struct {
-		OK bool `json:"ok"`
-		fileJSON
-	}{true, toFileJSON(f)})
+	httpkit.WriteJSON(w, http.StatusOK, wire.Published{OK: true, FileInfo: fileOf(f)})
 	return nil
 }

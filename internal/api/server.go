@@ -21,6 +21,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/wire"
 	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
@@ -164,12 +165,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		httpkit.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
 		return
 	}
-	var body httpkit.ErrorBody
+	var body wire.ErrorBody
 	body.Error.Code = "unavailable"
 	body.Error.Message = "not ready: " + strings.Join(down, ", ") + " did not answer; the server log says why"
 	body.Error.Details = map[string]any{"not_ready": down, "checks": checks}
 	httpkit.WriteJSON(w, http.StatusServiceUnavailable, struct {
-		httpkit.ErrorBody
+		wire.ErrorBody
 		Status string            `json:"status"`
 		Checks map[string]string `json:"checks"`
 	}{body, "not ready", checks})
@@ -183,6 +184,8 @@ func (s *Server) cleanup(w http.ResponseWriter, r *http.Request, u store.User) e
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"removed": removed})
+	// A conversion, not a copy field by field: it stops compiling when the janitor's
+	// report and the wire's part ways.
+	httpkit.WriteJSON(w, http.StatusOK, wire.Cleanup{Removed: wire.CleanupReport(removed)})
 	return nil
 }

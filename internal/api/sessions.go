@@ -9,6 +9,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/wire"
 	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
@@ -31,14 +32,10 @@ func (s *Server) initialRun(w http.ResponseWriter, r *http.Request, u store.User
 }
 
 // actionRequest is the body of start_action. State is there only to be refused: state is
-// server-owned.
+// server-owned, so it is no part of the wire's request.
 type actionRequest struct {
-	ToolID           string          `json:"tool_id"`
-	Context          string          `json:"context"`
-	ActionID         string          `json:"action_id"`
-	Input            map[string]any  `json:"input"`
-	ExpectedStateRev *int64          `json:"expected_state_rev"`
-	State            json.RawMessage `json:"state"`
+	wire.ActionRequest
+	State json.RawMessage `json:"state"`
 }
 
 func decodeAction(w http.ResponseWriter, r *http.Request) (actionRequest, error) {
@@ -104,11 +101,11 @@ func (s *Server) runAction(w http.ResponseWriter, r *http.Request, u store.User,
 	if !store.Terminal(done.Status) {
 		status = http.StatusAccepted
 	}
-	out, err := toRunJSON(done, u)
+	out, err := runOf(done, u)
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, status, map[string]any{"run_id": done.ID, "state_rev": done.StateRev, "run": out})
+	httpkit.WriteJSON(w, status, wire.ActionResult{Run: out, RunID: done.ID, StateRev: done.StateRev})
 	return nil
 }
 
@@ -129,8 +126,8 @@ func (s *Server) writeSession(w http.ResponseWriter, r *http.Request, t store.To
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"tool_id": t.ID, "context": c.String(), "state_rev": sess.StateRev,
-		"state": json.RawMessage(sess.State), "updated_at": sess.UpdatedAt})
+	httpkit.WriteJSON(w, http.StatusOK, wire.Session{Context: c.String(), State: json.RawMessage(sess.State), StateRev: sess.StateRev,
+		ToolID: t.ID, UpdatedAt: sess.UpdatedAt})
 	return nil
 }
 
@@ -156,21 +153,13 @@ func (s *Server) getSessionFiles(w http.ResponseWriter, r *http.Request, u store
 	if set.SetID == "" {
 		return errs.New(session.ErrNoSession, map[string]any{"context": c.String()}, "no session files for this tool in context %q", c)
 	}
-	type fileJSON struct {
-		Name   string `json:"name"`
-		Bytes  int64  `json:"bytes"`
-		SHA256 string `json:"sha256"`
-	}
-	out := make([]fileJSON, 0, len(files))
+	out := wire.SessionFiles{Files: make([]wire.SessionFile, 0, len(files))}
 	for _, f := range files {
-		out = append(out, fileJSON{f.Name, f.Bytes, f.SHA256})
+		out.Files = append(out.Files, wire.SessionFile{Name: f.Name, Bytes: f.Bytes, SHA256: f.SHA256})
 	}
-	body := map[string]any{"files": out, "last_accessed_at": nil, "expires_at": nil}
-	if set.SetID != "" {
-		body["last_accessed_at"] = set.LastAccessedAt
-		body["expires_at"] = set.LastAccessedAt.Add(s.svc.Workflow.FilesTTL())
-	}
-	httpkit.WriteJSON(w, http.StatusOK, body)
+	accessed, expires := set.LastAccessedAt, set.LastAccessedAt.Add(s.svc.Workflow.FilesTTL())
+	out.LastAccessedAt, out.ExpiresAt = &accessed, &expires
+	httpkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -5,25 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
-// settingsJSON is a user's settings for a tool (docs/spec.md §5b). updated_at is null when
-// nothing was saved yet.
-type settingsJSON struct {
-	SettingsSchema contract.SettingsSchema `json:"settings_schema"`
-	Values         map[string]any          `json:"values"`
-	UpdatedAt      *time.Time              `json:"updated_at"`
-}
-
-func toSettingsJSON(st catalog.Settings) settingsJSON {
-	out := settingsJSON{SettingsSchema: st.Schema, Values: st.Values}
+// settingsOf is a user's settings for a tool (docs/spec.md §5b). updated_at is null when nothing
+// was saved yet.
+func settingsOf(st catalog.Settings) wire.Settings {
+	out := wire.Settings{SettingsSchema: st.Schema, Values: st.Values}
 	if out.Values == nil {
 		out.Values = map[string]any{}
 	}
@@ -34,9 +28,7 @@ func toSettingsJSON(st catalog.Settings) settingsJSON {
 }
 
 // settingsRequest is the body of a PUT of settings: the values to save, all of them.
-type settingsRequest struct {
-	Values json.RawMessage `json:"values"`
-}
+type settingsRequest wire.SettingsUpdate
 
 // values reads the settings to save. values is required and must be an object: a body
 // without it, or with null, would otherwise read as {} and wipe what the user saved;
@@ -99,7 +91,7 @@ func (s *Server) getSettings(where settingsStore) handlerFunc {
 		if err != nil {
 			return err
 		}
-		httpkit.WriteJSON(w, http.StatusOK, toSettingsJSON(st))
+		httpkit.WriteJSON(w, http.StatusOK, settingsOf(st))
 		return nil
 	}
 }
@@ -119,7 +111,7 @@ func (s *Server) putSettings(where settingsStore) handlerFunc {
 		if err != nil {
 			return err
 		}
-		httpkit.WriteJSON(w, http.StatusOK, toSettingsJSON(st))
+		httpkit.WriteJSON(w, http.StatusOK, settingsOf(st))
 		return nil
 	}
 }

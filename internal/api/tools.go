@@ -1,30 +1,17 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
-type toolJSON struct {
-	ID                 string    `json:"id"`
-	Slug               string    `json:"slug"`
-	Title              string    `json:"title"`
-	Description        string    `json:"description"`
-	Summary            string    `json:"summary"`
-	UsageInstructions  string    `json:"usage_instructions"`
-	AuthorID           string    `json:"author_id"`
-	PublishedVersionID *string   `json:"published_version_id"`
-	CreatedAt          time.Time `json:"created_at"`
-	UpdatedAt          time.Time `json:"updated_at"`
-}
-
-func toToolJSON(t store.Tool) toolJSON {
-	out := toolJSON{ID: t.ID, Slug: t.Slug, Title: t.Title, Description: t.Description, Summary: t.Summary, UsageInstructions: t.UsageInstructions,
+// toolOf is tool t as the API shows it.
+func toolOf(t store.Tool) wire.Tool {
+	out := wire.Tool{ID: t.ID, Slug: t.Slug, Title: t.Title, Description: t.Description, Summary: t.Summary, UsageInstructions: t.UsageInstructions,
 		AuthorID: t.AuthorID, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	if t.PublishedVersionID != "" {
 		out.PublishedVersionID = &t.PublishedVersionID
@@ -32,42 +19,14 @@ func toToolJSON(t store.Tool) toolJSON {
 	return out
 }
 
-// toolDetailJSON is one tool with what its published version asks for: its input_schema
-// and settings_schema (null when it has none, or nothing is published).
-type toolDetailJSON struct {
-	toolJSON
-	InputSchema    json.RawMessage `json:"input_schema"`
-	SettingsSchema json.RawMessage `json:"settings_schema"`
-}
-
-type versionJSON struct {
-	ID             string          `json:"id"`
-	ToolID         string          `json:"tool_id"`
-	Source         string          `json:"source"`
-	InputSchema    json.RawMessage `json:"input_schema"`
-	SettingsSchema json.RawMessage `json:"settings_schema"`
-	Entrypoint     string          `json:"entrypoint"`
-	CreatedBy      string          `json:"created_by"`
-	CreatedAt      time.Time       `json:"created_at"`
-}
-
-func toVersionJSON(v store.ToolVersion) versionJSON {
-	return versionJSON{ID: v.ID, ToolID: v.ToolID, Source: v.Source, InputSchema: v.InputSchema, SettingsSchema: v.SettingsSchema,
+// versionOf is tool version v as the API shows it.
+func versionOf(v store.ToolVersion) wire.Version {
+	return wire.Version{ID: v.ID, ToolID: v.ToolID, Source: v.Source, InputSchema: v.InputSchema, SettingsSchema: v.SettingsSchema,
 		Entrypoint: v.Entrypoint, CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt}
 }
 
 func (s *Server) createTool(w http.ResponseWriter, r *http.Request, u store.User) error {
-	var req struct {
-		Slug              string          `json:"slug"`
-		Title             string          `json:"title"`
-		Description       string          `json:"description"`
-		Summary           string          `json:"summary"`
-		UsageInstructions string          `json:"usage_instructions"`
-		Source            string          `json:"source"`
-		InputSchema       json.RawMessage `json:"input_schema"`
-		SettingsSchema    json.RawMessage `json:"settings_schema"`
-		Publish           bool            `json:"publish"`
-	}
+	var req wire.NewTool
 	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -77,7 +36,7 @@ func (s *Server) createTool(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusCreated, map[string]any{"tool": toToolJSON(t), "version": toVersionJSON(v)})
+	httpkit.WriteJSON(w, http.StatusCreated, wire.CreatedTool{Tool: toolOf(t), Version: versionOf(v)})
 	return nil
 }
 
@@ -86,11 +45,12 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request, u store.User)
 	if err != nil {
 		return err
 	}
-	out := make([]toolJSON, 0, len(tools))
+	out := wire.ToolList{Tools: make([]wire.Tool, 0, len(tools))}
 	for _, t := range tools {
-		out = append(out, toToolJSON(t))
+		out.Tools = append(out.Tools, toolOf(t))
 	}
-	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"tools": out, "count": len(out)})
+	out.Count = len(out.Tools)
+	httpkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -99,7 +59,7 @@ func (s *Server) getTool(w http.ResponseWriter, r *http.Request, u store.User) e
 	if err != nil {
 		return err
 	}
-	out := toolDetailJSON{toolJSON: toToolJSON(t)}
+	out := wire.ToolDetail{Tool: toolOf(t)}
 	if t.PublishedVersionID != "" {
 		_, v, err := s.svc.Catalog.Published(r.Context(), u, t.ID)
 		if err != nil {
@@ -118,12 +78,7 @@ func (s *Server) updateTool(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	var req struct {
-		Title             *string `json:"title"`
-		Description       *string `json:"description"`
-		Summary           *string `json:"summary"`
-		UsageInstructions *string `json:"usage_instructions"`
-	}
+	var req wire.ToolInfo
 	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -138,7 +93,7 @@ func (s *Server) updateTool(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusOK, toToolJSON(t))
+	httpkit.WriteJSON(w, http.StatusOK, toolOf(t))
 	return nil
 }
 
@@ -146,11 +101,7 @@ func (s *Server) createVersion(w http.ResponseWriter, r *http.Request, u store.U
 	if _, err := s.svc.Catalog.Owned(r.Context(), u, r.PathValue("tool")); err != nil {
 		return err
 	}
-	var req struct {
-		Source         string          `json:"source"`
-		InputSchema    json.RawMessage `json:"input_schema"`
-		SettingsSchema json.RawMessage `json:"settings_schema"`
-	}
+	var req wire.NewVersion
 	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -159,7 +110,7 @@ func (s *Server) createVersion(w http.ResponseWriter, r *http.Request, u store.U
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusCreated, toVersionJSON(v))
+	httpkit.WriteJSON(w, http.StatusCreated, versionOf(v))
 	return nil
 }
 
@@ -168,7 +119,7 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusOK, toVersionJSON(v))
+	httpkit.WriteJSON(w, http.StatusOK, versionOf(v))
 	return nil
 }
 
@@ -177,6 +128,6 @@ func (s *Server) publishVersion(w http.ResponseWriter, r *http.Request, u store.
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusOK, toToolJSON(t))
+	httpkit.WriteJSON(w, http.StatusOK, toolOf(t))
 	return nil
 }

@@ -2,28 +2,20 @@ package api
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
-// userJSON is the public view of a user.
-type userJSON struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	Role        string    `json:"role"`
-	HasPassword bool      `json:"has_password"`
-	CreatedAt   time.Time `json:"created_at"`
-}
-
-func toUserJSON(u store.User) userJSON {
-	return userJSON{ID: u.ID, Name: u.Name, Role: u.Role, HasPassword: u.PasswordHash != "", CreatedAt: u.CreatedAt}
+// userOf is the public view of a user: never its password hash, only whether it has one.
+func userOf(u store.User) wire.User {
+	return wire.User{ID: u.ID, Name: u.Name, Role: u.Role, HasPassword: u.PasswordHash != "", CreatedAt: u.CreatedAt}
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request, u store.User) error {
-	httpkit.WriteJSON(w, http.StatusOK, toUserJSON(u))
+	httpkit.WriteJSON(w, http.StatusOK, userOf(u))
 	return nil
 }
 
@@ -31,11 +23,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, caller store
 	if err := account.RequireAdmin(caller, "creating a user"); err != nil {
 		return err
 	}
-	var req struct {
-		Name     string `json:"name"`
-		Role     string `json:"role"`
-		Password string `json:"password"`
-	}
+	var req wire.NewUser
 	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -43,7 +31,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, caller store
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusCreated, map[string]any{"id": u.ID, "name": u.Name, "role": u.Role, "token": tok})
+	httpkit.WriteJSON(w, http.StatusCreated, wire.CreatedUser{ID: u.ID, Name: u.Name, Role: u.Role, Token: tok})
 	return nil
 }
 
@@ -52,18 +40,17 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, u store.User)
 	if err != nil {
 		return err
 	}
-	out := make([]userJSON, 0, len(users))
+	out := wire.UserList{Users: make([]wire.User, 0, len(users))}
 	for _, u := range users {
-		out = append(out, toUserJSON(u))
+		out.Users = append(out.Users, userOf(u))
 	}
-	httpkit.WriteJSON(w, http.StatusOK, map[string]any{"users": out, "count": len(out)})
+	out.Count = len(out.Users)
+	httpkit.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request, caller store.User) error {
-	var req struct {
-		Name string `json:"name"`
-	}
+	var req wire.NewToken
 	if r.ContentLength != 0 {
 		if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 			return err
@@ -77,14 +64,12 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, caller stor
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusCreated, map[string]any{"token": tok, "user_id": target.ID})
+	httpkit.WriteJSON(w, http.StatusCreated, wire.IssuedToken{Token: tok, UserID: target.ID})
 	return nil
 }
 
 func (s *Server) setPassword(w http.ResponseWriter, r *http.Request, caller store.User) error {
-	var req struct {
-		Password string `json:"password"`
-	}
+	var req wire.NewPassword
 	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -103,9 +88,7 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request, caller store
 	if err := account.RequireAdmin(caller, "changing a role"); err != nil {
 		return err
 	}
-	var req struct {
-		Role string `json:"role"`
-	}
+	var req wire.RoleChange
 	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -113,6 +96,6 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request, caller store
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusOK, toUserJSON(target))
+	httpkit.WriteJSON(w, http.StatusOK, userOf(target))
 	return nil
 }

@@ -144,7 +144,7 @@ func (e *Env) Client(t testing.TB, token string) *client.Client {
 }
 
 // User creates a user with role and returns a client holding its token.
-func (e *Env) User(t testing.TB, name, role string) (*client.Client, client.User) {
+func (e *Env) User(t testing.TB, name, role string) (*client.Client, client.CreatedUser) {
 	t.Helper()
 	u, err := e.Admin.CreateUser(context.Background(), name, role, "")
 	if err != nil {

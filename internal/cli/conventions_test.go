@@ -22,6 +22,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/version"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
 // TestSandboxExecConventions: as with docker exec, everything after the sandbox id is the
@@ -267,17 +268,17 @@ func TestExitCodeOf(t *testing.T) {
 		want int
 	}{
 		{"a plain failure", errors.New("x"), exitFailure},
-		{"forbidden", &client.Error{Status: 403, Code: "forbidden"}, exitFailure},
-		{"invalid", &client.Error{Status: 400, Code: "invalid_request"}, exitFailure},
-		{"conflict", &client.Error{Status: 409, Code: "conflict"}, exitFailure},
-		{"quota", &client.Error{Status: 507, Code: "quota_exceeded"}, exitFailure},
-		{"not found", &client.Error{Status: 404, Code: "not_found"}, exitNotFound},
-		{"not found in an exec stream", &client.Error{Status: 200, Code: "not_found"}, exitNotFound},
+		{"forbidden", &client.Error{Status: 403, ErrorInfo: wire.ErrorInfo{Code: "forbidden"}}, exitFailure},
+		{"invalid", &client.Error{Status: 400, ErrorInfo: wire.ErrorInfo{Code: "invalid_request"}}, exitFailure},
+		{"conflict", &client.Error{Status: 409, ErrorInfo: wire.ErrorInfo{Code: "conflict"}}, exitFailure},
+		{"quota", &client.Error{Status: 507, ErrorInfo: wire.ErrorInfo{Code: "quota_exceeded"}}, exitFailure},
+		{"not found", &client.Error{Status: 404, ErrorInfo: wire.ErrorInfo{Code: "not_found"}}, exitNotFound},
+		{"not found in an exec stream", &client.Error{Status: 200, ErrorInfo: wire.ErrorInfo{Code: "not_found"}}, exitNotFound},
 		{"a 404 without a body", &client.Error{Status: 404}, exitNotFound},
-		{"internal", &client.Error{Status: 500, Code: "internal"}, exitUnavailable},
-		{"unavailable", &client.Error{Status: 503, Code: "unavailable"}, exitUnavailable},
+		{"internal", &client.Error{Status: 500, ErrorInfo: wire.ErrorInfo{Code: "internal"}}, exitUnavailable},
+		{"unavailable", &client.Error{Status: 503, ErrorInfo: wire.ErrorInfo{Code: "unavailable"}}, exitUnavailable},
 		{"a bad gateway", &client.Error{Status: 502}, exitUnavailable},
-		{"an internal error in an exec stream", &client.Error{Status: 200, Code: "internal"}, exitUnavailable},
+		{"an internal error in an exec stream", &client.Error{Status: 200, ErrorInfo: wire.ErrorInfo{Code: "internal"}}, exitUnavailable},
 		{"unreachable", &client.UnreachableError{Server: "http://x", Err: errors.New("refused")}, exitUnavailable},
 		{"a cut connection", fmt.Errorf("downloading: %w", &net.OpError{Op: "read", Err: errors.New("reset")}), exitUnavailable},
 		{"a short body", fmt.Errorf("downloading: %w", io.ErrUnexpectedEOF), exitUnavailable},

@@ -1,5 +1,6 @@
 // Package client is the Go client of skrip's HTTP API. The CLI uses it for every verb
-// except serve and doctor; programs may use it too.
+// except serve and doctor; programs may use it too. The bodies it sends and reads are
+// package wire's, the ones the API writes; the names here are aliases of them.
 package client
 
 import (
@@ -12,7 +13,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
+
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
 // Client talks to one skrip server as one user.
@@ -33,12 +35,10 @@ func New(base, token string) (*Client, error) {
 	return &Client{base: u, token: token, http: &http.Client{Transport: http.DefaultTransport}}, nil
 }
 
-// Error is an error answer of the API (docs/spec.md §3).
+// Error is an error answer of the API (docs/spec.md §3): its HTTP status and what its body said.
 type Error struct {
-	Status  int
-	Code    string         `json:"code"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details"`
+	Status int
+	wire.ErrorInfo
 }
 
 func (e *Error) Error() string {
@@ -104,12 +104,11 @@ func (c *Client) RequestSized(ctx context.Context, method, path string, body io.
 	defer resp.Body.Close()
 	apiErr := &Error{Status: resp.StatusCode}
 	var answer struct {
-		Error *Error `json:"error"`
+		Error *wire.ErrorInfo `json:"error"`
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if json.Unmarshal(b, &answer) == nil && answer.Error != nil {
-		answer.Error.Status = resp.StatusCode
-		apiErr = answer.Error
+		apiErr.ErrorInfo = *answer.Error
 	}
 	if apiErr.Status == http.StatusUnauthorized && c.token == "" {
 		apiErr.Message += " (pass --token or set SKRIP_TOKEN)"
@@ -158,14 +157,10 @@ func unwrapURLError(err error) error {
 }
 
 // User is a user as the API shows it.
-type User struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	Role        string    `json:"role"`
-	HasPassword bool      `json:"has_password"`
-	CreatedAt   time.Time `json:"created_at"`
-	Token       string    `json:"token,omitempty"`
-}
+type User = wire.User
+
+// CreatedUser is a new user with its first token.
+type CreatedUser = wire.CreatedUser
 
 // Me returns the caller.
 func (c *Client) Me(ctx context.Context) (User, error) {
@@ -173,39 +168,32 @@ func (c *Client) Me(ctx context.Context) (User, error) {
 	return u, c.Do(ctx, http.MethodGet, "/api/v1/me", nil, &u)
 }
 
-// CreateUser creates a user (admin only) and returns it with its first token.
-func (c *Client) CreateUser(ctx context.Context, name, role, password string) (User, error) {
-	var u User
-	in := map[string]string{"name": name, "role": role}
-	if password != "" {
-		in["password"] = password
-	}
-	return u, c.Do(ctx, http.MethodPost, "/api/v1/users", in, &u)
+// CreateUser creates a user (admin only) and returns it with its first token. Without a
+// password the user signs in with tokens only.
+func (c *Client) CreateUser(ctx context.Context, name, role, password string) (CreatedUser, error) {
+	var u CreatedUser
+	return u, c.Do(ctx, http.MethodPost, "/api/v1/users", wire.NewUser{Name: name, Role: role, Password: password}, &u)
 }
 
 // Users lists every user (admin only).
 func (c *Client) Users(ctx context.Context) ([]User, error) {
-	var out struct {
-		Users []User `json:"users"`
-	}
+	var out wire.UserList
 	return out.Users, c.Do(ctx, http.MethodGet, "/api/v1/users", nil, &out)
 }
 
 // SetRole changes a user's role (admin only); user is an id or a name.
 func (c *Client) SetRole(ctx context.Context, user, role string) (User, error) {
 	var u User
-	return u, c.Do(ctx, http.MethodPatch, "/api/v1/users/"+url.PathEscape(user), map[string]string{"role": role}, &u)
+	return u, c.Do(ctx, http.MethodPatch, "/api/v1/users/"+url.PathEscape(user), wire.RoleChange{Role: role}, &u)
 }
 
 // SetPassword sets the web sign-in password of user (an id or a name).
 func (c *Client) SetPassword(ctx context.Context, user, password string) error {
-	return c.Do(ctx, http.MethodPut, "/api/v1/users/"+url.PathEscape(user)+"/password", map[string]string{"password": password}, nil)
+	return c.Do(ctx, http.MethodPut, "/api/v1/users/"+url.PathEscape(user)+"/password", wire.NewPassword{Password: password}, nil)
 }
 
 // CreateToken issues a new token for user (an id or a name; admins may name anyone).
 func (c *Client) CreateToken(ctx context.Context, user, name string) (string, error) {
-	var out struct {
-		Token string `json:"token"`
-	}
-	return out.Token, c.Do(ctx, http.MethodPost, "/api/v1/users/"+url.PathEscape(user)+"/tokens", map[string]string{"name": name}, &out)
+	var out wire.IssuedToken
+	return out.Token, c.Do(ctx, http.MethodPost, "/api/v1/users/"+url.PathEscape(user)+"/tokens", wire.NewToken{Name: name}, &out)
 }

@@ -15,18 +15,11 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/hashcopy"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
 // FileInfo describes a staged file (docs/spec.md §4).
-type FileInfo struct {
-	FileKey     string     `json:"file_key"`
-	Name        string     `json:"name"`
-	SizeBytes   int64      `json:"size_bytes"`
-	ContentType string     `json:"content_type"`
-	Checksum    string     `json:"checksum"`
-	CreatedAt   time.Time  `json:"created_at"`
-	ExpiresAt   *time.Time `json:"expires_at"`
-}
+type FileInfo = wire.FileInfo
 
 // UploadOptions are the optional parts of an upload.
 type UploadOptions struct {
@@ -122,10 +115,7 @@ func (c *Client) Files(ctx context.Context, prefix, cursor string, limit int) ([
 	if c.fileOwner != "" {
 		q.Set("owner", c.fileOwner)
 	}
-	var out struct {
-		Files      []FileInfo `json:"files"`
-		NextCursor *string    `json:"next_cursor"`
-	}
+	var out wire.FileList
 	if err := c.Do(ctx, http.MethodGet, "/api/v1/files?"+q.Encode(), nil, &out); err != nil {
 		return nil, "", err
 	}
@@ -228,27 +218,10 @@ func (c *Client) DeleteFile(ctx context.Context, key string) error {
 }
 
 // CleanupReport is what one janitor pass removed.
-type CleanupReport struct {
-	Files              int   `json:"files"`
-	FileBytes          int64 `json:"file_bytes"`
-	FileVersions       int   `json:"file_versions"`
-	SessionSets        int   `json:"session_sets"`
-	SessionFiles       int   `json:"session_files"`
-	SessionBytes       int64 `json:"session_bytes"`
-	ArtifactRuns       int   `json:"artifact_runs"`
-	Artifacts          int   `json:"artifacts"`
-	ArtifactBytes      int64 `json:"artifact_bytes"`
-	BlobLeftovers      int   `json:"blob_leftovers"`
-	OrphanSessionFiles int   `json:"orphan_session_files"`
-	OrphanArtifacts    int   `json:"orphan_artifacts"`
-	SignIns            int64 `json:"sign_ins"`
-	Sandboxes          int   `json:"sandboxes"`
-}
+type CleanupReport = wire.CleanupReport
 
 // Cleanup asks the server to run one janitor pass now (admin only).
 func (c *Client) Cleanup(ctx context.Context) (CleanupReport, error) {
-	var out struct {
-		Removed CleanupReport `json:"removed"`
-	}
+	var out wire.Cleanup
 	return out.Removed, c.Do(ctx, http.MethodPost, "/api/v1/admin/cleanup", nil, &out)
 }

@@ -12,114 +12,37 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
-// Tool is a tool as the API shows it. InputSchema and SettingsSchema are its published
-// version's, and only ToolOf fills them in; nil when it has none.
-type Tool struct {
-	ID                 string          `json:"id"`
-	Slug               string          `json:"slug"`
-	Title              string          `json:"title"`
-	Description        string          `json:"description"`
-	Summary            string          `json:"summary"`
-	UsageInstructions  string          `json:"usage_instructions"`
-	AuthorID           string          `json:"author_id"`
-	PublishedVersionID *string         `json:"published_version_id"`
-	InputSchema        json.RawMessage `json:"input_schema,omitempty"`
-	SettingsSchema     json.RawMessage `json:"settings_schema,omitempty"`
-	CreatedAt          time.Time       `json:"created_at"`
-	UpdatedAt          time.Time       `json:"updated_at"`
-}
+// Tool is a tool as listings and changes show it.
+type Tool = wire.Tool
+
+// ToolDetail is one tool with its published version's schemas (nil when it has none).
+type ToolDetail = wire.ToolDetail
 
 // Version is a tool version. Its schemas are nil when it has none.
-type Version struct {
-	ID             string          `json:"id"`
-	ToolID         string          `json:"tool_id"`
-	Source         string          `json:"source"`
-	InputSchema    json.RawMessage `json:"input_schema"`
-	SettingsSchema json.RawMessage `json:"settings_schema"`
-	Entrypoint     string          `json:"entrypoint"`
-	CreatedBy      string          `json:"created_by"`
-	CreatedAt      time.Time       `json:"created_at"`
-}
+type Version = wire.Version
 
 // Artifact is a file a run produced.
-type Artifact struct {
-	Path      string     `json:"path"`
-	Name      string     `json:"name"`
-	Bytes     int64      `json:"bytes"`
-	SHA256    string     `json:"sha256"`
-	URL       string     `json:"url"`
-	ExpiredAt *time.Time `json:"expired_at,omitempty"` // set once SKRIP_RUN_ARTIFACTS_TTL removed the bytes
-}
+type Artifact = wire.Artifact
 
 // Output is one output of a run; which fields are set depends on Kind.
-type Output struct {
-	Kind     string           `json:"kind"`
-	Level    string           `json:"level,omitempty"`
-	Message  string           `json:"message,omitempty"`
-	Markdown string           `json:"markdown,omitempty"`
-	Title    string           `json:"title,omitempty"`
-	Columns  []Column         `json:"columns,omitempty"`
-	Rows     []map[string]any `json:"rows,omitempty"`
-	Value    any              `json:"value,omitempty"`
-	HTML     string           `json:"html,omitempty"`
-	Spec     any              `json:"spec,omitempty"`
-}
+type Output = contract.Output
 
 // Column is a table column.
-type Column struct {
-	Key   string `json:"key"`
-	Label string `json:"label"`
-}
+type Column = contract.Column
 
-// Field is one input of a next action's form.
-type Field struct {
-	Name    string `json:"name"`
-	Label   string `json:"label"`
-	Kind    string `json:"kind"`
-	Options []struct {
-		Value string `json:"value"`
-		Label string `json:"label"`
-	} `json:"options,omitempty"`
-}
+// Field is one input of a next action's form, or one setting.
+type Field = contract.Field
 
 // NextAction is a form a run offers.
-type NextAction struct {
-	ActionID string         `json:"action_id"`
-	Label    string         `json:"label"`
-	Kind     string         `json:"kind"`
-	Fields   []Field        `json:"fields"`
-	Prefill  map[string]any `json:"prefill,omitempty"`
-}
+type NextAction = contract.NextAction
 
 // Run is a run as the API shows it.
-type Run struct {
-	RunID         string          `json:"run_id"`
-	ToolID        string          `json:"tool_id"`
-	VersionID     string          `json:"version_id"`
-	UserID        string          `json:"user_id"`
-	Context       string          `json:"context"`
-	Kind          string          `json:"kind"`
-	ActionID      *string         `json:"action_id"`
-	Status        string          `json:"status"`
-	ErrorSummary  *string         `json:"error_summary"`
-	Inputs        map[string]any  `json:"inputs"`
-	Outputs       []Output        `json:"outputs"`
-	NextActions   []NextAction    `json:"next_actions"`
-	Artifacts     []Artifact      `json:"artifacts"`
-	InputManifest json.RawMessage `json:"input_manifest"`
-	StateRev      *int64          `json:"state_rev"`
-	CreatedAt     time.Time       `json:"created_at"`
-	StartedAt     *time.Time      `json:"started_at"`
-	FinishedAt    *time.Time      `json:"finished_at"`
-	DurationMS    *int64          `json:"duration_ms"`
-	Stdout        *string         `json:"stdout"`
-	Stderr        *string         `json:"stderr"`
-}
-
-// Done reports whether the run is over.
-func (r Run) Done() bool { return r.Status != "queued" && r.Status != "running" }
+type Run = wire.Run
 
 // CreateTool creates a tool from source, publishing it when publish is set.
 func (c *Client) CreateTool(ctx context.Context, slug, title, description, source string, publish bool) (Tool, Version, error) {
@@ -128,15 +51,13 @@ func (c *Client) CreateTool(ctx context.Context, slug, title, description, sourc
 
 // Tools lists the tools the caller may see.
 func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
-	var out struct {
-		Tools []Tool `json:"tools"`
-	}
+	var out wire.ToolList
 	return out.Tools, c.Do(ctx, http.MethodGet, "/api/v1/tools", nil, &out)
 }
 
 // ToolOf returns a tool by id or slug, with its published version's schemas.
-func (c *Client) ToolOf(ctx context.Context, ref string) (Tool, error) {
-	var t Tool
+func (c *Client) ToolOf(ctx context.Context, ref string) (ToolDetail, error) {
+	var t ToolDetail
 	err := c.Do(ctx, http.MethodGet, "/api/v1/tools/"+url.PathEscape(ref), nil, &t)
 	t.InputSchema, t.SettingsSchema = noNull(t.InputSchema), noNull(t.SettingsSchema)
 	return t, err

@@ -11,80 +11,37 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
 // Sandbox is a persistent agent sandbox (docs/spec.md §9).
-type Sandbox struct {
-	SandboxID    string        `json:"sandbox_id"`
-	OwnerID      string        `json:"owner_id"`
-	Runner       string        `json:"runner"`
-	Status       string        `json:"status"`
-	Workspace    string        `json:"workspace"`
-	Limits       SandboxLimits `json:"limits"`
-	IdleTimeout  string        `json:"idle_timeout"`
-	IdleTimeoutS float64       `json:"idle_timeout_s"`
-	CreatedAt    time.Time     `json:"created_at"`
-	LastActiveAt time.Time     `json:"last_active_at"`
-	ExpiresAt    time.Time     `json:"expires_at"`
-}
+type Sandbox = wire.Sandbox
 
-// SandboxLimits are a sandbox's limits.
-type SandboxLimits struct {
-	MemoryBytes    int64   `json:"memory_bytes,omitempty"`
-	Pids           int     `json:"pids,omitempty"`
-	CPUs           float64 `json:"cpus,omitempty"`
-	WorkspaceBytes int64   `json:"workspace_bytes,omitempty"`
-	TmpBytes       int64   `json:"tmp_bytes,omitempty"`
-	LogBytes       int64   `json:"log_bytes,omitempty"`
-	ExecTimeoutS   float64 `json:"max_exec_timeout_s,omitempty"`
-}
+// SandboxLimits are the limits a new sandbox asks for; zero takes the server's.
+// Sandbox.Limits are the ones it got.
+type SandboxLimits = wire.NewSandboxLimits
 
 // SandboxOptions are what a new sandbox may ask for; zero values take the server's.
 type SandboxOptions struct {
-	Limits      *SandboxLimits `json:"limits,omitempty"`
-	IdleTimeout string         `json:"idle_timeout,omitempty"` // "30m"; "" is the server's default
+	Limits      *SandboxLimits
+	IdleTimeout string // a duration such as "30m"; "" is the server's default
 }
 
 // ExecResult is how a command in a sandbox ended.
-type ExecResult struct {
-	ExitCode        int    `json:"exit_code"`
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	StdoutTruncated bool   `json:"stdout_truncated"`
-	StderrTruncated bool   `json:"stderr_truncated"`
-	DurationMS      int64  `json:"duration_ms"`
-	TimedOut        bool   `json:"timed_out"`
-	OOMKilled       bool   `json:"oom_killed"`
-}
+type ExecResult = wire.ExecResult
 
 // ExecRequest is a command to run in a sandbox.
-type ExecRequest struct {
-	Cmd      []string `json:"cmd"`
-	TimeoutS float64  `json:"timeout_s,omitempty"`
-	Stdin    *string  `json:"stdin,omitempty"`
-}
+type ExecRequest = wire.ExecRequest
 
 // Staged is a file staged into a workspace.
-type Staged struct {
-	OK        bool   `json:"ok"`
-	Path      string `json:"path"`
-	SizeBytes int64  `json:"size_bytes"`
-	Checksum  string `json:"checksum"`
-}
+type Staged = wire.Staged
 
 // Published is a workspace file published to the staging area: the new staged file.
-type Published struct {
-	OK bool `json:"ok"`
-	FileInfo
-}
+type Published = wire.Published
 
 // Written is a file written into a workspace.
-type Written struct {
-	OK        bool   `json:"ok"`
-	Path      string `json:"path"`
-	SizeBytes int64  `json:"size_bytes"`
-}
+type Written = wire.Written
 
 func sandboxPath(id string) string { return "/api/v1/sandboxes/" + url.PathEscape(id) }
 
@@ -99,15 +56,21 @@ func SandboxFSPath(id, p string) string {
 
 // CreateSandbox makes a sandbox.
 func (c *Client) CreateSandbox(ctx context.Context, opts SandboxOptions) (Sandbox, error) {
+	in := wire.NewSandbox{Limits: opts.Limits}
+	if opts.IdleTimeout != "" {
+		b, err := json.Marshal(opts.IdleTimeout)
+		if err != nil {
+			return Sandbox{}, err
+		}
+		in.IdleTimeout = b
+	}
 	var out Sandbox
-	return out, c.Do(ctx, http.MethodPost, "/api/v1/sandboxes", opts, &out)
+	return out, c.Do(ctx, http.MethodPost, "/api/v1/sandboxes", in, &out)
 }
 
 // Sandboxes lists the caller's sandboxes (everyone's with all, for an admin).
 func (c *Client) Sandboxes(ctx context.Context, all bool) ([]Sandbox, error) {
-	var out struct {
-		Sandboxes []Sandbox `json:"sandboxes"`
-	}
+	var out wire.SandboxList
 	p := "/api/v1/sandboxes"
 	if all {
 		p += "?all=true"
@@ -141,25 +104,19 @@ func (c *Client) ExecStream(ctx context.Context, id string, req ExecRequest, onL
 		return ExecResult{}, err
 	}
 	resp, err := c.Request(ctx, http.MethodPost, sandboxPath(id)+"/exec", bytes.NewReader(b),
-		http.Header{"Accept": {"application/x-ndjson"}, "Content-Type": {"application/json"}})
+		http.Header{"Accept": {wire.ExecNDJSON}, "Content-Type": {"application/json"}})
 	if err != nil {
 		return ExecResult{}, err
 	}
 	defer resp.Body.Close()
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/x-ndjson") {
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), wire.ExecNDJSON) {
 		var out ExecResult
 		return out, decode(resp, &out)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		var msg struct {
-			Stream string      `json:"stream"`
-			Line   string      `json:"line"`
-			Notice string      `json:"notice"`
-			Result *ExecResult `json:"result"`
-			Error  *Error      `json:"error"`
-		}
+		var msg wire.ExecMessage
 		if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
 			return ExecResult{}, fmt.Errorf("reading the exec stream: %w", err)
 		}
@@ -167,8 +124,7 @@ func (c *Client) ExecStream(ctx context.Context, id string, req ExecRequest, onL
 		case msg.Result != nil:
 			return *msg.Result, nil
 		case msg.Error != nil:
-			msg.Error.Status = resp.StatusCode
-			return ExecResult{}, msg.Error
+			return ExecResult{}, &Error{Status: resp.StatusCode, ErrorInfo: *msg.Error}
 		case msg.Notice != "":
 			onLine("notice", msg.Notice)
 		default:
@@ -206,18 +162,11 @@ func (c *Client) ReadSandboxFile(ctx context.Context, id, p string) (io.ReadClos
 // StageFile copies the staged file key into the workspace at dest.
 func (c *Client) StageFile(ctx context.Context, id, key, dest string) (Staged, error) {
 	var out Staged
-	return out, c.Do(ctx, http.MethodPost, sandboxPath(id)+"/stage", map[string]string{"file_key": key, "destination": dest}, &out)
+	return out, c.Do(ctx, http.MethodPost, sandboxPath(id)+"/stage", wire.StageRequest{FileKey: key, Destination: dest}, &out)
 }
 
 // PublishFile copies the workspace file source into the staging area (under key, when set).
 func (c *Client) PublishFile(ctx context.Context, id, source, key, ttl string) (Published, error) {
-	in := map[string]string{"source": source}
-	if key != "" {
-		in["file_key"] = key
-	}
-	if ttl != "" {
-		in["ttl"] = ttl
-	}
 	var out Published
-	return out, c.Do(ctx, http.MethodPost, sandboxPath(id)+"/publish", in, &out)
+	return out, c.Do(ctx, http.MethodPost, sandboxPath(id)+"/publish", wire.PublishRequest{Source: source, FileKey: key, TTL: ttl}, &out)
 }

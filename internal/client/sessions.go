@@ -2,24 +2,21 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
 // ActionResult is the answer to start_action.
-type ActionResult struct {
-	RunID    string `json:"run_id"`
-	StateRev *int64 `json:"state_rev"`
-	Run      Run    `json:"run"`
-}
+type ActionResult = wire.ActionResult
 
 // StartAction submits an action of a production session.
 func (c *Client) StartAction(ctx context.Context, toolID, sctx, actionID string, input map[string]any, expectedRev int64) (ActionResult, error) {
 	var out ActionResult
-	err := c.Do(ctx, http.MethodPost, "/api/v1/start_action", map[string]any{"tool_id": toolID, "context": sctx, "action_id": actionID,
-		"input": input, "expected_state_rev": expectedRev}, &out)
+	err := c.Do(ctx, http.MethodPost, "/api/v1/start_action", wire.ActionRequest{ToolID: toolID, Context: sctx, ActionID: actionID,
+		Input: input, ExpectedStateRev: &expectedRev}, &out)
 	return out, err
 }
 
@@ -32,18 +29,12 @@ func (c *Client) EditorRun(ctx context.Context, versionID string, paths []string
 func (c *Client) EditorAction(ctx context.Context, versionID, actionID string, input map[string]any, expectedRev int64) (ActionResult, error) {
 	var out ActionResult
 	err := c.Do(ctx, http.MethodPost, "/api/v1/editor/tool-versions/"+url.PathEscape(versionID)+"/start-action",
-		map[string]any{"action_id": actionID, "input": input, "expected_state_rev": expectedRev}, &out)
+		wire.ActionRequest{ActionID: actionID, Input: input, ExpectedStateRev: &expectedRev}, &out)
 	return out, err
 }
 
 // Session is a tool session as the API shows it.
-type Session struct {
-	ToolID    string          `json:"tool_id"`
-	Context   string          `json:"context"`
-	StateRev  int64           `json:"state_rev"`
-	State     json.RawMessage `json:"state"`
-	UpdatedAt time.Time       `json:"updated_at"`
-}
+type Session = wire.Session
 
 // SessionOf returns the caller's session of tool in context.
 func (c *Client) SessionOf(ctx context.Context, tool, sctx string) (Session, error) {
@@ -52,15 +43,7 @@ func (c *Client) SessionOf(ctx context.Context, tool, sctx string) (Session, err
 }
 
 // SessionFileList is the answer of the session-files route.
-type SessionFileList struct {
-	Files []struct {
-		Name   string `json:"name"`
-		Bytes  int64  `json:"bytes"`
-		SHA256 string `json:"sha256"`
-	} `json:"files"`
-	LastAccessedAt *time.Time `json:"last_accessed_at"`
-	ExpiresAt      *time.Time `json:"expires_at"`
-}
+type SessionFileList = wire.SessionFiles
 
 // SessionFiles lists the caller's session files of tool in context.
 func (c *Client) SessionFiles(ctx context.Context, tool, sctx string) (SessionFileList, error) {

@@ -6,55 +6,39 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"time"
+
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
 // NewTool is a tool to create (POST /api/v1/tools). The schemas are JSON, nil for none.
-type NewTool struct {
-	Slug              string          `json:"slug"`
-	Title             string          `json:"title"`
-	Description       string          `json:"description,omitempty"`
-	Summary           string          `json:"summary,omitempty"`
-	UsageInstructions string          `json:"usage_instructions,omitempty"`
-	Source            string          `json:"source"`
-	InputSchema       json.RawMessage `json:"input_schema,omitempty"`
-	SettingsSchema    json.RawMessage `json:"settings_schema,omitempty"`
-	Publish           bool            `json:"publish"`
-}
+type NewTool = wire.NewTool
 
 // AddTool creates a tool with its first version.
 func (c *Client) AddTool(ctx context.Context, n NewTool) (Tool, Version, error) {
-	var out struct {
-		Tool    Tool    `json:"tool"`
-		Version Version `json:"version"`
-	}
+	var out wire.CreatedTool
 	err := c.Do(ctx, http.MethodPost, "/api/v1/tools", n, &out)
-	return out.Tool, out.Version.noNulls(), err
+	return out.Tool, noNulls(out.Version), err
 }
 
 // NewVersion is a version to add to a tool. The schemas are JSON, nil for none.
-type NewVersion struct {
-	Source         string          `json:"source"`
-	InputSchema    json.RawMessage `json:"input_schema,omitempty"`
-	SettingsSchema json.RawMessage `json:"settings_schema,omitempty"`
-}
+type NewVersion = wire.NewVersion
 
 // AddVersion adds a version to a tool.
 func (c *Client) AddVersion(ctx context.Context, tool string, n NewVersion) (Version, error) {
 	var v Version
 	err := c.Do(ctx, http.MethodPost, "/api/v1/tools/"+url.PathEscape(tool)+"/versions", n, &v)
-	return v.noNulls(), err
+	return noNulls(v), err
 }
 
 // VersionOf returns a tool version; only its tool's author or an admin may read it.
 func (c *Client) VersionOf(ctx context.Context, id string) (Version, error) {
 	var v Version
 	err := c.Do(ctx, http.MethodGet, "/api/v1/tool-versions/"+url.PathEscape(id), nil, &v)
-	return v.noNulls(), err
+	return noNulls(v), err
 }
 
 // noNulls makes the schemas the API shows as null nil.
-func (v Version) noNulls() Version {
+func noNulls(v Version) Version {
 	v.InputSchema, v.SettingsSchema = noNull(v.InputSchema), noNull(v.SettingsSchema)
 	return v
 }
@@ -68,12 +52,7 @@ func noNull(raw json.RawMessage) json.RawMessage {
 }
 
 // ToolInfo is what UpdateTool changes: the fields that are not nil.
-type ToolInfo struct {
-	Title             *string `json:"title,omitempty"`
-	Description       *string `json:"description,omitempty"`
-	Summary           *string `json:"summary,omitempty"`
-	UsageInstructions *string `json:"usage_instructions,omitempty"`
-}
+type ToolInfo = wire.ToolInfo
 
 // UpdateTool changes a tool's title, description, summary or usage instructions.
 func (c *Client) UpdateTool(ctx context.Context, tool string, info ToolInfo) (Tool, error) {
@@ -81,13 +60,11 @@ func (c *Client) UpdateTool(ctx context.Context, tool string, info ToolInfo) (To
 	return t, c.Do(ctx, http.MethodPatch, "/api/v1/tools/"+url.PathEscape(tool), info, &t)
 }
 
-// Settings is a user's settings for a tool: the schema and the saved values that fit it.
-// UpdatedAt is nil when nothing was saved.
+// Settings is a user's settings for a tool: the schema and the saved values that fit it
+// (UpdatedAt is nil when nothing was saved), and Raw, the answer as the server sent it.
 type Settings struct {
-	SettingsSchema []Field         `json:"settings_schema"`
-	Values         map[string]any  `json:"values"`
-	UpdatedAt      *time.Time      `json:"updated_at"`
-	Raw            json.RawMessage `json:"-"`
+	wire.Settings
+	Raw json.RawMessage `json:"-"`
 }
 
 // ToolSettings returns the caller's settings for a tool.
@@ -122,16 +99,19 @@ func (c *Client) settings(ctx context.Context, method, path string, values map[s
 		if values == nil {
 			values = map[string]any{}
 		}
-		in = map[string]any{"values": values}
+		b, err := json.Marshal(values)
+		if err != nil {
+			return Settings{}, err
+		}
+		in = wire.SettingsUpdate{Values: b}
 	}
 	var raw json.RawMessage
 	if err := c.Do(ctx, method, path, in, &raw); err != nil {
 		return Settings{}, err
 	}
-	var s Settings
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s := Settings{Raw: raw}
+	if err := json.Unmarshal(raw, &s.Settings); err != nil {
 		return Settings{}, err
 	}
-	s.Raw = raw
 	return s, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/upload"
+	"github.com/skrip-dev/skrip/internal/wire"
 	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
@@ -176,15 +177,6 @@ func AtCapacity(err error) bool {
 	return false
 }
 
-// ErrorBody is the JSON shape of every error.
-type ErrorBody struct {
-	Error struct {
-		Code    string         `json:"code"`
-		Message string         `json:"message"`
-		Details map[string]any `json:"details,omitempty"`
-	} `json:"error"`
-}
-
 // WriteError answers with err's row of the error table, as JSON. An error in no row is a
 // 500: its text goes to log with the request id, and the client gets only the request id.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
@@ -200,7 +192,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 
 // ErrorOf is err's status and JSON body, as WriteError would answer: for a stream
 // whose status line has gone, to end it with the error.
-func ErrorOf(r *http.Request, log *slog.Logger, err error) (int, ErrorBody) {
+func ErrorOf(r *http.Request, log *slog.Logger, err error) (int, wire.ErrorBody) {
 	return errorOf(r, log, err)
 }
 
@@ -208,11 +200,11 @@ func ErrorOf(r *http.Request, log *slog.Logger, err error) (int, ErrorBody) {
 // logged with the request id and whose body carries only that id. When reading the
 // request body failed, that is the answer, whatever the handler made of it (a cancelled
 // context, a storage error around it).
-func errorOf(r *http.Request, log *slog.Logger, err error) (int, ErrorBody) {
+func errorOf(r *http.Request, log *slog.Logger, err error) (int, wire.ErrorBody) {
 	if berr := BodyError(r); berr != nil {
 		err = berr
 	}
-	var body ErrorBody
+	var body wire.ErrorBody
 	status, code, msg, details := Describe(err)
 	body.Error.Code = code
 	if status == http.StatusInternalServerError {
@@ -238,7 +230,7 @@ func LogInternal(r *http.Request, log *slog.Logger, err error) {
 // (invalid_request, whatever the status: 400, 501 for a transfer encoding, 505 for a
 // protocol version).
 func ProtocolError(status int, message string, details map[string]any) []byte {
-	var body ErrorBody
+	var body wire.ErrorBody
 	body.Error.Code = "invalid_request"
 	if status == http.StatusRequestEntityTooLarge || status == http.StatusRequestHeaderFieldsTooLarge {
 		body.Error.Code = "too_large"

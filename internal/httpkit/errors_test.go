@@ -19,6 +19,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
 // TestReasonsAreDistinct: details.reason names one row of the error table, so a client
@@ -145,7 +146,7 @@ func TestWriteError(t *testing.T) {
 				rec := httptest.NewRecorder()
 				h.ServeHTTP(rec, req)
 
-				var body ErrorBody
+				var body wire.ErrorBody
 				if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 					t.Fatalf("body %q: %v", rec.Body, err)
 				}

@@ -82,6 +82,21 @@ func decode(r store.Run, field, text string, v any) error {
 	return nil
 }
 
+// InputsOf are the inputs run r was started with (an action run's input). Numbers are
+// json.Number, so they keep the digits they were stored with.
+func InputsOf(r store.Run) (map[string]any, error) {
+	if r.Inputs == "" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(r.Inputs))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: the inputs of run %s: %v", ErrCorrupt, r.ID, err)
+	}
+	return v, nil
+}
+
 // OutputsOf is what run r showed the user.
 func OutputsOf(r store.Run) ([]contract.Output, error) {
 	var v []contract.Output

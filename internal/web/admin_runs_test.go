@@ -56,7 +56,7 @@ func TestAdminRunsPage(t *testing.T) {
 	apptest.Each(t, func(t *testing.T, be apptest.Backend) {
 		env := apptest.New(t, be)
 		ctx := context.Background()
-		users := map[string]client.User{}
+		users := map[string]client.CreatedUser{}
 		for _, u := range [][2]string{{"root", "admin"}, {"ada", "user"}, {"bob", "user"}} {
 			cu, err := env.Admin.CreateUser(ctx, u[0], u[1], "a good password")
 			if err != nil {
@@ -73,7 +73,7 @@ func TestAdminRunsPage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tools[slug] = tl
+			tools[slug] = tl.Tool
 		}
 		// The records go straight into the store: paging needs more runs than a page
 		// holds, and one damaged record, which no run would leave.

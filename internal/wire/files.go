@@ -1,0 +1,49 @@
+package wire
+
+import "time"
+
+// FileInfo is a staged file (docs/spec.md §4). ExpiresAt is null for a file kept until deleted.
+type FileInfo struct {
+	FileKey     string     `json:"file_key"`
+	Name        string     `json:"name"`
+	SizeBytes   int64      `json:"size_bytes"`
+	ContentType string     `json:"content_type"`
+	Checksum    string     `json:"checksum"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+}
+
+// FileList is the answer of GET /api/v1/files: one page in key order. NextCursor is
+// null on the last page.
+type FileList struct {
+	Count      int        `json:"count"`
+	Files      []FileInfo `json:"files"`
+	NextCursor *string    `json:"next_cursor"`
+}
+
+// Cleanup is the answer of POST /api/v1/admin/cleanup.
+type Cleanup struct {
+	Removed CleanupReport `json:"removed"`
+}
+
+// CleanupReport is what one janitor pass removed.
+type CleanupReport struct {
+	Files     int   `json:"files"`
+	FileBytes int64 `json:"file_bytes"`
+	// FileVersions are replaced versions of staged files whose bytes were kept for
+	// readers that had them open.
+	FileVersions  int   `json:"file_versions"`
+	SessionSets   int   `json:"session_sets"`
+	SessionFiles  int   `json:"session_files"`
+	SessionBytes  int64 `json:"session_bytes"`
+	ArtifactRuns  int   `json:"artifact_runs"`  // runs whose artifacts expired
+	Artifacts     int   `json:"artifacts"`      // expired artifacts
+	ArtifactBytes int64 `json:"artifact_bytes"` // their bytes
+	// BlobLeftovers are the blob store's own debris: temp files, unreferenced objects.
+	BlobLeftovers int `json:"blob_leftovers"`
+	// OrphanSessionFiles and OrphanArtifacts are blobs no row refers to.
+	OrphanSessionFiles int   `json:"orphan_session_files"`
+	OrphanArtifacts    int   `json:"orphan_artifacts"`
+	SignIns            int64 `json:"sign_ins"`
+	Sandboxes          int   `json:"sandboxes"`
+}

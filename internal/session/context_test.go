@@ -47,6 +47,10 @@ func TestParseContext(t *testing.T) {
 		"sandbox:a:b",
 		"sandbox:a/b",
 		"sandbox:/",
+		"sandbox: ",   // a version id has no space
+		"sandbox:v 1", // nor one inside
+		"sandbox:v_1\x00",
+		"sandbox:v\u00e9",
 		"Default",
 		"DEFAULT",
 		"default ",

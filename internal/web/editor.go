@@ -233,7 +233,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	data["SessionFiles"] = sf
 	f := ev.RunForm
 	if f == nil {
-		if f, err = h.sandboxForm(c, v); err != nil {
+		if f, err = h.editorRunForm(c, v); err != nil {
 			return err
 		}
 	}
@@ -328,7 +328,7 @@ func (h *Handler) editorSettings(r *http.Request, c *call, v store.ToolVersion) 
 	return p, nil
 }
 
-// saveEditorSettings saves the sandbox's settings of a version, apart from the
+// saveEditorSettings saves the editor's settings of a version, apart from the
 // settings users saved for the tool.
 func (h *Handler) saveEditorSettings(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := needAuthor(c); err != nil {
@@ -370,9 +370,9 @@ func (h *Handler) publish(w http.ResponseWriter, r *http.Request, c *call) error
 	return nil
 }
 
-// sandboxForm is the editor's sandbox run form for version v: the same form users get
+// editorRunForm is the editor's run form for version v: the same form users get
 // from its input_schema.
-func (h *Handler) sandboxForm(c *call, v store.ToolVersion) (*runForm, error) {
+func (h *Handler) editorRunForm(c *call, v store.ToolVersion) (*runForm, error) {
 	schema, err := inputSchema(v)
 	if err != nil {
 		return nil, err
@@ -382,9 +382,9 @@ func (h *Handler) sandboxForm(c *call, v store.ToolVersion) (*runForm, error) {
 	return f, nil
 }
 
-// sandboxRun runs a version in its editor context with the uploaded files, like a
+// editorRun runs a version in its editor context with the uploaded files, like a
 // production run but in session.Editor(version) with the editor's wall time.
-func (h *Handler) sandboxRun(w http.ResponseWriter, r *http.Request, c *call) error {
+func (h *Handler) editorRun(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := needAuthor(c); err != nil {
 		return err
 	}
@@ -392,7 +392,7 @@ func (h *Handler) sandboxRun(w http.ResponseWriter, r *http.Request, c *call) er
 	if err != nil {
 		return err
 	}
-	f, err := h.sandboxForm(c, v)
+	f, err := h.editorRunForm(c, v)
 	if err != nil {
 		return err
 	}

@@ -116,7 +116,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /editor/{tool}/versions", h.page(h.saveVersion))
 	mux.Handle("POST /editor/{tool}/info", h.page(h.saveInfo))
 	mux.Handle("POST /editor/versions/{version}/publish", h.page(h.publish))
-	mux.Handle("POST /editor/versions/{version}/runs", h.upload(h.sandboxRun))
+	mux.Handle("POST /editor/versions/{version}/runs", h.upload(h.editorRun))
 	mux.Handle("POST /editor/versions/{version}/settings", h.page(h.saveEditorSettings))
 
 	mux.Handle("GET /files", h.page(h.filesPage))

@@ -10,6 +10,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -253,7 +254,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, c *call, err erro
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, page string, c *call, data map[string]any) {
 	t, ok := h.pages[page]
 	if !ok {
-		http.Error(w, "no page "+page, http.StatusInternalServerError)
+		h.renderFailed(w, r, fmt.Errorf("web: no page %q", page))
 		return
 	}
 	if data == nil {
@@ -263,13 +264,20 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	data["Path"] = r.URL.Path
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
-		h.log.Error("web: rendering", "page", page, "error", err)
-		http.Error(w, "The page could not be shown; the error is in the server log.", http.StatusInternalServerError)
+		h.renderFailed(w, r, fmt.Errorf("web: rendering page %s: %w", page, err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
+}
+
+// renderFailed answers a page that could not be rendered in plain text, as no template
+// can be trusted then: the error table's status for err (a 500) and the request id to
+// report, with err in the log.
+func (h *Handler) renderFailed(w http.ResponseWriter, r *http.Request, err error) {
+	status, _ := h.statusOf(err)
+	http.Error(w, h.message(r, err), status)
 }
 
 // redirect sends the browser to target after a form was handled.

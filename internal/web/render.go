@@ -246,18 +246,20 @@ func indent(v any) string {
 	return string(b)
 }
 
-// artifact is one downloadable file of a run.
+// artifact is one file a run left: downloadable until the janitor expires it, then
+// only named, with when it expired.
 type artifact struct {
-	Name  string
-	Bytes int64
-	URL   string
+	Name    string
+	Bytes   int64
+	URL     string
+	Expired *time.Time
 }
 
 func artifacts(r store.Run) ([]artifact, error) {
 	arts, err := run.ArtifactsOf(r)
 	out := make([]artifact, 0, len(arts))
 	for _, a := range arts {
-		out = append(out, artifact{Name: a.Name, Bytes: a.Bytes, URL: httpkit.ArtifactURL(r.ID, a.Path)})
+		out = append(out, artifact{Name: a.Name, Bytes: a.Bytes, URL: httpkit.ArtifactURL(r.ID, a.Path), Expired: a.ExpiredAt})
 	}
 	return out, err
 }

@@ -53,6 +53,7 @@ type Config struct {
 	BwrapGID            int
 	RunTimeout          time.Duration
 	EditorRunTimeout    time.Duration
+	UILang              string
 	RunMemoryBytes      int64
 	RunPids             int
 	RunCPUs             float64
@@ -196,6 +197,7 @@ func Settings() []Setting {
 		{Name: "sandbox-max-per-user", Default: "10", Help: "agent sandboxes one user may hold at once", kind: kInt, bind: intv(func(c *Config) *int { return &c.SandboxMaxPerUser })},
 		{Name: "sandbox-max-total", Default: "64", Help: "agent sandboxes this server holds at once; beyond it new ones get 503 with Retry-After", kind: kInt, bind: intv(func(c *Config) *int { return &c.SandboxMaxTotal })},
 		{Name: "shutdown-grace", Default: "30s", Help: "how long SIGTERM waits for requests in flight", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
+		{Name: "ui-lang", Default: "sv", Help: "language of the web UI for a browser that asks for neither Swedish nor English: sv or en (a user can pick the other at the foot of every page)", choices: []string{"sv", "en"}, bind: str(func(c *Config) *string { return &c.UILang })},
 		{Name: "log-level", Default: "info", Help: "debug, info, warn or error", choices: []string{"debug", "info", "warn", "error"}, bind: str(func(c *Config) *string { return &c.LogLevel })},
 		{Name: "log-format", Default: "text", Help: "text or json", choices: []string{"text", "json"}, bind: str(func(c *Config) *string { return &c.LogFormat })},
 	}

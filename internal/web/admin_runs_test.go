@@ -114,15 +114,15 @@ func TestAdminRunsPage(t *testing.T) {
 		if want := newestFirst(append(adaDone, adaFailed, bobOther, bobCorrupt)...)[:50]; !slices.Equal(all.ids, want) {
 			t.Fatalf("the first page lists %v; want %v", all.ids, want)
 		}
-		if !strings.Contains(all.body, `<a href="/admin/runs" aria-current="page">All runs</a>`) {
+		if !strings.Contains(all.body, `<a href="/admin/runs" aria-current="page">Alla körningar</a>`) {
 			t.Fatalf("the admin navigation does not mark the page:\n%s", all.body)
 		}
 		// Bob's run of other: his name, the tool, its version, the status and each file
 		// of the manifest with its size.
 		row := rowOf(t, all.body, bobOther)
 		for _, want := range []string{"<td data-user>bob</td>", "Other", "(other)", "<code data-version>" + *tools["other"].PublishedVersionID + "</code>",
-			`data-status="succeeded"`, "Done", `<span data-file>betyg.xlsx</span>`, `data-bytes="20480">20.5 kB`,
-			`<span data-file>anteckningar.txt</span>`, `data-bytes="12">12 bytes`, `href="/runs/` + bobOther + `"`} {
+			`data-status="succeeded"`, "Klar", `<span data-file>betyg.xlsx</span>`, `data-bytes="20480">20,5 kB`,
+			`<span data-file>anteckningar.txt</span>`, `data-bytes="12">12 byte`, `href="/runs/` + bobOther + `"`} {
 			if !strings.Contains(row, want) {
 				t.Fatalf("bob's run of other lacks %q:\n%s", want, row)
 			}

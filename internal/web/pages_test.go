@@ -170,7 +170,7 @@ func TestPagesAndCookies(t *testing.T) {
 		if got := put(http.Header{"X-Csrf-Token": {csrf}}); got != http.StatusCreated && got != http.StatusOK {
 			t.Fatalf("a cookie PUT with the page's token answered %d", got)
 		}
-		if status, _, body = b.do("GET", "/files", nil, nil); !strings.Contains(body, "files/notes.txt") || !strings.Contains(body, "3 bytes") {
+		if status, _, body = b.do("GET", "/files", nil, nil); !strings.Contains(body, "files/notes.txt") || !strings.Contains(body, "3 byte") {
 			t.Fatalf("the files page (%d) does not list notes.txt with its size:\n%s", status, body)
 		}
 

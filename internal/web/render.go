@@ -25,31 +25,33 @@ import (
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
-var funcs = template.FuncMap{
-	"size":    Size,
-	"ago":     func(t time.Time) string { return Ago(t, time.Now()) },
-	"agoPtr":  func(t *time.Time) string { return agoPtr(t) },
-	"until":   func(t time.Time) string { return Until(t, time.Now()) },
-	"stamp":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-	"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"status":  statusLabel,
-	"done":    store.Terminal,
-	"ctxName": contextName,
-	"keyURL":  httpkit.FileURL,
-	"dict": func(kv ...any) map[string]any {
-		m := map[string]any{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i].(string)] = kv[i+1]
-		}
-		return m
-	},
-}
-
-func agoPtr(t *time.Time) string {
-	if t == nil {
-		return ""
+// funcsFor are the templates' functions in language l.
+func funcsFor(l *Lang) template.FuncMap {
+	return template.FuncMap{
+		"t":     l.T,
+		"size":  l.Size,
+		"ago":   func(t time.Time) string { return l.Ago(t, time.Now()) },
+		"until": func(t time.Time) string { return l.Until(t, time.Now()) },
+		"agoPtr": func(t *time.Time) string {
+			if t == nil {
+				return ""
+			}
+			return l.Ago(*t, time.Now())
+		},
+		"stamp":   l.Stamp,
+		"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"status":  l.Status,
+		"done":    store.Terminal,
+		"ctxName": func(text string) string { return contextName(l, text) },
+		"keyURL":  httpkit.FileURL,
+		"dict": func(kv ...any) map[string]any {
+			m := map[string]any{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[kv[i].(string)] = kv[i+1]
+			}
+			return m
+		},
 	}
-	return Ago(*t, time.Now())
 }
 
 // Size formats a byte count in decimal units with at most one decimal, as "12.3 MB" or
@@ -71,72 +73,11 @@ func Size(n int64) string {
 	return strings.TrimSuffix(strconv.FormatFloat(math.Round(v*10)/10, 'f', 1, 64), ".0") + " " + units[i]
 }
 
-// Ago says how long before now t was, in plain words: "just now", "3 minutes ago",
-// "yesterday", "5 days ago"; past a month, the date.
-func Ago(t, now time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d < 0:
-		return Until(t, now)
-	case d < 45*time.Second:
-		return "just now"
-	case d < 90*time.Second:
-		return "a minute ago"
-	case d < 45*time.Minute:
-		return fmt.Sprintf("%d minutes ago", int(math.Round(d.Minutes())))
-	case d < 90*time.Minute:
-		return "an hour ago"
-	case d < 22*time.Hour:
-		return fmt.Sprintf("%d hours ago", int(math.Round(d.Hours())))
-	case d < 36*time.Hour:
-		return "yesterday"
-	case d < 30*24*time.Hour:
-		return fmt.Sprintf("%d days ago", int(math.Round(d.Hours()/24)))
-	}
-	return t.Local().Format("2 Jan 2006")
-}
-
-// Until says how long after now t is: "in 3 minutes", "in 23 hours".
-func Until(t, now time.Time) string {
-	d := t.Sub(now)
-	switch {
-	case d <= 0:
-		return "now"
-	case d < 90*time.Second:
-		return "in a minute"
-	case d < 45*time.Minute:
-		return fmt.Sprintf("in %d minutes", int(math.Round(d.Minutes())))
-	case d < 90*time.Minute:
-		return "in an hour"
-	case d < 36*time.Hour:
-		return fmt.Sprintf("in %d hours", int(math.Round(d.Hours())))
-	}
-	return fmt.Sprintf("in %d days", int(math.Round(d.Hours()/24)))
-}
-
-func statusLabel(s string) string {
-	switch s {
-	case store.StatusQueued:
-		return "Waiting to start"
-	case store.StatusRunning:
-		return "Running"
-	case store.StatusSucceeded:
-		return "Done"
-	case store.StatusFailed:
-		return "Failed"
-	case store.StatusTimedOut:
-		return "Timed out"
-	case store.StatusCancelled:
-		return "Cancelled"
-	}
-	return s
-}
-
-// contextName is what a run list says about a run's session context: nothing in
+// contextName is what a run list says in l about a run's session context: nothing in
 // production.
-func contextName(text string) string {
+func contextName(l *Lang, text string) string {
 	if c, err := session.ParseContext(text); err == nil && c.IsEditor() {
-		return "editor sandbox"
+		return l.T("run.editor_context")
 	}
 	return ""
 }

@@ -19,6 +19,12 @@ func TestSize(t *testing.T) {
 }
 
 func TestAgoAndUntil(t *testing.T) {
+	c, err := loadCatalogue(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	en := c.lang("en")
+	Ago, Until := en.Ago, en.Until
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	for d, want := range map[time.Duration]string{10 * time.Second: "just now", time.Minute: "a minute ago", 3 * time.Minute: "3 minutes ago",
 		time.Hour: "an hour ago", 5 * time.Hour: "5 hours ago", 30 * time.Hour: "yesterday", 4 * 24 * time.Hour: "4 days ago"} {

@@ -29,7 +29,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
-//go:embed templates static
+//go:embed templates static locales
 var assets embed.FS
 
 // csp keeps every page to its own scripts and styles. Tool HTML is framed from its own
@@ -45,6 +45,8 @@ type Deps struct {
 	Workflow *workflow.Service
 	Staging  *staging.Service
 	Log      *slog.Logger
+	// Lang is the UI's language ("sv" or "en") for a browser that asks for neither.
+	Lang string
 }
 
 // Handler serves the pages.
@@ -55,29 +57,44 @@ type Handler struct {
 	workflow *workflow.Service
 	staging  *staging.Service
 	log      *slog.Logger
-	pages    map[string]*template.Template
+	text     *catalogue
+	lang     string                                   // Deps.Lang
+	pages    map[string]map[string]*template.Template // language → page → template
 	static   http.Handler
 }
 
-// New parses the templates.
+// New reads the message catalogues and parses the templates, once per language.
 func New(d Deps) (*Handler, error) {
+	text, err := loadCatalogue(assets)
+	if err != nil {
+		return nil, err
+	}
+	if d.Lang == "" {
+		d.Lang = uiLangs[0].String()
+	}
+	if _, ok := text.langs[d.Lang]; !ok {
+		return nil, fmt.Errorf("web: the UI speaks sv and en, not %q", d.Lang)
+	}
 	h := &Handler{accounts: d.Accounts, catalog: d.Catalog, runs: d.Runs, workflow: d.Workflow, staging: d.Staging, log: d.Log,
-		pages: map[string]*template.Template{}}
+		text: text, lang: d.Lang, pages: map[string]map[string]*template.Template{}}
 	names, err := fs.Glob(assets, "templates/*.html")
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range names {
-		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
-		if base == "layout" || strings.HasPrefix(base, "part_") {
-			continue
+	partials, _ := fs.Glob(assets, "templates/part_*.html")
+	for tag, l := range text.langs {
+		h.pages[tag] = map[string]*template.Template{}
+		for _, n := range names {
+			base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+			if base == "layout" || strings.HasPrefix(base, "part_") {
+				continue
+			}
+			t, err := template.New(base).Funcs(funcsFor(l)).ParseFS(assets, append([]string{"templates/layout.html", n}, partials...)...)
+			if err != nil {
+				return nil, err
+			}
+			h.pages[tag][base] = t
 		}
-		partials, _ := fs.Glob(assets, "templates/part_*.html")
-		t, err := template.New(base).Funcs(funcs).ParseFS(assets, append([]string{"templates/layout.html", n}, partials...)...)
-		if err != nil {
-			return nil, err
-		}
-		h.pages[base] = t
 	}
 	sub, _ := fs.Sub(assets, "static")
 	files := http.StripPrefix("/static/", http.FileServerFS(sub))
@@ -97,6 +114,7 @@ func New(d Deps) (*Handler, error) {
 // Register adds the pages to mux.
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /static/", h.secure(h.static))
+	mux.Handle("GET /lang/{lang}", h.secure(http.HandlerFunc(h.pickLang)))
 	mux.Handle("GET /signin", h.secure(http.HandlerFunc(h.signInPage)))
 	mux.Handle("POST /signin", h.secure(http.HandlerFunc(h.signIn)))
 	mux.Handle("POST /signout", h.page(h.signOut))
@@ -225,16 +243,43 @@ func (h *Handler) checkForm(r *http.Request, c *call, field string) error {
 // statusOf is the status the error table gives err.
 func (h *Handler) statusOf(err error) (int, string) { return httpkit.ErrorStatus(err) }
 
-// message is what the page says about err: the table's message for it (a sentence
-// written for the user, never an internal error's text), and for the server's own
-// failure only the request id to report, its text going to the log.
+// message is what the page says about err in the request's language: the catalogue's
+// sentence for its reason ("error.<reason>"), else the error table's message (a
+// sentence written for the user, never an internal error's text), and for the server's
+// own failure only the request id to report, its text going to the log.
 func (h *Handler) message(r *http.Request, err error) string {
-	status, _, msg, _ := httpkit.Describe(err)
+	status, reason, msg, _ := httpkit.Describe(err)
+	l := h.langOf(r)
 	if status == http.StatusInternalServerError {
 		httpkit.LogInternal(r, h.log, err)
-		return "Something went wrong on the server. If it keeps happening, tell your administrator the request id " + httpkit.RequestID(r.Context()) + "."
+		return l.T("error.internal", "RequestID", httpkit.RequestID(r.Context()))
+	}
+	if id := "error." + reason; reason != "" && l.Has(id) {
+		return l.T(id)
 	}
 	return msg
+}
+
+// langOf is the language of r's page.
+func (h *Handler) langOf(r *http.Request) *Lang { return h.text.choose(r, h.lang) }
+
+// pickLang keeps the language the user picked in a cookie, for a year, and goes back to
+// the page they were on.
+func (h *Handler) pickLang(w http.ResponseWriter, r *http.Request) {
+	tag := r.PathValue("lang")
+	if _, ok := h.text.langs[tag]; !ok {
+		h.fail(w, r, h.visitor(r), errs.New(httpkit.ErrNoRoute, map[string]any{"path": r.URL.Path}, "There is no page at %s.", r.URL.Path))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: LangCookie, Value: tag, Path: "/", MaxAge: 365 * 24 * 3600,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+	back := r.URL.Query().Get("back")
+	// Only a path of this site: never "//host" or "/\host", which browsers take for
+	// another site.
+	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.HasPrefix(back, "/\\") {
+		back = "/"
+	}
+	redirect(w, r, back)
 }
 
 // fail renders err as an error page with the table's status for it. When reading the
@@ -252,7 +297,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, c *call, err erro
 
 // render executes page into a buffer first, so a template error never sends half a page.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, page string, c *call, data map[string]any) {
-	t, ok := h.pages[page]
+	l := h.langOf(r)
+	t, ok := h.pages[l.Tag][page]
 	if !ok {
 		h.renderFailed(w, r, fmt.Errorf("web: no page %q", page))
 		return
@@ -262,6 +308,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	}
 	data["Me"] = c
 	data["Path"] = r.URL.Path
+	data["RequestURI"] = r.URL.RequestURI()
+	data["Lang"] = l.Tag
+	data["UIText"] = h.text.scriptText(l)
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
 		h.renderFailed(w, r, fmt.Errorf("web: rendering page %s: %w", page, err))

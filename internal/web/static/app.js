@@ -2,6 +2,31 @@
 // a page without them; every page works without it, only less conveniently.
 "use strict";
 
+// The page's language and its text for this script: the catalogue's "js." messages,
+// which the page carries as JSON (layout.html). tr("key", {n: 3}) fills "{n}".
+const UI = (() => {
+  try { return JSON.parse(document.getElementById("ui-text").textContent) || {}; } catch (e) { return {}; }
+})();
+function tr(key, vars) {
+  let s = Object.prototype.hasOwnProperty.call(UI, key) ? UI[key] : key;
+  for (const k in vars || {}) s = s.split("{" + k + "}").join(String(vars[k]));
+  return s;
+}
+
+// localTimes shows every <time datetime> in the browser's time zone: its title (the
+// exact moment), and its text too where the server wrote the moment itself (class
+// "stamp"), in UTC for want of knowing the zone.
+function localTimes(root) {
+  const lang = document.documentElement.lang || undefined;
+  const fmt = new Intl.DateTimeFormat(lang, { dateStyle: "medium", timeStyle: "short" });
+  root.querySelectorAll("time[datetime]").forEach((el) => {
+    const d = new Date(el.getAttribute("datetime"));
+    if (isNaN(d)) return;
+    const local = fmt.format(d);
+    if (el.classList.contains("stamp")) el.textContent = local; else el.title = local;
+  });
+}
+
 function formatSize(n) {
   if (n < 1000) return n === 1 ? "1 byte" : n + " bytes";
   const units = ["kB", "MB", "GB", "TB"];
@@ -255,6 +280,7 @@ function setupDelete(button) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  localTimes(document);
   document.querySelectorAll("form[data-upload]").forEach(setupUpload);
   document.querySelectorAll("form[data-schemas]").forEach(setupJSON);
   document.querySelectorAll("[data-live]").forEach(setupLive);

@@ -1,0 +1,138 @@
+package web
+
+import (
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCatalogues: every language has every message the other has, and every message a
+// template or the Go code asks for exists, so no page shows a message id or falls back
+// to another language.
+func TestCatalogues(t *testing.T) {
+	c, err := loadCatalogue(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, en := c.ids["sv"], c.ids["en"]
+	if len(sv) == 0 || len(en) == 0 {
+		t.Fatalf("catalogues hold %d Swedish and %d English messages", len(sv), len(en))
+	}
+	for id := range sv {
+		if !en[id] {
+			t.Errorf("%q is in Swedish but not in English", id)
+		}
+	}
+	for id := range en {
+		if !sv[id] {
+			t.Errorf("%q is in English but not in Swedish", id)
+		}
+	}
+	used := map[string]string{}
+	inTemplate := regexp.MustCompile(`\bt\s+"([^"]+)"`)
+	tmpl, _ := fs.Glob(assets, "templates/*.html")
+	for _, n := range tmpl {
+		b, _ := fs.ReadFile(assets, n)
+		for _, m := range inTemplate.FindAllStringSubmatch(string(b), -1) {
+			used[m[1]] = n
+		}
+	}
+	inGo := regexp.MustCompile(`\.T\("([^"]+)"`)
+	gofiles, _ := filepath.Glob("*.go")
+	for _, n := range gofiles {
+		if strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range inGo.FindAllStringSubmatch(string(b), -1) {
+			used[m[1]] = n
+		}
+	}
+	if len(used) == 0 {
+		t.Fatal("found no message in use")
+	}
+	var missing []string
+	for id, where := range used {
+		if !sv[id] || !en[id] {
+			missing = append(missing, id+" (in "+where+")")
+		}
+	}
+	sort.Strings(missing)
+	for _, m := range missing {
+		t.Errorf("no message %s", m)
+	}
+}
+
+// TestChooseLanguage: the picked language beats the browser's, the browser's beats the
+// server's default, and a language the UI does not speak falls back to the default.
+func TestChooseLanguage(t *testing.T) {
+	c, err := loadCatalogue(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, cookie, accept, fallback, want string
+	}{
+		{"nothing asked", "", "", "sv", "sv"},
+		{"server default en", "", "", "en", "en"},
+		{"browser English", "", "en-US,en;q=0.9", "sv", "en"},
+		{"browser Swedish", "", "sv-SE,sv;q=0.9,en;q=0.5", "en", "sv"},
+		{"browser prefers English over Swedish", "", "en-GB,sv;q=0.5", "sv", "en"},
+		{"browser German only", "", "de-DE,de;q=0.9", "sv", "sv"},
+		{"picked beats browser", "sv", "en-US", "en", "sv"},
+		{"unknown pick ignored", "fr", "en-US", "sv", "en"},
+		{"bad header", "", ";;;q=x", "sv", "sv"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			if tc.cookie != "" {
+				r.AddCookie(&http.Cookie{Name: LangCookie, Value: tc.cookie})
+			}
+			if tc.accept != "" {
+				r.Header.Set("Accept-Language", tc.accept)
+			}
+			if got := c.choose(r, tc.fallback).Tag; got != tc.want {
+				t.Errorf("got %s; want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSwedishCountsAndTimes(t *testing.T) {
+	c, err := loadCatalogue(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := c.lang("sv")
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	for d, want := range map[time.Duration]string{10 * time.Second: "just nu", time.Minute: "för en minut sedan",
+		3 * time.Minute: "för 3 minuter sedan", 5 * time.Hour: "för 5 timmar sedan", 30 * time.Hour: "i går", 4 * 24 * time.Hour: "för 4 dagar sedan"} {
+		if got := sv.Ago(now.Add(-d), now); got != want {
+			t.Errorf("Ago(-%v) = %q; want %q", d, got, want)
+		}
+	}
+	if got := sv.Until(now.Add(3*time.Minute), now); got != "om 3 minuter" {
+		t.Errorf("Until(3m) = %q", got)
+	}
+	for n, want := range map[int64]string{1: "1 byte", 512: "512 byte", 12_345_678: "12,3 MB"} {
+		if got := sv.Size(n); got != want {
+			t.Errorf("Size(%d) = %q; want %q", n, got, want)
+		}
+	}
+	if got := sv.Status("succeeded"); got != "Klar" {
+		t.Errorf("status succeeded = %q", got)
+	}
+	if got := sv.T("error.internal", "RequestID", "r1"); !strings.Contains(got, "r1") || !strings.Contains(got, "servern") {
+		t.Errorf("error.internal = %q", got)
+	}
+}

@@ -149,6 +149,19 @@ func (s *site) tab(t *testing.T, parent context.Context) context.Context {
 	return ctx
 }
 
+// viewports are the widths every page is tried at: a laptop and a phone.
+var viewports = []struct {
+	name          string
+	width, height int64
+}{{"1280", 1280, 900}, {"390", 390, 844}}
+
+// useLang makes the browser of ctx show the UI in tag ("sv" or "en"), as the language
+// switch at the foot of every page does. Every tab of that browser follows it.
+func (s *site) useLang(t *testing.T, ctx context.Context, tag string) {
+	t.Helper()
+	run(t, ctx, chromedp.Navigate(s.base+"/lang/"+tag+"?back=/"), chromedp.WaitVisible("html[lang="+tag+"] main", chromedp.ByQuery))
+}
+
 func (s *site) signIn(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	run(t, ctx,

@@ -790,6 +790,9 @@ func parseColor(v string) (rgb, bool) {
 			if err != nil {
 				return rgb{}, false
 			}
+			if strings.HasSuffix(p[i], "%") {
+				x *= map[bool]float64{true: 2.55, false: 0.01}[i < 3]
+			}
 			f[i] = x
 		}
 		return rgb{f[0], f[1], f[2], f[3]}, true

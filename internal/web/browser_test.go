@@ -533,7 +533,7 @@ func TestBrowser(t *testing.T) {
 		s.adminRuns(t)
 	})
 
-	t.Run("screenshots at desktop and 360 px", func(t *testing.T) {
+	t.Run("screenshots in Swedish and English at 1280 and 390 px", func(t *testing.T) {
 		s.screenshots(t)
 	})
 }

@@ -113,9 +113,12 @@ type Request struct {
 	Context  string
 	Kind     string // "initial" or "action"
 	ActionID string
-	InputDir string // files for /work/input, action.json included on action runs
-	Inputs   map[string]any
-	Action   *contract.Action
+	// ActionLabel is the label the offered action had ("Konvertera till PDF"), kept on
+	// the run so that lists name the step as the user saw it.
+	ActionLabel string
+	InputDir    string // files for /work/input, action.json included on action runs
+	Inputs      map[string]any
+	Action      *contract.Action
 	// Memory is the run's /work/memory.json, {"settings": {...}} (docs/spec.md §5b); nil: "{}".
 	Memory   []byte
 	WallTime time.Duration // 0: the production limit
@@ -160,7 +163,7 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 		inputs = map[string]any{}
 	}
 	r := store.Run{ID: ids.New("r"), ToolID: req.Tool.ID, VersionID: req.Version.ID, UserID: req.User.ID, Context: req.Context,
-		Kind: req.Kind, ActionID: req.ActionID, Status: store.StatusQueued, Inputs: mustJSON(inputs), Outputs: "[]",
+		Kind: req.Kind, ActionID: req.ActionID, ActionLabel: req.ActionLabel, Status: store.StatusQueued, Inputs: mustJSON(inputs), Outputs: "[]",
 		NextActions: "[]", Artifacts: "[]", InputManifest: mustJSON(manifestOf(manifest)), CreatedAt: s.now()}
 	if err := s.st.CreateRun(ctx, r); err != nil {
 		return store.Run{}, err

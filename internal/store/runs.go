@@ -40,6 +40,7 @@ type Run struct {
 	Context         string
 	Kind            string // initial or action
 	ActionID        string
+	ActionLabel     string // the offered action's label when it was submitted; '' for older runs
 	Status          string
 	ErrorSummary    string
 	Inputs          string // JSON object
@@ -57,7 +58,7 @@ type Run struct {
 	FinishedAt      *time.Time
 }
 
-const runCols = `id, tool_id, version_id, user_id, context, kind, action_id, status, error_summary, inputs, outputs,
+const runCols = `id, tool_id, version_id, user_id, context, kind, action_id, action_label, status, error_summary, inputs, outputs,
 	next_actions, artifacts, input_manifest, state_rev, stdout, stderr, stdout_truncated, stderr_truncated,
 	created_at, started_at, finished_at`
 
@@ -65,7 +66,7 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var r Run
 	var rev, started, finished sql.NullInt64
 	var created int64
-	if err := row.Scan(&r.ID, &r.ToolID, &r.VersionID, &r.UserID, &r.Context, &r.Kind, &r.ActionID, &r.Status, &r.ErrorSummary,
+	if err := row.Scan(&r.ID, &r.ToolID, &r.VersionID, &r.UserID, &r.Context, &r.Kind, &r.ActionID, &r.ActionLabel, &r.Status, &r.ErrorSummary,
 		&r.Inputs, &r.Outputs, &r.NextActions, &r.Artifacts, &r.InputManifest, &rev, &r.Stdout, &r.Stderr,
 		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished); err != nil {
 		return Run{}, mapErr(err)
@@ -101,8 +102,8 @@ func nullInt(v *int64) any {
 
 // CreateRun inserts a new run.
 func (s *Store) CreateRun(ctx context.Context, r Run) error {
-	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
+	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.ActionLabel, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
 		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
 		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt))
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 var (
 	auditRow  = regexp.MustCompile(`<tr data-run="([^"]+)">\s*<td>.*?</td>\s*<td data-user>([^<]*)</td>`)
 	auditStat = regexp.MustCompile(`data-status="([^"]+)"`)
-	olderLink = regexp.MustCompile(`<a href="([^"]+)" rel="next">Older runs</a>`)
+	olderLink = regexp.MustCompile(`<a href="([^"]+)" rel="next">Äldre körningar</a>`)
 )
 
 // auditPage is what one answer of /admin/runs lists: the runs' ids, their users and
@@ -128,10 +128,10 @@ func TestAdminRunsPage(t *testing.T) {
 			}
 		}
 		// A damaged manifest says so in its row, and the others still show.
-		if row := rowOf(t, all.body, bobCorrupt); !strings.Contains(row, "could not be read") || !strings.Contains(row, "<td data-user>bob</td>") {
+		if row := rowOf(t, all.body, bobCorrupt); !strings.Contains(row, "gick inte att läsa") || !strings.Contains(row, "<td data-user>bob</td>") {
 			t.Fatalf("the run with a damaged manifest reads:\n%s", row)
 		}
-		if row := rowOf(t, all.body, adaFailed); !strings.Contains(row, "no files") {
+		if row := rowOf(t, all.body, adaFailed); !strings.Contains(row, "inga filer") {
 			t.Fatalf("a run without files reads:\n%s", row)
 		}
 
@@ -159,7 +159,7 @@ func TestAdminRunsPage(t *testing.T) {
 				t.Fatalf("%s: the user field does not read %q:\n%s", c.name, c.user, p.body)
 			}
 		}
-		if p := getAudit(t, root, "/admin/runs?user=bob&status=cancelled"); !strings.Contains(p.body, "No run matches the filter") {
+		if p := getAudit(t, root, "/admin/runs?user=bob&status=cancelled"); !strings.Contains(p.body, "Ingen körning matchar filtret") {
 			t.Fatalf("an empty filtered list reads:\n%s", p.body)
 		}
 

@@ -33,9 +33,10 @@ func (h *Handler) filesPage(w http.ResponseWriter, r *http.Request, c *call) err
 	for _, f := range list {
 		total += f.Size
 	}
-	title := "Staged files"
+	l := h.langOf(r)
+	title := l.T("lists.files.title")
 	if owner != "" {
-		title = "Staged files of " + owner
+		title = l.T("lists.files.title_of", "Owner", owner)
 	}
 	h.render(w, r, http.StatusOK, "files", c, map[string]any{"Title": title, "Files": list, "Next": next,
 		"Prefix": q.Get("prefix"), "Total": total, "Owner": owner, "OwnerID": ownerID, "OwnerQuery": ownerQuery})

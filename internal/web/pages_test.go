@@ -88,7 +88,7 @@ func TestPagesAndCookies(t *testing.T) {
 			t.Fatalf("signed out, /runs answered %d to %q; want the sign-in page", status, h.Get("Location"))
 		}
 		status, _, body := b.do("POST", "/signin", url.Values{"name": {"ada"}, "password": {"wrong password"}}, nil)
-		if status != http.StatusUnauthorized || !strings.Contains(body, "do not match") {
+		if status != http.StatusUnauthorized || !strings.Contains(body, "stämmer inte") {
 			t.Fatalf("a wrong password answered %d:\n%s", status, body)
 		}
 		status, h, _ = b.do("POST", "/signin", url.Values{"name": {"ada"}, "password": {"a good password"}, "next": {"//evil.example/"}}, nil)
@@ -229,7 +229,7 @@ func TestFilesPageOwner(t *testing.T) {
 	}
 	status, _, body := root.do("GET", "/files?owner=ada", nil, nil)
 	link := `href="/api/v1/files/files/notes.txt?owner=` + adaID + `"`
-	if status != http.StatusOK || !strings.Contains(body, link) || !strings.Contains(body, "Staged files of ada") || !strings.Contains(body, `data-owner="`+adaID+`"`) {
+	if status != http.StatusOK || !strings.Contains(body, link) || !strings.Contains(body, "Filarkivet för ada") || !strings.Contains(body, `data-owner="`+adaID+`"`) {
 		t.Fatalf("the admin's view of ada's files (%d) lacks %s:\n%s", status, link, body)
 	}
 	if status, _, got := root.do("GET", "/api/v1/files/files/notes.txt?owner="+adaID, nil, nil); status != http.StatusOK || got != "ada's notes" {

@@ -96,7 +96,10 @@ type output struct {
 }
 
 var (
-	markdown = goldmark.New(goldmark.WithExtensions(extension.GFM))
+	// markdown renders a tool's markdown output, which sits under the page's <h1> (the
+	// tool's title): a "# Heading" in it becomes an <h2>, so the page keeps one <h1>.
+	markdown = goldmark.New(goldmark.WithExtensions(extension.GFM),
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(headingShift(1), 100))))
 	// sanitiser keeps what user-generated markdown may hold and nothing that runs.
 	sanitiser = bluemonday.UGCPolicy()
 )

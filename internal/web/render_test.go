@@ -47,7 +47,7 @@ func TestMarkdownIsSanitised(t *testing.T) {
 			t.Errorf("rendered markdown keeps %q:\n%s", bad, html)
 		}
 	}
-	for _, good := range []string{"<h1", "<strong>fet</strong>", "<table>"} {
+	for _, good := range []string{"<h2", "<strong>fet</strong>", "<table>"} {
 		if !strings.Contains(html, good) {
 			t.Errorf("rendered markdown lacks %q:\n%s", good, html)
 		}

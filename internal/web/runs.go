@@ -4,9 +4,11 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -131,30 +133,60 @@ func (h *Handler) htmlOutput(w http.ResponseWriter, r *http.Request, c *call) er
 	return nil
 }
 
-func (h *Handler) history(w http.ResponseWriter, r *http.Request, c *call) error {
-	page, err := h.runs.List(r.Context(), c.User, run.Query{UserID: c.User.ID, Cursor: r.URL.Query().Get("before"), Limit: 50})
-	if err != nil {
-		return err
-	}
-	titles, err := h.toolTitles(r, c)
-	if err != nil {
-		return err
-	}
-	h.render(w, r, http.StatusOK, "history", c, map[string]any{"Title": "History", "Runs": page.Runs, "Titles": titles, "Next": page.NextCursor})
-	return nil
-}
+// historyPage is how many runs one page of the history holds.
+const historyPage = 50
 
-// toolTitles are the titles of the tools c sees, by id.
-func (h *Handler) toolTitles(r *http.Request, c *call) (map[string]string, error) {
+// history lists the caller's runs, newest first, each with the files it left to
+// download, filtered by tool (a slug) and status. The "Older runs" link carries the
+// filter; a filter the services refuse (a tool the user does not see, a status that is
+// none) shows on the page with the error table's status.
+func (h *Handler) history(w http.ResponseWriter, r *http.Request, c *call) error {
+	q := r.URL.Query()
+	f := runFilter{Tool: strings.TrimSpace(q.Get("tool")), Status: q.Get("status")}
 	tools, err := h.catalog.List(r.Context(), c.User)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	titles := map[string]string{}
+	view := map[string]any{"Title": h.langOf(r).T("lists.history.title"), "Filter": f, "Tools": tools, "Statuses": run.Statuses()}
+	rq := run.Query{UserID: c.User.ID, Status: f.Status, Cursor: q.Get("before"), Limit: historyPage}
+	var page run.Page
+	if f.Tool != "" {
+		var t store.Tool
+		if t, err = h.catalog.Visible(r.Context(), c.User, f.Tool); err == nil {
+			rq.ToolID, f.Tool = t.ID, t.Slug
+		}
+	}
+	if err == nil {
+		page, err = h.runs.List(r.Context(), c.User, rq)
+	}
+	if err != nil {
+		status, _ := h.statusOf(err)
+		if !shownToUser(status) {
+			return err
+		}
+		view["Error"], view["Filtered"] = h.message(r, err), true
+		h.render(w, r, status, "history", c, view)
+		return nil
+	}
+	titles := make(map[string]string, len(tools))
 	for _, t := range tools {
 		titles[t.ID] = t.Title
 	}
-	return titles, nil
+	rows := make([]historyRow, 0, len(page.Runs))
+	for _, rn := range page.Runs {
+		arts, err := artifacts(rn)
+		if err != nil {
+			// One damaged record does not hide the others' downloads.
+			httpkit.LogInternal(r, h.log, err)
+		}
+		rows = append(rows, historyRow{Run: rn, Tool: titles[rn.ToolID], Artifacts: arts})
+	}
+	view["Filter"], view["Runs"], view["Filtered"] = f, rows, f != runFilter{}
+	if page.NextCursor != "" {
+		view["Next"] = "/runs?" + f.query(page.NextCursor)
+	}
+	h.render(w, r, http.StatusOK, "history", c, view)
+	return nil
 }
 
 // submitAction runs a next action of run {run}, in the run's own context: the published

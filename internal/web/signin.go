@@ -21,7 +21,7 @@ func (h *Handler) signInPage(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, localPath(r.URL.Query().Get("next")))
 		return
 	}
-	h.render(w, r, http.StatusOK, "signin", nil, map[string]any{"Next": localPath(r.URL.Query().Get("next"))})
+	h.render(w, r, http.StatusOK, "signin", nil, map[string]any{"Title": h.langOf(r).T("lists.signin.title"), "Next": localPath(r.URL.Query().Get("next"))})
 }
 
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +33,8 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		status, _ := h.statusOf(err)
-		h.render(w, r, status, "signin", nil, map[string]any{"Error": "That name and password do not match. Check them and try again.", "Name": name, "Next": next})
+		l := h.langOf(r)
+		h.render(w, r, status, "signin", nil, map[string]any{"Title": l.T("lists.signin.title"), "Error": l.T("lists.signin.no_match"), "Name": name, "Next": next})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: account.SessionCookie, Value: secret, Path: "/", HttpOnly: true,

@@ -33,25 +33,13 @@ func (h *Handler) catalogue(w http.ResponseWriter, r *http.Request, c *call) err
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	var list []toolEntry
 	for _, t := range tools {
-		if q != "" && !matches(t, q) {
+		if !catalog.Matches(t, q) {
 			continue
 		}
 		list = append(list, toolEntry{Tool: t, Draft: t.PublishedVersionID == "", Mine: catalog.Owns(c.User, t)})
 	}
-	h.render(w, r, http.StatusOK, "catalogue", c, map[string]any{"Title": "Tools", "Tools": list, "Query": q, "Count": len(tools)})
+	h.render(w, r, http.StatusOK, "catalogue", c, map[string]any{"Title": h.langOf(r).T("lists.catalogue.title"), "Tools": list, "Query": q, "Count": len(tools)})
 	return nil
-}
-
-// matches reports whether every word of q is in t's title, slug, summary or
-// description, ignoring case.
-func matches(t store.Tool, q string) bool {
-	hay := strings.ToLower(t.Title + " " + t.Slug + " " + t.Summary + " " + t.Description)
-	for _, w := range strings.Fields(strings.ToLower(q)) {
-		if !strings.Contains(hay, w) {
-			return false
-		}
-	}
-	return true
 }
 
 // sessionFiles is what the page says about a session's files.

@@ -114,6 +114,7 @@ func New(d Deps) (*Handler, error) {
 // Register adds the pages to mux.
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /static/", h.secure(h.static))
+	mux.Handle("GET /favicon.ico", h.secure(http.HandlerFunc(h.favicon)))
 	mux.Handle("GET /lang/{lang}", h.secure(http.HandlerFunc(h.pickLang)))
 	mux.Handle("GET /signin", h.secure(http.HandlerFunc(h.signInPage)))
 	mux.Handle("POST /signin", h.secure(http.HandlerFunc(h.signIn)))
@@ -211,7 +212,8 @@ func (h *Handler) signedIn(fn pageFunc, checkForm bool) http.Handler {
 		if c == nil {
 			if r.Method != http.MethodGet {
 				status, _ := httpkit.ErrorStatus(account.ErrUnauthenticated)
-				h.render(w, r, status, "signin", nil, map[string]any{"Error": "You are signed out. Sign in again, then repeat what you were doing.", "Next": "/"})
+				l := h.langOf(r)
+				h.render(w, r, status, "signin", nil, map[string]any{"Title": l.T("lists.signin.title"), "Error": l.T("lists.signin.signed_out"), "Next": "/"})
 				return
 			}
 			http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
@@ -292,7 +294,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, c *call, err erro
 		return
 	}
 	status, _ := h.statusOf(err)
-	h.render(w, r, status, "error", c, map[string]any{"Title": http.StatusText(status), "Message": h.message(r, err)})
+	h.render(w, r, status, "error", c, map[string]any{"Title": h.langOf(r).statusTitle(status), "Message": h.message(r, err)})
 }
 
 // render executes page into a buffer first, so a template error never sends half a page.
@@ -311,6 +313,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	data["RequestURI"] = r.URL.RequestURI()
 	data["Lang"] = l.Tag
 	data["UIText"] = h.text.scriptText(l)
+	data["ShowFiles"] = h.showFiles(r, c)
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
 		h.renderFailed(w, r, fmt.Errorf("web: rendering page %s: %w", page, err))

@@ -190,7 +190,7 @@ func (st *Service) Action(ctx context.Context, a Action) (store.Run, error) {
 	}
 	expected := a.ExpectedStateRev
 	rn, err := st.runs.Submit(ctx, run.Request{Tool: a.Tool, Version: a.Version, User: a.User, Context: a.Context.String(), Kind: "action",
-		ActionID: a.ActionID, InputDir: dir, Action: &act, Memory: memory, WallTime: st.wallTime(a.Context),
+		ActionID: a.ActionID, ActionLabel: action.Label, InputDir: dir, Action: &act, Memory: memory, WallTime: st.wallTime(a.Context),
 		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
 			ok, err := st.sessions.Advance(ctx, k, expected, res.State, runID)
 			if err != nil || !ok {

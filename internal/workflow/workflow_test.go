@@ -145,6 +145,10 @@ func TestRunsCarryInputsAndMemory(t *testing.T) {
 	if got := memory(wait(t, runs, act.ID)); got != `{"settings":{"per_page":20,"signature":"Ulf"}}` {
 		t.Fatalf("memory.json of ulf's action run: %s", got)
 	}
+	// The action run keeps the label the action was offered with, for lists of runs.
+	if stored, err := env.App.Store.GetRun(ctx, act.ID); err != nil || stored.ActionID != "again" || stored.ActionLabel != "Again" {
+		t.Fatalf("the stored action run has id %q and label %q (%v); want again and Again", stored.ActionID, stored.ActionLabel, err)
+	}
 	// Nothing saved: {}.
 	if got := memory(initial(user(olle.ID), v1, session.Production(), nil)); got != "{}" {
 		t.Fatalf("memory.json with no settings: %s", got)

@@ -36,6 +36,7 @@ func (s *site) screenshots(t *testing.T) {
 		{"run", runURL},
 		{"editor", s.base + "/editor/greeting-demo"},
 		{"tool", s.base + "/tools/gruppera-demo"},
+		{"history", s.base + "/runs"},
 		{"editor-schemas", s.base + "/editor/gruppera-demo"},
 	}
 	for _, lang := range []string{"sv", "en"} {

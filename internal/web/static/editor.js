@@ -13,19 +13,27 @@
   let cm = null;
 
   // Tab indents; Shift-Tab leaves the box backwards, and Esc then Tab leaves it
-  // forwards, so a keyboard user is never caught in it.
+  // forwards, so a keyboard user is never caught in it. CodeMirror would take Tab
+  // itself, so leaving moves the focus to the next (or previous) control on the page.
   let escaped = false;
+  const leave = (from, back) => {
+    const all = [...document.querySelectorAll("a[href], button:not([disabled]), input:not([disabled]):not([type=hidden]), select:not([disabled]), textarea:not([disabled]), summary, [tabindex]:not([tabindex='-1'])")]
+      .filter((el) => el === from || (el.offsetParent !== null && !el.closest(".CodeMirror")));
+    const at = all.indexOf(from);
+    const next = all[at + (back ? -1 : 1)];
+    if (next) next.focus(); else from.blur();
+  };
   if (window.CodeMirror) {
     cm = window.CodeMirror.fromTextArea(source, {
       mode: "python", lineNumbers: true, indentUnit: 4, tabSize: 4, indentWithTabs: false,
       smartIndent: true, lineWrapping: false, matchBrackets: true, viewportMargin: 20,
       extraKeys: {
         Tab: (ed) => {
-          if (escaped) { escaped = false; return window.CodeMirror.Pass; }
+          if (escaped) { escaped = false; leave(ed.getInputField(), false); return; }
           if (ed.somethingSelected()) ed.indentSelection("add");
           else ed.replaceSelection(" ".repeat(ed.getOption("indentUnit") - (ed.getCursor().ch % ed.getOption("indentUnit"))), "end");
         },
-        "Shift-Tab": () => window.CodeMirror.Pass,
+        "Shift-Tab": (ed) => { escaped = false; leave(ed.getInputField(), true); },
         Esc: () => { escaped = true; },
       },
     });

@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/contract"
@@ -18,6 +20,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
 // starterSource is what a new tool's editor starts with.
@@ -134,7 +137,8 @@ func (h *Handler) createTool(w http.ResponseWriter, r *http.Request, c *call) er
 func (h *Handler) editor(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := r.URL.Query()
 	return h.showEditor(w, r, c, editorView{Ref: r.PathValue("tool"), VersionID: q.Get("version"), RunID: q.Get("run"), Status: http.StatusOK,
-		InfoSaved: q.Get("info") == "saved", SettingsSaved: q.Get("settings") == "saved", ConfirmPublish: q.Get("confirm") == "publish"})
+		InfoSaved: q.Get("info") == "saved", SettingsSaved: q.Get("settings") == "saved", ConfirmPublish: q.Get("confirm") == "publish",
+		WentBack: q.Get("back") == "1", Continued: q.Get("continued") == "1", Unpublished: q.Get("unpublished") == "1"})
 }
 
 // editorView says what the editor shows.
@@ -155,6 +159,9 @@ type editorView struct {
 	// ConfirmPublish asks the author to confirm publishing the version, when there is
 	// a reason to doubt it (publishDoubts).
 	ConfirmPublish bool
+	// WentBack, Continued and Unpublished say what the author just did: went back to an
+	// earlier step, went on from the previous version's session, unpublished the tool.
+	WentBack, Continued, Unpublished bool
 }
 
 // versionForm is the editor's form of a version: its source and both schemas as JSON,
@@ -243,7 +250,8 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		}
 	}
 	data := map[string]any{"Title": h.langOf(r).T("editor.title", "Tool", t.Title), "Tool": t, "Version": v, "Versions": versions,
-		"Limits": h.limits(), "Form": ev.Form, "Info": ev.Info, "CodeMirror": h.hasCodeMirror()}
+		"Limits": h.limits(), "Form": ev.Form, "Info": ev.Info, "CodeMirror": h.hasCodeMirror(),
+		"WentBack": ev.WentBack, "Continued": ev.Continued, "Unpublished": ev.Unpublished}
 	if ev.ConfirmPublish && v.ID != t.PublishedVersionID {
 		doubts, err := h.publishDoubts(r, c, t, v)
 		if err != nil {
@@ -258,6 +266,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	}
 
 	sess, err := h.workflow.Session(r.Context(), t, c.User, sctx)
+	hasSession := err == nil
 	switch {
 	case errors.Is(err, session.ErrNoSession):
 	case err != nil:
@@ -269,25 +278,48 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		if runID == "" {
 			runID = sess.LatestRunID
 		}
-	}
-	if runID == "" {
-		page, err := h.runs.List(r.Context(), c.User, run.Query{UserID: c.User.ID, ToolID: t.ID, Limit: 20})
+		steps, err := h.editorSteps(r, c, t, v, sess)
 		if err != nil {
 			return err
 		}
-		for _, rn := range page.Runs {
-			if rn.Context == sctx.String() {
-				runID = rn.ID
-				break
+		data["Steps"] = steps
+	}
+	if prev := previousVersion(versions, v); prev != nil {
+		// Offered when the previous version's sandbox has a session to go on from.
+		if _, err := h.workflow.Session(r.Context(), t, c.User, session.Editor(prev.ID)); err == nil {
+			cont := map[string]any{"From": prev.ID, "Expected": int64(0), "Replaces": hasSession}
+			if hasSession {
+				cont["Expected"] = sess.StateRev
 			}
+			data["Continue"] = cont
+		} else if !errors.Is(err, session.ErrNoSession) {
+			return err
+		}
+	}
+	if runID == "" {
+		rn, ok, err := h.latestSandboxRun(r, c, t, v)
+		if err != nil {
+			return err
+		}
+		if ok {
+			runID = rn.ID
 		}
 	}
 	if runID != "" {
 		rn, err := h.runs.Owned(r.Context(), c.User, runID)
-		if err == nil && rn.Context == sctx.String() {
+		// The sandbox's own runs, and the run a session copied from the previous
+		// version offers its next actions from.
+		if err == nil && rn.ToolID == t.ID && (rn.Context == sctx.String() || (hasSession && rn.ID == sess.LatestRunID)) {
 			res, err := h.result(r, c, t, rn)
 			if err != nil {
 				return err
+			}
+			// The action forms go to this version's sandbox session, and are current
+			// while that session's latest run is this one.
+			res.ActionURL, res.ReloadURL = "/editor/versions/"+v.ID+"/actions/", "/editor/"+t.Slug+"?version="+v.ID
+			res.Stale, res.Rev, res.LatestRun = len(res.Actions) > 0, "", ""
+			if hasSession && sess.LatestRunID == rn.ID && rn.UserID == c.User.ID {
+				res.Stale, res.Rev = false, strconv.FormatInt(sess.StateRev, 10)
 			}
 			res.Error = runErr
 			if runErr == conflictMessage {
@@ -576,5 +608,172 @@ func (h *Handler) editorRun(w http.ResponseWriter, r *http.Request, c *call) err
 	}
 	h.runs.Wait(r.Context(), rn.ID, runWait)
 	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&run="+rn.ID)
+	return nil
+}
+
+// previousVersion is the version saved before v (versions are newest first), or nil.
+func previousVersion(versions []store.ToolVersion, v store.ToolVersion) *store.ToolVersion {
+	for i, x := range versions {
+		if x.ID == v.ID && i+1 < len(versions) {
+			return &versions[i+1]
+		}
+	}
+	return nil
+}
+
+// editorStep is one kept step of a sandbox session, as the editor lists it.
+type editorStep struct {
+	Rev     int64
+	Action  string // the label of the action the step's run took; empty: an initial run
+	At      time.Time
+	Current bool
+}
+
+// editorSteps are the kept steps of the sandbox session sess, newest first. A step's
+// action is named by the label its offer had, on the run of the step before.
+func (h *Handler) editorSteps(r *http.Request, c *call, t store.Tool, v store.ToolVersion, sess store.Session) ([]editorStep, error) {
+	kept, err := h.workflow.Steps(r.Context(), t, c.User, session.Editor(v.ID))
+	if err != nil {
+		return nil, err
+	}
+	runs := map[string]store.Run{}
+	for _, k := range kept {
+		if rn, err := h.runs.Owned(r.Context(), c.User, k.RunID); err == nil {
+			runs[k.RunID] = rn
+		}
+	}
+	steps := make([]editorStep, len(kept))
+	for i, k := range kept {
+		steps[i] = editorStep{Rev: k.StateRev, At: k.CreatedAt, Current: k.StateRev == sess.StateRev}
+		rn, ok := runs[k.RunID]
+		if !ok || rn.Kind != "action" {
+			continue
+		}
+		steps[i].Action = rn.ActionID
+		if i+1 < len(kept) {
+			offers, _ := run.NextActionsOf(runs[kept[i+1].RunID])
+			for _, a := range offers {
+				if a.ActionID == rn.ActionID && a.Label != "" {
+					steps[i].Action = a.Label
+				}
+			}
+		}
+	}
+	return steps, nil
+}
+
+// editorRevision reads the expected_state_rev a sandbox session form sent; a missing
+// or broken one is a conflict, as a page that does not know the revision is stale.
+func editorRevision(r *http.Request) (int64, error) {
+	n, err := strconv.ParseInt(r.PostFormValue("expected_state_rev"), 10, 64)
+	if err != nil || n < 0 {
+		return 0, errs.New(session.ErrConflict, nil, conflictMessage)
+	}
+	return n, nil
+}
+
+// editorAction takes a next action in a version's sandbox session: the one its latest
+// run offers, which may be a run of the previous version the session went on from.
+func (h *Handler) editorAction(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := needAuthor(c); err != nil {
+		return err
+	}
+	v, t, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	sctx := session.Editor(v.ID)
+	expected, err := editorRevision(r)
+	var next store.Run
+	if err == nil {
+		var sess store.Session
+		if sess, err = h.workflow.Session(r.Context(), t, c.User, sctx); err == nil {
+			var latest store.Run
+			if latest, err = h.runs.Owned(r.Context(), c.User, sess.LatestRunID); err == nil {
+				var offered contract.NextAction
+				if offered, err = workflow.Offered(latest, r.PathValue("action")); err == nil {
+					in, ierr := formInput(offered, r.PostForm)
+					if ierr != nil {
+						err = errs.New(contract.ErrInvalidInput, nil, "%s", ierr.Error())
+					} else {
+						next, err = h.workflow.Action(r.Context(), workflow.Action{Tool: t, Version: v, User: c.User, Context: sctx,
+							ActionID: r.PathValue("action"), Input: in, ExpectedStateRev: expected})
+					}
+				}
+			}
+		}
+	}
+	if err != nil {
+		return h.editorRefused(w, r, c, t, v, err)
+	}
+	h.runs.Wait(r.Context(), next.ID, runWait)
+	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&run="+next.ID)
+	return nil
+}
+
+// editorRefused shows the editor with the reason a sandbox session change was refused
+// beside the sandbox; a conflict says to reload.
+func (h *Handler) editorRefused(w http.ResponseWriter, r *http.Request, c *call, t store.Tool, v store.ToolVersion, err error) error {
+	status, _ := h.statusOf(err)
+	if !shownToUser(status) {
+		return err
+	}
+	msg := h.message(r, err)
+	if errors.Is(err, session.ErrConflict) {
+		msg = conflictMessage
+	}
+	return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunErr: msg})
+}
+
+// editorGoBack makes an earlier step of a version's sandbox session current again.
+func (h *Handler) editorGoBack(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := needAuthor(c); err != nil {
+		return err
+	}
+	v, t, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	expected, err := editorRevision(r)
+	if err == nil {
+		rev, perr := strconv.ParseInt(r.PostFormValue("rev"), 10, 64)
+		if perr != nil {
+			err = errs.New(session.ErrNoStep, map[string]any{"rev": r.PostFormValue("rev")}, "no step %q to go back to", r.PostFormValue("rev"))
+		} else {
+			_, err = h.workflow.GoBack(r.Context(), t, c.User, session.Editor(v.ID), expected, rev)
+		}
+	}
+	if err != nil {
+		return h.editorRefused(w, r, c, t, v, err)
+	}
+	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&back=1")
+	return nil
+}
+
+// editorContinue lets a version's sandbox session go on from the previous version's:
+// its state, offered next actions and files.
+func (h *Handler) editorContinue(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := needAuthor(c); err != nil {
+		return err
+	}
+	v, t, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	from, ft, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PostFormValue("from"))
+	if err == nil && ft.ID != t.ID {
+		err = errs.New(catalog.ErrNoVersion, map[string]any{"from": from.ID}, "version %s is not a version of %s", from.ID, t.Slug)
+	}
+	if err != nil {
+		return err
+	}
+	expected, err := editorRevision(r)
+	if err == nil {
+		_, err = h.workflow.ContinueFrom(r.Context(), t, c.User, session.Editor(from.ID), session.Editor(v.ID), expected)
+	}
+	if err != nil {
+		return h.editorRefused(w, r, c, t, v, err)
+	}
+	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&continued=1")
 	return nil
 }

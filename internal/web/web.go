@@ -147,6 +147,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /editor/versions/{version}/publish", h.page(h.publish))
 	mux.Handle("POST /editor/versions/{version}/runs", h.upload(h.editorRun))
 	mux.Handle("POST /editor/versions/{version}/settings", h.page(h.saveEditorSettings))
+	mux.Handle("POST /editor/versions/{version}/actions/{action}", h.page(h.editorAction))
+	mux.Handle("POST /editor/versions/{version}/session/back", h.page(h.editorGoBack))
+	mux.Handle("POST /editor/versions/{version}/session/continue", h.page(h.editorContinue))
 
 	mux.Handle("GET /files", h.page(h.filesPage))
 

@@ -231,6 +231,100 @@ func TestBrowserEditor(t *testing.T) {
 		})
 	}
 
+	// The author iterates: goes back to an earlier step of the sandbox session (a stale
+	// click changes nothing), then lets a new version go on from the previous one's
+	// session, and its next step runs the new code with the old state and files.
+	for _, vp := range viewports {
+		t.Run("steps "+vp.name, func(t *testing.T) {
+			slug := "steg-" + vp.name
+			if _, _, err := author.CreateTool(bg, slug, "Steg "+vp.name, "", greetingSource, false); err != nil {
+				t.Fatal(err)
+			}
+			ctx := s.tab(t, ctx)
+			run(t, ctx, chromedp.EmulateViewport(vp.width, vp.height), chromedp.Navigate(s.base+"/editor/"+slug),
+				chromedp.WaitReady("[data-code-editor]", chromedp.ByQuery),
+				chromedp.SetUploadFiles("#sandbox-files", []string{s.demo["index.html"]}, chromedp.ByQuery),
+				chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
+			waitEditor(t, ctx, "step 1", func(st editorState) bool { return strings.Contains(st.URL, "&run=") })
+			greet := func(name string) {
+				t.Helper()
+				before := location(t, ctx)
+				run(t, ctx, chromedp.WaitEnabled("form[action$='/actions/greet'] button[type=submit]", chromedp.ByQuery),
+					chromedp.SetValue("form[action$='/actions/greet'] input[name='in.name']", name, chromedp.ByQuery),
+					chromedp.SetValue("form[action$='/actions/greet'] input[name='in.times']", "1", chromedp.ByQuery),
+					chromedp.Click("form[action$='/actions/greet'] button[type=submit]", chromedp.ByQuery))
+				waitPath(t, ctx, "/editor/"+slug+"?version=", before)
+				run(t, ctx, chromedp.WaitVisible(".notice", chromedp.ByQuery))
+			}
+			greet("Ada")
+			var sb struct {
+				Steps         []string
+				State, Notice string
+				Enabled       bool
+			}
+			readSandbox := func() {
+				t.Helper()
+				run(t, ctx, chromedp.WaitReady("[data-code-editor]", chromedp.ByQuery), chromedp.Evaluate(`({
+					Steps: [...document.querySelectorAll("[data-steps] li")].map((li) => li.innerText.replace(/\s+/g, " ").trim()),
+					State: (document.querySelector("pre.json") || {}).textContent || "",
+					Notice: [...document.querySelectorAll(".pane:last-child [role=status], .pane:last-child [role=alert]")].filter((e) => !e.hidden).map((e) => e.textContent.trim()).join(" | "),
+					Enabled: !!document.querySelector("form[action$='/actions/greet'] button[type=submit]:not([disabled])"),
+				})`, &sb))
+			}
+			readSandbox()
+			if len(sb.Steps) != 2 || !strings.Contains(sb.Steps[0], "Steg 2") || !strings.Contains(sb.Steps[0], "”Greet”") ||
+				!strings.Contains(sb.Steps[1], "första körningen") || !strings.Contains(sb.State, `"greeted": "Ada"`) {
+				t.Fatalf("the session's steps after one action: %+v", sb)
+			}
+			// A stale page's "Gå tillbaka hit" (its revision is old) changes nothing.
+			run(t, ctx, chromedp.Evaluate(`(() => { const f = document.querySelector("[data-step='1'] form"); f.querySelector("[name=expected_state_rev]").value = "1"; f.submit(); return true })()`, new(bool)))
+			time.Sleep(500 * time.Millisecond)
+			readSandbox()
+			if !strings.Contains(sb.Notice, "Ladda om") && !strings.Contains(sb.Notice, "Reload") || !strings.Contains(sb.State, `"greeted": "Ada"`) || len(sb.Steps) != 2 {
+				t.Fatalf("a stale go-back was not refused: %+v", sb)
+			}
+			// Going back to step 1: its state, and its next step on offer again.
+			run(t, ctx, chromedp.Navigate(s.base+"/editor/"+slug), chromedp.WaitReady("[data-step='1'] form button", chromedp.ByQuery),
+				chromedp.Click("[data-step='1'] form button", chromedp.ByQuery))
+			waitPath(t, ctx, "/editor/"+slug+"?version=")
+			waitEditor(t, ctx, "went back", func(st editorState) bool { return strings.Contains(st.URL, "back=1") })
+			readSandbox()
+			if strings.Contains(sb.State, "greeted") || !sb.Enabled || len(sb.Steps) != 3 || !strings.Contains(sb.Steps[0], "här är sessionen nu") {
+				t.Fatalf("after going back to step 1: %+v", sb)
+			}
+			greet("Bo")
+			readSandbox()
+			if !strings.Contains(sb.State, `"greeted": "Bo"`) {
+				t.Fatalf("the step after going back: %+v", sb)
+			}
+
+			// A new version goes on from this session and runs its next step.
+			run(t, ctx, setCode(strings.Replace(greetingSource, `"Hej "`, `"Hallå "`, 1)),
+				chromedp.Click("form[data-editor-form] button[type=submit]:not([name])", chromedp.ByQuery))
+			run(t, ctx, chromedp.WaitVisible("form[data-continue] button", chromedp.ByQuery))
+			readSandbox()
+			if len(sb.Steps) != 0 || sb.State != "" {
+				t.Fatalf("the new version has a session before continuing: %+v", sb)
+			}
+			run(t, ctx, chromedp.Click("form[data-continue] button", chromedp.ByQuery))
+			waitEditor(t, ctx, "continued", func(st editorState) bool { return strings.Contains(st.URL, "continued=1") })
+			readSandbox()
+			if !strings.Contains(sb.State, `"greeted": "Bo"`) || !sb.Enabled {
+				t.Fatalf("the continued session: %+v", sb)
+			}
+			var out string
+			before := location(t, ctx)
+			run(t, ctx, chromedp.SetValue("form[action$='/actions/greet'] input[name='in.name']", "Cy", chromedp.ByQuery),
+				chromedp.SetValue("form[action$='/actions/greet'] input[name='in.times']", "1", chromedp.ByQuery),
+				chromedp.Click("form[action$='/actions/greet'] button[type=submit]", chromedp.ByQuery))
+			waitPath(t, ctx, "/editor/"+slug+"?version=", before)
+			run(t, ctx, chromedp.WaitVisible(".notice", chromedp.ByQuery), chromedp.Evaluate(`document.querySelector(".notice").textContent`, &out))
+			if !strings.Contains(out, "Hallå Cy!") || !strings.Contains(out, "index.html") {
+				t.Fatalf("the new version's step did not run the new code with the kept files: %q", out)
+			}
+		})
+	}
+
 	// Without CodeMirror (here: its files blocked) the code box is the text box, with
 	// Tab handling and a way out.
 	for _, vp := range viewports {

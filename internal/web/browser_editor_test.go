@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/input"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -133,7 +134,16 @@ func TestBrowserEditor(t *testing.T) {
 			var accept atomic.Bool
 			accept.Store(true)
 			asked := dialogs(ctx, &accept)
-			run(t, ctx, chromedp.EmulateViewport(vp.width, vp.height), chromedp.Navigate(s.base+"/editor/"+slug))
+			// CodeMirror sets styles from script (CSSOM), which style-src 'self' allows;
+			// the browser reports anything the page's CSP refused in its log.
+			var refused atomic.Value
+			refused.Store("")
+			chromedp.ListenTarget(ctx, func(ev any) {
+				if e, ok := ev.(*cdplog.EventEntryAdded); ok && strings.Contains(e.Entry.Text, "Content Security Policy") {
+					refused.Store(e.Entry.Text)
+				}
+			})
+			run(t, ctx, cdplog.Enable(), chromedp.EmulateViewport(vp.width, vp.height), chromedp.Navigate(s.base+"/editor/"+slug))
 
 			// CodeMirror, from /usr/share/javascript/codemirror through skrip.
 			st := readEditor(t, ctx)
@@ -142,6 +152,9 @@ func TestBrowserEditor(t *testing.T) {
 			}
 			if st.ScrollWidth > int(vp.width) {
 				t.Errorf("the editor is %d px wide at %d px: it scrolls sideways", st.ScrollWidth, vp.width)
+			}
+			if msg := refused.Load().(string); msg != "" {
+				t.Errorf("the page's CSP refused something: %s", msg)
 			}
 			// Tab indents, Esc then Tab leaves forwards, Shift-Tab leaves backwards.
 			run(t, ctx, chromedp.Evaluate(`(() => { const cm = document.querySelector(".CodeMirror").CodeMirror; cm.focus(); cm.setCursor({line: 1, ch: 0}); return true })()`, new(bool)),

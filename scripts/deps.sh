@@ -3,7 +3,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 command -v go >/dev/null || { echo "Go 1.26 or newer is needed: https://go.dev/dl/" >&2; exit 1; }
-apt_install bubblewrap python3 weasyprint fonts-dejavu-core
+apt_install bubblewrap python3 weasyprint fonts-dejavu-core libjs-codemirror
 
 # The runner's runtime (docs/spec.md §5b): a Debian 13 rootfs with Python 3.13, WeasyPrint, pandoc,
 # python-docx, openpyxl, pandas, pypdf, Jinja2, rsvg-convert and fonts, built once with

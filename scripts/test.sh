@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-apt_install postgresql bubblewrap python3 weasyprint poppler-utils fonts-dejavu-core chromium
+apt_install postgresql bubblewrap python3 weasyprint poppler-utils fonts-dejavu-core chromium libjs-codemirror
 
 # Start the first PostgreSQL cluster (Debian makes one when the package is installed).
 read -r pgver pgcluster pgport pgstatus _ < <(pg_lsclusters -h | head -n 1)

@@ -131,3 +131,12 @@ func (s *Server) publishVersion(w http.ResponseWriter, r *http.Request, u store.
 	httpkit.WriteJSON(w, http.StatusOK, toolOf(t))
 	return nil
 }
+
+func (s *Server) unpublishTool(w http.ResponseWriter, r *http.Request, u store.User) error {
+	t, err := s.svc.Catalog.Unpublish(r.Context(), u, r.PathValue("tool"))
+	if err != nil {
+		return err
+	}
+	httpkit.WriteJSON(w, http.StatusOK, toolOf(t))
+	return nil
+}

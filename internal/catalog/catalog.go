@@ -43,6 +43,8 @@ const (
 	MaxTitleBytes  = 200
 	MaxDescBytes   = 2000     // description and summary
 	MaxUsageBytes  = 64 << 10 // usage_instructions (markdown)
+
+	maxSyntaxErrorBytes = 500 // of a syntax check's message kept with a version
 )
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -150,6 +152,11 @@ type NewTool struct {
 type NewVersion struct {
 	Source                      string
 	InputSchema, SettingsSchema json.RawMessage
+	// SyntaxError and SyntaxLine are where the caller's syntax check found the source
+	// does not compile ("": it does, or it was not checked). A version that does not
+	// compile is still stored, so no work is lost; it is marked.
+	SyntaxError string
+	SyntaxLine  int
 }
 
 // Create stores a tool and its first version, authored by u.
@@ -208,7 +215,11 @@ func (s *Service) newVersion(n NewVersion, u store.User, now time.Time) (store.T
 	if err != nil {
 		return store.ToolVersion{}, err
 	}
-	v := store.ToolVersion{ID: ids.New("v"), Source: n.Source, Entrypoint: "run_tool", CreatedBy: u.ID, CreatedAt: now}
+	v := store.ToolVersion{ID: ids.New("v"), Source: n.Source, Entrypoint: "run_tool", CreatedBy: u.ID, CreatedAt: now,
+		SyntaxError: strings.TrimSpace(n.SyntaxError), SyntaxLine: max(n.SyntaxLine, 0)}
+	if len(v.SyntaxError) > maxSyntaxErrorBytes {
+		v.SyntaxError = strings.ToValidUTF8(v.SyntaxError[:maxSyntaxErrorBytes], "") + "…"
+	}
 	if in != nil {
 		v.InputSchema, _ = json.Marshal(in)
 	}
@@ -273,6 +284,21 @@ func (s *Service) Publish(ctx context.Context, u store.User, id string) (store.T
 		return store.Tool{}, err
 	}
 	t.PublishedVersionID, t.UpdatedAt = v.ID, now
+	return t, nil
+}
+
+// Unpublish takes the tool ref away from its users, if u owns it: it has no published
+// version until one is published again. Its versions and runs stay.
+func (s *Service) Unpublish(ctx context.Context, u store.User, ref string) (store.Tool, error) {
+	t, err := s.Owned(ctx, u, ref)
+	if err != nil {
+		return store.Tool{}, err
+	}
+	now := s.now()
+	if err := s.st.Unpublish(ctx, t.ID, now); err != nil {
+		return store.Tool{}, err
+	}
+	t.PublishedVersionID, t.UpdatedAt = "", now
 	return t, nil
 }
 

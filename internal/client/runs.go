@@ -74,6 +74,12 @@ func (c *Client) Publish(ctx context.Context, versionID string) (Tool, error) {
 	return t, c.Do(ctx, http.MethodPost, "/api/v1/tool-versions/"+url.PathEscape(versionID)+"/publish", nil, &t)
 }
 
+// Unpublish leaves a tool with no published version.
+func (c *Client) Unpublish(ctx context.Context, tool string) (Tool, error) {
+	var t Tool
+	return t, c.Do(ctx, http.MethodPost, "/api/v1/tools/"+url.PathEscape(tool)+"/unpublish", nil, &t)
+}
+
 // RunFiles uploads paths and inputs as a run of tool, waiting up to wait for its end.
 func (c *Client) RunFiles(ctx context.Context, tool string, paths []string, inputs map[string]any, wait time.Duration) (Run, error) {
 	return c.runMultipart(ctx, "/api/v1/tools/"+url.PathEscape(tool)+"/runs?wait="+wait.String(), paths, inputs)

@@ -74,7 +74,11 @@ func (s *Service) Get(ctx context.Context, k store.SessionKey) (store.Session, e
 
 // Start records the state an initial run left (nil: {}) as a new revision, and returns it.
 func (s *Service) Start(ctx context.Context, k store.SessionKey, state json.RawMessage, runID string) (int64, error) {
-	return s.st.WriteSession(ctx, k, normalState(state), runID, s.now())
+	rev, err := s.st.WriteSession(ctx, k, normalState(state), runID, s.now())
+	if err == nil {
+		s.record(ctx, k, rev)
+	}
+	return rev, err
 }
 
 // Advance moves the session from revision expected to expected+1 with state (nil: keep
@@ -84,7 +88,11 @@ func (s *Service) Advance(ctx context.Context, k store.SessionKey, expected int6
 	if state != nil {
 		st = normalState(state)
 	}
-	return s.st.CompareAndSwapSession(ctx, k, expected, st, runID, s.now())
+	ok, err := s.st.CompareAndSwapSession(ctx, k, expected, st, runID, s.now())
+	if ok {
+		s.record(ctx, k, expected+1)
+	}
+	return ok, err
 }
 
 func normalState(state json.RawMessage) string {

@@ -176,3 +176,57 @@ func (s *Store) SessionFileSetIDs(ctx context.Context) (map[string]bool, error) 
 	}
 	return out, rows.Err()
 }
+
+// SessionStep is one revision of a session as it was written: its state and the run
+// whose next actions it offered.
+type SessionStep struct {
+	SessionKey
+	StateRev  int64
+	State     string
+	RunID     string
+	CreatedAt time.Time
+}
+
+// AddSessionStep records step, replacing a record of the same revision, and forgets the
+// session's steps more than keep revisions older.
+func (s *Store) AddSessionStep(ctx context.Context, step SessionStep, keep int64) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO session_steps (tool_id, user_id, context, state_rev, state, run_id, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tool_id, user_id, context, state_rev) DO UPDATE SET state = excluded.state,
+			run_id = excluded.run_id, created_at = excluded.created_at`),
+			step.ToolID, step.UserID, step.Context, step.StateRev, step.State, step.RunID, ms(step.CreatedAt)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.rebind("DELETE FROM session_steps WHERE tool_id = ? AND user_id = ? AND context = ? AND state_rev <= ?"),
+			step.ToolID, step.UserID, step.Context, step.StateRev-keep)
+		return err
+	})
+}
+
+// SessionSteps lists the recorded steps of a session, newest first.
+func (s *Store) SessionSteps(ctx context.Context, k SessionKey) ([]SessionStep, error) {
+	rows, err := s.query(ctx, "SELECT state_rev, state, run_id, created_at FROM session_steps WHERE tool_id = ? AND user_id = ? AND context = ? ORDER BY state_rev DESC",
+		k.ToolID, k.UserID, k.Context)
+	return scanAll(rows, err, func(row interface{ Scan(...any) error }) (SessionStep, error) {
+		st := SessionStep{SessionKey: k}
+		var created int64
+		if err := row.Scan(&st.StateRev, &st.State, &st.RunID, &created); err != nil {
+			return SessionStep{}, mapErr(err)
+		}
+		st.CreatedAt = fromMS(created)
+		return st, nil
+	})
+}
+
+// SessionStepAt returns the recorded step of revision rev, or ErrNotFound.
+func (s *Store) SessionStepAt(ctx context.Context, k SessionKey, rev int64) (SessionStep, error) {
+	st := SessionStep{SessionKey: k, StateRev: rev}
+	var created int64
+	err := s.queryRow(ctx, "SELECT state, run_id, created_at FROM session_steps WHERE tool_id = ? AND user_id = ? AND context = ? AND state_rev = ?",
+		k.ToolID, k.UserID, k.Context, rev).Scan(&st.State, &st.RunID, &created)
+	if err != nil {
+		return SessionStep{}, fmt.Errorf("step %d of session %s/%s: %w", rev, k.ToolID, k.Context, mapErr(err))
+	}
+	st.CreatedAt = fromMS(created)
+	return st, nil
+}

@@ -35,6 +35,10 @@ type ToolVersion struct {
 	SettingsSchema json.RawMessage
 	CreatedBy      string
 	CreatedAt      time.Time
+	// SyntaxError and SyntaxLine are where Python's compiler stopped in Source, as the
+	// editor's check found it on saving ("" and 0: it compiled, or was not checked).
+	SyntaxError string
+	SyntaxLine  int
 }
 
 const toolCols = "id, slug, title, description, summary, usage_instructions, author_id, COALESCE(published_version_id, ''), created_at, updated_at"
@@ -49,13 +53,13 @@ func scanTool(row interface{ Scan(...any) error }) (Tool, error) {
 	return t, nil
 }
 
-const versionCols = "id, tool_id, source, entrypoint, input_schema, settings_schema, created_by, created_at"
+const versionCols = "id, tool_id, source, entrypoint, input_schema, settings_schema, created_by, created_at, syntax_error, syntax_line"
 
 func scanVersion(row interface{ Scan(...any) error }) (ToolVersion, error) {
 	var v ToolVersion
 	var created int64
 	var input, settings sql.NullString
-	if err := row.Scan(&v.ID, &v.ToolID, &v.Source, &v.Entrypoint, &input, &settings, &v.CreatedBy, &created); err != nil {
+	if err := row.Scan(&v.ID, &v.ToolID, &v.Source, &v.Entrypoint, &input, &settings, &v.CreatedBy, &created, &v.SyntaxError, &v.SyntaxLine); err != nil {
 		return ToolVersion{}, mapErr(err)
 	}
 	if input.Valid {
@@ -100,8 +104,8 @@ func (s *Store) CreateTool(ctx context.Context, t Tool, v ToolVersion, publish b
 }
 
 func insertVersion(ctx context.Context, s *Store, tx *sql.Tx, v ToolVersion) error {
-	_, err := tx.ExecContext(ctx, s.rebind("INSERT INTO tool_versions ("+versionCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
-		v.ID, v.ToolID, v.Source, v.Entrypoint, nullJSON(v.InputSchema), nullJSON(v.SettingsSchema), v.CreatedBy, ms(v.CreatedAt))
+	_, err := tx.ExecContext(ctx, s.rebind("INSERT INTO tool_versions ("+versionCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+		v.ID, v.ToolID, v.Source, v.Entrypoint, nullJSON(v.InputSchema), nullJSON(v.SettingsSchema), v.CreatedBy, ms(v.CreatedAt), v.SyntaxError, v.SyntaxLine)
 	return err
 }
 
@@ -119,6 +123,12 @@ func (s *Store) CreateVersion(ctx context.Context, v ToolVersion) error {
 // Publish makes versionID the tool's published version.
 func (s *Store) Publish(ctx context.Context, toolID, versionID string, now time.Time) error {
 	_, err := s.exec(ctx, "UPDATE tools SET published_version_id = ?, updated_at = ? WHERE id = ?", versionID, ms(now), toolID)
+	return err
+}
+
+// Unpublish leaves the tool with no published version.
+func (s *Store) Unpublish(ctx context.Context, toolID string, now time.Time) error {
+	_, err := s.exec(ctx, "UPDATE tools SET published_version_id = NULL, updated_at = ? WHERE id = ?", ms(now), toolID)
 	return err
 }
 

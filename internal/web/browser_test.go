@@ -351,9 +351,11 @@ func TestBrowser(t *testing.T) {
 			chromedp.Click("form[action='/editor'] button[type=submit]", chromedp.ByQuery),
 		)
 		waitPath(t, ctx, "/editor/greeting")
+		// The code box is CodeMirror (or the text box when it is not installed): the
+		// code goes in through whichever the page made.
 		run(t, ctx,
-			chromedp.WaitVisible("#source", chromedp.ByQuery),
-			chromedp.SetValue("#source", greetingSource, chromedp.ByQuery),
+			chromedp.WaitReady("[data-code-editor]", chromedp.ByQuery),
+			setCode(greetingSource),
 			chromedp.Click("form[action$='/versions'] button[type=submit]", chromedp.ByQuery),
 		)
 		waitPath(t, ctx, "/editor/greeting?version=")

@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"path"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/contract"
@@ -14,6 +20,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
 // starterSource is what a new tool's editor starts with.
@@ -27,6 +34,59 @@ def run_tool(input_dir, output_dir):
         raise ToolUserError("Upload at least one file.")
     return {"outputs": [{"kind": "notice", "level": "info", "message": "You uploaded: " + ", ".join(names)}]}
 `
+
+// DefaultCodeMirrorDir is where Debian's libjs-codemirror installs CodeMirror 5: the
+// editor serves it from there, as Debian packages web applications, and ships no copy.
+const DefaultCodeMirrorDir = "/usr/share/javascript/codemirror"
+
+// openCodeMirror opens CodeMirror's directory, or returns nil when it is not there.
+func openCodeMirror(dir string, log *slog.Logger) *os.Root {
+	if dir == "" {
+		dir = DefaultCodeMirrorDir
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		if log != nil {
+			log.Info("CodeMirror is not installed; the editor uses a plain text box", "dir", dir, "install", "apt-get install libjs-codemirror")
+		}
+		return nil
+	}
+	return root
+}
+
+// hasCodeMirror reports whether the editor can load CodeMirror.
+func (h *Handler) hasCodeMirror() bool {
+	if h.codeMirror == nil {
+		return false
+	}
+	_, err := h.codeMirror.Stat("lib/codemirror.js")
+	return err == nil
+}
+
+// serveCodeMirror serves CodeMirror's scripts and style sheets from its installed
+// directory. os.Root keeps every name inside it (no "..", no symlink out of it), and only
+// regular .js and .css files are served, never a listing.
+func (h *Handler) serveCodeMirror(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, "/static/vendor/codemirror/")
+	ext := path.Ext(name)
+	if h.codeMirror == nil || !fs.ValidPath(name) || (ext != ".js" && ext != ".css") {
+		h.NotFound().ServeHTTP(w, r)
+		return
+	}
+	f, err := h.codeMirror.Open(name)
+	if err != nil {
+		h.NotFound().ServeHTTP(w, r)
+		return
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		h.NotFound().ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	http.ServeContent(w, r, name, info.ModTime(), f)
+}
 
 func needAuthor(c *call) error {
 	if !c.IsAuthor() {
@@ -53,7 +113,7 @@ func (h *Handler) showEditorIndex(w http.ResponseWriter, r *http.Request, c *cal
 			mine = append(mine, t)
 		}
 	}
-	data := map[string]any{"Title": "Editor", "Tools": mine, "New": n}
+	data := map[string]any{"Title": h.langOf(r).T("editor.index.title"), "Tools": mine, "New": n}
 	if cause != nil {
 		data["Error"] = h.message(r, cause)
 	}
@@ -77,7 +137,8 @@ func (h *Handler) createTool(w http.ResponseWriter, r *http.Request, c *call) er
 func (h *Handler) editor(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := r.URL.Query()
 	return h.showEditor(w, r, c, editorView{Ref: r.PathValue("tool"), VersionID: q.Get("version"), RunID: q.Get("run"), Status: http.StatusOK,
-		InfoSaved: q.Get("info") == "saved", SettingsSaved: q.Get("settings") == "saved"})
+		InfoSaved: q.Get("info") == "saved", SettingsSaved: q.Get("settings") == "saved", ConfirmPublish: q.Get("confirm") == "publish",
+		WentBack: q.Get("back") == "1", Continued: q.Get("continued") == "1", Unpublished: q.Get("unpublished") == "1"})
 }
 
 // editorView says what the editor shows.
@@ -95,6 +156,12 @@ type editorView struct {
 	// InfoSaved and SettingsSaved say that the description or the sandbox's settings
 	// were just saved.
 	InfoSaved, SettingsSaved bool
+	// ConfirmPublish asks the author to confirm publishing the version, when there is
+	// a reason to doubt it (publishDoubts).
+	ConfirmPublish bool
+	// WentBack, Continued and Unpublished say what the author just did: went back to an
+	// earlier step, went on from the previous version's session, unpublished the tool.
+	WentBack, Continued, Unpublished bool
 }
 
 // versionForm is the editor's form of a version: its source and both schemas as JSON,
@@ -131,17 +198,18 @@ func (f *versionForm) refuse(field, msg string) {
 }
 
 // infoPanel is the editor's form of what users read about t.
-func infoPanel(c *call, t store.Tool) *panel {
+func infoPanel(l *Lang, c *call, t store.Tool) *panel {
 	p := &panel{Action: "/editor/" + t.Slug + "/info", CSRF: c.CSRF, Fields: newFields([]contract.Field{
-		{Name: "title", Label: "Titel", Kind: contract.FieldString},
-		{Name: "summary", Label: "Sammanfattning", Kind: contract.FieldString},
-		{Name: "description", Label: "Beskrivning", Kind: contract.FieldText},
-		{Name: "usage_instructions", Label: "Bruksanvisning (markdown)", Kind: contract.FieldText},
+		{Name: "title", Label: l.T("editor.info.title"), Kind: contract.FieldString},
+		{Name: "summary", Label: l.T("editor.info.summary"), Kind: contract.FieldString},
+		{Name: "description", Label: l.T("editor.info.about"), Kind: contract.FieldText},
+		{Name: "usage_instructions", Label: l.T("editor.info.usage"), Kind: contract.FieldText},
 	}, "info", "info.")}
 	p.Fields[0].Value, p.Fields[1].Value, p.Fields[2].Value, p.Fields[3].Value = t.Title, t.Summary, t.Description, t.UsageInstructions
-	p.Fields[1].Hint = "En eller två meningar, överst på verktygets sida och i verktygslistan."
-	p.Fields[2].Hint, p.Fields[2].Lines = "Visas i verktygslistan när sammanfattningen saknas.", 2
-	p.Fields[3].Hint, p.Fields[3].Lines = "Visas på verktygets sida under ”Så använder du verktyget”: vad verktyget gör, vilka filer det vill ha och vad man får tillbaka. Rubriker, listor, **fetstil** och länkar går bra.", 10
+	p.Fields[0].Hint = l.T("editor.info.title_hint")
+	p.Fields[1].Hint = l.T("editor.info.summary_hint")
+	p.Fields[2].Hint, p.Fields[2].Lines = l.T("editor.info.about_hint"), 2
+	p.Fields[3].Hint, p.Fields[3].Lines = l.T("editor.info.usage_hint"), 10
 	return p
 }
 
@@ -170,7 +238,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		ev.Form = newVersionForm(v)
 	}
 	if ev.Info == nil {
-		ev.Info = infoPanel(c, t)
+		ev.Info = infoPanel(h.langOf(r), c, t)
 		ev.Info.Saved = ev.InfoSaved
 	}
 	if ev.Settings == nil {
@@ -181,13 +249,24 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 			ev.Settings.Saved = ev.SettingsSaved
 		}
 	}
-	data := map[string]any{"Title": "Editor: " + t.Title, "Tool": t, "Version": v, "Versions": versions,
-		"Limits": h.limits(), "Form": ev.Form, "Info": ev.Info}
+	data := map[string]any{"Title": h.langOf(r).T("editor.title", "Tool", t.Title), "Tool": t, "Version": v, "Versions": versions,
+		"Limits": h.limits(), "Form": ev.Form, "Info": ev.Info, "CodeMirror": h.hasCodeMirror(),
+		"WentBack": ev.WentBack, "Continued": ev.Continued, "Unpublished": ev.Unpublished}
+	if ev.ConfirmPublish && v.ID != t.PublishedVersionID {
+		doubts, err := h.publishDoubts(r, c, t, v)
+		if err != nil {
+			return err
+		}
+		if len(doubts) > 0 {
+			data["Confirm"] = doubts
+		}
+	}
 	if ev.Settings != nil {
 		data["Settings"] = ev.Settings
 	}
 
 	sess, err := h.workflow.Session(r.Context(), t, c.User, sctx)
+	hasSession := err == nil
 	switch {
 	case errors.Is(err, session.ErrNoSession):
 	case err != nil:
@@ -199,25 +278,48 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		if runID == "" {
 			runID = sess.LatestRunID
 		}
-	}
-	if runID == "" {
-		page, err := h.runs.List(r.Context(), c.User, run.Query{UserID: c.User.ID, ToolID: t.ID, Limit: 20})
+		steps, err := h.editorSteps(r, c, t, v, sess)
 		if err != nil {
 			return err
 		}
-		for _, rn := range page.Runs {
-			if rn.Context == sctx.String() {
-				runID = rn.ID
-				break
+		data["Steps"] = steps
+	}
+	if prev := previousVersion(versions, v); prev != nil {
+		// Offered when the previous version's sandbox has a session to go on from.
+		if _, err := h.workflow.Session(r.Context(), t, c.User, session.Editor(prev.ID)); err == nil {
+			cont := map[string]any{"From": prev.ID, "Expected": int64(0), "Replaces": hasSession}
+			if hasSession {
+				cont["Expected"] = sess.StateRev
 			}
+			data["Continue"] = cont
+		} else if !errors.Is(err, session.ErrNoSession) {
+			return err
+		}
+	}
+	if runID == "" {
+		rn, ok, err := h.latestSandboxRun(r, c, t, v)
+		if err != nil {
+			return err
+		}
+		if ok {
+			runID = rn.ID
 		}
 	}
 	if runID != "" {
 		rn, err := h.runs.Owned(r.Context(), c.User, runID)
-		if err == nil && rn.Context == sctx.String() {
+		// The sandbox's own runs, and the run a session copied from the previous
+		// version offers its next actions from.
+		if err == nil && rn.ToolID == t.ID && (rn.Context == sctx.String() || (hasSession && rn.ID == sess.LatestRunID)) {
 			res, err := h.result(r, c, t, rn)
 			if err != nil {
 				return err
+			}
+			// The action forms go to this version's sandbox session, and are current
+			// while that session's latest run is this one.
+			res.ActionURL, res.ReloadURL = "/editor/versions/"+v.ID+"/actions/", "/editor/"+t.Slug+"?version="+v.ID
+			res.Stale, res.Rev, res.LatestRun = len(res.Actions) > 0, "", ""
+			if hasSession && sess.LatestRunID == rn.ID && rn.UserID == c.User.ID {
+				res.Stale, res.Rev = false, strconv.FormatInt(sess.StateRev, 10)
 			}
 			res.Error = runErr
 			if runErr == conflictMessage {
@@ -233,7 +335,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	data["SessionFiles"] = sf
 	f := ev.RunForm
 	if f == nil {
-		if f, err = h.editorRunForm(c, v); err != nil {
+		if f, err = h.editorRunForm(h.langOf(r), c, v); err != nil {
 			return err
 		}
 	}
@@ -253,9 +355,27 @@ func (h *Handler) saveVersion(w http.ResponseWriter, r *http.Request, c *call) e
 		return err
 	}
 	f := &versionForm{Source: r.PostFormValue("source"), InputSchema: r.PostFormValue("input_schema"), SettingsSchema: r.PostFormValue("settings_schema")}
-	v, err := h.catalog.AddVersion(r.Context(), c.User, r.PathValue("tool"),
-		catalog.NewVersion{Source: f.Source, InputSchema: schemaText(f.InputSchema), SettingsSchema: schemaText(f.SettingsSchema)})
-	if err == nil && r.PostFormValue("publish") != "" {
+	t, err := h.catalog.Owned(r.Context(), c.User, r.PathValue("tool"))
+	if err != nil {
+		return err
+	}
+	n := catalog.NewVersion{Source: f.Source, InputSchema: schemaText(f.InputSchema), SettingsSchema: schemaText(f.SettingsSchema)}
+	if catalog.CheckSource(n.Source) == nil {
+		n.SyntaxError, n.SyntaxLine = h.checkSyntax(r, n.Source)
+	}
+	v, err := h.catalog.AddVersion(r.Context(), c.User, t.Slug, n)
+	publish := err == nil && r.PostFormValue("publish") != ""
+	if publish {
+		// A version that does not compile is saved all the same, but published only
+		// once the author confirms it.
+		doubts, derr := h.publishDoubts(r, c, t, v)
+		if derr != nil {
+			return derr
+		}
+		if len(doubts) > 0 {
+			redirect(w, r, "/editor/"+t.Slug+"?confirm=publish"+versionQuery(v.ID))
+			return nil
+		}
 		_, err = h.catalog.Publish(r.Context(), c.User, v.ID)
 	}
 	if err != nil {
@@ -289,7 +409,7 @@ func (h *Handler) saveInfo(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	p := infoPanel(c, t)
+	p := infoPanel(h.langOf(r), c, t)
 	p.keep(r.PostForm)
 	_, err = h.catalog.UpdateInfo(r.Context(), c.User, t.Slug, p.value("title"), p.value("description"), p.value("summary"), p.value("usage_instructions"))
 	version := r.PostFormValue("version")
@@ -358,27 +478,109 @@ func (h *Handler) saveEditorSettings(w http.ResponseWriter, r *http.Request, c *
 	return nil
 }
 
+// checkSyntax compiles src in a sandbox and returns where it does not compile, as
+// "message" and line ("" and 0: it compiles). A check that cannot run (a full queue, a
+// broken sandbox) says so in the message, so the version is marked as unchecked rather
+// than as fine; the version is saved either way.
+func (h *Handler) checkSyntax(r *http.Request, src string) (string, int) {
+	l := h.langOf(r)
+	se, err := h.runs.CheckSyntax(r.Context(), src)
+	switch {
+	case err != nil:
+		h.log.Warn("syntax check did not run", "error", err)
+		return l.T("editor.syntax.unchecked"), 0
+	case se == nil:
+		return "", 0
+	default:
+		return se.Message, se.Line
+	}
+}
+
+// latestSandboxRun is the newest run of version v in its editor sandbox by c's user.
+func (h *Handler) latestSandboxRun(r *http.Request, c *call, t store.Tool, v store.ToolVersion) (store.Run, bool, error) {
+	page, err := h.runs.List(r.Context(), c.User, run.Query{UserID: c.User.ID, ToolID: t.ID, Limit: 20})
+	if err != nil {
+		return store.Run{}, false, err
+	}
+	for _, rn := range page.Runs {
+		if rn.Context == session.Editor(v.ID).String() {
+			return rn, true, nil
+		}
+	}
+	return store.Run{}, false, nil
+}
+
+// publishDoubts are the reasons to ask before publishing v: its source does not
+// compile, or its latest sandbox run did not succeed. None: publish at once.
+func (h *Handler) publishDoubts(r *http.Request, c *call, t store.Tool, v store.ToolVersion) ([]string, error) {
+	l := h.langOf(r)
+	var doubts []string
+	if v.SyntaxError != "" {
+		if v.SyntaxLine > 0 {
+			doubts = append(doubts, l.T("editor.confirm.syntax_line", "Line", v.SyntaxLine, "Message", v.SyntaxError))
+		} else {
+			doubts = append(doubts, l.T("editor.confirm.syntax", "Message", v.SyntaxError))
+		}
+	}
+	rn, ok, err := h.latestSandboxRun(r, c, t, v)
+	if err != nil {
+		return nil, err
+	}
+	if ok && store.Terminal(rn.Status) && rn.Status != store.StatusSucceeded {
+		doubts = append(doubts, l.T("editor.confirm.run_failed", "Status", l.Status(rn.Status)))
+	}
+	return doubts, nil
+}
+
+// publish publishes a version; one with publishDoubts only with confirm=1, else the
+// editor asks first (a page that works without script).
 func (h *Handler) publish(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := needAuthor(c); err != nil {
 		return err
 	}
-	t, err := h.catalog.Publish(r.Context(), c.User, r.PathValue("version"))
+	v, t, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
 	if err != nil {
 		return err
 	}
-	redirect(w, r, "/editor/"+t.Slug+"?version="+r.PathValue("version"))
+	if r.PostFormValue("confirm") != "1" {
+		doubts, err := h.publishDoubts(r, c, t, v)
+		if err != nil {
+			return err
+		}
+		if len(doubts) > 0 {
+			redirect(w, r, "/editor/"+t.Slug+"?confirm=publish"+versionQuery(v.ID))
+			return nil
+		}
+	}
+	if _, err := h.catalog.Publish(r.Context(), c.User, v.ID); err != nil {
+		return err
+	}
+	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID)
+	return nil
+}
+
+// unpublish takes a tool away from its users until a version is published again.
+func (h *Handler) unpublish(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := needAuthor(c); err != nil {
+		return err
+	}
+	t, err := h.catalog.Unpublish(r.Context(), c.User, r.PathValue("tool"))
+	if err != nil {
+		return err
+	}
+	redirect(w, r, "/editor/"+t.Slug+"?unpublished=1"+versionQuery(r.PostFormValue("version")))
 	return nil
 }
 
 // editorRunForm is the editor's run form for version v: the same form users get
 // from its input_schema.
-func (h *Handler) editorRunForm(c *call, v store.ToolVersion) (*runForm, error) {
+func (h *Handler) editorRunForm(l *Lang, c *call, v store.ToolVersion) (*runForm, error) {
 	schema, err := inputSchema(v)
 	if err != nil {
 		return nil, err
 	}
-	f := newRunForm(schema, "sandbox-", "Filer att testa med", h.limits())
-	f.Action, f.CSRF, f.Submit = "/editor/versions/"+v.ID+"/runs", c.CSRF, "Kör i sandlådan"
+	f := newRunForm(schema, "sandbox-", l.T("editor.sandbox.files"), h.limits())
+	f.Action, f.CSRF, f.Submit = "/editor/versions/"+v.ID+"/runs", c.CSRF, l.T("editor.sandbox.run")
 	return f, nil
 }
 
@@ -392,7 +594,7 @@ func (h *Handler) editorRun(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	f, err := h.editorRunForm(c, v)
+	f, err := h.editorRunForm(h.langOf(r), c, v)
 	if err != nil {
 		return err
 	}
@@ -406,5 +608,172 @@ func (h *Handler) editorRun(w http.ResponseWriter, r *http.Request, c *call) err
 	}
 	h.runs.Wait(r.Context(), rn.ID, runWait)
 	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&run="+rn.ID)
+	return nil
+}
+
+// previousVersion is the version saved before v (versions are newest first), or nil.
+func previousVersion(versions []store.ToolVersion, v store.ToolVersion) *store.ToolVersion {
+	for i, x := range versions {
+		if x.ID == v.ID && i+1 < len(versions) {
+			return &versions[i+1]
+		}
+	}
+	return nil
+}
+
+// editorStep is one kept step of a sandbox session, as the editor lists it.
+type editorStep struct {
+	Rev     int64
+	Action  string // the label of the action the step's run took; empty: an initial run
+	At      time.Time
+	Current bool
+}
+
+// editorSteps are the kept steps of the sandbox session sess, newest first. A step's
+// action is named by the label its offer had, on the run of the step before.
+func (h *Handler) editorSteps(r *http.Request, c *call, t store.Tool, v store.ToolVersion, sess store.Session) ([]editorStep, error) {
+	kept, err := h.workflow.Steps(r.Context(), t, c.User, session.Editor(v.ID))
+	if err != nil {
+		return nil, err
+	}
+	runs := map[string]store.Run{}
+	for _, k := range kept {
+		if rn, err := h.runs.Owned(r.Context(), c.User, k.RunID); err == nil {
+			runs[k.RunID] = rn
+		}
+	}
+	steps := make([]editorStep, len(kept))
+	for i, k := range kept {
+		steps[i] = editorStep{Rev: k.StateRev, At: k.CreatedAt, Current: k.StateRev == sess.StateRev}
+		rn, ok := runs[k.RunID]
+		if !ok || rn.Kind != "action" {
+			continue
+		}
+		steps[i].Action = rn.ActionID
+		if i+1 < len(kept) {
+			offers, _ := run.NextActionsOf(runs[kept[i+1].RunID])
+			for _, a := range offers {
+				if a.ActionID == rn.ActionID && a.Label != "" {
+					steps[i].Action = a.Label
+				}
+			}
+		}
+	}
+	return steps, nil
+}
+
+// editorRevision reads the expected_state_rev a sandbox session form sent; a missing
+// or broken one is a conflict, as a page that does not know the revision is stale.
+func editorRevision(r *http.Request) (int64, error) {
+	n, err := strconv.ParseInt(r.PostFormValue("expected_state_rev"), 10, 64)
+	if err != nil || n < 0 {
+		return 0, errs.New(session.ErrConflict, nil, conflictMessage)
+	}
+	return n, nil
+}
+
+// editorAction takes a next action in a version's sandbox session: the one its latest
+// run offers, which may be a run of the previous version the session went on from.
+func (h *Handler) editorAction(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := needAuthor(c); err != nil {
+		return err
+	}
+	v, t, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	sctx := session.Editor(v.ID)
+	expected, err := editorRevision(r)
+	var next store.Run
+	if err == nil {
+		var sess store.Session
+		if sess, err = h.workflow.Session(r.Context(), t, c.User, sctx); err == nil {
+			var latest store.Run
+			if latest, err = h.runs.Owned(r.Context(), c.User, sess.LatestRunID); err == nil {
+				var offered contract.NextAction
+				if offered, err = workflow.Offered(latest, r.PathValue("action")); err == nil {
+					in, ierr := formInput(offered, r.PostForm)
+					if ierr != nil {
+						err = errs.New(contract.ErrInvalidInput, nil, "%s", ierr.Error())
+					} else {
+						next, err = h.workflow.Action(r.Context(), workflow.Action{Tool: t, Version: v, User: c.User, Context: sctx,
+							ActionID: r.PathValue("action"), Input: in, ExpectedStateRev: expected})
+					}
+				}
+			}
+		}
+	}
+	if err != nil {
+		return h.editorRefused(w, r, c, t, v, err)
+	}
+	h.runs.Wait(r.Context(), next.ID, runWait)
+	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&run="+next.ID)
+	return nil
+}
+
+// editorRefused shows the editor with the reason a sandbox session change was refused
+// beside the sandbox; a conflict says to reload.
+func (h *Handler) editorRefused(w http.ResponseWriter, r *http.Request, c *call, t store.Tool, v store.ToolVersion, err error) error {
+	status, _ := h.statusOf(err)
+	if !shownToUser(status) {
+		return err
+	}
+	msg := h.message(r, err)
+	if errors.Is(err, session.ErrConflict) {
+		msg = conflictMessage
+	}
+	return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunErr: msg})
+}
+
+// editorGoBack makes an earlier step of a version's sandbox session current again.
+func (h *Handler) editorGoBack(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := needAuthor(c); err != nil {
+		return err
+	}
+	v, t, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	expected, err := editorRevision(r)
+	if err == nil {
+		rev, perr := strconv.ParseInt(r.PostFormValue("rev"), 10, 64)
+		if perr != nil {
+			err = errs.New(session.ErrNoStep, map[string]any{"rev": r.PostFormValue("rev")}, "no step %q to go back to", r.PostFormValue("rev"))
+		} else {
+			_, err = h.workflow.GoBack(r.Context(), t, c.User, session.Editor(v.ID), expected, rev)
+		}
+	}
+	if err != nil {
+		return h.editorRefused(w, r, c, t, v, err)
+	}
+	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&back=1")
+	return nil
+}
+
+// editorContinue lets a version's sandbox session go on from the previous version's:
+// its state, offered next actions and files.
+func (h *Handler) editorContinue(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := needAuthor(c); err != nil {
+		return err
+	}
+	v, t, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PathValue("version"))
+	if err != nil {
+		return err
+	}
+	from, ft, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PostFormValue("from"))
+	if err == nil && ft.ID != t.ID {
+		err = errs.New(catalog.ErrNoVersion, map[string]any{"from": from.ID}, "version %s is not a version of %s", from.ID, t.Slug)
+	}
+	if err != nil {
+		return err
+	}
+	expected, err := editorRevision(r)
+	if err == nil {
+		_, err = h.workflow.ContinueFrom(r.Context(), t, c.User, session.Editor(from.ID), session.Editor(v.ID), expected)
+	}
+	if err != nil {
+		return h.editorRefused(w, r, c, t, v, err)
+	}
+	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&continued=1")
 	return nil
 }

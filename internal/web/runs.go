@@ -39,6 +39,9 @@ type result struct {
 	Error     string // why the last submission was refused
 	CSRF      string // for the action forms
 	ReloadURL string // where "Reload" goes: this run's page, or the editor for a sandbox run
+	// ActionURL is where the action forms post, the action's id appended: the run's
+	// own route, or the editor's for its sandbox session.
+	ActionURL string
 }
 
 func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (*result, error) {
@@ -59,7 +62,8 @@ func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (
 		return nil, err
 	}
 	res := &result{ReloadURL: "/runs/" + rn.ID, Run: rn, Outputs: outputs(rn), Artifacts: arts, Actions: acts, Files: manifest.Files,
-		Owner: rn.UserID == c.User.ID, CanAct: rn.UserID == c.User.ID, Conflict: workflow.LostRace(rn), CSRF: c.CSRF}
+		Owner: rn.UserID == c.User.ID, CanAct: rn.UserID == c.User.ID, Conflict: workflow.LostRace(rn), CSRF: c.CSRF,
+		ActionURL: "/runs/" + rn.ID + "/actions/"}
 	if vid, ok := sctx.EditorVersion(); ok {
 		res.ReloadURL = "/editor/" + t.Slug + "?version=" + vid
 	}

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/skrip-dev/skrip/internal/account"
@@ -47,6 +48,9 @@ type Deps struct {
 	Log      *slog.Logger
 	// Lang is the UI's language ("sv" or "en") for a browser that asks for neither.
 	Lang string
+	// CodeMirrorDir is where CodeMirror 5 is installed (Debian's libjs-codemirror);
+	// empty: DefaultCodeMirrorDir. The editor falls back to a plain text box without it.
+	CodeMirrorDir string
 }
 
 // Handler serves the pages.
@@ -61,6 +65,9 @@ type Handler struct {
 	lang     string                                   // Deps.Lang
 	pages    map[string]map[string]*template.Template // language → page → template
 	static   http.Handler
+	// codeMirror is CodeMirror's installed directory, nil when it is not installed: the
+	// editor's scripts are served from it, and nothing outside it (see serveCodeMirror).
+	codeMirror *os.Root
 }
 
 // New reads the message catalogues and parses the templates, once per language.
@@ -96,6 +103,7 @@ func New(d Deps) (*Handler, error) {
 			h.pages[tag][base] = t
 		}
 	}
+	h.codeMirror = openCodeMirror(d.CodeMirrorDir, d.Log)
 	sub, _ := fs.Sub(assets, "static")
 	files := http.StripPrefix("/static/", http.FileServerFS(sub))
 	h.static = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -115,6 +123,7 @@ func New(d Deps) (*Handler, error) {
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /static/", h.secure(h.static))
 	mux.Handle("GET /favicon.ico", h.secure(http.HandlerFunc(h.favicon)))
+	mux.Handle("GET /static/vendor/codemirror/", h.secure(http.HandlerFunc(h.serveCodeMirror)))
 	mux.Handle("GET /lang/{lang}", h.secure(http.HandlerFunc(h.pickLang)))
 	mux.Handle("GET /signin", h.secure(http.HandlerFunc(h.signInPage)))
 	mux.Handle("POST /signin", h.secure(http.HandlerFunc(h.signIn)))
@@ -135,9 +144,13 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /editor/{tool}", h.page(h.editor))
 	mux.Handle("POST /editor/{tool}/versions", h.page(h.saveVersion))
 	mux.Handle("POST /editor/{tool}/info", h.page(h.saveInfo))
+	mux.Handle("POST /editor/{tool}/unpublish", h.page(h.unpublish))
 	mux.Handle("POST /editor/versions/{version}/publish", h.page(h.publish))
 	mux.Handle("POST /editor/versions/{version}/runs", h.upload(h.editorRun))
 	mux.Handle("POST /editor/versions/{version}/settings", h.page(h.saveEditorSettings))
+	mux.Handle("POST /editor/versions/{version}/actions/{action}", h.page(h.editorAction))
+	mux.Handle("POST /editor/versions/{version}/session/back", h.page(h.editorGoBack))
+	mux.Handle("POST /editor/versions/{version}/session/continue", h.page(h.editorContinue))
 
 	mux.Handle("GET /files", h.page(h.filesPage))
 

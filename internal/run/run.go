@@ -159,6 +159,11 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 		return store.Run{}, err
 	}
 	inputs := req.Inputs
+	if inputs == nil && req.Action != nil {
+		// An action run records the action's input (its tool reads it from action.json,
+		// not from the inputs), so that the run can be tried again with it.
+		inputs = req.Action.Input
+	}
 	if inputs == nil {
 		inputs = map[string]any{}
 	}

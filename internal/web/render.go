@@ -91,8 +91,9 @@ type output struct {
 	Title   string
 	Columns []contract.Column
 	Rows    [][]string
-	JSON    string // json value or vega_lite spec, indented
-	Index   int    // position among the run's outputs, for the html_sandboxed frame's URL
+	JSON    string        // json value or vega_lite spec, indented
+	Chart   template.HTML // a vega_lite spec drawn as SVG (chart.go); empty when it is not one drawn
+	Index   int           // position among the run's outputs, for the html_sandboxed frame's URL
 }
 
 var (
@@ -163,6 +164,9 @@ func outputs(r store.Run) []output {
 			v.JSON = indent(o.Value)
 		case contract.KindVegaLite:
 			v.JSON = indent(o.Spec)
+			if svg, title, ok := drawChart(o.Spec); ok {
+				v.Chart, v.Title = svg, title
+			}
 		}
 		view = append(view, v)
 	}

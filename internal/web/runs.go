@@ -3,8 +3,10 @@ package web
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
@@ -12,10 +14,13 @@ import (
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
 	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
-// conflictMessage is what a page says when its session moved on in another tab.
+// conflictMessage is the refusal of a step whose session moved on in another tab. The
+// result template says it in the page's language (run.conflict) with a link to the
+// latest step; the editor compares against it too.
 const conflictMessage = "This session changed in another tab or window. Reload to continue."
 
 // result is a finished or running run as the run page and the editor show it.
@@ -26,22 +31,105 @@ type result struct {
 	Actions   []action
 	Files     []run.ManifestFile // the input manifest
 	// Rev is the session revision the action forms submit against; empty while the page
-	// does not hold it (the run wrote none, or the session moved on), and then the
-	// forms cannot be sent.
+	// does not hold it (the run wrote none, or the session moved on), and then no forms
+	// are shown, only the way to the latest step.
 	Rev       string
 	Stale     bool   // the session has moved on past this run
 	LatestRun string // the session's latest run, when Stale
 	Conflict  bool   // this action run lost the race for the session
 	CanAct    bool   // the viewer owns the session
-	Owner     bool   // the viewer started the run, so sees its logs
+	// ShowLogs: the viewer wrote the tool or is an admin, and so sees what it printed in
+	// full. The person who ran it sees the error summary only: a traceback is the
+	// author's to read.
+	ShowLogs  bool
 	Stdout    string
 	Stderr    string
 	Error     string // why the last submission was refused
 	CSRF      string // for the action forms
-	ReloadURL string // where "Reload" goes: this run's page, or the editor for a sandbox run
+	ReloadURL string // this run's page, or the editor for a sandbox run
+	ToolURL   string // the tool's page
 	// ActionURL is where the action forms post, the action's id appended: the run's
 	// own route, or the editor's for its sandbox session.
 	ActionURL string
+	// CanRetry: the viewer ran it and it failed or timed out, so "Försök igen" is offered.
+	CanRetry bool
+	// CanCancel: the viewer ran it and it is still queued or running.
+	CanCancel bool
+	// Confirm is a secondary action waiting for the user's confirmation (a post without
+	// confirmed=1); nil otherwise.
+	Confirm *confirmStep
+}
+
+// confirmStep is a secondary action's form sent back for a second, confirmed submit.
+type confirmStep struct {
+	Action action
+	Fields []hiddenField // what the first submit sent, to send again
+}
+
+type hiddenField struct{ Name, Value string }
+
+// LatestURL is where "Gå till senaste steget" leads: the session's latest run, else the
+// editor (whose page shows the sandbox's latest step), else the tool's page.
+func (r *result) LatestURL() string {
+	if r.LatestRun != "" && r.LatestRun != r.Run.ID {
+		return "/runs/" + r.LatestRun
+	}
+	if r.ReloadURL != "" && r.ReloadURL != "/runs/"+r.Run.ID {
+		return r.ReloadURL
+	}
+	return r.ToolURL
+}
+
+// Refused says whether the last submission lost to a change made elsewhere.
+func (r *result) Refused() bool { return r.Error == conflictMessage }
+
+// ShowStale: the page does not hold the session's current revision, for no reason
+// already said above (a refused submission, a lost race), so instead of its forms it
+// shows the one way on: the latest step.
+func (r *result) ShowStale() bool { return r.Rev == "" && !r.Refused() && !r.Conflict }
+
+// crashSummaries begin the error summaries skrip writes itself when a tool crashed
+// (its shim, from an exception; the run service, from a missing or broken result, the
+// sandbox, the memory limit): words for the tool's author. Any other summary of a failed
+// run is the tool's own message to its user (a ToolUserError: "Filen saknar kolumnen
+// 'namn'."), which the page shows as it is.
+var crashSummaries = []string{"Tool execution ", "The tool ended without a result", "the sandbox failed", "could not read the run's input files",
+	"the tool succeeded but its session", "runner contract violation", "memory limit exceeded", "The script defines no function", "run_tool returned "}
+
+// UserMessage says whether a failed run's summary is the tool's message to its user.
+func (r *result) UserMessage() bool {
+	s := strings.TrimSpace(r.Run.ErrorSummary)
+	if r.Run.Status != store.StatusFailed || s == "" {
+		return false
+	}
+	for _, p := range crashSummaries {
+		if strings.HasPrefix(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// Crashed is a run that ended without doing its job through no choice of the user's:
+// failed or timed out (a cancelled run was the user's choice).
+func (r *result) Crashed() bool {
+	return r.Run.Status == store.StatusFailed || r.Run.Status == store.StatusTimedOut
+}
+
+// Since is when the run began waiting or running, for the elapsed time.
+func (r *result) Since() time.Time {
+	if r.Run.StartedAt != nil {
+		return *r.Run.StartedAt
+	}
+	return r.Run.CreatedAt
+}
+
+// Elapsed is the whole seconds since Since, as the page first shows them.
+func (r *result) Elapsed() int64 { return max(0, int64(time.Since(r.Since())/time.Second)) }
+
+// retryable statuses: a run that did not do its job and that the user did not stop.
+func retryable(status string) bool {
+	return status == store.StatusFailed || status == store.StatusTimedOut
 }
 
 func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (*result, error) {
@@ -61,23 +149,25 @@ func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (
 	if err != nil {
 		return nil, err
 	}
-	res := &result{ReloadURL: "/runs/" + rn.ID, Run: rn, Outputs: outputs(rn), Artifacts: arts, Actions: acts, Files: manifest.Files,
-		Owner: rn.UserID == c.User.ID, CanAct: rn.UserID == c.User.ID, Conflict: workflow.LostRace(rn), CSRF: c.CSRF,
-		ActionURL: "/runs/" + rn.ID + "/actions/"}
+	own := rn.UserID == c.User.ID
+	res := &result{ReloadURL: "/runs/" + rn.ID, ToolURL: "/tools/" + t.Slug, Run: rn, Outputs: outputs(rn), Artifacts: arts, Actions: acts,
+		Files: manifest.Files, ShowLogs: t.AuthorID == c.User.ID || c.User.Role == store.RoleAdmin, CanAct: own,
+		Conflict: workflow.LostRace(rn), CSRF: c.CSRF, ActionURL: "/runs/" + rn.ID + "/actions/",
+		CanRetry: own && retryable(rn.Status), CanCancel: own && !store.Terminal(rn.Status)}
 	if vid, ok := sctx.EditorVersion(); ok {
 		res.ReloadURL = "/editor/" + t.Slug + "?version=" + vid
 	}
-	if res.Owner {
+	if res.ShowLogs {
 		res.Stdout, res.Stderr = run.LogText(rn.Stdout, rn.StdoutTruncated), run.LogText(rn.Stderr, rn.StderrTruncated)
 	}
-	if len(res.Actions) > 0 && rn.StateRev != nil {
+	if len(res.Actions) > 0 || res.Conflict {
 		sess, err := h.workflow.Session(r.Context(), t, store.User{ID: rn.UserID}, sctx)
 		switch {
 		case errors.Is(err, session.ErrNoSession):
 			res.Stale = true
 		case err != nil:
 			return nil, err
-		case sess.StateRev != *rn.StateRev || sess.LatestRunID != rn.ID:
+		case rn.StateRev == nil || sess.StateRev != *rn.StateRev || sess.LatestRunID != rn.ID:
 			res.Stale, res.LatestRun = true, sess.LatestRunID
 		default:
 			res.Rev = strconv.FormatInt(*rn.StateRev, 10)
@@ -91,11 +181,13 @@ func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, c *call) error
 	if err != nil {
 		return err
 	}
-	return h.showRun(w, r, c, rn, http.StatusOK, "")
+	return h.showRun(w, r, c, rn, http.StatusOK, "", nil)
 }
 
-// showRun renders the run page, with submitErr (a refused action) above the forms.
-func (h *Handler) showRun(w http.ResponseWriter, r *http.Request, c *call, rn store.Run, status int, submitErr string) error {
+// showRun renders the run page, with submitErr (a refused action) above the forms, or
+// with a secondary action waiting for its confirmation. The page's title begins with
+// the run's status, which the script keeps current.
+func (h *Handler) showRun(w http.ResponseWriter, r *http.Request, c *call, rn store.Run, status int, submitErr string, confirm *confirmStep) error {
 	t, err := h.catalog.Visible(r.Context(), c.User, rn.ToolID)
 	if err != nil {
 		return err
@@ -104,11 +196,12 @@ func (h *Handler) showRun(w http.ResponseWriter, r *http.Request, c *call, rn st
 	if err != nil {
 		return err
 	}
-	res.Error = submitErr
+	res.Error, res.Confirm = submitErr, confirm
 	if submitErr == conflictMessage {
 		res.Rev = ""
 	}
-	h.render(w, r, status, "run", c, map[string]any{"Title": t.Title, "Tool": t, "Result": res})
+	title := h.langOf(r).T("run.title", "Status", h.langOf(r).Status(rn.Status), "Tool", t.Title)
+	h.render(w, r, status, "run", c, map[string]any{"Title": title, "Tool": t, "Result": res})
 	return nil
 }
 
@@ -216,6 +309,10 @@ func (h *Handler) submitAction(w http.ResponseWriter, r *http.Request, c *call) 
 		err = oerr
 	} else if in, ierr := formInput(offered, r.PostForm); ierr != nil {
 		err = errs.New(contract.ErrInvalidInput, nil, "%s", ierr.Error())
+	} else if step, ask := needsConfirm(rn, offered, r); ask {
+		// A secondary action asks first, with or without script: nothing runs until
+		// the same form comes back with confirmed=1.
+		return h.showRun(w, r, c, rn, http.StatusOK, "", step)
 	} else {
 		next, err = h.workflow.Action(r.Context(), workflow.Action{Tool: t, Version: v, User: c.User, Context: sctx,
 			ActionID: r.PathValue("action"), Input: in, ExpectedStateRev: expected})
@@ -232,7 +329,7 @@ func (h *Handler) submitAction(w http.ResponseWriter, r *http.Request, c *call) 
 		if back != "" {
 			return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, RunID: rn.ID, Status: status, RunErr: msg})
 		}
-		return h.showRun(w, r, c, rn, status, msg)
+		return h.showRun(w, r, c, rn, status, msg, nil)
 	}
 	h.runs.Wait(r.Context(), next.ID, runWait)
 	if back != "" {
@@ -256,4 +353,174 @@ func (h *Handler) actionTarget(r *http.Request, c *call, rn store.Run) (session.
 	}
 	t, v, err := h.catalog.Published(r.Context(), c.User, rn.ToolID)
 	return sctx, t, v, "", err
+}
+
+// needsConfirm says whether the submission r of action a (offered by rn) must be
+// confirmed first, and if so the step that asks. The rule: the first action a run offers
+// is its primary one; every other is secondary and asks before it runs, since skrip
+// cannot tell which of them throws work away ("Börja om") and asking costs one click.
+// Script asks with a dialog and sends confirmed=1; without script the server asks here.
+func needsConfirm(rn store.Run, a contract.NextAction, r *http.Request) (*confirmStep, bool) {
+	if r.PostFormValue("confirmed") == "1" {
+		return nil, false
+	}
+	offered, err := run.NextActionsOf(rn)
+	if err != nil || len(offered) == 0 || offered[0].ActionID == a.ActionID {
+		return nil, false
+	}
+	acts, err := actions(rn)
+	if err != nil {
+		return nil, false
+	}
+	step := &confirmStep{}
+	for _, v := range acts {
+		if v.ID == a.ActionID {
+			step.Action = v
+		}
+	}
+	names := make([]string, 0, len(r.PostForm))
+	for k := range r.PostForm {
+		if strings.HasPrefix(k, "in.") || k == "expected_state_rev" {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		for _, v := range r.PostForm[k] {
+			step.Fields = append(step.Fields, hiddenField{Name: k, Value: v})
+		}
+	}
+	return step, true
+}
+
+// cancelRun stops a queued or running run of the caller's, as the API's cancel does, and
+// shows it again once it has ended (or after a few seconds).
+func (h *Handler) cancelRun(w http.ResponseWriter, r *http.Request, c *call) error {
+	rn, err := h.runs.Owned(r.Context(), c.User, r.PathValue("run"))
+	if err != nil {
+		return err
+	}
+	if rn.UserID != c.User.ID {
+		return errs.New(run.ErrNotFound, map[string]any{"run": rn.ID}, "only the person who ran %s can stop it", rn.ID)
+	}
+	if _, err := h.runs.Cancel(r.Context(), rn.ID); err != nil {
+		return err
+	}
+	h.runs.Wait(r.Context(), rn.ID, 10*time.Second)
+	redirect(w, r, h.runURL(r, c, rn))
+	return nil
+}
+
+// runURL is where a run is shown: its page, or the editor for a sandbox run.
+func (h *Handler) runURL(r *http.Request, c *call, rn store.Run) string {
+	sctx, err := session.ParseContext(rn.Context)
+	if vid, ok := sctx.EditorVersion(); err == nil && ok {
+		if t, err := h.catalog.Visible(r.Context(), c.User, rn.ToolID); err == nil {
+			return "/editor/" + t.Slug + "?version=" + vid + "&run=" + rn.ID
+		}
+	}
+	return "/runs/" + rn.ID
+}
+
+// errFilesGone refuses a retry whose run's files the session no longer keeps.
+var errFilesGone = errors.New("files gone")
+
+// retryRun runs a failed run again with the same input, and shows the new run: an
+// initial run with the same inputs and the files the session kept from it (refused, with
+// the way back to the tool's form, when those are gone or were replaced since); an
+// action run as the same action with the same input, against the session as it is now
+// (so a session that moved on is refused like any stale step). A sandbox run is tried
+// again in its editor context, with the version it ran, and the editor shows the result.
+func (h *Handler) retryRun(w http.ResponseWriter, r *http.Request, c *call) error {
+	rn, err := h.runs.Owned(r.Context(), c.User, r.PathValue("run"))
+	if err != nil {
+		return err
+	}
+	if rn.UserID != c.User.ID {
+		return errs.New(run.ErrNotFound, map[string]any{"run": rn.ID}, "only the person who ran %s can try it again", rn.ID)
+	}
+	sctx, t, v, back, err := h.actionTarget(r, c, rn)
+	if err != nil {
+		return err
+	}
+	inputs, err := run.InputsOf(rn)
+	if err != nil {
+		return err
+	}
+	var next store.Run
+	switch {
+	case !retryable(rn.Status):
+		err = errs.New(contract.ErrInvalidInput, map[string]any{"run": rn.ID, "status": rn.Status}, "run %s %s; only a failed run is tried again", rn.ID, rn.Status)
+	case rn.Kind == "action":
+		var sess store.Session
+		if sess, err = h.workflow.Session(r.Context(), t, c.User, sctx); err == nil {
+			next, err = h.workflow.Action(r.Context(), workflow.Action{Tool: t, Version: v, User: c.User, Context: sctx,
+				ActionID: rn.ActionID, Input: inputs, ExpectedStateRev: sess.StateRev})
+		}
+	default:
+		next, err = h.retryInitial(r, c, rn, sctx, t, v, inputs)
+	}
+	if err != nil {
+		status, _ := h.statusOf(err)
+		msg := h.message(r, err)
+		switch {
+		case errors.Is(err, errFilesGone):
+			status, msg = http.StatusConflict, h.langOf(r).T("run.retry_files_gone")
+		case errors.Is(err, session.ErrConflict), errors.Is(err, session.ErrNoSession), errors.Is(err, workflow.ErrUnknownAction):
+			status, msg = http.StatusConflict, conflictMessage
+		case !shownToUser(status):
+			return err
+		}
+		if back != "" {
+			return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, RunID: rn.ID, Status: status, RunErr: msg})
+		}
+		return h.showRun(w, r, c, rn, status, msg, nil)
+	}
+	h.runs.Wait(r.Context(), next.ID, runWait)
+	if back != "" {
+		redirect(w, r, back+"&run="+next.ID)
+		return nil
+	}
+	redirect(w, r, "/runs/"+next.ID)
+	return nil
+}
+
+// retryInitial starts initial run rn again: its inputs, and the files the session kept
+// from it, which must still be the ones rn was given (names and sizes).
+func (h *Handler) retryInitial(r *http.Request, c *call, rn store.Run, sctx session.Context, t store.Tool, v store.ToolVersion, inputs map[string]any) (store.Run, error) {
+	manifest, err := run.ManifestOf(rn)
+	if err != nil {
+		return store.Run{}, err
+	}
+	kept, _, err := h.workflow.Files(r.Context(), t, c.User, sctx)
+	if err != nil && !errors.Is(err, session.ErrNoSession) {
+		return store.Run{}, err
+	}
+	if !sameFiles(manifest.Files, kept) {
+		return store.Run{}, errFilesGone
+	}
+	dir, err := h.runs.NewInputDir()
+	if err != nil {
+		return store.Run{}, err
+	}
+	// No files sent: the run gets the session's, which are rn's.
+	return h.workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: c.User, Context: sctx, Dir: dir,
+		Form: upload.Form{Inputs: inputs}})
+}
+
+// sameFiles says whether the session's kept files are the files of a run's manifest.
+func sameFiles(manifest []run.ManifestFile, kept []session.File) bool {
+	if len(manifest) != len(kept) {
+		return false
+	}
+	want := make(map[string]int64, len(manifest))
+	for _, f := range manifest {
+		want[f.Name] = f.Bytes
+	}
+	for _, f := range kept {
+		if b, ok := want[f.Name]; !ok || b != f.Bytes {
+			return false
+		}
+	}
+	return true
 }

@@ -138,6 +138,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /runs/{run}", h.page(h.runPage))
 	mux.Handle("GET /runs/{run}/outputs/{n}", h.page(h.htmlOutput))
 	mux.Handle("POST /runs/{run}/actions/{action}", h.page(h.submitAction))
+	mux.Handle("POST /runs/{run}/retry", h.page(h.retryRun))
+	mux.Handle("POST /runs/{run}/cancel", h.page(h.cancelRun))
 
 	mux.Handle("GET /editor", h.page(h.editorIndex))
 	mux.Handle("POST /editor", h.page(h.createTool))

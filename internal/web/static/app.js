@@ -1,5 +1,6 @@
-// skrip's only script. Each part looks for the elements it serves and does nothing on
-// a page without them; every page works without it, only less conveniently.
+// skrip's main script, on every page; the run page adds static/run.js. Each part looks
+// for the elements it serves and does nothing on a page without them; every page works
+// without it, only less conveniently.
 "use strict";
 
 // The page's language and its text for this script: the catalogue's "js." messages,
@@ -200,37 +201,7 @@ function setupJSON(form) {
   });
 }
 
-// The run page while a run is going: show its status and output lines as they come,
-// then load the page again to show the results.
-function setupLive(section) {
-  const log = section.querySelector("[data-log]");
-  const label = document.querySelector("[data-status-label]");
-  const labels = { queued: "Waiting to start", running: "Running", succeeded: "Done", failed: "Failed", timed_out: "Timed out", cancelled: "Cancelled" };
-  const es = new EventSource(section.dataset.live);
-  es.addEventListener("status", (e) => {
-    const s = JSON.parse(e.data);
-    if (label) label.textContent = labels[s] || s;
-    if (!(s === "queued" || s === "running")) { es.close(); window.location.reload(); }
-  });
-  for (const kind of ["stdout", "stderr"]) {
-    es.addEventListener(kind, (e) => { log.textContent += JSON.parse(e.data) + "\n"; });
-  }
-  // skrip's own word about the output: lines left out of the live view, a line cut.
-  es.addEventListener("notice", (e) => { log.textContent += "[skrip: " + JSON.parse(e.data) + "]\n"; });
-  es.onerror = () => { es.close(); setTimeout(() => window.location.reload(), 2000); };
-}
-
-// Action forms: sendable only while the page holds the session's state_rev, and only
-// once (a double click sends one step).
-function setupAction(form) {
-  const rev = form.querySelector("[data-state-rev]");
-  const button = form.querySelector("button[type=submit]");
-  button.disabled = !rev || rev.value === "";
-  form.addEventListener("submit", (ev) => {
-    if (button.disabled) { ev.preventDefault(); return; }
-    setTimeout(() => { button.disabled = true; button.textContent = "Working…"; }, 0);
-  });
-}
+// The run page (following a run, its next-step forms) is static/run.js.
 
 // Staged files: upload to the files API with progress; delete with a confirmation.
 function setupStage(form) {
@@ -283,8 +254,6 @@ document.addEventListener("DOMContentLoaded", () => {
   localTimes(document);
   document.querySelectorAll("form[data-upload]").forEach(setupUpload);
   document.querySelectorAll("form[data-schemas]").forEach(setupJSON);
-  document.querySelectorAll("[data-live]").forEach(setupLive);
-  document.querySelectorAll("form[data-action]").forEach(setupAction);
   document.querySelectorAll("form[data-stage]").forEach(setupStage);
   document.querySelectorAll("[data-delete]").forEach(setupDelete);
 });

@@ -52,7 +52,7 @@ func TestExpiredArtifactIsNotLinked(t *testing.T) {
 	if strings.Contains(page, "artifacts/output/old.pdf") {
 		t.Errorf("the expired artifact is linked:\n%s", page)
 	}
-	if !strings.Contains(page, "<span data-expired>old.pdf</span>") || !strings.Contains(page, "expired 2026-01-02 03:04 UTC") {
+	if !strings.Contains(page, "data-expired>old.pdf finns inte längre</span>") || !strings.Contains(page, `borttagen <time class="stamp" datetime="2026-01-02T03:04:05Z">2026-01-02 03:04 UTC</time>`) {
 		t.Errorf("the expired artifact is not named with when it expired:\n%s", page)
 	}
 }

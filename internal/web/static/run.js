@@ -111,7 +111,8 @@
       ev.preventDefault();
       if (window.confirm(form.dataset.confirm)) {
         flag.value = "1";
-        form.requestSubmit();
+        // Not from inside this submit event: a form ignores submits while it fires one.
+        setTimeout(() => form.requestSubmit(), 0);
       }
     });
   }

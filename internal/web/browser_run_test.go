@@ -1,0 +1,550 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/skrip-dev/skrip/internal/client"
+)
+
+// crashSource crashes with a traceback that names its input and files: words for the
+// author, never the teacher.
+const crashSource = `import json, os
+
+def run_tool(input_dir, output_dir):
+    inputs = json.loads(os.environ.get("SKRIPTOTEKET_INPUTS") or "{}")
+    names = ",".join(sorted(os.listdir(input_dir)))
+    raise ValueError("hemligt namn=%s filer=%s" % (inputs.get("namn"), names))
+`
+
+const crashSchema = `[{"name": "namn", "label": "Namn", "kind": "string"},
+  {"name": "filer", "label": "Filer", "kind": "file", "min": 1, "max": 3}]`
+
+// newsletterSource leaves a PDF and shows a text, a preview and a chart.
+const newsletterSource = `import os
+
+def run_tool(input_dir, output_dir):
+    with open(os.path.join(output_dir, "Veckobrev.pdf"), "wb") as f:
+        f.write(b"%PDF-1.4\n" + b"x" * 3000)
+    return {"outputs": [
+        {"kind": "markdown", "markdown": "Veckobrevet är klart."},
+        {"kind": "html_sandboxed", "html": "<h1>Veckobrev</h1>" + "<p>rad</p>" * 80},
+        {"kind": "vega_lite", "spec": {"title": "Närvaro <per> dag", "data": {"values": [
+            {"dag": "mån", "elever": 24}, {"dag": "tis", "elever": 22}, {"dag": "ons", "elever": 25}]},
+            "mark": "bar", "encoding": {"x": {"field": "dag", "type": "nominal"}, "y": {"field": "elever", "type": "quantitative"}}}},
+    ]}
+`
+
+// stepsSource offers a primary step ("Fortsätt", which fails on the text "fel") and a
+// secondary one that throws the session's work away ("Börja om").
+const stepsSource = `from skrip_toolkit import action
+
+def run_tool(input_dir, output_dir):
+    act = action()
+    step = 0 if act is None else act["state"]["step"]
+    if act is not None and act["action_id"] == "fortsatt" and act["input"].get("text") == "fel":
+        raise ValueError("fel i steget")
+    if act is not None and act["action_id"] == "borja_om":
+        step = -1
+    step += 1
+    return {"outputs": [{"kind": "markdown", "markdown": "Steg %d" % step}],
+            "state": {"step": step},
+            "next_actions": [
+                {"action_id": "fortsatt", "label": "Fortsätt", "kind": "form", "fields": [{"name": "text", "label": "Text", "kind": "string"}]},
+                {"action_id": "borja_om", "label": "Börja om", "kind": "form", "fields": []}]}
+`
+
+// longSource runs for a minute, unless cancelled.
+const longSource = `import time
+
+def run_tool(input_dir, output_dir):
+    print("började", flush=True)
+    time.sleep(60)
+    return "klar"
+`
+
+// shortSource takes longer than a form waits, then succeeds.
+const shortSource = `import time
+
+def run_tool(input_dir, output_dir):
+    time.sleep(8)
+    return {"outputs": [{"kind": "markdown", "markdown": "**Klart.**"}]}
+`
+
+const crashSentence = "Verktyget stötte på ett fel. Kontrollera filerna, eller kontakta verktygets författare."
+
+// publish creates and publishes a tool as c, with an input schema when schema is set.
+func publish(t *testing.T, c *client.Client, slug, title, source, schema string) {
+	t.Helper()
+	body := map[string]any{"slug": slug, "title": title, "source": source, "publish": true}
+	if schema != "" {
+		body["input_schema"] = json.RawMessage(schema)
+	}
+	if err := c.Do(context.Background(), http.MethodPost, "/api/v1/tools", body, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// evalJS evaluates expr in ctx into out, awaiting it when it is a promise.
+func evalJS(t *testing.T, ctx context.Context, expr string, out any) {
+	t.Helper()
+	run(t, ctx, chromedp.Evaluate(expr, out, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+}
+
+var runPage = regexp.MustCompile(`/runs/r_[0-9A-Za-z]+$`)
+
+// waitRunPage waits until the tab shows a run's page other than the one at not.
+func waitRunPage(t *testing.T, ctx context.Context, not string) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		u := location(t, ctx)
+		if runPage.MatchString(u) && u != not {
+			return u
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tab stayed at %s; expected another run's page", u)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// runID is the id at the end of a run page's URL.
+func runID(u string) string { return u[strings.LastIndex(u, "/")+1:] }
+
+// TestBrowserRun is the run page at 1280 and 390 px, in Swedish (and English for its
+// text): a crash in a plain sentence with the technical detail folded away and the
+// traceback for admins only; downloads first as large buttons, the preview's "Visa i
+// full storlek" (still sealed) and a drawn chart; the primary next step apart from the
+// secondary one, which asks first with script and without; an old step's single way to
+// the latest one, and a conflict that says what happened; "Försök igen" with the same
+// files, inputs and step; progress with a spinner, ticking time, the status in the title
+// and "Avbryt"; and the result put in place with the focus on it.
+func TestBrowserRun(t *testing.T) {
+	s := startSite(t)
+	defer func() {
+		for _, c := range s.cleanups {
+			c()
+		}
+	}()
+	ctx := context.Background()
+	if _, err := s.admin.CreateUser(ctx, "skolchef", "admin", password); err != nil {
+		t.Fatal(err)
+	}
+	author := s.userClient(t, "author")
+	publish(t, author, "krasch", "Krasch", crashSource, crashSchema)
+	publish(t, author, "veckobrev", "Veckobrev", newsletterSource, "")
+	publish(t, author, "steg", "Steg", stepsSource, "")
+	publish(t, author, "langsam", "Långsam", longSource, "")
+	publish(t, author, "kort", "Kort", shortSource, "")
+
+	teacherAPI := s.userClient(t, "teacher")
+	dir := t.TempDir()
+	var files []string
+	for name, content := range map[string]string{"a.txt": "första", "b.txt": "andra filen"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	crash, err := teacherAPI.RunFiles(ctx, "krasch", files, map[string]any{"namn": "Ada"}, time.Minute)
+	if err != nil || crash.Status != "failed" {
+		t.Fatalf("the crashing tool's run: %+v, %v", crash, err)
+	}
+	letter, err := teacherAPI.RunFiles(ctx, "veckobrev", nil, nil, time.Minute)
+	if err != nil || letter.Status != "succeeded" {
+		t.Fatalf("the newsletter's run: %+v, %v", letter, err)
+	}
+
+	teacher := s.as(t, "teacher")
+	s.useLang(t, teacher, "sv")
+	admin := s.as(t, "skolchef")
+	s.useLang(t, admin, "sv")
+
+	for _, vp := range viewports {
+		t.Run(vp.name, func(t *testing.T) {
+			teacher, admin := s.as(t, "teacher"), s.as(t, "skolchef")
+			for _, c := range []context.Context{teacher, admin} {
+				run(t, c, chromedp.EmulateViewport(vp.width, vp.height))
+			}
+			t.Run("a crash in plain words", func(t *testing.T) { s.checkCrash(t, teacher, admin, crash.RunID) })
+			t.Run("downloads first, full size preview, chart", func(t *testing.T) { s.checkResultFirst(t, teacher, letter.RunID, vp.width) })
+			t.Run("try again with the same files and inputs", func(t *testing.T) { s.checkRetry(t, teacher, teacherAPI, crash) })
+			t.Run("safe next steps", func(t *testing.T) { s.checkSteps(t, teacher, teacherAPI, vp.width, vp.height) })
+			t.Run("progress and cancel", func(t *testing.T) { s.checkProgress(t, teacher, teacherAPI) })
+			t.Run("the result in place, with the focus", func(t *testing.T) { s.checkFocus(t, teacher) })
+		})
+	}
+
+	t.Run("English", func(t *testing.T) {
+		en := s.as(t, "teacher")
+		s.useLang(t, en, "en")
+		defer s.useLang(t, en, "sv")
+		run(t, en, chromedp.Navigate(s.base+"/runs/"+crash.RunID), chromedp.WaitVisible("[data-outcome]", chromedp.ByQuery))
+		if got := text(t, en, "[data-outcome]"); got != "The tool ran into an error. Check the files, or contact the tool's author." {
+			t.Errorf("in English the crash reads %q", got)
+		}
+		if got := text(t, en, "details[data-technical] summary"); got != "Technical information" {
+			t.Errorf("in English the details are %q", got)
+		}
+		run(t, en, chromedp.Navigate(s.base+"/runs/"+letter.RunID), chromedp.WaitVisible("a.download", chromedp.ByQuery))
+		if got := text(t, en, "a.download"); got != "Download Veckobrev.pdf" {
+			t.Errorf("in English the download reads %q", got)
+		}
+	})
+}
+
+// checkCrash: the teacher sees the sentence, the summary folded under "Teknisk
+// information" and no traceback; the admin sees the traceback; headings go h1 → h2.
+func (s *site) checkCrash(t *testing.T, teacher, admin context.Context, id string) {
+	var v struct {
+		Outcome, Summary, Retry string
+		Open, SummaryShown      bool
+		Stderr, Hidden          bool
+		HTML                    string
+		Heads                   []string
+		Scroll, Width           int64
+	}
+	const read = `(() => {
+	  const tech = document.querySelector("details[data-technical]");
+	  const sum = document.querySelector("[data-summary]");
+	  return {Outcome: (document.querySelector("[data-outcome]") || {}).textContent || "",
+	    Summary: tech ? tech.querySelector("summary").textContent : "", Open: tech ? tech.open : true,
+	    SummaryShown: !!sum && sum.checkVisibility(),
+	    Stderr: !!document.querySelector("[data-stderr]"), Hidden: !!document.querySelector("[data-logs-hidden]"),
+	    Retry: (document.querySelector("form[data-retry] button") || {}).textContent || "",
+	    HTML: document.documentElement.outerHTML,
+	    Heads: [...document.querySelectorAll("main h1, main h2, main h3, main h4")].map((h) => h.tagName),
+	    Scroll: document.documentElement.scrollWidth, Width: window.innerWidth};
+	})()`
+	run(t, teacher, chromedp.Navigate(s.base+"/runs/"+id), chromedp.WaitVisible("[data-outcome]", chromedp.ByQuery))
+	evalJS(t, teacher, read, &v)
+	if v.Outcome != crashSentence {
+		t.Errorf("the teacher reads %q; want %q", v.Outcome, crashSentence)
+	}
+	if v.Summary != "Teknisk information" || v.Open || v.SummaryShown {
+		t.Errorf("the technical details: summary %q, open %v, error summary shown %v; want folded", v.Summary, v.Open, v.SummaryShown)
+	}
+	if v.Stderr || !v.Hidden || strings.Contains(v.HTML, "Traceback") || strings.Contains(v.HTML, "hemligt") {
+		t.Errorf("the teacher (who did not write the tool) is shown the logs: stderr %v, note %v", v.Stderr, v.Hidden)
+	}
+	if v.Retry != "Försök igen" {
+		t.Errorf("the retry button reads %q", v.Retry)
+	}
+	checkHeadings(t, v.Heads)
+	if v.Scroll > v.Width {
+		t.Errorf("the crash page is %d px wide at %d", v.Scroll, v.Width)
+	}
+	run(t, teacher, chromedp.Click("details[data-technical] summary", chromedp.ByQuery))
+	if got := text(t, teacher, "[data-summary]"); !strings.Contains(got, "ValueError") {
+		t.Errorf("opened, the details show %q; want the error summary", got)
+	}
+
+	run(t, admin, chromedp.Navigate(s.base+"/runs/"+id), chromedp.WaitReady("[data-stderr]", chromedp.ByQuery))
+	evalJS(t, admin, read, &v)
+	var stderr string
+	run(t, admin, chromedp.TextContent("[data-stderr]", &stderr, chromedp.ByQuery))
+	if !strings.Contains(stderr, "Traceback") || !strings.Contains(stderr, "hemligt namn=Ada filer=a.txt,b.txt") || v.Open || v.Retry != "" {
+		t.Errorf("the admin's view: stderr %q, details open %v, retry %q; want the traceback folded away and no retry (not their run)", stderr, v.Open, v.Retry)
+	}
+	checkHeadings(t, v.Heads)
+}
+
+// checkHeadings: one h1, and no heading more than one level below the one before.
+func checkHeadings(t *testing.T, heads []string) {
+	t.Helper()
+	if len(heads) == 0 || heads[0] != "H1" || slices.Index(heads[1:], "H1") >= 0 {
+		t.Errorf("headings %v; want one h1, first", heads)
+		return
+	}
+	for i := 1; i < len(heads); i++ {
+		if heads[i][1]-heads[i-1][1] > 1 {
+			t.Errorf("headings %v: %s follows %s", heads, heads[i], heads[i-1])
+		}
+	}
+}
+
+// checkResultFirst: the download is the first thing after the status, as a large
+// button with its size; the preview opens full size, still sealed, and is tall; the
+// chart is drawn.
+func (s *site) checkResultFirst(t *testing.T, ctx context.Context, id string, width int64) {
+	var v struct {
+		Before         bool
+		Text, Size     string
+		ButtonH        float64
+		Full, Target   string
+		FrameH         float64
+		Bars           int
+		ChartW         float64
+		Caption        string
+		Scroll, Width  int64
+		CSP, FullTitle string
+	}
+	run(t, ctx, chromedp.Navigate(s.base+"/runs/"+id), chromedp.WaitVisible("a.download", chromedp.ByQuery))
+	evalJS(t, ctx, `(async () => {
+	  const r = document.querySelector("[data-result]");
+	  const dl = r.querySelector(".downloads-first"), first = r.querySelector(".markdown, .notice, figure, .table-wrap");
+	  const a = dl.querySelector("a.button.download"), full = r.querySelector("a[data-full-size]");
+	  const res = await fetch(full.href);
+	  const svg = r.querySelector("figure[data-chart] svg.chart");
+	  return {Before: !!first && !!(dl.compareDocumentPosition(first) & Node.DOCUMENT_POSITION_FOLLOWING),
+	    Text: a.textContent, Size: a.nextElementSibling.textContent, ButtonH: a.getBoundingClientRect().height,
+	    Full: full.getAttribute("href"), Target: full.target, FrameH: r.querySelector(".html-output iframe").getBoundingClientRect().height,
+	    Bars: svg ? svg.querySelectorAll("rect").length : 0, ChartW: svg ? svg.getBoundingClientRect().width : 0,
+	    Caption: (r.querySelector("figure[data-chart] figcaption") || {}).textContent || "",
+	    Scroll: document.documentElement.scrollWidth, Width: window.innerWidth,
+	    CSP: res.headers.get("content-security-policy") || "", FullTitle: full.textContent};
+	})()`, &v)
+	if !v.Before {
+		t.Error("the downloads do not come before the outputs")
+	}
+	if v.Text != "Ladda ner Veckobrev.pdf" || !strings.Contains(v.Size, "kB") || v.ButtonH < 40 {
+		t.Errorf("the download reads %q (size %q), %.0f px tall; want a large button with its size", v.Text, v.Size, v.ButtonH)
+	}
+	if v.Full != "/runs/"+id+"/outputs/1" || v.Target != "_blank" || !strings.HasPrefix(v.FullTitle, "Visa i full storlek") {
+		t.Errorf("full size: %q → %q (target %q)", v.FullTitle, v.Full, v.Target)
+	}
+	if !strings.HasPrefix(v.CSP, "sandbox") {
+		t.Errorf("the full-size preview is served with CSP %q; want a sandbox", v.CSP)
+	}
+	if v.FrameH < 400 {
+		t.Errorf("the preview frame is %.0f px tall", v.FrameH)
+	}
+	if v.Bars != 3 || v.ChartW < 200 || !strings.Contains(v.Caption, "Närvaro <per> dag") {
+		t.Errorf("the chart: %d bars, %.0f px wide, caption %q", v.Bars, v.ChartW, v.Caption)
+	}
+	if v.Scroll > v.Width {
+		t.Errorf("the result page is %d px wide at %d", v.Scroll, v.Width)
+	}
+	shoot(t, ctx, "run-result-"+strconv.FormatInt(width, 10))
+}
+
+// checkRetry: "Försök igen" runs the tool again with the run's files and inputs.
+func (s *site) checkRetry(t *testing.T, ctx context.Context, api *client.Client, crash client.Run) {
+	run(t, ctx, chromedp.Navigate(s.base+"/runs/"+crash.RunID), chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery),
+		chromedp.Click("form[data-retry] button", chromedp.ByQuery))
+	u := waitRunPage(t, ctx, s.base+"/runs/"+crash.RunID)
+	again, err := api.GetRun(context.Background(), runID(u), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(again.InputManifest)
+	want, _ := json.Marshal(crash.InputManifest)
+	if again.RunID == crash.RunID || string(got) != string(want) || again.Inputs["namn"] != "Ada" || again.Status != "failed" {
+		t.Errorf("the retry %s: files %s, inputs %v, %s; want the files %s and namn Ada", again.RunID, got, again.Inputs, again.Status, want)
+	}
+	run(t, ctx, chromedp.WaitVisible("[data-outcome]", chromedp.ByQuery))
+	if got := text(t, ctx, "[data-outcome]"); got != crashSentence {
+		t.Errorf("the retried run reads %q", got)
+	}
+}
+
+var revField = regexp.MustCompile(`name="expected_state_rev" value="(\d+)"`)
+
+// checkSteps: primary and secondary look and sit apart; the secondary asks first (a
+// dialog with script, a page without, and the server asks whatever the page does); an
+// old step shows one way to the latest; a conflict says what happened; a failed step is
+// tried again with its input.
+func (s *site) checkSteps(t *testing.T, ctx context.Context, api *client.Client, w, h int64) {
+	const primary, secondary = "form[action$='/actions/fortsatt'] button[type=submit]", "form[action$='/actions/borja_om'] button[type=submit]"
+	run(t, ctx, chromedp.Navigate(s.base+"/tools/steg"), chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
+		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
+	first := waitPath(t, ctx, "/runs/")
+	run(t, ctx, chromedp.WaitVisible(secondary, chromedp.ByQuery))
+	var look struct {
+		PrimaryBG, SecondaryBG, SecondaryClass string
+		Gap                                    float64
+	}
+	evalJS(t, ctx, `(() => {
+	  const p = document.querySelector("`+primary+`"), q = document.querySelector("`+secondary+`");
+	  return {PrimaryBG: getComputedStyle(p).backgroundColor, SecondaryBG: getComputedStyle(q).backgroundColor, SecondaryClass: q.className,
+	    Gap: q.closest("form").getBoundingClientRect().top - p.closest("form").getBoundingClientRect().bottom};
+	})()`, &look)
+	if look.PrimaryBG != "rgb(11, 92, 173)" || look.SecondaryBG != "rgb(255, 255, 255)" || look.SecondaryClass != "secondary" || look.Gap < 24 {
+		t.Errorf("primary %s, secondary %s (class %q), %.0f px apart; want the accent, white, at least 24 px", look.PrimaryBG, look.SecondaryBG, look.SecondaryClass, look.Gap)
+	}
+
+	// With script: a dialog; "no" changes nothing, "yes" takes the step.
+	var accept atomic.Bool
+	asked := dialogs(ctx, &accept)
+	before := countRuns(t, api)
+	run(t, ctx, chromedp.Click(secondary, chromedp.ByQuery), chromedp.Sleep(700*time.Millisecond))
+	if asked.Load() != 1 || location(t, ctx) != first || countRuns(t, api) != before {
+		t.Fatalf("declining: %d dialogs, at %s, runs %d → %d", asked.Load(), location(t, ctx), before, countRuns(t, api))
+	}
+	accept.Store(true)
+	run(t, ctx, chromedp.Click(secondary, chromedp.ByQuery))
+	restarted := waitRunPage(t, ctx, first)
+	if asked.Load() != 2 {
+		t.Errorf("%d dialogs; want a second one before the step", asked.Load())
+	}
+
+	// Without script: the server asks on a page of its own, and changes nothing yet.
+	noJS := s.tab(t, ctx)
+	run(t, noJS, emulation.SetScriptExecutionDisabled(true), chromedp.EmulateViewport(w, h),
+		chromedp.Navigate(restarted), chromedp.WaitVisible(secondary, chromedp.ByQuery))
+	before = countRuns(t, api)
+	run(t, noJS, chromedp.Click(secondary, chromedp.ByQuery), chromedp.WaitVisible("form[data-confirm-step]", chromedp.ByQuery))
+	if got := text(t, noJS, "form[data-confirm-step] [role=alert]"); !strings.Contains(got, "Vill du verkligen ”Börja om”?") {
+		t.Errorf("the confirmation reads %q", got)
+	}
+	if countRuns(t, api) != before {
+		t.Error("an unconfirmed secondary step ran")
+	}
+	run(t, noJS, chromedp.Click("form[data-confirm-step] button[type=submit]", chromedp.ByQuery))
+	latest := waitRunPage(t, noJS, restarted)
+	if countRuns(t, api) != before+1 {
+		t.Error("the confirmed step did not run once")
+	}
+	// And the server asks whatever the page sent: a post without confirmed=1 runs nothing.
+	b := newBrowserless(t, s.base)
+	csrf := b.signIn("teacher", password)
+	_, _, page := b.do("GET", "/runs/"+runID(latest), nil, nil)
+	rev := revField.FindStringSubmatch(page)
+	if rev == nil {
+		t.Fatalf("no revision on the latest step's page:\n%s", page)
+	}
+	status, _, page := b.do("POST", "/runs/"+runID(latest)+"/actions/borja_om", url.Values{"csrf": {csrf}, "expected_state_rev": {rev[1]}}, nil)
+	if status != http.StatusOK || !strings.Contains(page, "data-confirm-step") || countRuns(t, api) != before+1 {
+		t.Errorf("a post without confirmed=1 answered %d (confirmation asked: %v), runs %d", status, strings.Contains(page, "data-confirm-step"), countRuns(t, api))
+	}
+
+	// An old step: no forms, one button to the latest step.
+	run(t, ctx, chromedp.Navigate(first), chromedp.WaitVisible("[data-stale]", chromedp.ByQuery))
+	var stale struct {
+		Forms, Buttons int
+		Label, Href    string
+		Main           string
+	}
+	evalJS(t, ctx, `(() => { const a = document.querySelectorAll("[data-result] a.button");
+	  return {Forms: document.querySelectorAll("form[data-action]").length, Buttons: a.length, Label: a.length ? a[0].textContent : "",
+	    Href: a.length ? a[0].getAttribute("href") : "", Main: document.querySelector("main").innerText}; })()`, &stale)
+	if stale.Forms != 0 || stale.Buttons != 1 || stale.Label != "Gå till senaste steget" || stale.Href != "/runs/"+runID(latest) {
+		t.Errorf("the old step shows %d forms and %d buttons (%q → %s); want none, and one to /runs/%s", stale.Forms, stale.Buttons, stale.Label, stale.Href, runID(latest))
+	}
+	for _, word := range []string{"Ladda om", "Reload", "Uppdatera"} {
+		if strings.Contains(stale.Main, word) {
+			t.Errorf("the old step advises %q", word)
+		}
+	}
+	run(t, ctx, chromedp.Click("[data-stale] a.button", chromedp.ByQuery))
+	if u := waitRunPage(t, ctx, first); u != latest {
+		t.Errorf("the button went to %s; want %s", u, latest)
+	}
+
+	// A conflict: the other tab's step ran first; this one says so and links there.
+	other := s.tab(t, ctx)
+	run(t, other, chromedp.EmulateViewport(w, h), chromedp.Navigate(latest), chromedp.WaitEnabled(primary, chromedp.ByQuery))
+	run(t, ctx, chromedp.WaitEnabled(primary, chromedp.ByQuery), chromedp.Click(primary, chromedp.ByQuery))
+	moved := waitRunPage(t, ctx, latest)
+	run(t, other, chromedp.Click(primary, chromedp.ByQuery), chromedp.WaitVisible("[data-submit-error]", chromedp.ByQuery))
+	var conflict struct{ Text, Href string }
+	evalJS(t, other, `(() => { const e = document.querySelector("[data-submit-error]");
+	  return {Text: e.innerText, Href: (e.querySelector("a.button") || {}).getAttribute?.("href") || ""}; })()`, &conflict)
+	if !strings.Contains(conflict.Text, "sparades först") || !strings.Contains(conflict.Text, "Gå till senaste steget") ||
+		conflict.Href != "/runs/"+runID(moved) || strings.Contains(conflict.Text, "Ladda om") {
+		t.Errorf("the conflict reads %q → %s; want what happened and the way to /runs/%s", conflict.Text, conflict.Href, runID(moved))
+	}
+
+	// A failed step: "Försök igen" takes the same step with the same input.
+	run(t, ctx, chromedp.WaitVisible("input[name='in.text']", chromedp.ByQuery),
+		chromedp.SetValue("input[name='in.text']", "fel", chromedp.ByQuery), chromedp.Click(primary, chromedp.ByQuery))
+	failed := waitRunPage(t, ctx, moved)
+	run(t, ctx, chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery), chromedp.Click("form[data-retry] button", chromedp.ByQuery))
+	again := waitRunPage(t, ctx, failed)
+	rn, err := api.GetRun(context.Background(), runID(again), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rn.Kind != "action" || rn.ActionID == nil || *rn.ActionID != "fortsatt" || rn.Inputs["text"] != "fel" || rn.Status != "failed" {
+		t.Errorf("the retried step: %s %v with %v, %s; want fortsatt with text fel", rn.Kind, rn.ActionID, rn.Inputs, rn.Status)
+	}
+}
+
+// checkProgress: a running run shows a spinner (still when motion is reduced), its
+// time ticking and its status in the title; "Avbryt" stops it.
+func (s *site) checkProgress(t *testing.T, ctx context.Context, api *client.Client) {
+	run(t, ctx, chromedp.Navigate(s.base+"/tools/langsam"), chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
+		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
+	u := waitPath(t, ctx, "/runs/")
+	run(t, ctx, chromedp.WaitVisible("[data-live] .spinner", chromedp.ByQuery))
+	elapsedRe := regexp.MustCompile(`^Har (kört|väntat på att starta) i (\d+) s$`)
+	read := func() (int, string, string) {
+		var v struct{ Elapsed, Title, Anim string }
+		evalJS(t, ctx, `({Elapsed: document.querySelector("[data-elapsed]").textContent, Title: document.title,
+		  Anim: getComputedStyle(document.querySelector(".spinner")).animationName})`, &v)
+		m := elapsedRe.FindStringSubmatch(v.Elapsed)
+		if m == nil {
+			t.Fatalf("the elapsed time reads %q", v.Elapsed)
+		}
+		n, _ := strconv.Atoi(m[2])
+		return n, v.Title, v.Anim
+	}
+	n1, _, anim := read()
+	time.Sleep(2200 * time.Millisecond)
+	n2, title, _ := read()
+	if n2 < n1+2 || anim != "spin" {
+		t.Errorf("the elapsed time went from %d to %d s in 2 s; the spinner's animation is %q", n1, n2, anim)
+	}
+	if title != "Körs – Långsam · skrip" {
+		t.Errorf("while running the title is %q", title)
+	}
+	run(t, ctx, emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}}))
+	if _, _, still := read(); still != "none" {
+		t.Errorf("with reduced motion the spinner's animation is %q", still)
+	}
+	run(t, ctx, emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{}))
+
+	started := time.Now()
+	run(t, ctx, chromedp.Click("form[data-cancel] button", chromedp.ByQuery),
+		chromedp.WaitVisible("[data-result][data-status=cancelled]", chromedp.ByQuery))
+	rn, err := api.GetRun(context.Background(), runID(u), 0)
+	if err != nil || rn.Status != "cancelled" || time.Since(started) > 20*time.Second {
+		t.Errorf("after Avbryt the run is %s (%v), %s later", rn.Status, err, time.Since(started))
+	}
+	if got := text(t, ctx, "[data-status-label]"); got != "Avbruten" {
+		t.Errorf("the cancelled run's status reads %q", got)
+	}
+}
+
+// checkFocus: when the run ends, its result replaces the progress without a reload,
+// the focus moves to it, the title says so and a live region announces it.
+func (s *site) checkFocus(t *testing.T, ctx context.Context) {
+	run(t, ctx, chromedp.Navigate(s.base+"/tools/kort"), chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
+		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
+	waitPath(t, ctx, "/runs/")
+	run(t, ctx, chromedp.WaitVisible("[data-live]", chromedp.ByQuery), chromedp.Evaluate(`window.__stayed = true`, nil),
+		chromedp.WaitVisible("[data-result][data-status=succeeded] .markdown", chromedp.ByQuery))
+	var v struct {
+		Stayed, Focused bool
+		Title, Said     string
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		evalJS(t, ctx, `({Stayed: window.__stayed === true, Focused: document.activeElement.matches("[data-result][data-status=succeeded]"),
+		  Title: document.title, Said: document.querySelector("[data-announce]").textContent})`, &v)
+		if v.Focused || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !v.Stayed || !v.Focused || v.Title != "Klar – Kort · skrip" || v.Said != "Körningen är slut: Klar." {
+		t.Errorf("after the run: page kept %v, focus on the result %v, title %q, announced %q", v.Stayed, v.Focused, v.Title, v.Said)
+	}
+}

@@ -284,12 +284,12 @@ func TestBrowser(t *testing.T) {
 		run(t, b, chromedp.Navigate(runURL), chromedp.WaitEnabled(convertButton, chromedp.ByQuery))
 
 		run(t, a, chromedp.Click(convertButton, chromedp.ByQuery))
-		waitPath(t, a, "/runs/", runURL)
+		latest := waitPath(t, a, "/runs/", runURL)
 		run(t, a, chromedp.WaitVisible(".downloads a[download]", chromedp.ByQuery))
 
 		run(t, b, chromedp.Click(convertButton, chromedp.ByQuery), chromedp.WaitVisible("[data-submit-error]", chromedp.ByQuery))
 		msg := text(t, b, "[data-submit-error]")
-		if !strings.Contains(msg, "This session changed in another tab or window. Reload to continue.") {
+		if !strings.Contains(msg, "was saved first") && !strings.Contains(msg, "sparades först") {
 			t.Fatalf("tab B shows %q", msg)
 		}
 		var body string
@@ -299,12 +299,10 @@ func TestBrowser(t *testing.T) {
 				t.Fatalf("the conflict page shows %q:\n%s", leak, body)
 			}
 		}
+		// Its one button goes to the step the other tab took.
 		run(t, b, chromedp.Click("[data-submit-error] a.button", chromedp.ByQuery), chromedp.WaitVisible("main h1", chromedp.ByQuery))
-		if u := location(t, b); u != runURL {
-			t.Fatalf("Reload went to %s; want %s", u, runURL)
-		}
-		if !strings.Contains(text(t, b, "main"), "moved on") {
-			t.Fatal("after reloading, the old run does not say the session moved on")
+		if u := location(t, b); u != latest {
+			t.Fatalf("the conflict's button went to %s; want %s", u, latest)
 		}
 	})
 
@@ -474,7 +472,7 @@ func TestBrowser(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if got := text(t, ctx, "[data-status-label]"); got != "Running" {
+		if got := text(t, ctx, "[data-status-label]"); got != "Running" && got != "Körs" {
 			t.Fatalf("while the tool sleeps, the status reads %q", got)
 		}
 		run(t, ctx, chromedp.WaitVisible(".markdown", chromedp.ByQuery))

@@ -195,3 +195,65 @@ func wait(t *testing.T, runs *run.Service, id string) store.Run {
 	}
 	return rn
 }
+
+// sayTool offers an action with a field and says what it got, from action.json and from
+// the inputs.
+const sayTool = `
+import os
+from skrip_toolkit import action
+def run_tool(input_dir, output_dir):
+    act = action()
+    print("INPUTS=" + os.environ["SKRIPTOTEKET_INPUTS"])
+    said = act["input"]["name"] if act else ""
+    return {"outputs": [{"kind": "markdown", "markdown": "said " + said}],
+            "next_actions": [{"action_id": "say", "label": "Say", "kind": "form", "fields": [{"name": "name", "label": "Name", "kind": "string"}]}], "state": {}}
+`
+
+// TestActionRunRecordsItsInput: an action run keeps the action's input as its inputs
+// (so that "Försök igen" can take the same step again), while its tool still gets that
+// input from action.json only, with the inputs it always had ({}).
+func TestActionRunRecordsItsInput(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	ac, _ := env.User(t, "anna", "author")
+	_, ulf := env.User(t, "ulf", "user")
+	if err := ac.Do(ctx, http.MethodPost, "/api/v1/tools", map[string]any{"slug": "say", "title": "Say", "source": sayTool, "publish": true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tool, err := env.App.Store.Tool(ctx, "say")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := env.App.Store.ToolVersion(ctx, tool.PublishedVersionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := env.App.Store.User(ctx, ulf.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := env.App.Runs.NewInputDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := env.App.Workflow.Initial(ctx, workflow.Initial{Tool: tool, Version: v, User: u, Context: session.Production(), Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rn := wait(t, env.App.Runs, first.ID); rn.Status != store.StatusSucceeded {
+		t.Fatalf("the first run %s: %s", rn.Status, rn.ErrorSummary)
+	}
+	act, err := env.App.Workflow.Action(ctx, workflow.Action{Tool: tool, Version: v, User: u, Context: session.Production(),
+		ActionID: "say", Input: map[string]any{"name": "Bo"}, ExpectedStateRev: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn := wait(t, env.App.Runs, act.ID)
+	in, err := run.InputsOf(rn)
+	if err != nil || in["name"] != "Bo" || len(in) != 1 {
+		t.Fatalf("the action run's inputs: %v (%v); want name Bo", in, err)
+	}
+	if !strings.Contains(string(rn.Stdout), "INPUTS={}") || !strings.Contains(rn.Outputs, "said Bo") {
+		t.Fatalf("the tool printed %q and showed %s; want the inputs it always had, and the input from action.json", rn.Stdout, rn.Outputs)
+	}
+}

@@ -152,6 +152,7 @@ func TestBrowserRun(t *testing.T) {
 	publish(t, author, "steg", "Steg", stepsSource, "")
 	publish(t, author, "langsam", "Långsam", longSource, "")
 	publish(t, author, "kort", "Kort", shortSource, "")
+	publish(t, author, "trasig-sandlada", "Trasig sandlåda", crashSource, "")
 
 	teacherAPI := s.userClient(t, "teacher")
 	dir := t.TempDir()
@@ -176,6 +177,7 @@ func TestBrowserRun(t *testing.T) {
 	s.useLang(t, teacher, "sv")
 	admin := s.as(t, "skolchef")
 	s.useLang(t, admin, "sv")
+	s.useLang(t, s.as(t, "author"), "sv")
 
 	for _, vp := range viewports {
 		t.Run(vp.name, func(t *testing.T) {
@@ -189,6 +191,11 @@ func TestBrowserRun(t *testing.T) {
 			t.Run("safe next steps", func(t *testing.T) { s.checkSteps(t, teacher, teacherAPI, vp.width, vp.height) })
 			t.Run("progress and cancel", func(t *testing.T) { s.checkProgress(t, teacher, teacherAPI) })
 			t.Run("the result in place, with the focus", func(t *testing.T) { s.checkFocus(t, teacher) })
+			t.Run("try again in the editor's sandbox", func(t *testing.T) {
+				a := s.as(t, "author")
+				run(t, a, chromedp.EmulateViewport(vp.width, vp.height))
+				s.checkSandboxRetry(t, a)
+			})
 		})
 	}
 
@@ -546,5 +553,33 @@ func (s *site) checkFocus(t *testing.T, ctx context.Context) {
 	}
 	if !v.Stayed || !v.Focused || v.Title != "Klar – Kort · skrip" || v.Said != "Körningen är slut: Klar." {
 		t.Errorf("after the run: page kept %v, focus on the result %v, title %q, announced %q", v.Stayed, v.Focused, v.Title, v.Said)
+	}
+}
+
+// checkSandboxRetry: a crash in the editor's sandbox shows its author the traceback, and
+// "Försök igen" runs it again there, the editor showing the new run.
+func (s *site) checkSandboxRetry(t *testing.T, ctx context.Context) {
+	run(t, ctx, chromedp.Navigate(s.base+"/editor/trasig-sandlada"), chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
+		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery), chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery))
+	var first string
+	run(t, ctx, chromedp.AttributeValue("[data-result]", "data-run", &first, nil, chromedp.ByQuery))
+	var stderr string
+	run(t, ctx, chromedp.TextContent("[data-stderr]", &stderr, chromedp.ByQuery))
+	if !strings.Contains(stderr, "Traceback") || text(t, ctx, "[data-outcome]") != crashSentence {
+		t.Errorf("the author's sandbox crash: %q, stderr %q", text(t, ctx, "[data-outcome]"), stderr)
+	}
+	run(t, ctx, chromedp.Click("form[data-retry] button", chromedp.ByQuery))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		u := location(t, ctx)
+		var shown string
+		chromedp.Run(ctx, chromedp.AttributeValue("[data-result]", "data-run", &shown, nil, chromedp.ByQuery))
+		if strings.Contains(u, "/editor/trasig-sandlada?version=") && strings.HasSuffix(u, "&run="+shown) && shown != first && shown != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after Försök igen the tab is at %s showing run %q; want the editor with a new run", u, shown)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

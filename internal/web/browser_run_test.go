@@ -70,10 +70,11 @@ def run_tool(input_dir, output_dir):
 `
 
 // longSource runs for a minute, unless cancelled.
-const longSource = `import time
+const longSource = `import sys, time
 
 def run_tool(input_dir, output_dir):
     print("började", flush=True)
+    print("intern varning", file=sys.stderr, flush=True)
     time.sleep(60)
     return "klar"
 `
@@ -196,6 +197,33 @@ func TestBrowserRun(t *testing.T) {
 				run(t, a, chromedp.EmulateViewport(vp.width, vp.height))
 				s.checkSandboxRetry(t, a)
 			})
+		})
+	}
+
+	// Once the session's files were replaced, the crash's files are gone: "Försök igen"
+	// says so, with the way to the tool's form, and runs nothing.
+	other := filepath.Join(dir, "c.txt")
+	if err := os.WriteFile(other, []byte("tredje"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rn, err := teacherAPI.RunFiles(ctx, "krasch", []string{other}, map[string]any{"namn": "Bo"}, time.Minute); err != nil || rn.Status != "failed" {
+		t.Fatalf("the run with other files: %+v, %v", rn, err)
+	}
+	for _, vp := range viewports {
+		t.Run("files gone "+vp.name, func(t *testing.T) {
+			tab := s.as(t, "teacher")
+			before := countRuns(t, teacherAPI)
+			run(t, tab, chromedp.EmulateViewport(vp.width, vp.height), chromedp.Navigate(s.base+"/runs/"+crash.RunID),
+				chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery), chromedp.Click("form[data-retry] button", chromedp.ByQuery),
+				chromedp.WaitVisible("[data-submit-error]", chromedp.ByQuery))
+			var href string
+			run(t, tab, chromedp.AttributeValue("[data-submit-error] a.button", "href", &href, nil, chromedp.ByQuery))
+			if got := text(t, tab, "[data-submit-error]"); !strings.Contains(got, "finns inte längre sparade") || href != "/tools/krasch" {
+				t.Errorf("the retry with the files gone reads %q → %s", got, href)
+			}
+			if countRuns(t, teacherAPI) != before {
+				t.Error("a retry without its files ran")
+			}
 		})
 	}
 
@@ -485,7 +513,8 @@ func (s *site) checkSteps(t *testing.T, ctx context.Context, api *client.Client,
 }
 
 // checkProgress: a running run shows a spinner (still when motion is reduced), its
-// time ticking and its status in the title; "Avbryt" stops it.
+// time ticking, what it prints (not its error output, which is the author's) and its
+// status in the title; "Avbryt" stops it.
 func (s *site) checkProgress(t *testing.T, ctx context.Context, api *client.Client) {
 	run(t, ctx, chromedp.Navigate(s.base+"/tools/langsam"), chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
 		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
@@ -502,6 +531,17 @@ func (s *site) checkProgress(t *testing.T, ctx context.Context, api *client.Clie
 		}
 		n, _ := strconv.Atoi(m[2])
 		return n, v.Title, v.Anim
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(text(t, ctx, "[data-log]"), "började") {
+		if time.Now().After(deadline) {
+			t.Fatal("the live log never showed what the tool printed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if log := text(t, ctx, "[data-log]"); strings.Contains(log, "intern varning") {
+		t.Errorf("the teacher's live log shows the tool's error output: %q", log)
 	}
 	n1, _, anim := read()
 	time.Sleep(2200 * time.Millisecond)

@@ -80,6 +80,9 @@ func (r *result) LatestURL() string {
 	return r.ToolURL
 }
 
+// FilesGone says whether the last "Försök igen" found the run's files gone.
+func (r *result) FilesGone() bool { return r.Error == filesGoneMessage }
+
 // Refused says whether the last submission lost to a change made elsewhere.
 func (r *result) Refused() bool { return r.Error == conflictMessage }
 
@@ -422,8 +425,12 @@ func (h *Handler) runURL(r *http.Request, c *call, rn store.Run) string {
 	return "/runs/" + rn.ID
 }
 
-// errFilesGone refuses a retry whose run's files the session no longer keeps.
+// errFilesGone refuses a retry whose run's files the session no longer keeps; the page
+// then says so (run.retry_files_gone) with the way to the tool's form.
 var errFilesGone = errors.New("files gone")
+
+// filesGoneMessage is the refusal the result template recognises for errFilesGone.
+const filesGoneMessage = "files gone"
 
 // retryRun runs a failed run again with the same input, and shows the new run: an
 // initial run with the same inputs and the files the session kept from it (refused, with
@@ -465,7 +472,7 @@ func (h *Handler) retryRun(w http.ResponseWriter, r *http.Request, c *call) erro
 		msg := h.message(r, err)
 		switch {
 		case errors.Is(err, errFilesGone):
-			status, msg = http.StatusConflict, h.langOf(r).T("run.retry_files_gone")
+			status, msg = http.StatusConflict, filesGoneMessage
 		case errors.Is(err, session.ErrConflict), errors.Is(err, session.ErrNoSession), errors.Is(err, workflow.ErrUnknownAction):
 			status, msg = http.StatusConflict, conflictMessage
 		case !shownToUser(status):

@@ -80,7 +80,10 @@
         showResult(result, s);
       }
     });
-    for (const kind of ["stdout", "stderr"]) {
+    // What the tool prints as it goes; its error output (a traceback) only for those who
+    // see its logs, as on the finished page.
+    const kinds = section.hasAttribute("data-stderr-live") ? ["stdout", "stderr"] : ["stdout"];
+    for (const kind of kinds) {
       es.addEventListener(kind, (e) => { log.textContent += JSON.parse(e.data) + "\n"; });
     }
     // skrip's own word about the output: lines left out of the live view, a line cut.

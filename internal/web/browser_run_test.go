@@ -187,7 +187,7 @@ func TestBrowserRun(t *testing.T) {
 				run(t, c, chromedp.EmulateViewport(vp.width, vp.height))
 			}
 			t.Run("a crash in plain words", func(t *testing.T) { s.checkCrash(t, teacher, admin, crash.RunID) })
-			t.Run("downloads first, full size preview, chart", func(t *testing.T) { s.checkResultFirst(t, teacher, letter.RunID, vp.width) })
+			t.Run("downloads first, full size preview, chart", func(t *testing.T) { s.checkResultFirst(t, teacher, letter.RunID) })
 			t.Run("try again with the same files and inputs", func(t *testing.T) { s.checkRetry(t, teacher, teacherAPI, crash) })
 			t.Run("safe next steps", func(t *testing.T) { s.checkSteps(t, teacher, teacherAPI, vp.width, vp.height) })
 			t.Run("progress and cancel", func(t *testing.T) { s.checkProgress(t, teacher, teacherAPI) })
@@ -318,7 +318,7 @@ func checkHeadings(t *testing.T, heads []string) {
 // checkResultFirst: the download is the first thing after the status, as a large
 // button with its size; the preview opens full size, still sealed, and is tall; the
 // chart is drawn.
-func (s *site) checkResultFirst(t *testing.T, ctx context.Context, id string, width int64) {
+func (s *site) checkResultFirst(t *testing.T, ctx context.Context, id string) {
 	var v struct {
 		Before         bool
 		Text, Size     string
@@ -367,7 +367,6 @@ func (s *site) checkResultFirst(t *testing.T, ctx context.Context, id string, wi
 	if v.Scroll > v.Width {
 		t.Errorf("the result page is %d px wide at %d", v.Scroll, v.Width)
 	}
-	shoot(t, ctx, "run-result-"+strconv.FormatInt(width, 10))
 }
 
 // checkRetry: "Försök igen" runs the tool again with the run's files and inputs.

@@ -24,7 +24,7 @@ const (
 	maxChartBands  = 200
 	chartW         = 640
 	chartH         = 360
-	padLeft        = 64
+	padLeft        = 64 // before the widest category label on a category y axis
 	padRight       = 16
 	padTop         = 16
 	padBottom      = 56
@@ -47,13 +47,16 @@ type vlChannel struct {
 	Field string          `json:"field"`
 	Type  string          `json:"type"`
 	Title json.RawMessage `json:"title"`
+	// Sort orders a category axis: absent or "ascending" (Vega-Lite's default),
+	// "descending", or null for the data's order. Any other sort is not drawn.
+	Sort json.RawMessage `json:"sort"`
 }
 
 // Keys a drawn spec may have: the rest change what is drawn, so they send it back to
 // the JSON view. width, height, config and autosize change only how it looks.
 var (
 	chartKeys    = []string{"$schema", "title", "description", "mark", "data", "encoding", "width", "height", "config", "autosize", "background", "padding"}
-	channelKeys  = []string{"field", "type", "title", "axis"}
+	channelKeys  = []string{"field", "type", "title", "axis", "sort"}
 	encodingKeys = []string{"x", "y", "tooltip"}
 )
 
@@ -69,7 +72,9 @@ type chart struct {
 type axis struct {
 	field, label string
 	quant        bool
+	sort         string   // "ascending", "descending" or "" (the data's order)
 	bands        []string // the categories of a nominal axis, in order
+	vertical     bool     // the y axis, whose first band is at the top
 	min, max     float64  // the domain of a quantitative axis
 }
 
@@ -134,6 +139,7 @@ func readChart(b []byte) (*chart, bool) {
 	if c.y, okY = newAxis(y); !okY {
 		return nil, false
 	}
+	c.y.vertical = true
 	// A bar needs one category axis and one measure; a line a measure on y.
 	if c.mark == "bar" && c.x.quant == c.y.quant || c.mark == "line" && !c.y.quant {
 		return nil, false
@@ -167,7 +173,16 @@ func titleText(m json.RawMessage) string {
 }
 
 func newAxis(ch *vlChannel) (axis, bool) {
-	a := axis{field: ch.Field, label: ch.Field}
+	a := axis{field: ch.Field, label: ch.Field, sort: "ascending"}
+	switch sort := strings.TrimSpace(string(ch.Sort)); sort {
+	case "":
+	case "null":
+		a.sort = ""
+	case `"ascending"`, `"descending"`:
+		a.sort = strings.Trim(sort, `"`)
+	default:
+		return a, false
+	}
 	if t := titleText(ch.Title); t != "" {
 		a.label = t
 	}
@@ -210,7 +225,7 @@ func (c *chart) read(values []map[string]any) bool {
 		return false
 	}
 	for _, a := range []*axis{&c.x, &c.y} {
-		a.finish(c.mark == "bar")
+		a.finish()
 	}
 	for _, d := range kept {
 		c.points = append(c.points, point{c.x.pos(d.x), c.y.pos(d.y)})
@@ -264,23 +279,27 @@ func (a *axis) add(v any) {
 	}
 }
 
-// finish sorts the categories as Vega-Lite does (ascending, numbers as numbers) and
-// gives a quantitative domain room: from zero for bars, and never empty.
-func (a *axis) finish(bar bool) {
+// finish sorts the categories as the spec asks (by default ascending, numbers as numbers) and
+// gives a quantitative domain room: it takes in zero (as Vega-Lite's scales do unless
+// told otherwise), rounds out to whole ticks, and is never empty.
+func (a *axis) finish() {
 	if !a.quant {
-		slices.SortStableFunc(a.bands, func(p, q string) int {
-			fp, errP := strconv.ParseFloat(p, 64)
-			fq, errQ := strconv.ParseFloat(q, 64)
-			if errP == nil && errQ == nil {
-				return cmpFloat(fp, fq)
-			}
-			return strings.Compare(p, q)
-		})
+		if a.sort != "" {
+			slices.SortStableFunc(a.bands, func(p, q string) int {
+				fp, errP := strconv.ParseFloat(p, 64)
+				fq, errQ := strconv.ParseFloat(q, 64)
+				if errP == nil && errQ == nil {
+					return cmpFloat(fp, fq)
+				}
+				return strings.Compare(p, q)
+			})
+		}
+		if a.sort == "descending" {
+			slices.Reverse(a.bands)
+		}
 		return
 	}
-	if bar {
-		a.min, a.max = min(a.min, 0), max(a.max, 0)
-	}
+	a.min, a.max = min(a.min, 0), max(a.max, 0)
 	if a.min == a.max {
 		a.min, a.max = a.min-1, a.max+1
 	}
@@ -288,13 +307,17 @@ func (a *axis) finish(bar bool) {
 	a.min, a.max = math.Floor(a.min/step)*step, math.Ceil(a.max/step)*step
 }
 
-// pos is v's position on a from 0 to 1: a category's is the middle of its band.
+// pos is v's position on a from 0 to 1: a category's is the middle of its band, the
+// first band first (left on x, at the top on y, as Vega-Lite draws them).
 func (a *axis) pos(v any) float64 {
 	if a.quant {
 		return (v.(float64) - a.min) / (a.max - a.min)
 	}
-	i := slices.Index(a.bands, v.(string))
-	return (float64(i) + 0.5) / float64(len(a.bands))
+	f := (float64(slices.Index(a.bands, v.(string))) + 0.5) / float64(len(a.bands))
+	if a.vertical {
+		return 1 - f
+	}
+	return f
 }
 
 // ticks are a quantitative axis's labelled values.
@@ -351,8 +374,15 @@ func esc(s string) string { return template.HTMLEscapeString(s) }
 
 // svg draws the chart: axes with their ticks and labels, then the marks.
 func (c *chart) svg() template.HTML {
-	const plotW, plotH = chartW - padLeft - padRight, chartH - padTop - padBottom
-	px := func(f float64) float64 { return padLeft + f*plotW }
+	// A category y axis makes room for its labels (about 7 px a letter at 12 px).
+	padLeft := padLeft
+	if !c.y.quant {
+		for _, b := range c.y.bands {
+			padLeft = max(padLeft, 24+7*len([]rune(short(b))))
+		}
+	}
+	plotW, plotH := float64(chartW-padLeft-padRight), float64(chartH-padTop-padBottom)
+	px := func(f float64) float64 { return float64(padLeft) + f*plotW }
 	py := func(f float64) float64 { return padTop + (1-f)*plotH }
 	var b strings.Builder
 	f := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -374,7 +404,7 @@ func (c *chart) svg() template.HTML {
 		every := max(1, len(c.y.bands)/20)
 		for i, s := range c.y.bands {
 			if i%every == 0 {
-				f(`<text x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`, padLeft-6, py((float64(i)+0.5)/float64(len(c.y.bands))), esc(short(s)))
+				f(`<text x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`, padLeft-6, py(c.y.pos(s)), esc(short(s)))
 			}
 		}
 	}
@@ -388,14 +418,14 @@ func (c *chart) svg() template.HTML {
 		every := max(1, len(c.x.bands)/12)
 		for i, s := range c.x.bands {
 			if i%every == 0 {
-				f(`<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, px((float64(i)+0.5)/float64(len(c.x.bands))), chartH-padBottom+16, esc(short(s)))
+				f(`<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, px(c.x.pos(s)), chartH-padBottom+16, esc(short(s)))
 			}
 		}
 	}
 	f(`<line class="base" x1="%d" x2="%d" y1="%d" y2="%d"/>`, padLeft, chartW-padRight, chartH-padBottom, chartH-padBottom)
 	f(`<line class="base" x1="%d" x2="%d" y1="%d" y2="%d"/>`, padLeft, padLeft, padTop, chartH-padBottom)
-	f(`<text class="label" x="%d" y="%d" text-anchor="middle">%s</text>`, padLeft+plotW/2, chartH-12, esc(c.x.label))
-	f(`<text class="label" x="14" y="%d" text-anchor="middle" transform="rotate(-90 14 %d)">%s</text>`, padTop+plotH/2, padTop+plotH/2, esc(c.y.label))
+	f(`<text class="label" x="%.1f" y="%d" text-anchor="middle">%s</text>`, px(0.5), chartH-12, esc(c.x.label))
+	f(`<text class="label" x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">%s</text>`, py(0.5), py(0.5), esc(c.y.label))
 	f(`</g><g class="marks mark-%s">`, c.mark)
 	switch c.mark {
 	case "bar":

@@ -62,6 +62,28 @@ func TestDrawChart(t *testing.T) {
 		t.Error("a horizontal bar chart was not drawn")
 	}
 
+	// Categories in ascending order by default, as Vega-Lite sorts them; in the data's
+	// order with "sort": null; the first at the top of a y axis.
+	order := func(sort string) []string {
+		spec := `{"data": {"values": [{"d": "mån", "n": 1}, {"d": "tis", "n": 2}, {"d": "ons", "n": 3}]}, "mark": "bar",
+			"encoding": {"x": {"field": "d", "type": "nominal"` + sort + `}, "y": {"field": "n", "type": "quantitative"}}}`
+		c, ok := readChart([]byte(spec))
+		if !ok {
+			t.Fatalf("not drawn with sort %q", sort)
+		}
+		return c.x.bands
+	}
+	for sort, want := range map[string]string{"": "mån ons tis", `, "sort": null`: "mån tis ons", `, "sort": "descending"`: "tis ons mån"} {
+		if got := strings.Join(order(sort), " "); got != want {
+			t.Errorf("with sort %q the days are %q; want %q", sort, got, want)
+		}
+	}
+	c, ok := readChart([]byte(`{"data": {"values": [{"n": "Ada", "p": 5}, {"n": "Bo", "p": 3}]}, "mark": "bar",
+		"encoding": {"y": {"field": "n", "type": "nominal"}, "x": {"field": "p", "type": "quantitative"}}}`))
+	if !ok || c.y.pos("Ada") <= c.y.pos("Bo") {
+		t.Errorf("on a y axis the first category is not at the top (drawn %v)", ok)
+	}
+
 	var many strings.Builder
 	many.WriteString(`{"data": {"values": [`)
 	for i := range maxChartPoints + 1 {
@@ -85,6 +107,7 @@ func TestDrawChart(t *testing.T) {
 		"no y":               `{"data": {"values": [{"a": 1}]}, "mark": "point", "encoding": {"x": {"field": "a", "type": "quantitative"}}}`,
 		"over the cap":       many.String(),
 		"not an object":      `[1, 2]`,
+		"a sort by a field":  `{"data": {"values": [{"a": "x", "b": 2}]}, "mark": "bar", "encoding": {"x": {"field": "a", "type": "nominal", "sort": "-y"}, "y": {"field": "b", "type": "quantitative"}}}`,
 	} {
 		if _, _, ok := drawChart(decodeSpec(t, spec)); ok {
 			t.Errorf("%s was drawn; want the spec shown instead", name)

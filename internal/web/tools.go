@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
+	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -46,6 +48,20 @@ func (h *Handler) catalogue(w http.ResponseWriter, r *http.Request, c *call) err
 type sessionFiles struct {
 	Files   []fileEntry
 	Expires time.Time
+	// Reuse is what the next run does with the files when it is sent without new ones,
+	// as the server decides it (workflow.countedFiles, which runForm.KeptFit follows):
+	// "reused", "unfit" (they do not fit the file slot, so it gets none), "none" (the
+	// tool takes no files), or "" where the page has no run form to say it of.
+	Reuse string
+}
+
+// names are the names of the files.
+func (s *sessionFiles) names() []string {
+	out := make([]string, len(s.Files))
+	for i, f := range s.Files {
+		out[i] = f.Name
+	}
+	return out
 }
 
 type fileEntry struct {
@@ -98,12 +114,20 @@ func (h *Handler) toolData(r *http.Request, c *call, t store.Tool, tv toolView) 
 		return data, nil
 	}
 	if tv.Run == nil {
-		if tv.Run, err = h.toolRunForm(c, t, *tv.Version); err != nil {
+		if tv.Run, err = h.toolRunForm(h.langOf(r), c, t, *tv.Version); err != nil {
 			return nil, err
 		}
 	}
 	if sf != nil {
-		tv.Run.SessionFiles = len(sf.Files)
+		tv.Run.SessionFiles, tv.Run.KeptNames = len(sf.Files), sf.names()
+		switch {
+		case tv.Run.File == nil:
+			sf.Reuse = "none"
+		case tv.Run.KeptFit():
+			sf.Reuse = "reused"
+		default:
+			sf.Reuse = "unfit"
+		}
 	}
 	data["Run"] = tv.Run
 	if tv.Settings == nil {
@@ -117,14 +141,17 @@ func (h *Handler) toolData(r *http.Request, c *call, t store.Tool, tv toolView) 
 	return data, nil
 }
 
-// toolRunForm is the tool page's run form for the published version v.
-func (h *Handler) toolRunForm(c *call, t store.Tool, v store.ToolVersion) (*runForm, error) {
+// toolRunForm is the tool page's run form for the published version v, in language l.
+func (h *Handler) toolRunForm(l *Lang, c *call, t store.Tool, v store.ToolVersion) (*runForm, error) {
 	schema, err := inputSchema(v)
 	if err != nil {
 		return nil, err
 	}
-	f := newRunForm(schema, "", "Välj filer", h.limits())
-	f.Action, f.CSRF, f.Submit = "/tools/"+t.Slug+"/runs", c.CSRF, "Kör"
+	f := newRunForm(schema, "", l.T("tool.pick_files"), h.limits())
+	f.Action, f.CSRF, f.Submit = "/tools/"+t.Slug+"/runs", c.CSRF, l.T("tool.submit")
+	for i := range f.Fields {
+		f.Fields[i].Blank = l.T("tool.blank")
+	}
 	return f, nil
 }
 
@@ -168,7 +195,11 @@ func (h *Handler) submitRun(r *http.Request, c *call, f *runForm, t store.Tool, 
 	}
 	if status, _ := h.statusOf(err); err != nil && shownToUser(status) {
 		f.keep(up.Form.Fields)
-		f.refuse(refusedField(err), h.message(r, err))
+		msg, ok := fileRefusal(h.langOf(r), err)
+		if !ok {
+			msg = h.message(r, err)
+		}
+		f.refuse(refusedField(err), msg)
 	}
 	return rn, err
 }
@@ -178,7 +209,7 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	f, err := h.toolRunForm(c, t, v)
+	f, err := h.toolRunForm(h.langOf(r), c, t, v)
 	if err != nil {
 		return err
 	}
@@ -230,6 +261,7 @@ func (h *Handler) toolSettings(r *http.Request, c *call, t store.Tool, v store.T
 		return nil, err
 	}
 	p := newSettingsPanel(set.Schema, set.Values, "")
+	blankIn(p, h.langOf(r))
 	p.Action, p.CSRF, p.Saved = "/tools/"+t.Slug+"/settings", c.CSRF, r.URL.Query().Get("settings") == "saved"
 	return p, nil
 }
@@ -253,6 +285,7 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, c *call) 
 			return err
 		}
 		p := newSettingsPanel(set.Schema, nil, "")
+		blankIn(p, h.langOf(r))
 		p.Action, p.CSRF = "/tools/"+t.Slug+"/settings", c.CSRF
 		p.keep(r.PostForm)
 		p.refuse(refusedField(err), h.message(r, err))
@@ -264,5 +297,59 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, c *call) 
 		return nil
 	}
 	redirect(w, r, "/tools/"+t.Slug+"?settings=saved#settings-h")
+	return nil
+}
+
+// blankIn names the empty choice of p's lists in l.
+func blankIn(p *panel, l *Lang) {
+	for i := range p.Fields {
+		p.Fields[i].Blank = l.T("tool.blank")
+	}
+}
+
+// fileRefusal is the server's refusal of a run's files (too few, too many, a type the
+// file field does not take) as a sentence in l that names what to do, from the
+// refusal's details; ok is false for any other refusal, whose own message stands.
+func fileRefusal(l *Lang, err error) (msg string, ok bool) {
+	_, _, _, d := httpkit.Describe(err)
+	rule, _ := d["rule"].(string)
+	switch rule {
+	case contract.RuleAccept:
+		file, _ := d["file"].(string)
+		if file == "" {
+			return "", false
+		}
+		return l.T("tool.upload.refused.accept", "File", file, "Types", strings.Join(stringsOf(d["accept"]), ", ")), true
+	case contract.RuleNoFiles:
+		return l.T("tool.upload.refused.no_files"), true
+	case contract.RuleMin, contract.RuleMax:
+		n, okN := d["files"].(int)
+		lo, okLo := d["min"].(int)
+		hi, okHi := d["max"].(int)
+		if !okN || !okLo || !okHi {
+			return "", false
+		}
+		if rule == contract.RuleMin {
+			return l.T("tool.upload.refused.min", "Count", lo, "Sent", n), true
+		}
+		return l.T("tool.upload.refused.max", "Count", hi, "Sent", n), true
+	}
+	return "", false
+}
+
+// stringsOf reads a list of strings from a refusal's details.
+func stringsOf(v any) []string {
+	switch x := v.(type) {
+	case []string:
+		return x
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, s := range x {
+			if str, ok := s.(string); ok {
+				out = append(out, str)
+			}
+		}
+		return out
+	}
 	return nil
 }

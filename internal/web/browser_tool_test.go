@@ -45,12 +45,13 @@ const readTool = `(() => {
 
 // toolTexts are what the tool page says in one language.
 var toolTexts = map[string]struct {
-	caps, wrongType, serverWrong, reused, confirm, step, reset string
+	caps, wrongType, serverWrong, tooBig, reused, confirm, step, reset string
 }{
 	"sv": {
 		caps:        "Du kan ladda upp 1–20 filer av typen .html, .htm, .css, .png, .jpg, .jpeg, .gif, .svg, .webp, högst 200 kB per fil och 50 MB totalt.",
 		wrongType:   "brev.docx är av en filtyp som verktyget inte tar emot. Välj filer av typen .html, .htm,",
 		serverWrong: "brev.docx är av en filtyp som verktyget inte tar emot. Välj filer av typen .html, .htm,",
+		tooBig:      "stor.html är större än gränsen 200 kB per fil. Välj en mindre fil.",
 		reused:      "Kör du verktyget utan att välja nya filer, använder det de här 3 filerna igen.",
 		confirm:     "Ta bort de 3 sparade filerna?",
 		step:        "Steg: Börja om",
@@ -60,6 +61,7 @@ var toolTexts = map[string]struct {
 		caps:        "You can upload 1–20 files of type .html, .htm, .css, .png, .jpg, .jpeg, .gif, .svg, .webp, at most 200 kB per file and 50 MB in total.",
 		wrongType:   "brev.docx is of a type the tool does not take. Choose files of type .html, .htm,",
 		serverWrong: "brev.docx is of a type the tool does not take. Choose files of type .html, .htm,",
+		tooBig:      "stor.html is larger than the limit of 200 kB per file. Choose a smaller file.",
 		reused:      "If you run the tool without choosing new files, it uses these 3 files again.",
 		confirm:     "Delete the 3 kept files?",
 		step:        "Step: Börja om",
@@ -83,6 +85,10 @@ func TestBrowserTool(t *testing.T) {
 	}()
 	docx := filepath.Join(t.TempDir(), "brev.docx")
 	if err := os.WriteFile(docx, []byte("PK\x03\x04 not really"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(t.TempDir(), "stor.html")
+	if err := os.WriteFile(big, []byte("<p>"+strings.Repeat("x", maxFileBytes)+"</p>"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	const toolURL = "/tools/html-to-pdf-preview"
@@ -158,12 +164,26 @@ func TestBrowserTool(t *testing.T) {
 				if got := text(t, ctx, "#files-error"); !strings.Contains(got, want.serverWrong) {
 					t.Errorf("the server says beside the slot %q; want %q", got, want.serverWrong)
 				}
+				// A file over the cap, sent the same way: the server's refusal in the page's
+				// language too.
+				run(t, ctx,
+					chromedp.SetUploadFiles("#files", []string{big}, chromedp.ByQuery),
+					chromedp.Evaluate(`(() => { const e = document.querySelector("#files-error"); e.hidden = true; e.textContent = "";
+						HTMLFormElement.prototype.submit.call(document.querySelector("form[data-upload]")); })()`, nil),
+					chromedp.WaitVisible("#files-error", chromedp.ByQuery),
+				)
+				if got := text(t, ctx, "#files-error"); got != want.tooBig {
+					t.Errorf("the server says of a file over the cap %q; want %q", got, want.tooBig)
+				}
 
 				// A run, then "Börja om": the tool says the files stay and are used again...
+				// (Each run page is loaded again once the run is over, so that no live
+				// update of the page races the test's clicks.)
 				first := s.runPreview(t, ctx)
-				run(t, ctx, chromedp.Click("form[action$='/actions/reset'] button[type=submit]", chromedp.ByQuery))
-				waitPath(t, ctx, "/runs/", first)
-				run(t, ctx, chromedp.WaitVisible(".notice", chromedp.ByQuery))
+				reset := "form[action$='/actions/reset'] button[type=submit]"
+				run(t, ctx, chromedp.Navigate(first), chromedp.WaitVisible(reset, chromedp.ByQuery), chromedp.Click(reset, chromedp.ByQuery))
+				after := waitPath(t, ctx, "/runs/", first)
+				run(t, ctx, chromedp.WaitVisible(".notice", chromedp.ByQuery), chromedp.Navigate(after), chromedp.WaitVisible(".notice", chromedp.ByQuery))
 				if got := text(t, ctx, "main"); !strings.Contains(got, want.reset) {
 					t.Errorf("after Börja om the tool says:\n%s", got)
 				}
@@ -184,8 +204,8 @@ func TestBrowserTool(t *testing.T) {
 				}
 				// A run without new files gets the kept ones, as the page said.
 				run(t, ctx, chromedp.Click(runButton, chromedp.ByQuery))
-				waitPath(t, ctx, "/runs/")
-				run(t, ctx, chromedp.WaitVisible("iframe[sandbox]", chromedp.ByQuery))
+				again := waitPath(t, ctx, "/runs/")
+				run(t, ctx, chromedp.WaitVisible("iframe[sandbox]", chromedp.ByQuery), chromedp.Navigate(again), chromedp.WaitVisible("iframe[sandbox]", chromedp.ByQuery))
 				if got := text(t, ctx, "main"); !strings.Contains(got, "index.html") || !strings.Contains(got, "style.css") || !strings.Contains(got, "logo.svg") {
 					t.Errorf("a run without new files did not get the kept ones:\n%s", got)
 				}

@@ -195,7 +195,7 @@ func (h *Handler) submitRun(r *http.Request, c *call, f *runForm, t store.Tool, 
 	}
 	if status, _ := h.statusOf(err); err != nil && shownToUser(status) {
 		f.keep(up.Form.Fields)
-		msg, ok := fileRefusal(h.langOf(r), err)
+		msg, ok := fileRefusal(h.langOf(r), h.limits(), err)
 		if !ok {
 			msg = h.message(r, err)
 		}
@@ -308,10 +308,13 @@ func blankIn(p *panel, l *Lang) {
 }
 
 // fileRefusal is the server's refusal of a run's files (too few, too many, a type the
-// file field does not take) as a sentence in l that names what to do, from the
+// file field does not take, over an upload cap) as a sentence in l that names what to do, from the
 // refusal's details; ok is false for any other refusal, whose own message stands.
-func fileRefusal(l *Lang, err error) (msg string, ok bool) {
+func fileRefusal(l *Lang, lim upload.Limits, err error) (msg string, ok bool) {
 	_, _, _, d := httpkit.Describe(err)
+	if errors.Is(err, upload.ErrTooLarge) {
+		return tooLarge(l, lim, d)
+	}
 	rule, _ := d["rule"].(string)
 	switch rule {
 	case contract.RuleAccept:
@@ -352,4 +355,23 @@ func stringsOf(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// tooLarge words an upload over a cap (upload.ErrTooLarge): a file over the cap for one
+// file, the files together over the total, or too many files.
+func tooLarge(l *Lang, lim upload.Limits, d map[string]any) (string, bool) {
+	file, _ := d["file"].(string)
+	if n, ok := d["limit_files"].(int); ok {
+		return l.T("tool.upload.refused.too_many_files", "Count", n), true
+	}
+	limit, ok := d["limit_bytes"].(int64)
+	switch {
+	case !ok || file == "":
+		return "", false
+	case limit == lim.MaxFileBytes:
+		return l.T("tool.upload.refused.file_too_big", "File", file, "Size", l.Size(limit)), true
+	case limit == lim.MaxTotalBytes:
+		return l.T("tool.upload.refused.total_too_big", "File", file, "Size", l.Size(limit)), true
+	}
+	return "", false
 }

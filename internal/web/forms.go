@@ -149,8 +149,9 @@ type runForm struct {
 }
 
 // newRunForm builds the run form of a version with schema (nil: none). idPrefix keeps
-// the ids of two forms on one page apart.
-func newRunForm(schema contract.InputSchema, idPrefix, fileLabel string, lim upload.Limits) *runForm {
+// the ids of two forms on one page apart; fileLabel names a file slot without a label,
+// and blank the empty choice of a list, in the page's language.
+func newRunForm(schema contract.InputSchema, idPrefix, fileLabel, blank string, lim upload.Limits) *runForm {
 	f := &runForm{Limits: lim}
 	if schema == nil {
 		f.File = &fileSlot{ID: idPrefix + "files", Label: fileLabel, Max: lim.MaxFiles, Free: true}
@@ -176,7 +177,7 @@ func newRunForm(schema contract.InputSchema, idPrefix, fileLabel string, lim upl
 	}
 	f.Fields = newFields(plain, idPrefix+"in", "in.")
 	for i := range f.Fields {
-		f.Fields[i].Blank = "(inget valt)"
+		f.Fields[i].Blank = blank
 	}
 	return f
 }
@@ -300,11 +301,12 @@ type panel struct {
 	Error  string // a refusal that names no field
 }
 
-// newSettingsPanel builds the settings panel of schema with the saved values.
-func newSettingsPanel(schema contract.SettingsSchema, values map[string]any, idPrefix string) *panel {
+// newSettingsPanel builds the settings panel of schema with the saved values; blank
+// names the empty choice of a list.
+func newSettingsPanel(schema contract.SettingsSchema, values map[string]any, idPrefix, blank string) *panel {
 	s := &panel{Fields: newFields(schema, idPrefix+"set", "set.")}
 	for i := range s.Fields {
-		s.Fields[i].Blank = "(inget valt)"
+		s.Fields[i].Blank = blank
 		s.Fields[i].fill(values[s.Fields[i].Name])
 	}
 	return s

@@ -25,7 +25,7 @@ var testSchema = contract.InputSchema{
 
 func TestRunFormFromSchema(t *testing.T) {
 	lim := upload.Limits{MaxFiles: 20, MaxFileBytes: 200_000, MaxTotalBytes: 1_000_000}
-	f := newRunForm(testSchema, "sandbox-", "Välj filer", lim)
+	f := newRunForm(testSchema, "sandbox-", "Välj filer", "(inget valt)", lim)
 	if len(f.Fields) != 6 || f.File == nil {
 		t.Fatalf("form has %d fields and file slot %v", len(f.Fields), f.File)
 	}
@@ -103,7 +103,7 @@ func TestRunFormFromSchema(t *testing.T) {
 }
 
 func TestRunFormWithoutSchema(t *testing.T) {
-	f := newRunForm(nil, "", "Välj filer", upload.DefaultLimits())
+	f := newRunForm(nil, "", "Välj filer", "(inget valt)", upload.DefaultLimits())
 	if len(f.Fields) != 0 || f.File == nil || !f.File.Free || f.File.Max != 20 || f.Required() {
 		t.Fatalf("form without a schema = %+v, slot %+v", f, f.File)
 	}
@@ -114,7 +114,7 @@ func TestRunFormWithoutSchema(t *testing.T) {
 		t.Fatal("a form without a schema does not reuse the kept files, which the server gives a run without files")
 	}
 	// A schema without a file field: a form without a slot, so the tool gets no files.
-	f = newRunForm(testSchema[:1], "", "Välj filer", upload.DefaultLimits())
+	f = newRunForm(testSchema[:1], "", "Välj filer", "(inget valt)", upload.DefaultLimits())
 	if f.File != nil {
 		t.Fatalf("a schema without a file field has slot %+v", f.File)
 	}
@@ -129,7 +129,7 @@ func TestSettingsForm(t *testing.T) {
 		{Name: "font", Label: "Typsnitt", Kind: contract.FieldEnum, Options: []contract.Option{{Value: "serif", Label: "Serif"}}},
 		{Name: "days", Label: "Dagar", Kind: contract.FieldMultiEnum, Options: []contract.Option{{Value: "mon", Label: "Måndag"}, {Value: "tue", Label: "Tisdag"}}},
 	}
-	s := newSettingsPanel(schema, map[string]any{"signature": "Ada", "size": int64(4), "color": true, "days": []string{"tue"}}, "")
+	s := newSettingsPanel(schema, map[string]any{"signature": "Ada", "size": int64(4), "color": true, "days": []string{"tue"}}, "", "(inget valt)")
 	if s.Fields[0].Value != "Ada" || s.Fields[1].Value != "4" || !s.Fields[3].Checked || !s.Fields[5].Selected["tue"] || s.Fields[5].Selected["mon"] {
 		t.Fatalf("saved values shown as %+v", s.Fields)
 	}
@@ -194,7 +194,7 @@ func TestControlKeysOfUnusualNames(t *testing.T) {
 		{Field: contract.Field{Name: `säg "hej"`, Label: "Hälsning", Kind: contract.FieldBoolean}},
 		{Field: contract.Field{Name: "plain_name-2", Label: "P", Kind: contract.FieldString}},
 	}
-	f := newRunForm(schema, "", "Välj filer", upload.DefaultLimits())
+	f := newRunForm(schema, "", "Välj filer", "(inget valt)", upload.DefaultLimits())
 	if f.Fields[0].ID != "in-~0" || f.Fields[0].Input != "in.~0" || f.Fields[1].Input != "in.~1" || f.Fields[2].ID != "in-plain_name-2" {
 		t.Fatalf("controls: %q %q %q %q", f.Fields[0].ID, f.Fields[0].Input, f.Fields[1].Input, f.Fields[2].ID)
 	}

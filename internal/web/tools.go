@@ -147,11 +147,8 @@ func (h *Handler) toolRunForm(l *Lang, c *call, t store.Tool, v store.ToolVersio
 	if err != nil {
 		return nil, err
 	}
-	f := newRunForm(schema, "", l.T("tool.pick_files"), h.limits())
+	f := newRunForm(schema, "", l.T("tool.pick_files"), l.T("tool.blank"), h.limits())
 	f.Action, f.CSRF, f.Submit = "/tools/"+t.Slug+"/runs", c.CSRF, l.T("tool.submit")
-	for i := range f.Fields {
-		f.Fields[i].Blank = l.T("tool.blank")
-	}
 	return f, nil
 }
 
@@ -260,8 +257,7 @@ func (h *Handler) toolSettings(r *http.Request, c *call, t store.Tool, v store.T
 	if err != nil || set.Schema == nil {
 		return nil, err
 	}
-	p := newSettingsPanel(set.Schema, set.Values, "")
-	blankIn(p, h.langOf(r))
+	p := newSettingsPanel(set.Schema, set.Values, "", h.langOf(r).T("tool.blank"))
 	p.Action, p.CSRF, p.Saved = "/tools/"+t.Slug+"/settings", c.CSRF, r.URL.Query().Get("settings") == "saved"
 	return p, nil
 }
@@ -284,8 +280,7 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, c *call) 
 		if !shownToUser(status) || errors.Is(err, catalog.ErrNotFound) {
 			return err
 		}
-		p := newSettingsPanel(set.Schema, nil, "")
-		blankIn(p, h.langOf(r))
+		p := newSettingsPanel(set.Schema, nil, "", h.langOf(r).T("tool.blank"))
 		p.Action, p.CSRF = "/tools/"+t.Slug+"/settings", c.CSRF
 		p.keep(r.PostForm)
 		p.refuse(refusedField(err), h.message(r, err))
@@ -298,13 +293,6 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 	redirect(w, r, "/tools/"+t.Slug+"?settings=saved#settings-h")
 	return nil
-}
-
-// blankIn names the empty choice of p's lists in l.
-func blankIn(p *panel, l *Lang) {
-	for i := range p.Fields {
-		p.Fields[i].Blank = l.T("tool.blank")
-	}
 }
 
 // fileRefusal is the server's refusal of a run's files (too few, too many, a type the

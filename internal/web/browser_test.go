@@ -221,7 +221,7 @@ func (s *site) runPreview(t *testing.T, ctx context.Context) string {
 		chromedp.SetUploadFiles("#files", []string{s.demo["index.html"], s.demo["style.css"], s.demo["logo.svg"]}, chromedp.ByQuery),
 		chromedp.WaitVisible("[data-picked] li", chromedp.ByQuery),
 	)
-	if listed := text(t, ctx, "[data-picked]"); !strings.Contains(listed, "index.html") || !strings.Contains(listed, "bytes") && !strings.Contains(listed, "kB") {
+	if listed := text(t, ctx, "[data-picked]"); !strings.Contains(listed, "index.html") || !strings.Contains(listed, "byte") && !strings.Contains(listed, "kB") {
 		t.Fatalf("the picker lists %q; want each file with its size", listed)
 	}
 	run(t, ctx, chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
@@ -504,15 +504,28 @@ func TestBrowser(t *testing.T) {
 		if !bytes.Equal(got, content) {
 			t.Fatalf("downloaded %d bytes; want the %d uploaded", len(got), len(content))
 		}
+		// Deleting asks first, in the page's language.
+		s.useLang(t, ctx, "sv")
+		asked := make(chan string, 1)
 		chromedp.ListenTarget(ctx, func(ev any) {
-			if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+				select {
+				case asked <- d.Message:
+				default:
+				}
 				go chromedp.Run(ctx, page.HandleJavaScriptDialog(true))
 			}
 		})
 		run(t, ctx,
+			chromedp.Navigate(s.base+"/files"),
+			chromedp.WaitVisible("[data-delete]", chromedp.ByQuery),
 			chromedp.Click("[data-delete]", chromedp.ByQuery),
 			chromedp.WaitNotPresent(link, chromedp.ByQuery),
 		)
+		if q := <-asked; q != "Ta bort files/notes/anteckningar.txt? Det går inte att ångra." {
+			t.Errorf("deleting asked %q", q)
+		}
+		s.useLang(t, ctx, "en")
 		var out struct {
 			Count int `json:"count"`
 		}

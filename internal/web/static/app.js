@@ -28,12 +28,13 @@ function localTimes(root) {
   });
 }
 
+// formatSize writes a byte count as the server's size does, in the page's language.
 function formatSize(n) {
-  if (n < 1000) return n === 1 ? "1 byte" : n + " bytes";
+  if (n < 1000) return n + " " + tr(n === 1 ? "upload.byte" : "upload.bytes");
   const units = ["kB", "MB", "GB", "TB"];
   let v = n / 1000, i = 0;
   while (v >= 999.95 && i < units.length - 1) { v /= 1000; i++; }
-  return v.toFixed(1).replace(/\.0$/, "") + " " + units[i];
+  return v.toFixed(1).replace(/\.0$/, "").replace(".", tr("upload.decimal")) + " " + units[i];
 }
 
 function escapeKey(key) {
@@ -42,7 +43,7 @@ function escapeKey(key) {
 
 // An error from the JSON API, as the sentence it carries.
 function apiMessage(xhr) {
-  try { return JSON.parse(xhr.responseText).error.message; } catch (e) { return "The server answered " + xhr.status + ". Try again."; }
+  try { return JSON.parse(xhr.responseText).error.message; } catch (e) { return tr("server.answered", { status: xhr.status }); }
 }
 
 // The typed file slot of a run form (a tool with an input_schema): the number of files
@@ -53,9 +54,9 @@ function slotProblem(input) {
   const accept = (input.dataset.accept || "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
   const n = input.files.length;
   if (n === 0 && kept >= min && kept <= max) return "";
-  if (n === 0 && min >= 1) return min === 1 ? "Välj en fil." : "Välj minst " + min + " filer.";
-  if (n < min) return "Välj minst " + min + " filer; du har valt " + n + ".";
-  if (n > max) return (max === 1 ? "Välj bara en fil" : "Välj högst " + max + " filer") + "; du har valt " + n + ".";
+  if (n === 0 && min >= 1) return min === 1 ? tr("upload.choose_one") : tr("upload.choose_at_least", { min });
+  if (n < min) return tr("upload.too_few", { min, n });
+  if (n > max) return tr(max === 1 ? "upload.too_many_one" : "upload.too_many", { max, n });
   if (accept.length) {
     // As the server reads accept: the name ends in one of the extensions, with
     // something before it.
@@ -64,8 +65,7 @@ function slotProblem(input) {
       return !accept.some((ext) => lower.length > ext.length && lower.endsWith(ext));
     });
     if (wrong.length) {
-      return (wrong.length === 1 ? wrong[0] + " är av en filtyp" : wrong.join(", ") + " är av filtyper") +
-        " som verktyget inte tar emot. Välj filer av typen " + accept.join(", ") + ".";
+      return tr(wrong.length === 1 ? "upload.wrong_type_one" : "upload.wrong_type_many", { names: wrong.join(", "), types: accept.join(", ") });
     }
   }
   return "";
@@ -112,15 +112,15 @@ function setupUpload(form) {
       li.textContent = f.name + " · " + formatSize(f.size);
       if (f.size > maxFile) {
         li.className = "over";
-        li.textContent += " (över gränsen " + formatSize(maxFile) + " per fil)";
-        problems.push(f.name + " är större än " + formatSize(maxFile) + ".");
+        li.textContent += " " + tr("upload.over_file_cap", { size: formatSize(maxFile) });
+        problems.push(tr("upload.file_too_big", { name: f.name, size: formatSize(maxFile) }));
       }
       list.append(li);
     }
-    if (input.files.length > maxFiles) problems.push("Du har valt " + input.files.length + " filer; gränsen är " + maxFiles + ".");
-    if (total > maxTotal) problems.push("Tillsammans är filerna " + formatSize(total) + "; gränsen är " + formatSize(maxTotal) + ".");
+    if (input.files.length > maxFiles) problems.push(tr("upload.too_many_files", { n: input.files.length, max: maxFiles }));
+    if (total > maxTotal) problems.push(tr("upload.total_too_big", { size: formatSize(total), max: formatSize(maxTotal) }));
     courtesy.hidden = problems.length === 0;
-    courtesy.textContent = problems.length ? problems.join(" ") + " Servern kommer att neka uppladdningen." : "";
+    courtesy.textContent = problems.length ? problems.join(" ") + " " + tr("upload.will_refuse") : "";
     if (slot) showFieldError(form, slotError, slotProblem(slot));
     else if (slotError) showFieldError(form, slotError, "");
     errorBox.hidden = true;
@@ -169,9 +169,9 @@ function setupUpload(form) {
       const page = doc && !doc.querySelector("form[data-upload]") && doc.querySelector("[role=alert]");
       if (general) fail(general.textContent.trim());
       else if (page) fail(page.textContent.trim());
-      else fail(placed ? "" : "Servern tog inte emot körningen (" + xhr.status + ").");
+      else fail(placed ? "" : tr("upload.not_taken", { status: xhr.status }));
     });
-    xhr.addEventListener("error", () => fail("Uppladdningen nådde inte servern. Kontrollera anslutningen och försök igen."));
+    xhr.addEventListener("error", () => fail(tr("upload.no_server")));
     button.disabled = true;
     errorBox.hidden = true;
     xhr.send(new FormData(form));
@@ -185,7 +185,7 @@ function setupJSON(form) {
   const check = (box) => {
     let msg = "";
     if (box.value.trim() !== "") {
-      try { JSON.parse(box.value); } catch (e) { msg = "Det här är inte giltig JSON: " + e.message + ". Rätta det, eller töm rutan för inget schema."; }
+      try { JSON.parse(box.value); } catch (e) { msg = tr("editor.bad_json", { error: e.message }); }
     }
     showFieldError(form, document.getElementById(box.id + "-error"), msg);
     return msg === "";
@@ -227,7 +227,7 @@ function setupStage(form) {
       errorBox.textContent = apiMessage(xhr); errorBox.hidden = false; progress.hidden = true; button.disabled = false;
     });
     xhr.addEventListener("error", () => {
-      errorBox.textContent = "The upload did not reach the server. Check your connection and try again.";
+      errorBox.textContent = tr("files.no_server");
       errorBox.hidden = false; progress.hidden = true; button.disabled = false;
     });
     button.disabled = true; errorBox.hidden = true;
@@ -238,12 +238,12 @@ function setupStage(form) {
 function setupDelete(button) {
   button.addEventListener("click", async () => {
     const key = button.dataset.delete;
-    if (!window.confirm("Delete " + key + "? This cannot be undone.")) return;
+    if (!window.confirm(tr("files.confirm_delete", { key: key }))) return;
     button.disabled = true;
     const owner = button.dataset.owner ? "?owner=" + encodeURIComponent(button.dataset.owner) : "";
     const res = await fetch("/api/v1/files/" + escapeKey(key) + owner, { method: "DELETE", headers: { "X-CSRF-Token": button.dataset.csrf } });
     if (res.ok) { window.location.reload(); return; }
-    let msg = "The server answered " + res.status + ".";
+    let msg = tr("server.answered", { status: res.status });
     try { msg = (await res.json()).error.message; } catch (e) { /* keep the status */ }
     window.alert(msg);
     button.disabled = false;

@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/skrip-dev/skrip/internal/client"
 )
 
 // The accessibility check. axe-core is in no Debian package and no Go module carries its
@@ -41,15 +43,19 @@ type a11yPage struct {
 	// url returns the page's address; it may prepare the page first (a running run is
 	// started anew for each visit).
 	url func(t *testing.T) string
+	// open, instead of url, brings tab to a page no address shows (the answer to a post).
+	open func(t *testing.T, tab context.Context)
 	// after, if set, runs when the page has been checked.
 	after func(t *testing.T)
 }
 
 // a11yTool offers everything a finished run can show at once: downloads, a table, an
-// HTML preview in a frame, markdown with headings, and a next step with a form.
+// HTML preview in a frame, markdown with headings, a next step with a form, and what the
+// tool printed.
 const a11yTool = `import os
 
 def run_tool(input_dir, output_dir):
+    print("Skrev veckobrevet.")
     with open(os.path.join(output_dir, "Veckobrev.txt"), "w") as f:
         f.write("Hej")
     return {
@@ -102,6 +108,7 @@ func TestAccessibility(t *testing.T) {
 	if _, err := author.EditorRun(ctx, draft.ID, []string{s.demo["index.html"]}, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	brokenURL := s.a11yBrokenVersion(t, author)
 	runDone := func(tool string, files ...string) string {
 		t.Helper()
 		rn, err := teacher.RunFiles(ctx, tool, files, nil, time.Minute)
@@ -129,6 +136,11 @@ func TestAccessibility(t *testing.T) {
 	var running string
 	pages := []a11yPage{
 		{name: "sign-in", user: "", url: func(*testing.T) string { return s.base + "/signin" }},
+		{name: "sign-in (wrong password)", user: "", open: func(t *testing.T, tab context.Context) {
+			run(t, tab, chromedp.Navigate(s.base+"/signin"), chromedp.WaitVisible("#name", chromedp.ByQuery),
+				chromedp.SendKeys("#name", "teacher", chromedp.ByQuery), chromedp.SendKeys("#password", "fel", chromedp.ByQuery),
+				chromedp.Click("form[action='/signin'] button", chromedp.ByQuery), chromedp.WaitVisible("main .error", chromedp.ByQuery))
+		}},
 		{name: "not found (signed out)", user: "", url: func(*testing.T) string { return s.base + "/no-such-page" }},
 		{name: "catalogue", user: "teacher", url: func(*testing.T) string { return s.base + "/" }},
 		{name: "tool", user: "teacher", url: func(*testing.T) string { return s.base + "/tools/a11y-gruppera" }},
@@ -152,31 +164,44 @@ func TestAccessibility(t *testing.T) {
 		{name: "editor index", user: "author", url: func(*testing.T) string { return s.base + "/editor" }},
 		{name: "editor", user: "author", url: func(*testing.T) string { return s.base + "/editor/a11y-draft" }},
 		{name: "editor (schemas)", user: "author", url: func(*testing.T) string { return s.base + "/editor/a11y-gruppera" }},
+		{name: "editor (syntax error, asks before publishing)", user: "author", url: func(*testing.T) string { return brokenURL }},
 		{name: "users", user: "rektor", url: func(*testing.T) string { return s.base + "/admin/users" }},
 		{name: "all runs", user: "rektor", url: func(*testing.T) string { return s.base + "/admin/runs" }},
 	}
 
+	// tabFor opens a tab of the browser the page's user is signed in to; each page has a
+	// tab of its own, so a slow page cannot spend the time of the pages after it.
+	tabFor := func(t *testing.T, user string) context.Context {
+		var tab context.Context
+		if user == "" {
+			tab = s.anonymous(t)
+		} else {
+			tab = s.as(t, user)
+		}
+		leaveAnyway(tab)
+		return tab
+	}
 	for _, lang := range []string{"sv", "en"} {
-		tabs := map[string]context.Context{}
+		// The language is kept per browser, so picking it once in each is enough.
+		picked := map[string]bool{}
 		for _, p := range pages {
-			if _, ok := tabs[p.user]; ok {
-				continue
+			if !picked[p.user] {
+				s.useLang(t, tabFor(t, p.user), lang)
+				picked[p.user] = true
 			}
-			var tab context.Context
-			if p.user == "" {
-				tab = s.anonymous(t)
-			} else {
-				tab = s.as(t, p.user)
-			}
-			s.useLang(t, tab, lang)
-			tabs[p.user] = tab
 		}
 		for _, vp := range viewports {
 			for _, p := range pages {
 				t.Run(lang+"/"+vp.name+"/"+p.name, func(t *testing.T) {
-					tab := tabs[p.user]
+					tab := tabFor(t, p.user)
 					run(t, tab, chromedp.EmulateViewport(vp.width, vp.height))
-					findings := audit(t, tab, p.url(t), lang, p.user != "")
+					u := ""
+					if p.open != nil {
+						p.open(t, tab)
+					} else {
+						u = p.url(t)
+					}
+					findings := audit(t, tab, u, lang, p.user != "")
 					// Leave the page before it changes under the next navigation (a
 					// running run's page reloads itself when the run ends).
 					run(t, tab, chromedp.Navigate("about:blank"))
@@ -190,6 +215,45 @@ func TestAccessibility(t *testing.T) {
 			}
 		}
 	}
+}
+
+// a11yBroken does not compile: the editor marks its third line.
+const a11yBroken = "def run_tool(input_dir, output_dir):\n    x = 1\n    return {\"outputs\": [}\n"
+
+// a11yBrokenVersion saves code with a syntax error as a new version in the editor (only
+// the editor's form runs the syntax check) and returns the address of the page that asks
+// before publishing it: the error beside the code, its line marked, and the question.
+func (s *site) a11yBrokenVersion(t *testing.T, author *client.Client) string {
+	t.Helper()
+	if _, _, err := author.CreateTool(context.Background(), "a11y-broken", "Trasig", "Ett verktyg med fel.", greetingSource, false); err != nil {
+		t.Fatal(err)
+	}
+	tab := s.as(t, "author")
+	leaveAnyway(tab)
+	var version string
+	run(t, tab, chromedp.Navigate(s.base+"/editor/a11y-broken"), chromedp.WaitVisible("[data-code-editor]", chromedp.ByQuery),
+		chromedp.Evaluate(fmt.Sprintf(`(() => {
+			const cm = document.querySelector(".CodeMirror");
+			if (cm) cm.CodeMirror.setValue(%q); else document.getElementById("source").value = %[1]q;
+			document.querySelector("form[data-editor-form]").requestSubmit();
+		})()`, a11yBroken), nil),
+		chromedp.WaitVisible("#source-syntax", chromedp.ByQuery),
+		chromedp.Evaluate(`new URL(location.href).searchParams.get("version") || ""`, &version))
+	if version == "" {
+		t.Fatalf("saving broken code left the editor at %s", location(t, tab))
+	}
+	return s.base + "/editor/a11y-broken?confirm=publish&version=" + url.QueryEscape(version)
+}
+
+// leaveAnyway answers yes when a page of tab asks before it is left: the Tab walk types
+// into the editor's code box (Tab indents there, as it should), and the editor then
+// rightly warns of unsaved code.
+func leaveAnyway(tab context.Context) {
+	chromedp.ListenTarget(tab, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok && d.Type == page.DialogTypeBeforeunload {
+			go chromedp.Run(tab, page.HandleJavaScriptDialog(true))
+		}
+	})
 }
 
 // a11yFaulty breaks each rule of the check once; a11ySelfTest sees that each is found, so
@@ -206,6 +270,7 @@ const a11yFaulty = `<!doctype html><html lang="en"><head><style>
 <a href="#4" tabindex="2">Jumps ahead</a> <span id="dup">a</span><span id="dup">b</span>
 <label for="nothing">Lost</label>
 <textarea id="trap" aria-label="Trap"></textarea>
+<pre style="width: 3000px">A line too wide for the window</pre>
 </main>
 <script>document.getElementById("trap").addEventListener("keydown", e => { if (e.key === "Tab") e.preventDefault(); });</script>
 </body></html>`
@@ -228,7 +293,7 @@ func (s *site) a11ySelfTest(t *testing.T) {
 	}
 	for _, rule := range []string{"html-lang", "one-h1", "heading-order", "nav-name", "label", "button-name", "link-name", "img-alt",
 		"frame-title", "contrast", "tabindex", "duplicate-id", "idref", "skip-link", "focus-visible", "focus-contrast", "focus-hidden",
-		"focus-order", "focus-unreachable", "keyboard-trap"} {
+		"focus-order", "focus-unreachable", "keyboard-trap", "scroll-x"} {
 		if !found[rule] {
 			t.Errorf("the check missed the page's %s fault; it found:\n%v", rule, findings)
 		}
@@ -254,11 +319,14 @@ func (s *site) anonymous(t *testing.T) context.Context {
 	return s.tab(t, bctx)
 }
 
-// audit opens u in tab and returns what the page fails: the static rules of a11yScript,
+// audit opens u in tab (or, if u is "", takes the page as it is) and returns what the page fails: the static rules of a11yScript,
 // checked as the page loads and again with every <details> open, then the Tab walk.
 func audit(t *testing.T, tab context.Context, u, lang string, signedIn bool) []a11yFinding {
 	t.Helper()
-	run(t, tab, chromedp.Navigate(u), chromedp.WaitReady("main", chromedp.ByQuery), chromedp.Sleep(400*time.Millisecond))
+	if u != "" {
+		run(t, tab, chromedp.Navigate(u))
+	}
+	run(t, tab, chromedp.WaitReady("main", chromedp.ByQuery), chromedp.Sleep(400*time.Millisecond))
 	var findings []a11yFinding
 	call := fmt.Sprintf("(%s)(%q, %t)", a11yScript, lang, signedIn)
 	var got []a11yFinding
@@ -513,9 +581,10 @@ const a11yScript = `function (lang, signedIn) {
   // Where a focused element shows its focus: itself, or the box of a code editor, or the
   // label of a control that is hidden behind it.
   function focusBox(el) {
-    if (onScreen(el) && shown(el)) return el;
+    // A code editor types into a hidden box (clipped to nothing, but not zero-sized).
     const cm = el.closest(".CodeMirror, .cm-editor");
-    if (cm && onScreen(cm)) return cm;
+    if (cm) return onScreen(cm) ? cm : null;
+    if (onScreen(el) && shown(el)) return el;
     if (el.labels) for (const l of el.labels) if (onScreen(l) && shown(l)) return l;
     return null;
   }
@@ -542,6 +611,29 @@ const a11yScript = `function (lang, signedIn) {
         if (prev && level > prev + 1) add("heading-order", h, "h" + prev + " then h" + level + ": " + JSON.stringify(sample(h)));
         if (!textOf(h).trim()) add("heading-empty", h, "an empty heading");
         prev = level;
+      }
+
+      // A page that is wider than the window scrolls sideways: on a phone, every line
+      // must then be panned to be read.
+      const root = document.documentElement;
+      if (root.scrollWidth > root.clientWidth) {
+        // What sticks out: wider than the window, and not inside a box that scrolls or
+        // clips it (a wide table in its own scrolling box is fine).
+        // A box clips what it contains: an absolutely placed element only from its
+        // positioned ancestors on (so it may escape a scrolling box that is not one).
+        const clipped = e => {
+          let pos = getComputedStyle(e).position;
+          for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+            const cs = getComputedStyle(a);
+            const holds = pos === "fixed" ? cs.transform !== "none" : pos === "absolute" ? cs.position !== "static" || cs.transform !== "none" : true;
+            if (!holds) continue;
+            if (cs.overflowX !== "visible") return true;
+            pos = cs.position;
+          }
+          return false;
+        };
+        const wide = [...document.body.querySelectorAll("*")].filter(e => shown(e) && e.getBoundingClientRect().right > root.clientWidth + 1 && !clipped(e));
+        add("scroll-x", wide.find(e => ![...e.children].some(c => wide.includes(c))) || null, "the page is " + root.scrollWidth + " px wide in a " + root.clientWidth + " px window: it scrolls sideways");
       }
 
       // Names.
@@ -611,7 +703,7 @@ const a11yScript = `function (lang, signedIn) {
       const outline = now.style !== "none" && now.width > 0 && now.outline !== before.outline;
       const shadow = now.shadow !== "none" && now.shadow !== before.shadow;
       const other = now.border !== before.border || now.bg !== before.bg || now.fg !== before.fg || now.deco !== before.deco;
-      if (!outline && !shadow && !other) add("focus-visible", el, "no focus indicator: outline, box-shadow, border and colours are as without focus");
+      if (!outline && !shadow && !other) add("focus-visible", el, "no focus indicator: outline, box-shadow, border and colours are as without focus" + (box !== el ? " (on " + sel(box) + ", which shows its focus)" : "") + "; outline " + now.outline);
       // An indicator is seen against what lies around the element.
       const around = background(box.parentElement || box);
       let c = null;

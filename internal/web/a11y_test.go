@@ -281,10 +281,17 @@ const a11yBackwards = `<!doctype html><html lang="sv"><body><a class="skip" href
 <script>document.getElementById("back").addEventListener("focus", () => document.getElementById("first").focus());</script>
 </body></html>`
 
+// a11yEndless adds a new button after each one that gets the focus, so Tab never comes
+// back to the top.
+const a11yEndless = `<!doctype html><html lang="sv"><body><a class="skip" href="#main">Till innehållet</a>
+<main id="main"><h1>Utan slut</h1><button>Mer</button></main>
+<script>document.addEventListener("focusin", e => { if (e.target.localName !== "button") return; const b = document.createElement("button"); b.textContent = "Mer"; e.target.after(b); });</script>
+</body></html>`
+
 func (s *site) a11ySelfTest(t *testing.T) {
 	tab := s.anonymous(t)
 	var findings []a11yFinding
-	for _, page := range []string{a11yFaulty, a11yBackwards} {
+	for _, page := range []string{a11yFaulty, a11yBackwards, a11yEndless} {
 		findings = append(findings, audit(t, tab, "data:text/html;charset=utf-8,"+url.PathEscape(page), "sv", true)...)
 	}
 	found := map[string]bool{}
@@ -293,7 +300,7 @@ func (s *site) a11ySelfTest(t *testing.T) {
 	}
 	for _, rule := range []string{"html-lang", "one-h1", "heading-order", "nav-name", "label", "button-name", "link-name", "img-alt",
 		"frame-title", "contrast", "tabindex", "duplicate-id", "idref", "skip-link", "focus-visible", "focus-contrast", "focus-hidden",
-		"focus-order", "focus-unreachable", "keyboard-trap", "scroll-x"} {
+		"focus-order", "focus-unreachable", "keyboard-trap", "keyboard-hint", "focus-walk", "scroll-x"} {
 		if !found[rule] {
 			t.Errorf("the check missed the page's %s fault; it found:\n%v", rule, findings)
 		}
@@ -353,6 +360,7 @@ func tabWalk(t *testing.T, tab context.Context, call string) []a11yFinding {
 		Skip     bool          `json:"skip"`
 		InMain   bool          `json:"inMain"`
 		Frame    bool          `json:"frame"`
+		Hint     string        `json:"hint"`
 		Findings []a11yFinding `json:"findings"`
 	}
 	var expected []string
@@ -378,35 +386,43 @@ func tabWalk(t *testing.T, tab context.Context, call string) []a11yFinding {
 	// The walk.
 	run(t, tab, chromedp.Evaluate(call+".prepare()", &expected))
 	visited := map[int]bool{}
-	last, firstStop, prevSel := -1, -1, ""
+	last, firstStop, prevSel, ended := -1, -1, "", false
 	for range len(expected) + 40 {
 		press(kb.Tab)
 		if stop.Body {
+			ended = true
 			break
 		}
 		findings = append(findings, stop.Findings...)
 		if stop.Selector == prevSel && !stop.Frame {
 			// Focus stayed: a box that takes Tab (a code editor) must let Escape then
-			// Tab leave it.
+			// Tab leave it, and say so to whoever reaches it by keyboard.
+			if !strings.Contains(strings.ToLower(stop.Hint), "esc") {
+				findings = append(findings, a11yFinding{"keyboard-hint", stop.Selector, fmt.Sprintf("Tab stays in this box, and its description (aria-describedby) does not say how to leave it with Esc: %q", stop.Hint)})
+			}
 			press(kb.Escape)
 			press(kb.Tab)
 			if stop.Selector == prevSel {
 				findings = append(findings, a11yFinding{"keyboard-trap", stop.Selector, "Tab, and Escape then Tab, leave the focus here"})
+				ended = true
 				break
 			}
 			if stop.Body {
+				ended = true
 				break
 			}
 			findings = append(findings, stop.Findings...)
 		}
 		if stop.Index >= 0 {
 			if stop.Index == firstStop {
+				ended = true
 				break // round again, from the top
 			}
 			if stop.Index < last {
 				findings = append(findings, a11yFinding{"focus-order", stop.Selector, fmt.Sprintf("Tab comes here after %s, which follows it in the page", expected[last])})
 			}
 			if visited[stop.Index] {
+				ended = true
 				break
 			}
 			if firstStop < 0 {
@@ -416,6 +432,9 @@ func tabWalk(t *testing.T, tab context.Context, call string) []a11yFinding {
 			last = max(last, stop.Index)
 		}
 		prevSel = stop.Selector
+	}
+	if !ended {
+		findings = append(findings, a11yFinding{"focus-walk", stop.Selector, fmt.Sprintf("%d presses of Tab on a page of %d stops never came back to the top", len(expected)+40, len(expected))})
 	}
 	t.Logf("Tab visited %d of the %d stops the page has", len(visited), len(expected))
 	for i, sel := range expected {
@@ -694,7 +713,7 @@ const a11yScript = `function (lang, signedIn) {
       if (!el || el === document.body || el.id === "__a11y_start") return {index: -1, selector: "body", body: true, findings: []};
       const res = {index: window.__a11y.expected.indexOf(el), selector: sel(el), body: false, frame: el.localName === "iframe",
         skip: el.localName === "a" && main && (el.getAttribute("href") === "#" + main.id) && !!main.id,
-        inMain: !!main && (main === el || main.contains(el)), findings: []};
+        inMain: !!main && (main === el || main.contains(el)), hint: byIds(el.getAttribute("aria-describedby") || "").trim().replace(/\s+/g, " "), findings: []};
       const box = el.localName === "iframe" ? null : focusBox(el);
       if (el.localName === "iframe") return res;
       if (!box) { add("focus-hidden", el, "Tab stops on an element that cannot be seen"); res.findings = out; return res; }

@@ -20,6 +20,10 @@ import (
 func (s *site) typedForm(t *testing.T) {
 	createEcho(t, s.userClient(t, "author"), "gruppera")
 	ctx := s.as(t, "teacher")
+	// The form's messages are checked in Swedish; the teacher's later pages are the
+	// browser's English again.
+	s.useLang(t, ctx, "sv")
+	defer s.useLang(t, ctx, "en")
 	teacher := s.userClient(t, "teacher")
 	dir := t.TempDir()
 	file := func(name, content string) string {

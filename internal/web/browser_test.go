@@ -221,7 +221,7 @@ func (s *site) runPreview(t *testing.T, ctx context.Context) string {
 		chromedp.SetUploadFiles("#files", []string{s.demo["index.html"], s.demo["style.css"], s.demo["logo.svg"]}, chromedp.ByQuery),
 		chromedp.WaitVisible("[data-picked] li", chromedp.ByQuery),
 	)
-	if listed := text(t, ctx, "[data-picked]"); !strings.Contains(listed, "index.html") || !strings.Contains(listed, "bytes") && !strings.Contains(listed, "kB") {
+	if listed := text(t, ctx, "[data-picked]"); !strings.Contains(listed, "index.html") || !strings.Contains(listed, "byte") && !strings.Contains(listed, "kB") {
 		t.Fatalf("the picker lists %q; want each file with its size", listed)
 	}
 	run(t, ctx, chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))

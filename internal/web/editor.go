@@ -443,7 +443,7 @@ func (h *Handler) editorSettings(r *http.Request, c *call, v store.ToolVersion) 
 	if err != nil || set.Schema == nil {
 		return nil, err
 	}
-	p := newSettingsPanel(set.Schema, set.Values, "sandbox-")
+	p := newSettingsPanel(set.Schema, set.Values, "sandbox-", h.langOf(r).T("tool.blank"))
 	p.Action, p.CSRF = "/editor/versions/"+v.ID+"/settings", c.CSRF
 	return p, nil
 }
@@ -468,7 +468,7 @@ func (h *Handler) saveEditorSettings(w http.ResponseWriter, r *http.Request, c *
 		if !shownToUser(status) || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrNoVersion) {
 			return err
 		}
-		p := newSettingsPanel(set.Schema, nil, "sandbox-")
+		p := newSettingsPanel(set.Schema, nil, "sandbox-", h.langOf(r).T("tool.blank"))
 		p.Action, p.CSRF = "/editor/versions/"+v.ID+"/settings", c.CSRF
 		p.keep(r.PostForm)
 		p.refuse(refusedField(err), h.message(r, err))
@@ -579,7 +579,7 @@ func (h *Handler) editorRunForm(l *Lang, c *call, v store.ToolVersion) (*runForm
 	if err != nil {
 		return nil, err
 	}
-	f := newRunForm(schema, "sandbox-", l.T("editor.sandbox.files"), h.limits())
+	f := newRunForm(schema, "sandbox-", l.T("editor.sandbox.files"), l.T("tool.blank"), h.limits())
 	f.Action, f.CSRF, f.Submit = "/editor/versions/"+v.ID+"/runs", c.CSRF, l.T("editor.sandbox.run")
 	return f, nil
 }

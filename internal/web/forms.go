@@ -126,6 +126,9 @@ func (s fileSlot) ErrorID() string { return s.ID + "-error" }
 // AcceptAttr is the accept attribute: the extensions, comma-separated.
 func (s fileSlot) AcceptAttr() string { return strings.Join(s.Accept, ",") }
 
+// AcceptList is the extensions as a sentence lists them: ".html, .css, .png".
+func (s fileSlot) AcceptList() string { return strings.Join(s.Accept, ", ") }
+
 // runForm is the form that starts a run: the typed fields of the version's input_schema
 // and its file slot, or for a version without a schema the file slot alone.
 type runForm struct {
@@ -136,14 +139,19 @@ type runForm struct {
 	Fields []formField
 	File   *fileSlot // nil: the tool takes no files
 	// SessionFiles is how many files the session keeps, which an empty slot reuses when
-	// the slot may be empty.
+	// they fit the slot.
 	SessionFiles int
-	Error        string // a refusal that names no field of the form
+	// KeptNames are the names of the kept files when the page knows them, so that the
+	// form counts a kept file of a type the slot does not take as the server does
+	// (workflow.countedFiles): not at all.
+	KeptNames []string
+	Error     string // a refusal that names no field of the form
 }
 
 // newRunForm builds the run form of a version with schema (nil: none). idPrefix keeps
-// the ids of two forms on one page apart.
-func newRunForm(schema contract.InputSchema, idPrefix, fileLabel string, lim upload.Limits) *runForm {
+// the ids of two forms on one page apart; fileLabel names a file slot without a label,
+// and blank the empty choice of a list, in the page's language.
+func newRunForm(schema contract.InputSchema, idPrefix, fileLabel, blank string, lim upload.Limits) *runForm {
 	f := &runForm{Limits: lim}
 	if schema == nil {
 		f.File = &fileSlot{ID: idPrefix + "files", Label: fileLabel, Max: lim.MaxFiles, Free: true}
@@ -169,7 +177,7 @@ func newRunForm(schema contract.InputSchema, idPrefix, fileLabel string, lim upl
 	}
 	f.Fields = newFields(plain, idPrefix+"in", "in.")
 	for i := range f.Fields {
-		f.Fields[i].Blank = "(inget valt)"
+		f.Fields[i].Blank = blank
 	}
 	return f
 }
@@ -178,14 +186,40 @@ func newRunForm(schema contract.InputSchema, idPrefix, fileLabel string, lim upl
 func (s fileSlot) Multiple() bool { return s.Max > 1 }
 
 // Required reports whether the browser should insist on a file: the schema asks for at
-// least one and the session keeps none. A run that sends no files gets the kept ones,
-// and the server counts those (run.Steps.Initial).
-func (f *runForm) Required() bool { return f.File != nil && f.File.Min >= 1 && !f.keptFit() }
+// least one and the session keeps none that fit. A run that sends no files gets the kept
+// ones when they fit, and the server counts those (workflow.countedFiles).
+func (f *runForm) Required() bool { return f.File != nil && f.File.Min >= 1 && !f.KeptFit() }
 
-// keptFit reports whether the session's kept files fill the slot by themselves.
-func (f *runForm) keptFit() bool {
+// KeptFit reports whether a run that sends no files gets the session's kept files, by
+// the server's rule (workflow.countedFiles): a slot without a schema takes them all, a
+// typed slot takes them when their number is within its min..max and each is of a type
+// it accepts. The page's sentences about the kept files follow it.
+func (f *runForm) KeptFit() bool {
 	s := f.File
-	return f.SessionFiles > 0 && f.SessionFiles >= s.Min && (s.Free || f.SessionFiles <= s.Max)
+	if s == nil || f.SessionFiles == 0 {
+		return false
+	}
+	if s.Free {
+		return true
+	}
+	if f.SessionFiles < s.Min || f.SessionFiles > s.Max {
+		return false
+	}
+	for _, name := range f.KeptNames {
+		if len(s.Accept) > 0 && !contract.Accepts(s.Accept, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// KeptForSlot is how many kept files an empty slot stands for, which the page's
+// courtesy check counts: the kept files when a run without files gets them, else none.
+func (f *runForm) KeptForSlot() int {
+	if f.KeptFit() {
+		return f.SessionFiles
+	}
+	return 0
 }
 
 // textFields are the multipart text fields the form sends besides its files.
@@ -267,11 +301,12 @@ type panel struct {
 	Error  string // a refusal that names no field
 }
 
-// newSettingsPanel builds the settings panel of schema with the saved values.
-func newSettingsPanel(schema contract.SettingsSchema, values map[string]any, idPrefix string) *panel {
+// newSettingsPanel builds the settings panel of schema with the saved values; blank
+// names the empty choice of a list.
+func newSettingsPanel(schema contract.SettingsSchema, values map[string]any, idPrefix, blank string) *panel {
 	s := &panel{Fields: newFields(schema, idPrefix+"set", "set.")}
 	for i := range s.Fields {
-		s.Fields[i].Blank = "(inget valt)"
+		s.Fields[i].Blank = blank
 		s.Fields[i].fill(values[s.Fields[i].Name])
 	}
 	return s
@@ -346,45 +381,6 @@ func refusedField(err error) string {
 		return "files"
 	}
 	return ""
-}
-
-// Hint says what the file slot takes: how many files, which types, the size caps, and
-// what an empty slot means.
-func (f *runForm) Hint() string {
-	s, lim := f.File, f.Limits
-	var b strings.Builder
-	if s.Free {
-		fmt.Fprintf(&b, "Upp till %d filer, högst %s per fil och %s totalt.", lim.MaxFiles, Size(lim.MaxFileBytes), Size(lim.MaxTotalBytes))
-	} else {
-		b.WriteString(slotCount(s.Min, s.Max))
-		if len(s.Accept) > 0 {
-			b.WriteString(" Filtyper: " + strings.Join(s.Accept, ", ") + ".")
-		}
-		fmt.Fprintf(&b, " Högst %s per fil och %s totalt.", Size(lim.MaxFileBytes), Size(lim.MaxTotalBytes))
-	}
-	if f.keptFit() {
-		fmt.Fprintf(&b, " Lämna tomt för att köra med %s från förra körningen.", plural(f.SessionFiles, "filen", "de %d filerna"))
-	}
-	return b.String()
-}
-
-// slotCount says how many files a slot takes, in Swedish.
-func slotCount(lo, hi int) string {
-	switch {
-	case lo == hi:
-		return "Välj " + plural(hi, "en fil", "%d filer") + "."
-	case lo == 0:
-		return "Valfritt: " + plural(hi, "en fil", "upp till %d filer") + "."
-	}
-	return fmt.Sprintf("Välj %d–%d filer.", lo, hi)
-}
-
-// plural is one when n is 1, else many with n in place of %d.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return fmt.Sprintf(many, n)
 }
 
 // inputSchema is v's input_schema; nil when it has none. The upload cap is not checked

@@ -25,7 +25,7 @@ var testSchema = contract.InputSchema{
 
 func TestRunFormFromSchema(t *testing.T) {
 	lim := upload.Limits{MaxFiles: 20, MaxFileBytes: 200_000, MaxTotalBytes: 1_000_000}
-	f := newRunForm(testSchema, "sandbox-", "Välj filer", lim)
+	f := newRunForm(testSchema, "sandbox-", "Välj filer", "(inget valt)", lim)
 	if len(f.Fields) != 6 || f.File == nil {
 		t.Fatalf("form has %d fields and file slot %v", len(f.Fields), f.File)
 	}
@@ -40,9 +40,19 @@ func TestRunFormFromSchema(t *testing.T) {
 	if f.Required() {
 		t.Fatal("a slot with min 1 is required though the session keeps files, which a run without files gets")
 	}
-	if h := f.Hint(); !strings.Contains(h, "Lämna tomt för att köra med de 2 filerna från förra körningen.") {
-		t.Fatalf("hint with kept files: %q", h)
+	if !f.KeptFit() || f.KeptForSlot() != 2 {
+		t.Fatalf("2 kept files do not fill a slot of 1–3 (fit %v, counted %d)", f.KeptFit(), f.KeptForSlot())
 	}
+	// As the server counts them: a kept file of a type the slot does not take is not used.
+	f.KeptNames = []string{"elever.csv", "bild.png"}
+	if f.KeptFit() || f.KeptForSlot() != 0 || !f.Required() {
+		t.Fatalf("a kept .png fits a slot of .csv and .xlsx (fit %v, required %v)", f.KeptFit(), f.Required())
+	}
+	f.KeptNames = []string{"elever.CSV", "lärare.xlsx"}
+	if !f.KeptFit() {
+		t.Fatal("kept files of the slot's types do not fit it")
+	}
+	f.KeptNames = nil
 	if got := f.textFields(); !reflect.DeepEqual(got, []string{"csrf", "in.name", "in.notes", "in.size", "in.ratio", "in.shuffle", "in.mode"}) {
 		t.Fatalf("text fields = %q", got)
 	}
@@ -50,17 +60,12 @@ func TestRunFormFromSchema(t *testing.T) {
 		t.Fatalf("first field = %+v, enum = %+v", f.Fields[0], f.Fields[5])
 	}
 	f.SessionFiles = 4
-	if hint := f.Hint(); strings.Contains(hint, "Lämna tomt") || !f.Required() {
-		t.Errorf("a slot of at most 3 files offers 4 kept ones: %q, required %v", hint, f.Required())
+	if f.KeptFit() || !f.Required() {
+		t.Errorf("a slot of at most 3 files offers 4 kept ones: required %v", f.Required())
 	}
 	f.SessionFiles = 2
-	f.File.Min = 0
-	hint := f.Hint()
-	f.File.Min = 1
-	for _, want := range []string{"Valfritt: upp till 3 filer.", ".csv, .xlsx", "200 kB per fil", "de 2 filerna"} {
-		if !strings.Contains(hint, want) {
-			t.Errorf("hint %q lacks %q", hint, want)
-		}
+	if f.File.AcceptList() != ".csv, .xlsx" {
+		t.Errorf("the slot lists its types as %q", f.File.AcceptList())
 	}
 
 	// Strings go as typed, for the server's one set of rules; a boolean is always sent.
@@ -98,31 +103,20 @@ func TestRunFormFromSchema(t *testing.T) {
 }
 
 func TestRunFormWithoutSchema(t *testing.T) {
-	f := newRunForm(nil, "", "Välj filer", upload.DefaultLimits())
+	f := newRunForm(nil, "", "Välj filer", "(inget valt)", upload.DefaultLimits())
 	if len(f.Fields) != 0 || f.File == nil || !f.File.Free || f.File.Max != 20 || f.Required() {
 		t.Fatalf("form without a schema = %+v, slot %+v", f, f.File)
 	}
 	if f.inputs(map[string]string{"csrf": "x"}) != nil {
 		t.Fatal("a form without fields made inputs")
 	}
-	if !strings.HasPrefix(f.Hint(), "Upp till 20 filer") {
-		t.Fatalf("hint = %q", f.Hint())
+	if f.SessionFiles = 3; !f.KeptFit() {
+		t.Fatal("a form without a schema does not reuse the kept files, which the server gives a run without files")
 	}
 	// A schema without a file field: a form without a slot, so the tool gets no files.
-	f = newRunForm(testSchema[:1], "", "Välj filer", upload.DefaultLimits())
+	f = newRunForm(testSchema[:1], "", "Välj filer", "(inget valt)", upload.DefaultLimits())
 	if f.File != nil {
 		t.Fatalf("a schema without a file field has slot %+v", f.File)
-	}
-}
-
-func TestSlotCount(t *testing.T) {
-	for _, c := range []struct {
-		lo, hi int
-		want   string
-	}{{1, 1, "Välj en fil."}, {2, 2, "Välj 2 filer."}, {0, 1, "Valfritt: en fil."}, {0, 5, "Valfritt: upp till 5 filer."}, {1, 4, "Välj 1–4 filer."}} {
-		if got := slotCount(c.lo, c.hi); got != c.want {
-			t.Errorf("slotCount(%d, %d) = %q; want %q", c.lo, c.hi, got, c.want)
-		}
 	}
 }
 
@@ -135,7 +129,7 @@ func TestSettingsForm(t *testing.T) {
 		{Name: "font", Label: "Typsnitt", Kind: contract.FieldEnum, Options: []contract.Option{{Value: "serif", Label: "Serif"}}},
 		{Name: "days", Label: "Dagar", Kind: contract.FieldMultiEnum, Options: []contract.Option{{Value: "mon", Label: "Måndag"}, {Value: "tue", Label: "Tisdag"}}},
 	}
-	s := newSettingsPanel(schema, map[string]any{"signature": "Ada", "size": int64(4), "color": true, "days": []string{"tue"}}, "")
+	s := newSettingsPanel(schema, map[string]any{"signature": "Ada", "size": int64(4), "color": true, "days": []string{"tue"}}, "", "(inget valt)")
 	if s.Fields[0].Value != "Ada" || s.Fields[1].Value != "4" || !s.Fields[3].Checked || !s.Fields[5].Selected["tue"] || s.Fields[5].Selected["mon"] {
 		t.Fatalf("saved values shown as %+v", s.Fields)
 	}
@@ -200,7 +194,7 @@ func TestControlKeysOfUnusualNames(t *testing.T) {
 		{Field: contract.Field{Name: `säg "hej"`, Label: "Hälsning", Kind: contract.FieldBoolean}},
 		{Field: contract.Field{Name: "plain_name-2", Label: "P", Kind: contract.FieldString}},
 	}
-	f := newRunForm(schema, "", "Välj filer", upload.DefaultLimits())
+	f := newRunForm(schema, "", "Välj filer", "(inget valt)", upload.DefaultLimits())
 	if f.Fields[0].ID != "in-~0" || f.Fields[0].Input != "in.~0" || f.Fields[1].Input != "in.~1" || f.Fields[2].ID != "in-plain_name-2" {
 		t.Fatalf("controls: %q %q %q %q", f.Fields[0].ID, f.Fields[0].Input, f.Fields[1].Input, f.Fields[2].ID)
 	}

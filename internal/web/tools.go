@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
+	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -46,6 +48,20 @@ func (h *Handler) catalogue(w http.ResponseWriter, r *http.Request, c *call) err
 type sessionFiles struct {
 	Files   []fileEntry
 	Expires time.Time
+	// Reuse is what the next run does with the files when it is sent without new ones,
+	// as the server decides it (workflow.countedFiles, which runForm.KeptFit follows):
+	// "reused", "unfit" (they do not fit the file slot, so it gets none), "none" (the
+	// tool takes no files), or "" where the page has no run form to say it of.
+	Reuse string
+}
+
+// names are the names of the files.
+func (s *sessionFiles) names() []string {
+	out := make([]string, len(s.Files))
+	for i, f := range s.Files {
+		out[i] = f.Name
+	}
+	return out
 }
 
 type fileEntry struct {
@@ -98,12 +114,20 @@ func (h *Handler) toolData(r *http.Request, c *call, t store.Tool, tv toolView) 
 		return data, nil
 	}
 	if tv.Run == nil {
-		if tv.Run, err = h.toolRunForm(c, t, *tv.Version); err != nil {
+		if tv.Run, err = h.toolRunForm(h.langOf(r), c, t, *tv.Version); err != nil {
 			return nil, err
 		}
 	}
 	if sf != nil {
-		tv.Run.SessionFiles = len(sf.Files)
+		tv.Run.SessionFiles, tv.Run.KeptNames = len(sf.Files), sf.names()
+		switch {
+		case tv.Run.File == nil:
+			sf.Reuse = "none"
+		case tv.Run.KeptFit():
+			sf.Reuse = "reused"
+		default:
+			sf.Reuse = "unfit"
+		}
 	}
 	data["Run"] = tv.Run
 	if tv.Settings == nil {
@@ -117,14 +141,14 @@ func (h *Handler) toolData(r *http.Request, c *call, t store.Tool, tv toolView) 
 	return data, nil
 }
 
-// toolRunForm is the tool page's run form for the published version v.
-func (h *Handler) toolRunForm(c *call, t store.Tool, v store.ToolVersion) (*runForm, error) {
+// toolRunForm is the tool page's run form for the published version v, in language l.
+func (h *Handler) toolRunForm(l *Lang, c *call, t store.Tool, v store.ToolVersion) (*runForm, error) {
 	schema, err := inputSchema(v)
 	if err != nil {
 		return nil, err
 	}
-	f := newRunForm(schema, "", "Välj filer", h.limits())
-	f.Action, f.CSRF, f.Submit = "/tools/"+t.Slug+"/runs", c.CSRF, "Kör"
+	f := newRunForm(schema, "", l.T("tool.pick_files"), l.T("tool.blank"), h.limits())
+	f.Action, f.CSRF, f.Submit = "/tools/"+t.Slug+"/runs", c.CSRF, l.T("tool.submit")
 	return f, nil
 }
 
@@ -168,7 +192,11 @@ func (h *Handler) submitRun(r *http.Request, c *call, f *runForm, t store.Tool, 
 	}
 	if status, _ := h.statusOf(err); err != nil && shownToUser(status) {
 		f.keep(up.Form.Fields)
-		f.refuse(refusedField(err), h.message(r, err))
+		msg, ok := fileRefusal(h.langOf(r), h.limits(), err)
+		if !ok {
+			msg = h.message(r, err)
+		}
+		f.refuse(refusedField(err), msg)
 	}
 	return rn, err
 }
@@ -178,7 +206,7 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	f, err := h.toolRunForm(c, t, v)
+	f, err := h.toolRunForm(h.langOf(r), c, t, v)
 	if err != nil {
 		return err
 	}
@@ -229,7 +257,7 @@ func (h *Handler) toolSettings(r *http.Request, c *call, t store.Tool, v store.T
 	if err != nil || set.Schema == nil {
 		return nil, err
 	}
-	p := newSettingsPanel(set.Schema, set.Values, "")
+	p := newSettingsPanel(set.Schema, set.Values, "", h.langOf(r).T("tool.blank"))
 	p.Action, p.CSRF, p.Saved = "/tools/"+t.Slug+"/settings", c.CSRF, r.URL.Query().Get("settings") == "saved"
 	return p, nil
 }
@@ -252,7 +280,7 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, c *call) 
 		if !shownToUser(status) || errors.Is(err, catalog.ErrNotFound) {
 			return err
 		}
-		p := newSettingsPanel(set.Schema, nil, "")
+		p := newSettingsPanel(set.Schema, nil, "", h.langOf(r).T("tool.blank"))
 		p.Action, p.CSRF = "/tools/"+t.Slug+"/settings", c.CSRF
 		p.keep(r.PostForm)
 		p.refuse(refusedField(err), h.message(r, err))
@@ -265,4 +293,73 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 	redirect(w, r, "/tools/"+t.Slug+"?settings=saved#settings-h")
 	return nil
+}
+
+// fileRefusal is the server's refusal of a run's files (too few, too many, a type the
+// file field does not take, over an upload cap) as a sentence in l that names what to do, from the
+// refusal's details; ok is false for any other refusal, whose own message stands.
+func fileRefusal(l *Lang, lim upload.Limits, err error) (msg string, ok bool) {
+	_, _, _, d := httpkit.Describe(err)
+	if errors.Is(err, upload.ErrTooLarge) {
+		return tooLarge(l, lim, d)
+	}
+	rule, _ := d["rule"].(string)
+	switch rule {
+	case contract.RuleAccept:
+		file, _ := d["file"].(string)
+		if file == "" {
+			return "", false
+		}
+		return l.T("tool.upload.refused.accept", "File", file, "Types", strings.Join(stringsOf(d["accept"]), ", ")), true
+	case contract.RuleNoFiles:
+		return l.T("tool.upload.refused.no_files"), true
+	case contract.RuleMin, contract.RuleMax:
+		n, okN := d["files"].(int)
+		lo, okLo := d["min"].(int)
+		hi, okHi := d["max"].(int)
+		if !okN || !okLo || !okHi {
+			return "", false
+		}
+		if rule == contract.RuleMin {
+			return l.T("tool.upload.refused.min", "Count", lo, "Sent", n), true
+		}
+		return l.T("tool.upload.refused.max", "Count", hi, "Sent", n), true
+	}
+	return "", false
+}
+
+// stringsOf reads a list of strings from a refusal's details.
+func stringsOf(v any) []string {
+	switch x := v.(type) {
+	case []string:
+		return x
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, s := range x {
+			if str, ok := s.(string); ok {
+				out = append(out, str)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// tooLarge words an upload over a cap (upload.ErrTooLarge): a file over the cap for one
+// file, the files together over the total, or too many files.
+func tooLarge(l *Lang, lim upload.Limits, d map[string]any) (string, bool) {
+	file, _ := d["file"].(string)
+	if n, ok := d["limit_files"].(int); ok {
+		return l.T("tool.upload.refused.too_many_files", "Count", n), true
+	}
+	limit, ok := d["limit_bytes"].(int64)
+	switch {
+	case !ok || file == "":
+		return "", false
+	case limit == lim.MaxFileBytes:
+		return l.T("tool.upload.refused.file_too_big", "File", file, "Size", l.Size(limit)), true
+	case limit == lim.MaxTotalBytes:
+		return l.T("tool.upload.refused.total_too_big", "File", file, "Size", l.Size(limit)), true
+	}
+	return "", false
 }

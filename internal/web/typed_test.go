@@ -385,6 +385,14 @@ func TestEditorSchemasAndInfo(t *testing.T) {
 	element(t, page, `id="sandbox-in-size"`, `type="number"`, `step="1"`)
 	element(t, page, `id="sandbox-files"`, `accept=".csv"`, `multiple`)
 	element(t, page, `<form`, `action="/editor/versions/`+vid+`/settings"`)
+	// The empty choice of a list speaks the page's language, in the run form and the
+	// sandbox's settings alike.
+	for lang, want := range map[string]string{"sv": "(inget valt)", "en": "(none chosen)"} {
+		_, _, page := b.do("GET", "/editor/hej?version="+vid, nil, http.Header{"Accept-Language": {lang}})
+		if n := strings.Count(page, `<option value="" selected>`+want+`</option>`); n != 2 {
+			t.Errorf("in %s the editor's lists offer %q as their empty choice %d times; want the mode and the font", lang, want, n)
+		}
+	}
 
 	status, h, page = b.do("POST", "/editor/versions/"+vid+"/settings", url.Values{"csrf": {csrf}, "set.signature": {"Sandlåda"}, "set.days": {"tue"}}, nil)
 	if status != http.StatusSeeOther || !strings.Contains(h.Get("Location"), "settings=saved") {

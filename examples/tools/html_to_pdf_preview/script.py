@@ -6,7 +6,8 @@
 2. "convert" renders the original uploaded files from the input directory with
    WeasyPrint (the input directory is the base URL, so relative CSS and images resolve)
    and writes output/<stem>.pdf for each page.
-3. "reset" ends the session: the user uploads files again.
+3. "reset" ends the session's steps. The files stay with the session: a new run without
+   files uses them again (as the tool page says), one with files replaces them.
 
 WeasyPrint is imported only in the convert step, so the preview works without it.
 """
@@ -245,7 +246,8 @@ def convert(files, act, input_dir, output_dir):
 
     label = f"{PAGE_SIZES[page_size]}, {'liggande' if orientation == 'landscape' else 'stående'}"
     outputs = [{"kind": "notice", "level": "info",
-                "message": f"Klart: {len(pdfs)} PDF-fil(er) ({label}). Ladda ner dem under Filer."}]
+                "message": f"Klart: {len(pdfs)} PDF-fil(er) ({label}). "
+                           "Ladda ner dem med knapparna överst i resultatet."}]
     if missing:
         outputs.append({"kind": "notice", "level": "warning",
                         "message": "Hittades inte och konverterades inte: " + ", ".join(missing)})
@@ -270,7 +272,8 @@ def run_tool(input_dir, output_dir):
         return convert(files, act, input_dir, output_dir)
     if action_id == "reset":
         return {"outputs": [{"kind": "notice", "level": "info",
-                             "message": "Börjat om. Ladda upp HTML-filerna igen, med CSS och bilder, "
-                                        "och kör verktyget."}],
+                             "message": "Börjat om. Dina filer finns kvar på verktygets sida: kör verktyget "
+                                        "utan att välja nya filer för att använda dem igen, eller välj nya "
+                                        "HTML-filer, med CSS och bilder, som ersätter dem."}],
                 "state": {}}
     raise ToolUserError(f"Okänd åtgärd: {action_id!r}")

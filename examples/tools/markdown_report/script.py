@@ -34,4 +34,4 @@ def run_tool(input_dir, output_dir):
     with open(os.path.join(output_dir, "report.md"), "w", encoding="utf-8") as out:
         out.write(report)
     return {"outputs": [{"kind": "markdown", "markdown": report},
-                        {"kind": "notice", "level": "info", "message": "The report is saved as report.md."}]}
+                        {"kind": "notice", "level": "info", "message": "Rapporten sparas som report.md: ladda ner den med knappen överst i resultatet."}]}

@@ -27,12 +27,13 @@ function localTimes(root) {
   });
 }
 
+// formatSize writes a byte count as the server's size does, in the page's language.
 function formatSize(n) {
-  if (n < 1000) return n === 1 ? "1 byte" : n + " bytes";
+  if (n < 1000) return n + " " + tr(n === 1 ? "upload.byte" : "upload.bytes");
   const units = ["kB", "MB", "GB", "TB"];
   let v = n / 1000, i = 0;
   while (v >= 999.95 && i < units.length - 1) { v /= 1000; i++; }
-  return v.toFixed(1).replace(/\.0$/, "") + " " + units[i];
+  return v.toFixed(1).replace(/\.0$/, "").replace(".", tr("upload.decimal")) + " " + units[i];
 }
 
 function escapeKey(key) {
@@ -52,9 +53,9 @@ function slotProblem(input) {
   const accept = (input.dataset.accept || "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
   const n = input.files.length;
   if (n === 0 && kept >= min && kept <= max) return "";
-  if (n === 0 && min >= 1) return min === 1 ? "Välj en fil." : "Välj minst " + min + " filer.";
-  if (n < min) return "Välj minst " + min + " filer; du har valt " + n + ".";
-  if (n > max) return (max === 1 ? "Välj bara en fil" : "Välj högst " + max + " filer") + "; du har valt " + n + ".";
+  if (n === 0 && min >= 1) return min === 1 ? tr("upload.choose_one") : tr("upload.choose_at_least", { min });
+  if (n < min) return tr("upload.too_few", { min, n });
+  if (n > max) return tr(max === 1 ? "upload.too_many_one" : "upload.too_many", { max, n });
   if (accept.length) {
     // As the server reads accept: the name ends in one of the extensions, with
     // something before it.
@@ -63,8 +64,7 @@ function slotProblem(input) {
       return !accept.some((ext) => lower.length > ext.length && lower.endsWith(ext));
     });
     if (wrong.length) {
-      return (wrong.length === 1 ? wrong[0] + " är av en filtyp" : wrong.join(", ") + " är av filtyper") +
-        " som verktyget inte tar emot. Välj filer av typen " + accept.join(", ") + ".";
+      return tr(wrong.length === 1 ? "upload.wrong_type_one" : "upload.wrong_type_many", { names: wrong.join(", "), types: accept.join(", ") });
     }
   }
   return "";
@@ -111,15 +111,15 @@ function setupUpload(form) {
       li.textContent = f.name + " · " + formatSize(f.size);
       if (f.size > maxFile) {
         li.className = "over";
-        li.textContent += " (över gränsen " + formatSize(maxFile) + " per fil)";
-        problems.push(f.name + " är större än " + formatSize(maxFile) + ".");
+        li.textContent += " " + tr("upload.over_file_cap", { size: formatSize(maxFile) });
+        problems.push(tr("upload.file_too_big", { name: f.name, size: formatSize(maxFile) }));
       }
       list.append(li);
     }
-    if (input.files.length > maxFiles) problems.push("Du har valt " + input.files.length + " filer; gränsen är " + maxFiles + ".");
-    if (total > maxTotal) problems.push("Tillsammans är filerna " + formatSize(total) + "; gränsen är " + formatSize(maxTotal) + ".");
+    if (input.files.length > maxFiles) problems.push(tr("upload.too_many_files", { n: input.files.length, max: maxFiles }));
+    if (total > maxTotal) problems.push(tr("upload.total_too_big", { size: formatSize(total), max: formatSize(maxTotal) }));
     courtesy.hidden = problems.length === 0;
-    courtesy.textContent = problems.length ? problems.join(" ") + " Servern kommer att neka uppladdningen." : "";
+    courtesy.textContent = problems.length ? problems.join(" ") + " " + tr("upload.will_refuse") : "";
     if (slot) showFieldError(form, slotError, slotProblem(slot));
     else if (slotError) showFieldError(form, slotError, "");
     errorBox.hidden = true;
@@ -168,9 +168,9 @@ function setupUpload(form) {
       const page = doc && !doc.querySelector("form[data-upload]") && doc.querySelector("[role=alert]");
       if (general) fail(general.textContent.trim());
       else if (page) fail(page.textContent.trim());
-      else fail(placed ? "" : "Servern tog inte emot körningen (" + xhr.status + ").");
+      else fail(placed ? "" : tr("upload.not_taken", { status: xhr.status }));
     });
-    xhr.addEventListener("error", () => fail("Uppladdningen nådde inte servern. Kontrollera anslutningen och försök igen."));
+    xhr.addEventListener("error", () => fail(tr("upload.no_server")));
     button.disabled = true;
     errorBox.hidden = true;
     xhr.send(new FormData(form));

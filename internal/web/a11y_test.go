@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,8 +51,8 @@ type a11yPage struct {
 }
 
 // a11yTool offers everything a finished run can show at once: downloads, a table, an
-// HTML preview in a frame, markdown with headings, a next step with a form, and what the
-// tool printed.
+// HTML preview in a frame, markdown with headings, a chart, a next step with a form and a
+// second one without, and what the tool printed.
 const a11yTool = `import os
 
 def run_tool(input_dir, output_dir):
@@ -65,12 +66,14 @@ def run_tool(input_dir, output_dir):
             {"kind": "table", "title": "Grupper", "columns": [{"key": "namn", "label": "Namn"}, {"key": "antal", "label": "Antal"}],
              "rows": [{"namn": "Ada", "antal": 3}, {"namn": "Bo", "antal": 152260}]},
             {"kind": "html_sandboxed", "html": "<h1>Förhandsvisning</h1><p>Text</p>"},
+            {"kind": "vega_lite", "spec": {"title": "Elever per grupp", "data": {"values": [{"grupp": "A", "elever": 3}, {"grupp": "B", "elever": 5}]},
+             "mark": "bar", "encoding": {"x": {"field": "grupp", "type": "nominal"}, "y": {"field": "elever", "type": "quantitative"}}}},
         ],
         "next_actions": [{"action_id": "again", "label": "Gör om", "kind": "form", "fields": [
             {"name": "n", "label": "Antal", "kind": "integer"},
             {"name": "mode", "label": "Läge", "kind": "enum", "options": [{"value": "a", "label": "A"}, {"value": "b", "label": "B"}]},
             {"name": "loud", "label": "Högt", "kind": "boolean"},
-        ]}],
+        ]}, {"action_id": "borja_om", "label": "Börja om", "kind": "form", "fields": []}],
         "state": {"n": 1},
     }
 `
@@ -271,6 +274,7 @@ const a11yFaulty = `<!doctype html><html lang="en"><head><style>
 <label for="nothing">Lost</label>
 <textarea id="trap" aria-label="Trap"></textarea>
 <pre style="width: 3000px">A line too wide for the window</pre>
+<svg width="40" height="20"><text x="0" y="15" fill="#bbb">Pale</text></svg>
 </main>
 <script>document.getElementById("trap").addEventListener("keydown", e => { if (e.key === "Tab") e.preventDefault(); });</script>
 </body></html>`
@@ -300,10 +304,14 @@ func (s *site) a11ySelfTest(t *testing.T) {
 	}
 	for _, rule := range []string{"html-lang", "one-h1", "heading-order", "nav-name", "label", "button-name", "link-name", "img-alt",
 		"frame-title", "contrast", "tabindex", "duplicate-id", "idref", "skip-link", "focus-visible", "focus-contrast", "focus-hidden",
-		"focus-order", "focus-unreachable", "keyboard-trap", "keyboard-hint", "focus-walk", "scroll-x"} {
+		"focus-order", "focus-unreachable", "keyboard-trap", "keyboard-hint", "focus-walk", "scroll-x", "svg-name"} {
 		if !found[rule] {
 			t.Errorf("the check missed the page's %s fault; it found:\n%v", rule, findings)
 		}
+	}
+	// SVG text is judged by its fill (a chart's labels).
+	if !slices.ContainsFunc(findings, func(f a11yFinding) bool { return f.Rule == "contrast" && strings.Contains(f.Selector, "svg > text") }) {
+		t.Errorf("the check missed the pale text of the drawing; it found:\n%v", findings)
 	}
 }
 
@@ -666,6 +674,13 @@ const a11yScript = `function (lang, signedIn) {
       for (const el of document.querySelectorAll("a[href]")) if (shown(el) && !nameOf(el)) add("link-name", el, "a link without text");
       for (const el of document.querySelectorAll("img")) if (!el.hasAttribute("alt")) add("img-alt", el, "an image without alt");
       for (const el of document.querySelectorAll("iframe")) if (!(el.getAttribute("title") || "").trim()) add("frame-title", el, "a frame without a title");
+      // A drawing (a chart) is an image: it needs role=img and a name, unless it is hidden
+      // from assistive technology as decoration.
+      for (const el of document.querySelectorAll("svg")) {
+        if (el.parentElement.closest("svg") || el.closest("[aria-hidden=true]") || !shown(el)) continue;
+        const title = el.querySelector(":scope > title");
+        if (el.getAttribute("role") !== "img" || !(nameOf(el) || (title && title.textContent.trim()))) add("svg-name", el, "a drawing without role=img and a name (aria-label, aria-labelledby or <title>), nor aria-hidden");
+      }
       for (const el of document.querySelectorAll("[tabindex]")) if (parseInt(el.getAttribute("tabindex")) > 0) add("tabindex", el, "a positive tabindex changes the Tab order");
       const ids = {};
       for (const el of document.querySelectorAll("[id]")) ids[el.id] = (ids[el.id] || 0) + 1;
@@ -683,7 +698,8 @@ const a11yScript = `function (lang, signedIn) {
         if (!n.data.trim() || done.has(el) || !el || ["script", "style", "noscript", "option", "title", "textarea"].includes(el.localName)) continue;
         done.add(el);
         if (!shown(el) || !onScreen(el)) continue;
-        contrast(el, getComputedStyle(el).color, "text");
+        // SVG text is painted in its fill, not its colour.
+        contrast(el, el instanceof SVGElement ? getComputedStyle(el).fill : getComputedStyle(el).color, "text");
       }
       for (const el of document.querySelectorAll("input, select, textarea")) {
         if (el.type === "hidden" || el.type === "file" || el.type === "checkbox" || el.type === "radio" || !shown(el) || !onScreen(el)) continue;

@@ -506,15 +506,28 @@ func TestBrowser(t *testing.T) {
 		if !bytes.Equal(got, content) {
 			t.Fatalf("downloaded %d bytes; want the %d uploaded", len(got), len(content))
 		}
+		// Deleting asks first, in the page's language.
+		s.useLang(t, ctx, "sv")
+		asked := make(chan string, 1)
 		chromedp.ListenTarget(ctx, func(ev any) {
-			if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+				select {
+				case asked <- d.Message:
+				default:
+				}
 				go chromedp.Run(ctx, page.HandleJavaScriptDialog(true))
 			}
 		})
 		run(t, ctx,
+			chromedp.Navigate(s.base+"/files"),
+			chromedp.WaitVisible("[data-delete]", chromedp.ByQuery),
 			chromedp.Click("[data-delete]", chromedp.ByQuery),
 			chromedp.WaitNotPresent(link, chromedp.ByQuery),
 		)
+		if q := <-asked; q != "Ta bort files/notes/anteckningar.txt? Det går inte att ångra." {
+			t.Errorf("deleting asked %q", q)
+		}
+		s.useLang(t, ctx, "en")
 		var out struct {
 			Count int `json:"count"`
 		}

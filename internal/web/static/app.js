@@ -42,7 +42,7 @@ function escapeKey(key) {
 
 // An error from the JSON API, as the sentence it carries.
 function apiMessage(xhr) {
-  try { return JSON.parse(xhr.responseText).error.message; } catch (e) { return "The server answered " + xhr.status + ". Try again."; }
+  try { return JSON.parse(xhr.responseText).error.message; } catch (e) { return tr("server.answered", { status: xhr.status }); }
 }
 
 // The typed file slot of a run form (a tool with an input_schema): the number of files
@@ -184,7 +184,7 @@ function setupJSON(form) {
   const check = (box) => {
     let msg = "";
     if (box.value.trim() !== "") {
-      try { JSON.parse(box.value); } catch (e) { msg = "Det här är inte giltig JSON: " + e.message + ". Rätta det, eller töm rutan för inget schema."; }
+      try { JSON.parse(box.value); } catch (e) { msg = tr("editor.bad_json", { error: e.message }); }
     }
     showFieldError(form, document.getElementById(box.id + "-error"), msg);
     return msg === "";
@@ -256,7 +256,7 @@ function setupStage(form) {
       errorBox.textContent = apiMessage(xhr); errorBox.hidden = false; progress.hidden = true; button.disabled = false;
     });
     xhr.addEventListener("error", () => {
-      errorBox.textContent = "The upload did not reach the server. Check your connection and try again.";
+      errorBox.textContent = tr("files.no_server");
       errorBox.hidden = false; progress.hidden = true; button.disabled = false;
     });
     button.disabled = true; errorBox.hidden = true;
@@ -267,12 +267,12 @@ function setupStage(form) {
 function setupDelete(button) {
   button.addEventListener("click", async () => {
     const key = button.dataset.delete;
-    if (!window.confirm("Delete " + key + "? This cannot be undone.")) return;
+    if (!window.confirm(tr("files.confirm_delete", { key: key }))) return;
     button.disabled = true;
     const owner = button.dataset.owner ? "?owner=" + encodeURIComponent(button.dataset.owner) : "";
     const res = await fetch("/api/v1/files/" + escapeKey(key) + owner, { method: "DELETE", headers: { "X-CSRF-Token": button.dataset.csrf } });
     if (res.ok) { window.location.reload(); return; }
-    let msg = "The server answered " + res.status + ".";
+    let msg = tr("server.answered", { status: res.status });
     try { msg = (await res.json()).error.message; } catch (e) { /* keep the status */ }
     window.alert(msg);
     button.disabled = false;

@@ -151,6 +151,8 @@ func (s *site) schemaCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := s.as(t, "author")
+	s.useLang(t, ctx, "sv")
+	defer s.useLang(t, ctx, "en")
 	run(t, ctx,
 		chromedp.Navigate(s.base+"/editor/schema-check"),
 		chromedp.WaitVisible("#input-schema", chromedp.ByQuery),

@@ -148,6 +148,9 @@ type editorView struct {
 	RunID     string // the sandbox run beside it; empty: the latest of that version
 	Status    int
 	RunErr    string // why a sandbox action was refused
+	// Confirm is a secondary sandbox action waiting for the author's confirmation,
+	// as on the run page (needsConfirm); nil otherwise.
+	Confirm *confirmStep
 	// The forms as the author sent them, when the server refused them; nil: as saved.
 	Form     *versionForm
 	Info     *panel
@@ -321,7 +324,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 			if hasSession && sess.LatestRunID == rn.ID && rn.UserID == c.User.ID {
 				res.Stale, res.Rev = false, strconv.FormatInt(sess.StateRev, 10)
 			}
-			res.Error = runErr
+			res.Error, res.Confirm = runErr, ev.Confirm
 			if runErr == conflictMessage {
 				res.Rev = ""
 			}
@@ -695,6 +698,9 @@ func (h *Handler) editorAction(w http.ResponseWriter, r *http.Request, c *call) 
 					in, ierr := formInput(offered, r.PostForm)
 					if ierr != nil {
 						err = errs.New(contract.ErrInvalidInput, nil, "%s", ierr.Error())
+					} else if step, ask := needsConfirm(latest, offered, r); ask {
+						// A secondary action asks first, as on the run page.
+						return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, RunID: latest.ID, Status: http.StatusOK, Confirm: step})
 					} else {
 						next, err = h.workflow.Action(r.Context(), workflow.Action{Tool: t, Version: v, User: c.User, Context: sctx,
 							ActionID: r.PathValue("action"), Input: in, ExpectedStateRev: expected})

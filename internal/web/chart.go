@@ -226,9 +226,16 @@ func (c *chart) read(values []map[string]any) bool {
 	}
 	for _, a := range []*axis{&c.x, &c.y} {
 		a.finish()
+		if !a.drawable() {
+			return false
+		}
 	}
 	for _, d := range kept {
-		c.points = append(c.points, point{c.x.pos(d.x), c.y.pos(d.y)})
+		p := point{c.x.pos(d.x), c.y.pos(d.y)}
+		if !finite(p.x) || !finite(p.y) {
+			return false
+		}
+		c.points = append(c.points, p)
 	}
 	if c.mark == "line" {
 		slices.SortStableFunc(c.points, func(a, b point) int { return cmpFloat(a.x, b.x) })
@@ -329,6 +336,20 @@ func (a *axis) ticks() []float64 {
 	}
 	return out
 }
+
+// drawable says whether a's domain can be drawn: a quantitative one must be finite,
+// not empty, with a step that is neither zero nor infinite (values near the ends of
+// float64, 1e308 or 5e-324, give neither).
+func (a *axis) drawable() bool {
+	if !a.quant {
+		return true
+	}
+	span := a.max - a.min
+	step := niceStep(span)
+	return finite(a.min) && finite(a.max) && finite(span) && span > 0 && finite(step) && step > 0
+}
+
+func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
 
 // niceStep is a round step (1, 2 or 5 times a power of ten) giving about five ticks
 // over span.

@@ -122,3 +122,14 @@ func TestNiceStep(t *testing.T) {
 		}
 	}
 }
+
+// TestChartAtTheEndsOfFloat64: values whose span or step a float64 cannot hold are not
+// drawn as NaN: the page shows the spec instead.
+func TestChartAtTheEndsOfFloat64(t *testing.T) {
+	for _, values := range []string{`[{"a": "x", "b": 1e308}, {"a": "y", "b": -1e308}]`, `[{"a": "x", "b": 5e-324}]`, `[{"a": "x", "b": 1e308}]`} {
+		spec := `{"data": {"values": ` + values + `}, "mark": "bar", "encoding": {"x": {"field": "a", "type": "nominal"}, "y": {"field": "b", "type": "quantitative"}}}`
+		if svg, _, ok := drawChart(decodeSpec(t, spec)); ok && (strings.Contains(string(svg), "NaN") || strings.Contains(string(svg), "Inf")) {
+			t.Errorf("%s drawn with NaN or Inf:\n%s", values, svg)
+		}
+	}
+}

@@ -343,10 +343,15 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		}
 	}
 	if sf != nil {
-		f.SessionFiles = len(sf.Files)
+		// The names too, so the form promises to reuse the kept files only when the
+		// server will: when they fit this version's file slot (KeptFit).
+		f.SessionFiles, f.KeptNames = len(sf.Files), sf.names()
 	}
 	if runErr != "" && data["Result"] == nil {
 		f.Error = runErr
+		if runErr == conflictMessage {
+			f.Error = h.langOf(r).T("run.conflict")
+		}
 	}
 	data["Run"] = f
 	h.render(w, r, status, "editor", c, data)

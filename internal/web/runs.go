@@ -3,7 +3,6 @@ package web
 import (
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,16 +37,21 @@ type result struct {
 	LatestRun string // the session's latest run, when Stale
 	Conflict  bool   // this action run lost the race for the session
 	CanAct    bool   // the viewer owns the session
-	// ShowLogs: the viewer wrote the tool or is an admin, and so sees what it printed in
-	// full. The person who ran it sees the error summary only: a traceback is the
-	// author's to read.
-	ShowLogs  bool
-	Stdout    string
-	Stderr    string
-	Error     string // why the last submission was refused
-	CSRF      string // for the action forms
-	ReloadURL string // this run's page, or the editor for a sandbox run
-	ToolURL   string // the tool's page
+	// ShowLogs: the viewer ran it, and so sees what the tool printed (the contract shows
+	// stdout and stderr to the run's owner only, as the API does: they can hold what the
+	// owner's files said). A crash puts them under "Teknisk information", folded, below
+	// a plain sentence; anyone else, an admin or the tool's author, gets the summary.
+	ShowLogs bool
+	// LiveStderr: the live view shows the error lines as they come, to an owner who
+	// wrote the tool; anyone else would see a traceback scroll by before the plain
+	// sentence replaces it.
+	LiveStderr bool
+	Stdout     string
+	Stderr     string
+	Error      string // why the last submission was refused
+	CSRF       string // for the action forms
+	ReloadURL  string // this run's page, or the editor for a sandbox run
+	ToolURL    string // the tool's page
 	// ActionURL is where the action forms post, the action's id appended: the run's
 	// own route, or the editor's for its sandbox session.
 	ActionURL string
@@ -96,8 +100,17 @@ func (r *result) ShowStale() bool { return r.Rev == "" && !r.Refused() && !r.Con
 // sandbox, the memory limit): words for the tool's author. Any other summary of a failed
 // run is the tool's own message to its user (a ToolUserError: "Filen saknar kolumnen
 // 'namn'."), which the page shows as it is.
+// TestCrashOrMessage lists the summaries the code writes; a new one belongs here.
 var crashSummaries = []string{"Tool execution ", "The tool ended without a result", "the sandbox failed", "could not read the run's input files",
-	"the tool succeeded but its session", "runner contract violation", "memory limit exceeded", "The script defines no function", "run_tool returned "}
+	"the tool succeeded but its session", "runner contract violation", "memory limit exceeded", "The script defines no function", "run_tool returned ",
+	"run_tool's outputs, next_actions or state are not JSON-serialisable", "interrupted by server restart"}
+
+// genericUserMessage is the summary of a ToolUserError without a message
+// (tool_errors.GENERIC_MESSAGE); the page says it in its own language.
+const genericUserMessage = "The tool stopped with an error but gave no message."
+
+// NoMessage says whether a failed run is a ToolUserError that gave no message.
+func (r *result) NoMessage() bool { return strings.TrimSpace(r.Run.ErrorSummary) == genericUserMessage }
 
 // UserMessage says whether a failed run's summary is the tool's message to its user.
 func (r *result) UserMessage() bool {
@@ -154,7 +167,7 @@ func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (
 	}
 	own := rn.UserID == c.User.ID
 	res := &result{ReloadURL: "/runs/" + rn.ID, ToolURL: "/tools/" + t.Slug, Run: rn, Outputs: outputs(rn), Artifacts: arts, Actions: acts,
-		Files: manifest.Files, ShowLogs: t.AuthorID == c.User.ID || c.User.Role == store.RoleAdmin, CanAct: own,
+		Files: manifest.Files, ShowLogs: own, LiveStderr: own && t.AuthorID == c.User.ID, CanAct: own,
 		Conflict: workflow.LostRace(rn), CSRF: c.CSRF, ActionURL: "/runs/" + rn.ID + "/actions/",
 		CanRetry: own && retryable(rn.Status), CanCancel: own && !store.Terminal(rn.Status)}
 	if vid, ok := sctx.EditorVersion(); ok {
@@ -381,13 +394,12 @@ func needsConfirm(rn store.Run, a contract.NextAction, r *http.Request) (*confir
 			step.Action = v
 		}
 	}
-	names := make([]string, 0, len(r.PostForm))
-	for k := range r.PostForm {
-		if strings.HasPrefix(k, "in.") || k == "expected_state_rev" {
-			names = append(names, k)
-		}
+	// What the action's own fields sent, and the revision: nothing else a client put in
+	// the form comes back on the page.
+	names := []string{"expected_state_rev"}
+	for i, f := range a.Fields {
+		names = append(names, "in."+controlKey(i, f.Name))
 	}
-	slices.Sort(names)
 	for _, k := range names {
 		for _, v := range r.PostForm[k] {
 			step.Fields = append(step.Fields, hiddenField{Name: k, Value: v})
@@ -423,6 +435,34 @@ func (h *Handler) runURL(r *http.Request, c *call, rn store.Run) string {
 		}
 	}
 	return "/runs/" + rn.ID
+}
+
+// retryable refuses to take failed step rn again when the session has moved on since
+// it failed (a failed step leaves the session as it was, so any later change is another
+// step's, or going back): the same input against other state is not "the same again".
+// It also refuses a step recorded before steps kept their input, when the action has
+// fields: running it with none would not be the same either. Both answer as a stale
+// step does, with the way to the latest one.
+func (h *Handler) retryable(r *http.Request, c *call, rn store.Run, sess store.Session, inputs map[string]any) error {
+	stale := errs.New(session.ErrConflict, map[string]any{"run": rn.ID}, "the session has moved on since step %s failed", rn.ID)
+	if sess.UpdatedAt.After(rn.CreatedAt) {
+		return stale
+	}
+	if len(inputs) > 0 {
+		return nil
+	}
+	latest, err := h.runs.Owned(r.Context(), c.User, sess.LatestRunID)
+	if err != nil {
+		return err
+	}
+	offered, err := workflow.Offered(latest, rn.ActionID)
+	if err != nil {
+		return err
+	}
+	if len(offered.Fields) > 0 {
+		return stale
+	}
+	return nil
 }
 
 // errFilesGone refuses a retry whose run's files the session no longer keeps; the page
@@ -461,6 +501,9 @@ func (h *Handler) retryRun(w http.ResponseWriter, r *http.Request, c *call) erro
 	case rn.Kind == "action":
 		var sess store.Session
 		if sess, err = h.workflow.Session(r.Context(), t, c.User, sctx); err == nil {
+			err = h.retryable(r, c, rn, sess, inputs)
+		}
+		if err == nil {
 			next, err = h.workflow.Action(r.Context(), workflow.Action{Tool: t, Version: v, User: c.User, Context: sctx,
 				ActionID: rn.ActionID, Input: inputs, ExpectedStateRev: sess.StateRev})
 		}

@@ -1,0 +1,166 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/client"
+)
+
+// TestEditorSecondaryStepAsks: in the editor's sandbox, as on the run page, a secondary
+// next action ("Börja om") sent without confirmed=1 runs nothing and asks first; sent
+// again confirmed, it runs once. Script asks with a dialog, but the server must not rely
+// on it.
+func TestEditorSecondaryStepAsks(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	u, err := env.Admin.CreateUser(ctx, "bo", "author", "a good password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	author := env.Client(t, u.Token)
+	_, v, err := author.CreateTool(ctx, "steg", "Steg", "", stepsSource, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rn, err := author.EditorRun(ctx, v.ID, nil, nil, time.Minute); err != nil || rn.Status != "succeeded" {
+		t.Fatalf("the sandbox run: %+v, %v", rn, err)
+	}
+	b := newBrowserless(t, env.URL)
+	csrf := b.signIn("bo", "a good password")
+	_, _, page := b.do("GET", "/editor/steg?version="+v.ID, nil, http.Header{"Accept-Language": {"sv"}})
+	rev := revField.FindStringSubmatch(page)
+	if rev == nil || !strings.Contains(page, `data-confirm="Vill du verkligen ”Börja om”?`) {
+		t.Fatalf("the editor offers no revision or no confirming Börja om:\n%s", page)
+	}
+	before := countRuns(t, author)
+
+	status, _, page := b.do("POST", "/editor/versions/"+v.ID+"/actions/borja_om",
+		url.Values{"csrf": {csrf}, "expected_state_rev": {rev[1]}, "in.junk": {"x"}}, http.Header{"Accept-Language": {"sv"}})
+	if status != http.StatusOK || !strings.Contains(page, "data-confirm-step") || !strings.Contains(page, `action="/editor/versions/`+v.ID+`/actions/borja_om"`) {
+		t.Fatalf("an unconfirmed Börja om answered %d without the editor's confirmation step:\n%s", status, page)
+	}
+	// The question sends back the revision and the action's own fields, nothing else.
+	if strings.Contains(page, `name="in.junk"`) || !strings.Contains(page, `name="expected_state_rev" value="`+rev[1]+`"`) {
+		t.Errorf("the confirmation step echoes a field the action does not have, or lacks the revision")
+	}
+	if n := countRuns(t, author); n != before {
+		t.Fatalf("an unconfirmed Börja om ran: %d runs, were %d", n, before)
+	}
+
+	status, h, page := b.do("POST", "/editor/versions/"+v.ID+"/actions/borja_om",
+		url.Values{"csrf": {csrf}, "expected_state_rev": {rev[1]}, "confirmed": {"1"}}, nil)
+	if status != http.StatusSeeOther || !strings.HasPrefix(h.Get("Location"), "/editor/steg?version="+v.ID+"&run=") {
+		t.Fatalf("the confirmed Börja om answered %d to %q:\n%s", status, h.Get("Location"), page)
+	}
+	if n := countRuns(t, author); n != before+1 {
+		t.Fatalf("the confirmed Börja om made %d runs; want one", n-before)
+	}
+}
+
+// TestEditorKeptFilesMustFit: a sandbox session continued from the previous version
+// keeps its files, but a run without files gets them only when they fit this version's
+// file slot; the editor's form must not promise otherwise (no "kept files are used"
+// caption, and the file is required).
+func TestEditorKeptFilesMustFit(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	u, err := env.Admin.CreateUser(ctx, "bo", "author", "a good password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	author := env.Client(t, u.Token)
+	var v2 struct {
+		ID string `json:"id"`
+	}
+	slot := func(ext string) json.RawMessage {
+		return json.RawMessage(`[{"name": "fil", "label": "Fil", "kind": "file", "accept": ["` + ext + `"], "min": 1, "max": 1}]`)
+	}
+	_, v1, err := author.AddTool(ctx, client.NewTool{Slug: "steg", Title: "Steg", Source: stepsSource, InputSchema: slot(".txt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(txt, []byte("hej"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rn, err := author.EditorRun(ctx, v1.ID, []string{txt}, nil, time.Minute); err != nil || rn.Status != "succeeded" {
+		t.Fatalf("the first version's sandbox run: %+v, %v", rn, err)
+	}
+	if err := author.Do(ctx, http.MethodPost, "/api/v1/tools/steg/versions", map[string]any{"source": stepsSource, "input_schema": slot(".csv")}, &v2); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowserless(t, env.URL)
+	csrf := b.signIn("bo", "a good password")
+	status, h, page := b.do("POST", "/editor/versions/"+v2.ID+"/session/continue", url.Values{"csrf": {csrf}, "from": {v1.ID}, "expected_state_rev": {"0"}}, nil)
+	if status != http.StatusSeeOther {
+		t.Fatalf("continuing answered %d:\n%s", status, page)
+	}
+	_, _, page = b.do("GET", h.Get("Location"), nil, http.Header{"Accept-Language": {"sv"}})
+	if !strings.Contains(page, "a.txt") {
+		t.Fatalf("the continued session does not show its kept file:\n%s", page)
+	}
+	if el := element(t, page, `id="sandbox-files"`); !strings.Contains(el, "required") {
+		t.Errorf("the .csv slot is not required although the kept a.txt does not fit it: %s", el)
+	}
+}
+
+// TestRetryOfAStaleStep: "Försök igen" on a failed step takes the same step with the same
+// input against the session it failed on; once another step moved the session on, it is
+// refused as a stale step is, and nothing runs.
+func TestRetryOfAStaleStep(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	u, err := env.Admin.CreateUser(ctx, "ada", "user", "a good password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := env.Admin.CreateTool(ctx, "steg", "Steg", "", stepsSource, true); err != nil {
+		t.Fatal(err)
+	}
+	ada := env.Client(t, u.Token)
+	first, err := ada.RunFiles(ctx, "steg", nil, nil, time.Minute)
+	if err != nil || first.Status != "succeeded" {
+		t.Fatalf("the first run: %+v, %v", first, err)
+	}
+	b := newBrowserless(t, env.URL)
+	csrf := b.signIn("ada", "a good password")
+	step := func(from, action string, form url.Values) string {
+		t.Helper()
+		_, _, page := b.do("GET", "/runs/"+from, nil, nil)
+		rev := revField.FindStringSubmatch(page)
+		if rev == nil {
+			t.Fatalf("no revision on %s:\n%s", from, page)
+		}
+		form.Set("csrf", csrf)
+		form.Set("expected_state_rev", rev[1])
+		form.Set("confirmed", "1")
+		status, h, page := b.do("POST", "/runs/"+from+"/actions/"+action, form, nil)
+		if status != http.StatusSeeOther {
+			t.Fatalf("%s answered %d:\n%s", action, status, page)
+		}
+		return strings.TrimPrefix(h.Get("Location"), "/runs/")
+	}
+	failed := step(first.RunID, "fortsatt", url.Values{"in.text": {"fel"}})
+	if rn, err := ada.GetRun(ctx, failed, time.Minute); err != nil || rn.Status != "failed" {
+		t.Fatalf("the failing step: %+v, %v", rn, err)
+	}
+	// The session moves on: Börja om, from the first run's page.
+	step(first.RunID, "borja_om", url.Values{})
+	before := countRuns(t, ada)
+	status, _, page := b.do("POST", "/runs/"+failed+"/retry", url.Values{"csrf": {csrf}}, http.Header{"Accept-Language": {"sv"}})
+	if status != http.StatusConflict || !strings.Contains(page, "Gå till senaste steget") {
+		t.Errorf("retrying a step the session moved past answered %d:\n%s", status, page)
+	}
+	if n := countRuns(t, ada); n != before {
+		t.Errorf("retrying a stale step ran it: %d runs, were %d", n, before)
+	}
+}

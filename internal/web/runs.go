@@ -51,7 +51,7 @@ type result struct {
 	Error      string // why the last submission was refused
 	CSRF       string // for the action forms
 	ReloadURL  string // this run's page, or the editor for a sandbox run
-	ToolURL    string // the tool's page
+	ToolURL    string // where a new run starts: the tool's page, or the editor for a sandbox run
 	// ActionURL is where the action forms post, the action's id appended: the run's
 	// own route, or the editor's for its sandbox session.
 	ActionURL string
@@ -172,6 +172,7 @@ func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (
 		CanRetry: own && retryable(rn.Status), CanCancel: own && !store.Terminal(rn.Status)}
 	if vid, ok := sctx.EditorVersion(); ok {
 		res.ReloadURL = "/editor/" + t.Slug + "?version=" + vid
+		res.ToolURL = res.ReloadURL
 	}
 	if res.ShowLogs {
 		res.Stdout, res.Stderr = run.LogText(rn.Stdout, rn.StdoutTruncated), run.LogText(rn.Stderr, rn.StderrTruncated)
@@ -546,7 +547,9 @@ func (h *Handler) retryInitial(r *http.Request, c *call, rn store.Run, sctx sess
 	if err != nil && !errors.Is(err, session.ErrNoSession) {
 		return store.Run{}, err
 	}
-	if !sameFiles(manifest.Files, kept) {
+	// A run that got no files is tried again with none; one that got files, only while
+	// the session still keeps exactly those.
+	if len(manifest.Files) > 0 && !sameFiles(manifest.Files, kept) {
 		return store.Run{}, errFilesGone
 	}
 	dir, err := h.runs.NewInputDir()

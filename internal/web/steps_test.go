@@ -164,3 +164,47 @@ func TestRetryOfAStaleStep(t *testing.T) {
 		t.Errorf("retrying a stale step ran it: %d runs, were %d", n, before)
 	}
 }
+
+// TestRetryOfARunWithoutFiles: a failed first run that got no files (the session's kept
+// files did not fit the slot) is tried again with none; the kept files being other ones
+// is no reason to refuse it.
+func TestRetryOfARunWithoutFiles(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	u, err := env.Admin.CreateUser(ctx, "ada", "user", "a good password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := env.Admin.CreateTool(ctx, "steg", "Steg", "", stepsSource, true); err != nil {
+		t.Fatal(err)
+	}
+	ada := env.Client(t, u.Token)
+	txt := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(txt, []byte("hej"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rn, err := ada.RunFiles(ctx, "steg", []string{txt}, nil, time.Minute); err != nil || rn.Status != "succeeded" {
+		t.Fatalf("the run that leaves a.txt kept: %+v, %v", rn, err)
+	}
+	var v2 struct {
+		ID string `json:"id"`
+	}
+	if err := env.Admin.Do(ctx, http.MethodPost, "/api/v1/tools/steg/versions", map[string]any{"source": crashSource,
+		"input_schema": json.RawMessage(`[{"name": "f", "label": "F", "kind": "file", "accept": [".csv"], "min": 0, "max": 1}]`)}, &v2); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Admin.Do(ctx, http.MethodPost, "/api/v1/tool-versions/"+v2.ID+"/publish", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	failed, err := ada.RunFiles(ctx, "steg", nil, nil, time.Minute)
+	if err != nil || failed.Status != "failed" || len(failed.InputManifest.Files) != 0 {
+		t.Fatalf("the failing run without files: %+v, %v", failed, err)
+	}
+	b := newBrowserless(t, env.URL)
+	csrf := b.signIn("ada", "a good password")
+	before := countRuns(t, ada)
+	status, h, page := b.do("POST", "/runs/"+failed.RunID+"/retry", url.Values{"csrf": {csrf}}, nil)
+	if status != http.StatusSeeOther || !strings.HasPrefix(h.Get("Location"), "/runs/") || countRuns(t, ada) != before+1 {
+		t.Fatalf("retrying a run that got no files answered %d to %q:\n%s", status, h.Get("Location"), page)
+	}
+}

@@ -343,18 +343,30 @@ func (h *Handler) submitAction(w http.ResponseWriter, r *http.Request, c *call) 
 		if !shownToUser(status) {
 			return err
 		}
-		if back != "" {
-			return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, RunID: rn.ID, Status: status, RunErr: msg})
-		}
-		return h.showRun(w, r, c, rn, status, msg, nil)
+		return h.refusedStep(w, r, c, rn, t, v, back, status, msg)
 	}
+	h.newStep(w, r, next, back)
+	return nil
+}
+
+// refusedStep shows why a step or a retry from rn was refused (msg, with status): on the
+// editor page for a sandbox run (back), else on rn's page.
+func (h *Handler) refusedStep(w http.ResponseWriter, r *http.Request, c *call, rn store.Run, t store.Tool, v store.ToolVersion, back string, status int, msg string) error {
+	if back != "" {
+		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, RunID: rn.ID, Status: status, RunErr: msg})
+	}
+	return h.showRun(w, r, c, rn, status, msg, nil)
+}
+
+// newStep shows run next, which a step or a retry started, once it ends or runWait
+// passes: in the editor for a sandbox run (back), else on its own page.
+func (h *Handler) newStep(w http.ResponseWriter, r *http.Request, next store.Run, back string) {
 	h.runs.Wait(r.Context(), next.ID, runWait)
 	if back != "" {
 		redirect(w, r, back+"&run="+next.ID)
-		return nil
+		return
 	}
 	redirect(w, r, "/runs/"+next.ID)
-	return nil
 }
 
 // actionTarget is the session context of rn, the tool and version an action of rn runs,
@@ -522,17 +534,9 @@ func (h *Handler) retryRun(w http.ResponseWriter, r *http.Request, c *call) erro
 		case !shownToUser(status):
 			return err
 		}
-		if back != "" {
-			return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, RunID: rn.ID, Status: status, RunErr: msg})
-		}
-		return h.showRun(w, r, c, rn, status, msg, nil)
+		return h.refusedStep(w, r, c, rn, t, v, back, status, msg)
 	}
-	h.runs.Wait(r.Context(), next.ID, runWait)
-	if back != "" {
-		redirect(w, r, back+"&run="+next.ID)
-		return nil
-	}
-	redirect(w, r, "/runs/"+next.ID)
+	h.newStep(w, r, next, back)
 	return nil
 }
 

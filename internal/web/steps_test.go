@@ -15,18 +15,34 @@ import (
 	"github.com/skrip-dev/skrip/internal/client"
 )
 
+// stepsEnv is a server (SQLite, bubblewrap) with one user besides its admin: their API
+// client, and a browserless session signed in as them with its CSRF token.
+type stepsEnv struct {
+	env  *apptest.Env
+	user *client.Client
+	b    *browserless
+	csrf string
+}
+
+func newStepsEnv(t *testing.T, name, role string) stepsEnv {
+	t.Helper()
+	env := apptest.New(t, apptest.Backends[0])
+	u, err := env.Admin.CreateUser(context.Background(), name, role, "a good password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowserless(t, env.URL)
+	return stepsEnv{env: env, user: env.Client(t, u.Token), b: b, csrf: b.signIn(name, "a good password")}
+}
+
 // TestEditorSecondaryStepAsks: in the editor's sandbox, as on the run page, a secondary
 // next action ("Börja om") sent without confirmed=1 runs nothing and asks first; sent
 // again confirmed, it runs once. Script asks with a dialog, but the server must not rely
 // on it.
 func TestEditorSecondaryStepAsks(t *testing.T) {
-	env := apptest.New(t, apptest.Backends[0])
+	se := newStepsEnv(t, "bo", "author")
+	author, b, csrf := se.user, se.b, se.csrf
 	ctx := context.Background()
-	u, err := env.Admin.CreateUser(ctx, "bo", "author", "a good password")
-	if err != nil {
-		t.Fatal(err)
-	}
-	author := env.Client(t, u.Token)
 	_, v, err := author.CreateTool(ctx, "steg", "Steg", "", stepsSource, false)
 	if err != nil {
 		t.Fatal(err)
@@ -34,8 +50,6 @@ func TestEditorSecondaryStepAsks(t *testing.T) {
 	if rn, err := author.EditorRun(ctx, v.ID, nil, nil, time.Minute); err != nil || rn.Status != "succeeded" {
 		t.Fatalf("the sandbox run: %+v, %v", rn, err)
 	}
-	b := newBrowserless(t, env.URL)
-	csrf := b.signIn("bo", "a good password")
 	_, _, page := b.do("GET", "/editor/steg?version="+v.ID, nil, http.Header{"Accept-Language": {"sv"}})
 	rev := revField.FindStringSubmatch(page)
 	if rev == nil || !strings.Contains(page, `data-confirm="Vill du verkligen ”Börja om”?`) {
@@ -71,13 +85,9 @@ func TestEditorSecondaryStepAsks(t *testing.T) {
 // file slot; the editor's form must not promise otherwise (no "kept files are used"
 // caption, and the file is required).
 func TestEditorKeptFilesMustFit(t *testing.T) {
-	env := apptest.New(t, apptest.Backends[0])
+	se := newStepsEnv(t, "bo", "author")
+	author, b, csrf := se.user, se.b, se.csrf
 	ctx := context.Background()
-	u, err := env.Admin.CreateUser(ctx, "bo", "author", "a good password")
-	if err != nil {
-		t.Fatal(err)
-	}
-	author := env.Client(t, u.Token)
 	var v2 struct {
 		ID string `json:"id"`
 	}
@@ -98,8 +108,6 @@ func TestEditorKeptFilesMustFit(t *testing.T) {
 	if err := author.Do(ctx, http.MethodPost, "/api/v1/tools/steg/versions", map[string]any{"source": stepsSource, "input_schema": slot(".csv")}, &v2); err != nil {
 		t.Fatal(err)
 	}
-	b := newBrowserless(t, env.URL)
-	csrf := b.signIn("bo", "a good password")
 	status, h, page := b.do("POST", "/editor/versions/"+v2.ID+"/session/continue", url.Values{"csrf": {csrf}, "from": {v1.ID}, "expected_state_rev": {"0"}}, nil)
 	if status != http.StatusSeeOther {
 		t.Fatalf("continuing answered %d:\n%s", status, page)
@@ -117,22 +125,16 @@ func TestEditorKeptFilesMustFit(t *testing.T) {
 // input against the session it failed on; once another step moved the session on, it is
 // refused as a stale step is, and nothing runs.
 func TestRetryOfAStaleStep(t *testing.T) {
-	env := apptest.New(t, apptest.Backends[0])
+	se := newStepsEnv(t, "ada", "user")
+	env, ada, b, csrf := se.env, se.user, se.b, se.csrf
 	ctx := context.Background()
-	u, err := env.Admin.CreateUser(ctx, "ada", "user", "a good password")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, _, err := env.Admin.CreateTool(ctx, "steg", "Steg", "", stepsSource, true); err != nil {
 		t.Fatal(err)
 	}
-	ada := env.Client(t, u.Token)
 	first, err := ada.RunFiles(ctx, "steg", nil, nil, time.Minute)
 	if err != nil || first.Status != "succeeded" {
 		t.Fatalf("the first run: %+v, %v", first, err)
 	}
-	b := newBrowserless(t, env.URL)
-	csrf := b.signIn("ada", "a good password")
 	step := func(from, action string, form url.Values) string {
 		t.Helper()
 		_, _, page := b.do("GET", "/runs/"+from, nil, nil)
@@ -169,16 +171,12 @@ func TestRetryOfAStaleStep(t *testing.T) {
 // files did not fit the slot) is tried again with none; the kept files being other ones
 // is no reason to refuse it.
 func TestRetryOfARunWithoutFiles(t *testing.T) {
-	env := apptest.New(t, apptest.Backends[0])
+	se := newStepsEnv(t, "ada", "user")
+	env, ada, b, csrf := se.env, se.user, se.b, se.csrf
 	ctx := context.Background()
-	u, err := env.Admin.CreateUser(ctx, "ada", "user", "a good password")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, _, err := env.Admin.CreateTool(ctx, "steg", "Steg", "", stepsSource, true); err != nil {
 		t.Fatal(err)
 	}
-	ada := env.Client(t, u.Token)
 	txt := filepath.Join(t.TempDir(), "a.txt")
 	if err := os.WriteFile(txt, []byte("hej"), 0o644); err != nil {
 		t.Fatal(err)
@@ -200,8 +198,6 @@ func TestRetryOfARunWithoutFiles(t *testing.T) {
 	if err != nil || failed.Status != "failed" || len(failed.InputManifest.Files) != 0 {
 		t.Fatalf("the failing run without files: %+v, %v", failed, err)
 	}
-	b := newBrowserless(t, env.URL)
-	csrf := b.signIn("ada", "a good password")
 	before := countRuns(t, ada)
 	status, h, page := b.do("POST", "/runs/"+failed.RunID+"/retry", url.Values{"csrf": {csrf}}, nil)
 	if status != http.StatusSeeOther || !strings.HasPrefix(h.Get("Location"), "/runs/") || countRuns(t, ada) != before+1 {

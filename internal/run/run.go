@@ -39,6 +39,7 @@ type Config struct {
 	WorkDir     string        // per-run input directories
 	Policy      contract.Policy
 	Uploads     upload.Limits // of a run's multipart upload (ReadUpload)
+	Node        string        // this server's node id, recorded as the worker of the runs it claims
 }
 
 // Service runs tools.
@@ -218,9 +219,10 @@ func (s *Service) execute(j *job) {
 	ctx := context.WithoutCancel(j.ctx)
 	r := j.run
 	started := s.now()
-	if ok, err := s.st.StartRun(ctx, r.ID, started); err != nil || !ok {
+	// The local pool runs each run once: its only claim is attempt 1.
+	if ok, err := s.st.ClaimRun(ctx, r.ID, 1, s.cfg.Node, started); err != nil || !ok {
 		if err != nil {
-			s.log.Error("starting run", "run", r.ID, "error", err)
+			s.log.Error("claiming run", "run", r.ID, "error", err)
 		}
 		return // cancelled while queued
 	}

@@ -412,7 +412,7 @@ func TestRecover(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.status != store.StatusQueued {
-				if _, err := st.StartRun(ctx, r.ID, then); err != nil {
+				if _, err := st.ClaimRun(ctx, r.ID, 1, "", then); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -63,11 +63,19 @@ func TestToolsAndRuns(t *testing.T) {
 		if err := s.CreateRun(ctx, run); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := s.StartRun(ctx, "r_01", now); !ok || err != nil {
-			t.Fatalf("StartRun = %v, %v", ok, err)
+		if got, _ := s.GetRun(ctx, "r_01"); got.Attempts != 0 || got.Worker != "" {
+			t.Fatalf("a queued run has attempts %d, worker %q; want 0, ''", got.Attempts, got.Worker)
 		}
-		if ok, _ := s.StartRun(ctx, "r_01", now); ok {
-			t.Fatal("a running run was started twice")
+		if ok, err := s.ClaimRun(ctx, "r_01", 1, "node-a", now); !ok || err != nil {
+			t.Fatalf("ClaimRun = %v, %v", ok, err)
+		}
+		if got, _ := s.GetRun(ctx, "r_01"); got.Status != StatusRunning || got.Attempts != 1 || got.Worker != "node-a" ||
+			got.StartedAt == nil || !got.StartedAt.Equal(now) {
+			t.Fatalf("claimed run = %s, attempts %d, worker %q, started %v; want running, 1, node-a, %v",
+				got.Status, got.Attempts, got.Worker, got.StartedAt, now)
+		}
+		if ok, _ := s.ClaimRun(ctx, "r_01", 1, "node-b", now); ok {
+			t.Fatal("a running run was claimed twice as the same attempt")
 		}
 		rev := int64(3)
 		fin := now.Add(time.Second)
@@ -151,4 +159,74 @@ func TestConcurrentFileSetSwaps(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestClaimRun: a claim applies to a queued run, or to a running one claimed by an
+// earlier attempt; never to a run that is over or to an attempt already made. The first
+// claim's start time stays.
+func TestClaimRun(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		seedRunTool(t, s, now)
+		if err := s.CreateRun(ctx, queuedRun("r_c", now)); err != nil {
+			t.Fatal(err)
+		}
+		steps := []struct {
+			attempt  int64
+			worker   string
+			ok       bool
+			attempts int64
+			wantBy   string
+		}{
+			{1, "w1", true, 1, "w1"},
+			{1, "w2", false, 1, "w1"}, // the same attempt again
+			{2, "w2", true, 2, "w2"},  // handed to another worker
+			{1, "w1", false, 2, "w2"}, // an older attempt
+		}
+		for i, st := range steps {
+			ok, err := s.ClaimRun(ctx, "r_c", st.attempt, st.worker, now.Add(time.Duration(i)*time.Second))
+			if err != nil || ok != st.ok {
+				t.Fatalf("step %d: ClaimRun(%d, %s) = %v, %v; want %v", i, st.attempt, st.worker, ok, err, st.ok)
+			}
+			got, _ := s.GetRun(ctx, "r_c")
+			if got.Attempts != st.attempts || got.Worker != st.wantBy || got.StartedAt == nil || !got.StartedAt.Equal(now) {
+				t.Fatalf("step %d: attempts %d, worker %q, started %v; want %d, %q, %v", i, got.Attempts, got.Worker, got.StartedAt, st.attempts, st.wantBy, now)
+			}
+		}
+		if ok, _ := s.CancelQueuedRun(ctx, "r_c", "cancelled", now); ok {
+			t.Fatal("a running run was cancelled as queued")
+		}
+		if err := s.CreateRun(ctx, queuedRun("r_d", now)); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s.CancelQueuedRun(ctx, "r_d", "cancelled", now); !ok {
+			t.Fatal("CancelQueuedRun refused a queued run")
+		}
+		if ok, _ := s.ClaimRun(ctx, "r_d", 1, "w1", now); ok {
+			t.Fatal("a cancelled run was claimed")
+		}
+		if got, _ := s.GetRun(ctx, "r_d"); got.Status != StatusCancelled || got.Attempts != 0 {
+			t.Fatalf("cancelled run: %s with attempts %d", got.Status, got.Attempts)
+		}
+	})
+}
+
+// seedRunTool creates the user u_a and its tool t_1 with version v_1, for runs to name.
+func seedRunTool(t *testing.T, s *Store, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.CreateUser(ctx, newUser("u_a", "author", RoleAuthor)); err != nil {
+		t.Fatal(err)
+	}
+	v := ToolVersion{ID: "v_1", ToolID: "t_1", Source: "def run_tool(i, o): pass", Entrypoint: "run_tool", CreatedBy: "u_a", CreatedAt: now}
+	if _, err := s.CreateTool(ctx, Tool{ID: "t_1", Slug: "csv", Title: "CSV", AuthorID: "u_a", CreatedAt: now, UpdatedAt: now}, v, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// queuedRun is a queued initial run of seedRunTool's tool.
+func queuedRun(id string, now time.Time) Run {
+	return Run{ID: id, ToolID: "t_1", VersionID: "v_1", UserID: "u_a", Context: "default", Kind: "initial", Status: StatusQueued,
+		Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`, CreatedAt: now}
 }

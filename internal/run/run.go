@@ -68,6 +68,7 @@ type job struct {
 	cancel   context.CancelFunc
 	canceled atomic.Bool // by a user, not by shutdown
 	retired  sync.Once
+	attempt  int64 // the run's attempt this job claimed; its result is recorded only as that
 }
 
 // New starts the worker pool. Call Shutdown to stop it.
@@ -220,7 +221,8 @@ func (s *Service) execute(j *job) {
 	r := j.run
 	started := s.now()
 	// The local pool runs each run once: its only claim is attempt 1.
-	if ok, err := s.st.ClaimRun(ctx, r.ID, 1, s.cfg.Node, started); err != nil || !ok {
+	j.attempt = 1
+	if ok, err := s.st.ClaimRun(ctx, r.ID, j.attempt, s.cfg.Node, started); err != nil || !ok {
 		if err != nil {
 			s.log.Error("claiming run", "run", r.ID, "error", err)
 		}
@@ -325,7 +327,7 @@ func (s *Service) finish(ctx context.Context, j *job, started time.Time, out out
 	if res != nil {
 		r.Stdout, r.StdoutTruncated, r.Stderr, r.StderrTruncated = res.Stdout, res.StdoutTruncated, res.Stderr, res.StderrTruncated
 	}
-	ok, err := s.st.FinishRun(ctx, r)
+	ok, err := s.st.FinishRun(ctx, r, j.attempt)
 	if err != nil {
 		s.log.Error("recording a finished run", "run", r.ID, "error", err)
 	}

@@ -129,14 +129,15 @@ func (s *Store) ClaimRun(ctx context.Context, id string, attempt int64, worker s
 	return n == 1, nil
 }
 
-// FinishRun records how a run ended. Only a run not yet final is changed; it reports
-// whether this call finished it.
-func (s *Store) FinishRun(ctx context.Context, r Run) (bool, error) {
+// FinishRun records how a run ended, as the result of its attempt number attempt. Only a
+// run not yet final whose current attempt that is changed, so that a late result of an
+// attempt since claimed again changes nothing; it reports whether this call finished it.
+func (s *Store) FinishRun(ctx context.Context, r Run, attempt int64) (bool, error) {
 	res, err := s.exec(ctx, `UPDATE runs SET status = ?, error_summary = ?, outputs = ?, next_actions = ?, artifacts = ?,
 		state_rev = ?, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?
-		WHERE id = ? AND status IN (?, ?)`,
+		WHERE id = ? AND status IN (?, ?) AND attempts = ?`,
 		r.Status, r.ErrorSummary, r.Outputs, r.NextActions, r.Artifacts, nullInt(r.StateRev), r.Stdout, r.Stderr,
-		r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), r.ID, StatusQueued, StatusRunning)
+		r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), r.ID, StatusQueued, StatusRunning, attempt)
 	if err != nil {
 		return false, fmt.Errorf("finishing run %s: %w", r.ID, err)
 	}

@@ -81,11 +81,11 @@ func TestToolsAndRuns(t *testing.T) {
 		fin := now.Add(time.Second)
 		run.Status, run.ErrorSummary, run.StateRev, run.FinishedAt = StatusSucceeded, "", &rev, &fin
 		run.Stdout, run.StdoutTruncated = []byte("out\x00with nul"), true
-		if ok, err := s.FinishRun(ctx, run); !ok || err != nil {
+		if ok, err := s.FinishRun(ctx, run, 1); !ok || err != nil {
 			t.Fatalf("FinishRun = %v, %v", ok, err)
 		}
 		run.Status = StatusFailed
-		if ok, _ := s.FinishRun(ctx, run); ok {
+		if ok, _ := s.FinishRun(ctx, run, 1); ok {
 			t.Fatal("a finished run was finished again")
 		}
 		got, err := s.GetRun(ctx, "r_01")
@@ -229,4 +229,53 @@ func seedRunTool(t *testing.T, s *Store, now time.Time) {
 func queuedRun(id string, now time.Time) Run {
 	return Run{ID: id, ToolID: "t_1", VersionID: "v_1", UserID: "u_a", Context: "default", Kind: "initial", Status: StatusQueued,
 		Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`, CreatedAt: now}
+}
+
+// TestFinishRunStaleAttempt: a run claimed again finishes only as its latest attempt; the
+// late result of an earlier one changes nothing.
+func TestFinishRunStaleAttempt(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		seedRunTool(t, s, now)
+		run := queuedRun("r_s", now)
+		if err := s.CreateRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		for _, attempt := range []int64{1, 2} {
+			if ok, err := s.ClaimRun(ctx, "r_s", attempt, fmt.Sprintf("w%d", attempt), now); !ok || err != nil {
+				t.Fatalf("ClaimRun(%d) = %v, %v", attempt, ok, err)
+			}
+		}
+		fin := now.Add(time.Second)
+		for _, c := range []struct {
+			attempt int64
+			status  string
+			ok      bool
+			want    string // the run's status after
+		}{
+			{1, StatusFailed, false, StatusRunning},     // stale: attempt 2 holds the run
+			{3, StatusFailed, false, StatusRunning},     // never claimed
+			{2, StatusSucceeded, true, StatusSucceeded}, // the current attempt
+			{2, StatusFailed, false, StatusSucceeded},   // already final
+		} {
+			r := run
+			r.Status, r.ErrorSummary, r.FinishedAt, r.Stdout = c.status, "from attempt "+fmt.Sprint(c.attempt), &fin, []byte("out")
+			ok, err := s.FinishRun(ctx, r, c.attempt)
+			if err != nil || ok != c.ok {
+				t.Fatalf("FinishRun(%s, attempt %d) = %v, %v; want %v", c.status, c.attempt, ok, err, c.ok)
+			}
+			got, _ := s.GetRun(ctx, "r_s")
+			if got.Status != c.want || got.Attempts != 2 || got.Worker != "w2" {
+				t.Fatalf("after FinishRun(%s, attempt %d): %s, attempts %d, worker %q; want %s, 2, w2",
+					c.status, c.attempt, got.Status, got.Attempts, got.Worker, c.want)
+			}
+			if got.Status == StatusRunning && (got.ErrorSummary != "" || got.FinishedAt != nil || len(got.Stdout) != 0) {
+				t.Fatalf("a refused FinishRun changed the run: %+v", got)
+			}
+		}
+		if got, _ := s.GetRun(ctx, "r_s"); got.ErrorSummary != "from attempt 2" {
+			t.Fatalf("the run recorded %q, want attempt 2's result", got.ErrorSummary)
+		}
+	})
 }

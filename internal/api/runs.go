@@ -21,7 +21,7 @@ import (
 // that cannot be read back is an error, not a silently empty list.
 func runOf(r store.Run, viewer store.User) (wire.Run, error) {
 	out := wire.Run{RunID: r.ID, ToolID: r.ToolID, VersionID: r.VersionID, UserID: r.UserID, Context: r.Context, Kind: r.Kind,
-		Status: r.Status, StateRev: r.StateRev, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Status: r.Status, StateRev: r.StateRev, Attempts: r.Attempts, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Artifacts: []wire.Artifact{}}
 	if r.ActionID != "" {
 		out.ActionID = &r.ActionID

@@ -70,7 +70,7 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 		var r client.Run
 		json.Unmarshal([]byte(a.raw), &r)
-		if r.Status != "succeeded" || r.Kind != "initial" || r.Context != "default" || r.DurationMS == nil {
+		if r.Status != "succeeded" || r.Kind != "initial" || r.Context != "default" || r.DurationMS == nil || r.Attempts != 1 {
 			t.Fatalf("run: %s", a.raw)
 		}
 		if r.Outputs[0].Message != "got 2 files" || len(r.Outputs[1].Rows) != 2 || fmt.Sprint(r.Outputs[2].Value) != "map[n:2]" {

@@ -121,6 +121,7 @@ func (a *App) open(ctx context.Context) error {
 		Limits: RunLimits(a.cfg), Concurrency: conc, Queue: a.cfg.RunnerQueue,
 		WorkDir: a.cfg.Path("work", "inputs"), Policy: contract.DefaultPolicy(),
 		Uploads: upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes},
+		Node:    node(a.cfg),
 	}, a.Metrics, a.log)
 	if err != nil {
 		return err

@@ -39,6 +39,7 @@ type Config struct {
 	WorkDir     string        // per-run input directories
 	Policy      contract.Policy
 	Uploads     upload.Limits // of a run's multipart upload (ReadUpload)
+	Node        string        // this server's node id, recorded as the worker of the runs it claims
 }
 
 // Service runs tools.
@@ -67,6 +68,7 @@ type job struct {
 	cancel   context.CancelFunc
 	canceled atomic.Bool // by a user, not by shutdown
 	retired  sync.Once
+	attempt  int64 // the run's attempt this job claimed; its result is recorded only as that
 }
 
 // New starts the worker pool. Call Shutdown to stop it.
@@ -218,9 +220,11 @@ func (s *Service) execute(j *job) {
 	ctx := context.WithoutCancel(j.ctx)
 	r := j.run
 	started := s.now()
-	if ok, err := s.st.StartRun(ctx, r.ID, started); err != nil || !ok {
+	// The local pool runs each run once: its only claim is attempt 1.
+	j.attempt = 1
+	if ok, err := s.st.ClaimRun(ctx, r.ID, j.attempt, s.cfg.Node, started); err != nil || !ok {
 		if err != nil {
-			s.log.Error("starting run", "run", r.ID, "error", err)
+			s.log.Error("claiming run", "run", r.ID, "error", err)
 		}
 		return // cancelled while queued
 	}
@@ -323,7 +327,7 @@ func (s *Service) finish(ctx context.Context, j *job, started time.Time, out out
 	if res != nil {
 		r.Stdout, r.StdoutTruncated, r.Stderr, r.StderrTruncated = res.Stdout, res.StdoutTruncated, res.Stderr, res.StderrTruncated
 	}
-	ok, err := s.st.FinishRun(ctx, r)
+	ok, err := s.st.FinishRun(ctx, r, j.attempt)
 	if err != nil {
 		s.log.Error("recording a finished run", "run", r.ID, "error", err)
 	}

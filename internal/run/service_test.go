@@ -412,13 +412,13 @@ func TestRecover(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.status != store.StatusQueued {
-				if _, err := st.StartRun(ctx, r.ID, then); err != nil {
+				if _, err := st.ClaimRun(ctx, r.ID, 1, "", then); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if store.Terminal(tc.status) {
 				r.Status, r.ErrorSummary, r.FinishedAt = tc.status, tc.summary, &then
-				if _, err := st.FinishRun(ctx, r); err != nil {
+				if _, err := st.FinishRun(ctx, r, 1); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -49,6 +49,8 @@ type Run struct {
 	Artifacts       string // JSON array
 	InputManifest   string // JSON {"files": [...]}
 	StateRev        *int64
+	Attempts        int64  // how many times the run was claimed to execute; 0 while queued
+	Worker          string // the node that claimed it last; '' before a claim
 	Stdout          []byte
 	Stderr          []byte
 	StdoutTruncated bool
@@ -59,7 +61,7 @@ type Run struct {
 }
 
 const runCols = `id, tool_id, version_id, user_id, context, kind, action_id, action_label, status, error_summary, inputs, outputs,
-	next_actions, artifacts, input_manifest, state_rev, stdout, stderr, stdout_truncated, stderr_truncated,
+	next_actions, artifacts, input_manifest, state_rev, attempts, worker, stdout, stderr, stdout_truncated, stderr_truncated,
 	created_at, started_at, finished_at`
 
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
@@ -67,7 +69,7 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var rev, started, finished sql.NullInt64
 	var created int64
 	if err := row.Scan(&r.ID, &r.ToolID, &r.VersionID, &r.UserID, &r.Context, &r.Kind, &r.ActionID, &r.ActionLabel, &r.Status, &r.ErrorSummary,
-		&r.Inputs, &r.Outputs, &r.NextActions, &r.Artifacts, &r.InputManifest, &rev, &r.Stdout, &r.Stderr,
+		&r.Inputs, &r.Outputs, &r.NextActions, &r.Artifacts, &r.InputManifest, &rev, &r.Attempts, &r.Worker, &r.Stdout, &r.Stderr,
 		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished); err != nil {
 		return Run{}, mapErr(err)
 	}
@@ -102,9 +104,9 @@ func nullInt(v *int64) any {
 
 // CreateRun inserts a new run.
 func (s *Store) CreateRun(ctx context.Context, r Run) error {
-	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.ActionLabel, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
-		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
+		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Attempts, r.Worker, r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
 		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt))
 	if err != nil {
 		return fmt.Errorf("creating run: %w", err)
@@ -112,25 +114,30 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 	return nil
 }
 
-// StartRun marks a queued run running. It reports false when the run was no longer
-// queued (cancelled meanwhile).
-func (s *Store) StartRun(ctx context.Context, id string, at time.Time) (bool, error) {
-	res, err := s.exec(ctx, "UPDATE runs SET status = ?, started_at = ? WHERE id = ? AND status = ?", StatusRunning, ms(at), id, StatusQueued)
+// ClaimRun marks run id running as attempt number attempt, claimed by worker (a node
+// id). It applies to a queued run, or to a running one whose current attempt is older
+// (a run handed to another worker); started_at keeps the first claim's time. It reports
+// false when the run is over (cancelled meanwhile) or already claimed as attempt or later.
+func (s *Store) ClaimRun(ctx context.Context, id string, attempt int64, worker string, at time.Time) (bool, error) {
+	res, err := s.exec(ctx, `UPDATE runs SET status = ?, attempts = ?, worker = ?, started_at = COALESCE(started_at, ?)
+		WHERE id = ? AND (status = ? OR (status = ? AND attempts < ?))`,
+		StatusRunning, attempt, worker, ms(at), id, StatusQueued, StatusRunning, attempt)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("claiming run %s: %w", id, err)
 	}
 	n, _ := res.RowsAffected()
 	return n == 1, nil
 }
 
-// FinishRun records how a run ended. Only a run not yet final is changed; it reports
-// whether this call finished it.
-func (s *Store) FinishRun(ctx context.Context, r Run) (bool, error) {
+// FinishRun records how a run ended, as the result of its attempt number attempt. Only a
+// run not yet final whose current attempt that is changed, so that a late result of an
+// attempt since claimed again changes nothing; it reports whether this call finished it.
+func (s *Store) FinishRun(ctx context.Context, r Run, attempt int64) (bool, error) {
 	res, err := s.exec(ctx, `UPDATE runs SET status = ?, error_summary = ?, outputs = ?, next_actions = ?, artifacts = ?,
 		state_rev = ?, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?
-		WHERE id = ? AND status IN (?, ?)`,
+		WHERE id = ? AND status IN (?, ?) AND attempts = ?`,
 		r.Status, r.ErrorSummary, r.Outputs, r.NextActions, r.Artifacts, nullInt(r.StateRev), r.Stdout, r.Stderr,
-		r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), r.ID, StatusQueued, StatusRunning)
+		r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), r.ID, StatusQueued, StatusRunning, attempt)
 	if err != nil {
 		return false, fmt.Errorf("finishing run %s: %w", r.ID, err)
 	}

@@ -63,21 +63,29 @@ func TestToolsAndRuns(t *testing.T) {
 		if err := s.CreateRun(ctx, run); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := s.StartRun(ctx, "r_01", now); !ok || err != nil {
-			t.Fatalf("StartRun = %v, %v", ok, err)
+		if got, _ := s.GetRun(ctx, "r_01"); got.Attempts != 0 || got.Worker != "" {
+			t.Fatalf("a queued run has attempts %d, worker %q; want 0, ''", got.Attempts, got.Worker)
 		}
-		if ok, _ := s.StartRun(ctx, "r_01", now); ok {
-			t.Fatal("a running run was started twice")
+		if ok, err := s.ClaimRun(ctx, "r_01", 1, "node-a", now); !ok || err != nil {
+			t.Fatalf("ClaimRun = %v, %v", ok, err)
+		}
+		if got, _ := s.GetRun(ctx, "r_01"); got.Status != StatusRunning || got.Attempts != 1 || got.Worker != "node-a" ||
+			got.StartedAt == nil || !got.StartedAt.Equal(now) {
+			t.Fatalf("claimed run = %s, attempts %d, worker %q, started %v; want running, 1, node-a, %v",
+				got.Status, got.Attempts, got.Worker, got.StartedAt, now)
+		}
+		if ok, _ := s.ClaimRun(ctx, "r_01", 1, "node-b", now); ok {
+			t.Fatal("a running run was claimed twice as the same attempt")
 		}
 		rev := int64(3)
 		fin := now.Add(time.Second)
 		run.Status, run.ErrorSummary, run.StateRev, run.FinishedAt = StatusSucceeded, "", &rev, &fin
 		run.Stdout, run.StdoutTruncated = []byte("out\x00with nul"), true
-		if ok, err := s.FinishRun(ctx, run); !ok || err != nil {
+		if ok, err := s.FinishRun(ctx, run, 1); !ok || err != nil {
 			t.Fatalf("FinishRun = %v, %v", ok, err)
 		}
 		run.Status = StatusFailed
-		if ok, _ := s.FinishRun(ctx, run); ok {
+		if ok, _ := s.FinishRun(ctx, run, 1); ok {
 			t.Fatal("a finished run was finished again")
 		}
 		got, err := s.GetRun(ctx, "r_01")
@@ -149,6 +157,125 @@ func TestConcurrentFileSetSwaps(t *testing.T) {
 			if times != 1 {
 				t.Fatalf("set %s handed back %d times", id, times)
 			}
+		}
+	})
+}
+
+// TestClaimRun: a claim applies to a queued run, or to a running one claimed by an
+// earlier attempt; never to a run that is over or to an attempt already made. The first
+// claim's start time stays.
+func TestClaimRun(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		seedRunTool(t, s, now)
+		if err := s.CreateRun(ctx, queuedRun("r_c", now)); err != nil {
+			t.Fatal(err)
+		}
+		steps := []struct {
+			attempt  int64
+			worker   string
+			ok       bool
+			attempts int64
+			wantBy   string
+		}{
+			{1, "w1", true, 1, "w1"},
+			{1, "w2", false, 1, "w1"}, // the same attempt again
+			{2, "w2", true, 2, "w2"},  // handed to another worker
+			{1, "w1", false, 2, "w2"}, // an older attempt
+		}
+		for i, st := range steps {
+			ok, err := s.ClaimRun(ctx, "r_c", st.attempt, st.worker, now.Add(time.Duration(i)*time.Second))
+			if err != nil || ok != st.ok {
+				t.Fatalf("step %d: ClaimRun(%d, %s) = %v, %v; want %v", i, st.attempt, st.worker, ok, err, st.ok)
+			}
+			got, _ := s.GetRun(ctx, "r_c")
+			if got.Attempts != st.attempts || got.Worker != st.wantBy || got.StartedAt == nil || !got.StartedAt.Equal(now) {
+				t.Fatalf("step %d: attempts %d, worker %q, started %v; want %d, %q, %v", i, got.Attempts, got.Worker, got.StartedAt, st.attempts, st.wantBy, now)
+			}
+		}
+		if ok, _ := s.CancelQueuedRun(ctx, "r_c", "cancelled", now); ok {
+			t.Fatal("a running run was cancelled as queued")
+		}
+		if err := s.CreateRun(ctx, queuedRun("r_d", now)); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s.CancelQueuedRun(ctx, "r_d", "cancelled", now); !ok {
+			t.Fatal("CancelQueuedRun refused a queued run")
+		}
+		if ok, _ := s.ClaimRun(ctx, "r_d", 1, "w1", now); ok {
+			t.Fatal("a cancelled run was claimed")
+		}
+		if got, _ := s.GetRun(ctx, "r_d"); got.Status != StatusCancelled || got.Attempts != 0 {
+			t.Fatalf("cancelled run: %s with attempts %d", got.Status, got.Attempts)
+		}
+	})
+}
+
+// seedRunTool creates the user u_a and its tool t_1 with version v_1, for runs to name.
+func seedRunTool(t *testing.T, s *Store, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.CreateUser(ctx, newUser("u_a", "author", RoleAuthor)); err != nil {
+		t.Fatal(err)
+	}
+	v := ToolVersion{ID: "v_1", ToolID: "t_1", Source: "def run_tool(i, o): pass", Entrypoint: "run_tool", CreatedBy: "u_a", CreatedAt: now}
+	if _, err := s.CreateTool(ctx, Tool{ID: "t_1", Slug: "csv", Title: "CSV", AuthorID: "u_a", CreatedAt: now, UpdatedAt: now}, v, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// queuedRun is a queued initial run of seedRunTool's tool.
+func queuedRun(id string, now time.Time) Run {
+	return Run{ID: id, ToolID: "t_1", VersionID: "v_1", UserID: "u_a", Context: "default", Kind: "initial", Status: StatusQueued,
+		Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`, CreatedAt: now}
+}
+
+// TestFinishRunStaleAttempt: a run claimed again finishes only as its latest attempt; the
+// late result of an earlier one changes nothing.
+func TestFinishRunStaleAttempt(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		seedRunTool(t, s, now)
+		run := queuedRun("r_s", now)
+		if err := s.CreateRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		for _, attempt := range []int64{1, 2} {
+			if ok, err := s.ClaimRun(ctx, "r_s", attempt, fmt.Sprintf("w%d", attempt), now); !ok || err != nil {
+				t.Fatalf("ClaimRun(%d) = %v, %v", attempt, ok, err)
+			}
+		}
+		fin := now.Add(time.Second)
+		for _, c := range []struct {
+			attempt int64
+			status  string
+			ok      bool
+			want    string // the run's status after
+		}{
+			{1, StatusFailed, false, StatusRunning},     // stale: attempt 2 holds the run
+			{3, StatusFailed, false, StatusRunning},     // never claimed
+			{2, StatusSucceeded, true, StatusSucceeded}, // the current attempt
+			{2, StatusFailed, false, StatusSucceeded},   // already final
+		} {
+			r := run
+			r.Status, r.ErrorSummary, r.FinishedAt, r.Stdout = c.status, "from attempt "+fmt.Sprint(c.attempt), &fin, []byte("out")
+			ok, err := s.FinishRun(ctx, r, c.attempt)
+			if err != nil || ok != c.ok {
+				t.Fatalf("FinishRun(%s, attempt %d) = %v, %v; want %v", c.status, c.attempt, ok, err, c.ok)
+			}
+			got, _ := s.GetRun(ctx, "r_s")
+			if got.Status != c.want || got.Attempts != 2 || got.Worker != "w2" {
+				t.Fatalf("after FinishRun(%s, attempt %d): %s, attempts %d, worker %q; want %s, 2, w2",
+					c.status, c.attempt, got.Status, got.Attempts, got.Worker, c.want)
+			}
+			if got.Status == StatusRunning && (got.ErrorSummary != "" || got.FinishedAt != nil || len(got.Stdout) != 0) {
+				t.Fatalf("a refused FinishRun changed the run: %+v", got)
+			}
+		}
+		if got, _ := s.GetRun(ctx, "r_s"); got.ErrorSummary != "from attempt 2" {
+			t.Fatalf("the run recorded %q, want attempt 2's result", got.ErrorSummary)
 		}
 	})
 }

@@ -30,6 +30,7 @@ type Run struct {
 	Artifacts       []Artifact            `json:"artifacts"`
 	InputManifest   InputManifest         `json:"input_manifest"`
 	StateRev        *int64                `json:"state_rev"`
+	Attempts        int64                 `json:"attempts"`
 	CreatedAt       time.Time             `json:"created_at"`
 	StartedAt       *time.Time            `json:"started_at"`
 	FinishedAt      *time.Time            `json:"finished_at"`

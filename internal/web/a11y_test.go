@@ -88,11 +88,7 @@ def run_tool(input_dir, output_dir):
 
 func TestAccessibility(t *testing.T) {
 	s := startSite(t)
-	defer func() {
-		for _, c := range s.cleanups {
-			c()
-		}
-	}()
+	defer s.close()
 	ctx := context.Background()
 	if _, err := s.admin.CreateUser(ctx, "rektor", "admin", password); err != nil {
 		t.Fatal(err)

@@ -113,11 +113,7 @@ const printSource = `def run_tool(input_dir, output_dir):
 // the warning before leaving unsaved code, unpublishing and retitling a tool.
 func TestBrowserEditor(t *testing.T) {
 	s := startSite(t)
-	defer func() {
-		for _, c := range s.cleanups {
-			c()
-		}
-	}()
+	defer s.close()
 	author := s.userClient(t, "author")
 	ctx := s.as(t, "author")
 	s.useLang(t, ctx, "sv")

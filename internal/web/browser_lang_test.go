@@ -16,11 +16,7 @@ import (
 // of every page changes it for every later page, at a laptop's and a phone's width.
 func TestBrowserLanguage(t *testing.T) {
 	s := startSite(t)
-	defer func() {
-		for _, c := range s.cleanups {
-			c()
-		}
-	}()
+	defer s.close()
 	type page struct{ Lang, Nav, Skip, Path string }
 	read := func(t *testing.T, ctx context.Context) page {
 		t.Helper()

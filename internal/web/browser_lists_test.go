@@ -83,11 +83,7 @@ func readView(t *testing.T, ctx context.Context) listsView {
 // for; every page has one <h1>; and the favicon answers.
 func TestBrowserLists(t *testing.T) {
 	s := startSite(t)
-	defer func() {
-		for _, c := range s.cleanups {
-			c()
-		}
-	}()
+	defer s.close()
 	ctx := context.Background()
 	if _, err := s.admin.CreateUser(ctx, "skolchef", "admin", password); err != nil {
 		t.Fatal(err)

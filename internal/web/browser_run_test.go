@@ -138,11 +138,7 @@ func runID(u string) string { return u[strings.LastIndex(u, "/")+1:] }
 // and "Avbryt"; and the result put in place with the focus on it.
 func TestBrowserRun(t *testing.T) {
 	s := startSite(t)
-	defer func() {
-		for _, c := range s.cleanups {
-			c()
-		}
-	}()
+	defer s.close()
 	ctx := context.Background()
 	if _, err := s.admin.CreateUser(ctx, "skolchef", "admin", password); err != nil {
 		t.Fatal(err)

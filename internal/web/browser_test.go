@@ -55,6 +55,14 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// close ends the browsers the site started, before the test's own cleanups stop the
+// server they are connected to.
+func (s *site) close() {
+	for _, c := range s.cleanups {
+		c()
+	}
+}
+
 func startSite(t *testing.T) *site {
 	t.Helper()
 	chrome := chromiumPath(t)
@@ -235,11 +243,7 @@ const convertButton = "form[action$='/actions/convert'] button[type=submit]"
 
 func TestBrowser(t *testing.T) {
 	s := startSite(t)
-	defer func() {
-		for _, c := range s.cleanups {
-			c()
-		}
-	}()
+	defer s.close()
 
 	t.Run("preview, convert and download a PDF", func(t *testing.T) {
 		ctx := s.as(t, "teacher")

@@ -78,11 +78,7 @@ var toolTexts = map[string]struct {
 // nothing is deleted when the answer is no.
 func TestBrowserTool(t *testing.T) {
 	s := startSite(t)
-	defer func() {
-		for _, c := range s.cleanups {
-			c()
-		}
-	}()
+	defer s.close()
 	docx := filepath.Join(t.TempDir(), "brev.docx")
 	if err := os.WriteFile(docx, []byte("PK\x03\x04 not really"), 0o644); err != nil {
 		t.Fatal(err)

@@ -120,8 +120,9 @@ func (a *App) open(ctx context.Context) error {
 	a.Runs, err = run.New(st, a.Blobs, a.Runner, run.Config{
 		Limits: RunLimits(a.cfg), Concurrency: conc, Queue: a.cfg.RunnerQueue,
 		WorkDir: a.cfg.Path("work", "inputs"), Policy: contract.DefaultPolicy(),
-		Uploads: upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes},
-		Node:    node(a.cfg),
+		Uploads:        upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes},
+		Node:           node(a.cfg),
+		SessionWritten: a.Sessions.Recorded,
 	}, a.Metrics, a.log)
 	if err != nil {
 		return err

@@ -19,6 +19,14 @@ type Metrics struct {
 	Runs             *prometheus.CounterVec // by final status
 	RunDuration      prometheus.Histogram
 	QueueDepth       prometheus.Gauge // runs admitted and not yet started
+
+	// In a cluster (docs/cluster.md).
+	DispatchClaims *prometheus.CounterVec // workers' claims answered, by answer
+	LateResults    prometheus.Counter     // results of attempts since taken over, discarded
+	WorkerLost     prometheus.Counter     // runs failed because their workers were lost
+	WorkerRuns     prometheus.Gauge       // runs this worker executes now
+	CacheHits      prometheus.Counter     // input files a worker found in its cache
+	CacheMisses    prometheus.Counter     // input files a worker fetched
 }
 
 // New makes and registers the collectors, with Go and process collectors beside them.
@@ -55,9 +63,27 @@ func New() *Metrics {
 		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skrip_run_queue_depth", Help: "Runs admitted and waiting for a worker.",
 		}),
+		DispatchClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skrip_dispatch_claims_total", Help: "Workers' claims of runs this API node answered, by answer: go, final (the run was over) or stale (another attempt holds it).",
+		}, []string{"answer"}),
+		LateResults: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skrip_late_results_discarded_total", Help: "Results of run attempts that another worker had taken over, discarded.",
+		}),
+		WorkerLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skrip_runs_worker_lost_total", Help: "Runs failed because every worker that tried them was lost.",
+		}),
+		WorkerRuns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skrip_worker_runs_in_flight", Help: "Runs this worker executes now.",
+		}),
+		CacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skrip_worker_cache_hits_total", Help: "Input files this worker found in its cache, by checksum.",
+		}),
+		CacheMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skrip_worker_cache_misses_total", Help: "Input files this worker fetched from the work bucket.",
+		}),
 	}
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.BytesUploaded, m.BytesDownloaded, m.BlobReadErrors, m.JanitorDeletions,
-		m.Runs, m.RunDuration, m.QueueDepth,
+		m.Runs, m.RunDuration, m.QueueDepth, m.DispatchClaims, m.LateResults, m.WorkerLost, m.WorkerRuns, m.CacheHits, m.CacheMisses,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -27,8 +27,8 @@ type Artifact struct {
 	ExpiredAt *time.Time `json:"expired_at,omitempty"`
 }
 
-// maxArtifacts caps how many files of one run are kept.
-const maxArtifacts = 500
+// MaxArtifacts caps how many files of one run are kept.
+const MaxArtifacts = 500
 
 // skipped gathers the entries of /work/output of one kind that were not kept, so that a
 // tool leaving thousands of them gets one notice naming a few, not one notice each.
@@ -58,11 +58,12 @@ func (k *skipped) notice(why string) []contract.Output {
 	return []contract.Output{contract.Notice("warning", "Not kept as artifacts: %s (%s).", list, why)}
 }
 
-// collect stores the regular files under dir as the run's artifacts. Symlinks, devices
-// and anything else are not kept, nor files past the first maxArtifacts; one notice per
+// Collect stores the regular files under dir in blobs as a run's artifacts, at keys
+// under prefix ("runs/<run>/output/"). Symlinks, devices
+// and anything else are not kept, nor files past the first MaxArtifacts; one notice per
 // kind names them: nothing is dropped silently, and no tool can grow the run's record
 // by leaving many files behind.
-func (s *Service) collect(ctx context.Context, runID, dir string) ([]Artifact, []contract.Output, error) {
+func Collect(ctx context.Context, blobs blob.Store, prefix, dir string) ([]Artifact, []contract.Output, error) {
 	var arts []Artifact
 	var links, special, over skipped
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -87,7 +88,7 @@ func (s *Service) collect(ctx context.Context, runID, dir string) ([]Artifact, [
 		case !info.Mode().IsRegular():
 			special.add(rel)
 			return nil
-		case len(arts) == maxArtifacts:
+		case len(arts) == MaxArtifacts:
 			over.add(rel)
 			return nil
 		}
@@ -96,8 +97,8 @@ func (s *Service) collect(ctx context.Context, runID, dir string) ([]Artifact, [
 			return err
 		}
 		defer f.Close()
-		key := fmt.Sprintf("runs/%s/output/%04d-%s", runID, len(arts), blob.SafeSegment(filepath.Base(rel)))
-		bi, err := s.blobs.Put(ctx, key, f, blob.PutOptions{ContentType: contentType(rel)})
+		key := fmt.Sprintf("%s%04d-%s", prefix, len(arts), blob.SafeSegment(filepath.Base(rel)))
+		bi, err := blobs.Put(ctx, key, f, blob.PutOptions{ContentType: ContentType(rel)})
 		if err != nil {
 			return fmt.Errorf("storing output/%s: %w", rel, err)
 		}
@@ -108,7 +109,7 @@ func (s *Service) collect(ctx context.Context, runID, dir string) ([]Artifact, [
 	var notices []contract.Output
 	notices = append(notices, links.notice("symbolic links; only regular files are kept")...)
 	notices = append(notices, special.notice("not regular files")...)
-	notices = append(notices, over.notice(fmt.Sprintf("a run keeps at most %d artifacts", maxArtifacts))...)
+	notices = append(notices, over.notice(fmt.Sprintf("a run keeps at most %d artifacts", MaxArtifacts))...)
 	return arts, notices, err
 }
 

@@ -68,6 +68,9 @@ type Subscription struct {
 	queue   []Event
 	bytes   int
 	dropped int // lines left out since the last Take
+
+	onClose func() // set before the subscription is handed out; called once by Close
+	closed  sync.Once
 }
 
 // Ready has a value when events wait to be taken.
@@ -90,6 +93,9 @@ func (s *Subscription) Take() []Event {
 
 // Close ends the subscription.
 func (s *Subscription) Close() {
+	if s.onClose != nil {
+		s.closed.Do(s.onClose)
+	}
 	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -154,6 +160,13 @@ func (h *hub) subscribe(runID string, lines bool) ([]Event, *Subscription) {
 	}
 	h.subs[runID][s] = struct{}{}
 	return past, s
+}
+
+// forget drops what the hub keeps of runID's lines: no one here watches it any more.
+func (h *hub) forget(runID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.backlog, runID)
 }
 
 func (h *hub) publish(runID string, e Event) {

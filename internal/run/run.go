@@ -40,6 +40,9 @@ type Config struct {
 	Policy      contract.Policy
 	Uploads     upload.Limits // of a run's multipart upload (ReadUpload)
 	Node        string        // this server's node id, recorded as the worker of the runs it claims
+	// SessionWritten, when set, is told each session revision a recorded run wrote
+	// (the session keeps editor sessions' steps from it).
+	SessionWritten func(ctx context.Context, k store.SessionKey, rev int64)
 }
 
 // Service runs tools.
@@ -59,10 +62,37 @@ type Service struct {
 	mu       sync.Mutex
 	active   map[string]*job
 	workers  sync.WaitGroup
+
+	// remote, when set, executes runs on a cluster's workers instead of this node's
+	// pool; watches are the runs whose output lines this node receives from them.
+	remote  Dispatcher
+	watches map[string]*watch
+}
+
+// Dispatcher hands runs to workers elsewhere: a cluster's queue (package dispatch).
+type Dispatcher interface {
+	// Admit returns an ErrBusy error when the queue is full, before a run is made.
+	Admit(ctx context.Context) error
+	// Dispatch queues job with the files of dir as its input; the caller removes dir.
+	// A queue that filled since Admit gives an ErrBusy error.
+	Dispatch(ctx context.Context, job Job, dir string) error
+	// Cancel asks the worker holding running run r to stop it, best effort.
+	Cancel(ctx context.Context, r store.Run)
+	// Status tells the other nodes that run id is now status.
+	Status(id, status string)
+	// Watch passes run id's output lines from its worker to deliver until stop is called.
+	Watch(id string, deliver func(Event)) (stop func())
+}
+
+// watch is this node's reception of a remote run's lines, shared by its subscribers.
+type watch struct {
+	subs int
+	stop func()
 }
 
 type job struct {
 	req      Request
+	job      Job // what executes, computed at submission
 	run      store.Run
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -81,12 +111,28 @@ func New(st *store.Store, blobs blob.Store, r runner.Runner, cfg Config, m *metr
 	}
 	s := &Service{st: st, blobs: blobs, runner: r, cfg: cfg, metrics: m, log: log, hub: newHub(), now: time.Now,
 		slots: make(chan struct{}, cfg.Concurrency+cfg.Queue), jobs: make(chan *job, cfg.Concurrency+cfg.Queue),
-		active: map[string]*job{}}
+		active: map[string]*job{}, watches: map[string]*watch{}}
 	for range cfg.Concurrency {
 		s.workers.Add(1)
 		go s.worker()
 	}
 	return s, nil
+}
+
+// SetDispatcher makes the service queue runs on d for workers elsewhere, instead of its
+// own pool (which then has no workers). Call it before the first Submit.
+func (s *Service) SetDispatcher(d Dispatcher) { s.remote = d }
+
+// Publish passes an event of run id that happened on another node (a status from the
+// node that recorded it) to this node's subscribers.
+func (s *Service) Publish(id string, e Event) { s.hub.publish(id, e) }
+
+// status tells run id's subscribers here, and the other nodes, that it is now st.
+func (s *Service) status(id, st string) {
+	s.hub.publish(id, Event{Type: "status", Data: st})
+	if s.remote != nil {
+		s.remote.Status(id, st)
+	}
 }
 
 // Recover marks runs a crash left queued or running as failed; call it once at start.
@@ -127,10 +173,12 @@ type Request struct {
 	// Before, when set, runs once the run is admitted and before it is created: a run
 	// refused for capacity never calls it. An error refuses the run.
 	Before func(ctx context.Context) error
-	// AfterSuccess, when set, is called when the run succeeded, before it is recorded;
-	// the revision it returns (nil: none) becomes the run's state_rev. A run that did
-	// not succeed never calls it, so it leaves the session as it was.
-	AfterSuccess func(ctx context.Context, runID string, res contract.Result) (*int64, error)
+	// ExpectedRev, on an action run, is the session revision it was submitted at. When
+	// the run succeeds, the session moves from it to the next in the transaction that
+	// records the run (or not at all, when another write won). An initial run that
+	// succeeds and offers actions starts its session anew. A run that does not succeed
+	// leaves the session as it was.
+	ExpectedRev *int64
 }
 
 // Submit admits a run and returns it queued. A full queue gives ErrBusy and creates
@@ -139,6 +187,9 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 	busy := errs.New(ErrBusy, map[string]any{"queue": s.cfg.Queue}, "every worker is busy and %d runs are waiting; try again in a few seconds", s.cfg.Queue)
 	if s.stopping.Load() {
 		return store.Run{}, errs.New(ErrBusy, nil, "the server is shutting down; try again in a moment")
+	}
+	if s.remote != nil {
+		return s.submitRemote(ctx, req)
 	}
 	select {
 	case s.slots <- struct{}{}:
@@ -156,27 +207,15 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 			return store.Run{}, err
 		}
 	}
-	manifest, err := listInputs(req.InputDir, false)
+	r, exec, err := s.newRun(req)
 	if err != nil {
 		return store.Run{}, err
 	}
-	inputs := req.Inputs
-	if inputs == nil && req.Action != nil {
-		// An action run records the action's input (its tool reads it from action.json,
-		// not from the inputs), so that the run can be tried again with it.
-		inputs = req.Action.Input
-	}
-	if inputs == nil {
-		inputs = map[string]any{}
-	}
-	r := store.Run{ID: ids.New("r"), ToolID: req.Tool.ID, VersionID: req.Version.ID, UserID: req.User.ID, Context: req.Context,
-		Kind: req.Kind, ActionID: req.ActionID, ActionLabel: req.ActionLabel, Status: store.StatusQueued, Inputs: mustJSON(inputs), Outputs: "[]",
-		NextActions: "[]", Artifacts: "[]", InputManifest: mustJSON(manifestOf(manifest)), CreatedAt: s.now()}
 	if err := s.st.CreateRun(ctx, r); err != nil {
 		return store.Run{}, err
 	}
 	jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	j := &job{req: req, run: r, ctx: jctx, cancel: cancel}
+	j := &job{req: req, job: exec, run: r, ctx: jctx, cancel: cancel}
 	s.mu.Lock()
 	if s.stopping.Load() {
 		s.mu.Unlock()
@@ -190,6 +229,72 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 	admitted = true
 	s.metrics.QueueDepth.Inc()
 	return r, nil
+}
+
+// submitRemote admits a run into the cluster's queue.
+func (s *Service) submitRemote(ctx context.Context, req Request) (store.Run, error) {
+	defer os.RemoveAll(req.InputDir) // in the work bucket once dispatched
+	if err := s.remote.Admit(ctx); err != nil {
+		return store.Run{}, err
+	}
+	if req.Before != nil {
+		if err := req.Before(ctx); err != nil {
+			return store.Run{}, err
+		}
+	}
+	r, exec, err := s.newRun(req)
+	if err != nil {
+		return store.Run{}, err
+	}
+	if err := s.st.CreateRun(ctx, r); err != nil {
+		return store.Run{}, err
+	}
+	if err := s.remote.Dispatch(ctx, exec, req.InputDir); err != nil {
+		// Never queued: the run goes, as one refused at the door would have. (Before has
+		// run: the session's files are the new ones, as after any admitted run.)
+		if _, derr := s.st.DeleteQueuedRun(context.WithoutCancel(ctx), r.ID); derr != nil {
+			s.log.Error("removing a run that could not be queued", "run", r.ID, "error", derr)
+		}
+		return store.Run{}, err
+	}
+	return r, nil
+}
+
+// newRun is the queued run req asks for, and what executes it.
+func (s *Service) newRun(req Request) (store.Run, Job, error) {
+	manifest, err := listInputs(req.InputDir, false)
+	if err != nil {
+		return store.Run{}, Job{}, err
+	}
+	inputs := req.Inputs
+	if inputs == nil && req.Action != nil {
+		// An action run records the action's input (its tool reads it from action.json,
+		// not from the inputs), so that the run can be tried again with it.
+		inputs = req.Action.Input
+	}
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	r := store.Run{ID: ids.New("r"), ToolID: req.Tool.ID, VersionID: req.Version.ID, UserID: req.User.ID, Context: req.Context,
+		Kind: req.Kind, ActionID: req.ActionID, ActionLabel: req.ActionLabel, Status: store.StatusQueued, Inputs: mustJSON(inputs), Outputs: "[]",
+		NextActions: "[]", Artifacts: "[]", InputManifest: mustJSON(manifestOf(manifest)), ExpectedRev: req.ExpectedRev, CreatedAt: s.now()}
+	exec, err := s.job(r, req)
+	return r, exec, err
+}
+
+// job is what executes run r of req: the sandbox sees the files of its input directory,
+// action.json included.
+func (s *Service) job(r store.Run, req Request) (Job, error) {
+	files, err := listInputs(req.InputDir, true)
+	if err != nil {
+		return Job{}, err
+	}
+	lim := s.cfg.Limits
+	if req.WallTime > 0 {
+		lim.WallTime = req.WallTime
+	}
+	return Job{Run: r.ID, Tool: r.ToolID, Script: []byte(req.Version.Source), Env: contract.Env(files, req.Inputs, req.Action),
+		Memory: req.Memory, Limits: lim}, nil
 }
 
 func (s *Service) worker() {
@@ -215,88 +320,49 @@ func (s *Service) retire(j *job) {
 	})
 }
 
-// execute runs one job to its end and records it.
+// execute runs one job to its end on this node's runner and records it.
 func (s *Service) execute(j *job) {
 	ctx := context.WithoutCancel(j.ctx)
 	r := j.run
-	started := s.now()
 	// The local pool runs each run once: its only claim is attempt 1.
 	j.attempt = 1
-	if ok, err := s.st.ClaimRun(ctx, r.ID, j.attempt, s.cfg.Node, started); err != nil || !ok {
+	if ok, err := s.Claim(ctx, r.ID, j.attempt, s.cfg.Node); err != nil || !ok {
 		if err != nil {
 			s.log.Error("claiming run", "run", r.ID, "error", err)
 		}
 		return // cancelled while queued
 	}
-	if j.canceled.Load() {
-		// Cancel came as this worker took the run: the run was still queued when Cancel
-		// flagged it, but running by the time Cancel tried to end it as queued, so it is
-		// for the worker to end.
-		s.finish(ctx, j, started, outcome{status: store.StatusCancelled, summary: "cancelled"}, nil, nil)
-		return
+	rep := Report{Limits: j.job.Limits, Stopped: StopCancelled}
+	if !j.canceled.Load() {
+		// Cancel came as this worker took the run, when it is set here: the run was still
+		// queued when Cancel flagged it, but running by the time Cancel tried to end it as
+		// queued, so it is for the worker to end.
+		rep = s.executeHere(j)
 	}
-	s.hub.publish(r.ID, Event{Type: "status", Data: store.StatusRunning})
+	s.retire(j)
+	if _, err := s.Record(ctx, r.ID, j.attempt, rep); err != nil {
+		s.log.Error("recording a finished run", "run", r.ID, "error", err)
+	}
+}
 
-	manifest, err := listInputs(j.req.InputDir, true)
-	if err != nil {
-		s.finish(ctx, j, started, failed("could not read the run's input files"), nil, err)
-		return
+// executeHere runs job j on this node's runner, keeping its artifacts in the blob store.
+func (s *Service) executeHere(j *job) Report {
+	id := j.run.ID
+	collect := func(ctx context.Context, dir string) ([]Artifact, []contract.Output, error) {
+		return Collect(ctx, s.blobs, "runs/"+id+"/output/", dir)
 	}
-	lim := s.cfg.Limits
-	if j.req.WallTime > 0 {
-		lim.WallTime = j.req.WallTime
+	onLine := func(stream string, line []byte) { s.hub.publish(id, Event{Type: stream, Data: string(line)}) }
+	rep := Execute(j.ctx, s.runner, j.job, j.req.InputDir, collect, onLine)
+	if rep.Failure != "" {
+		s.log.Error("run failed in the server", "run", id, "error", rep.Failure)
 	}
-	var arts []Artifact
-	var artNotices []contract.Output
-	spec := runner.Spec{
-		ID: r.ID, ToolID: r.ToolID, Script: []byte(j.req.Version.Source), InputDir: j.req.InputDir,
-		Env: contract.Env(manifest, j.req.Inputs, j.req.Action), Memory: j.req.Memory, Limits: lim,
-		OnLine: func(stream string, line []byte) { s.hub.publish(r.ID, Event{Type: stream, Data: string(line)}) },
-		Collect: func(dir string) error {
-			var err error
-			arts, artNotices, err = s.collect(ctx, r.ID, dir)
-			return err
-		},
-	}
-	res, err := s.runner.Run(j.ctx, spec)
-	if err != nil {
-		s.finish(ctx, j, started, failed("the sandbox failed: see the server log"), &res, err)
-		return
-	}
-	out := outcome{status: store.StatusFailed}
 	switch {
 	case j.canceled.Load():
-		out = outcome{status: store.StatusCancelled, summary: "cancelled"}
+		rep.Stopped = StopCancelled
 	case j.ctx.Err() != nil:
-		out = outcome{status: store.StatusCancelled, summary: "cancelled: the server shut down"}
-	case res.TimedOut:
-		out = outcome{status: store.StatusTimedOut, summary: runner.TimedOut(lim.WallTime)}
-	case res.OOMKilled:
-		out.summary = runner.MemoryExceeded(lim.MemoryBytes)
-	case res.ResultJSON == nil:
-		out.summary = fmt.Sprintf("The tool ended without a result (exit code %d); see stderr.", res.ExitCode)
-	default:
-		parsed, perr := contract.ParseResult(res.ResultJSON, s.cfg.Policy)
-		if perr != nil {
-			out.summary = perr.Error()
-			break
-		}
-		out = outcome{status: parsed.Status, summary: parsed.ErrorSummary, outputs: parsed.Outputs, actions: parsed.NextActions, state: parsed.State}
-		if parsed.Status == store.StatusSucceeded && j.req.AfterSuccess != nil {
-			rev, err := j.req.AfterSuccess(ctx, r.ID, parsed)
-			if err != nil {
-				s.finish(ctx, j, started, failed("the tool succeeded but its session could not be saved; see the server log"), &res, err)
-				return
-			}
-			out.stateRev = rev
-		}
+		rep.Stopped = StopShutdown
 	}
-	out.outputs = append(out.outputs, artNotices...)
-	if res.LeftOut.Count > 0 {
-		out.outputs = append(out.outputs, leftOutNotice(lim.OutputBytes, res.LeftOut))
-	}
-	out.artifacts = arts
-	s.finish(ctx, j, started, out, &res, nil)
+	return rep
 }
 
 // outcome is how a run ended, before it is stored.
@@ -305,42 +371,38 @@ type outcome struct {
 	summary   string
 	outputs   []contract.Output
 	actions   []contract.NextAction
-	state     json.RawMessage
-	stateRev  *int64
+	session   *store.SessionEffect // what the run writes to its session, if it succeeded
 	artifacts []Artifact
+	result    *runner.Result // its logs; nil when it never ran
+}
+
+// SessionEffect is what run r, which ended with res, writes to its session: an action
+// run that succeeded moves it on from the revision it was submitted at, and an initial
+// run that succeeded and offers actions starts it anew. nil: nothing.
+func SessionEffect(r store.Run, res contract.Result) *store.SessionEffect {
+	if res.Status != store.StatusSucceeded {
+		return nil
+	}
+	switch {
+	case r.Kind == "action" && r.ExpectedRev != nil:
+		eff := &store.SessionEffect{Expected: *r.ExpectedRev}
+		if res.State != nil {
+			eff.State = store.NormalState(res.State)
+		}
+		return eff
+	case r.Kind == "initial" && len(res.NextActions) > 0:
+		return &store.SessionEffect{Start: true, State: store.NormalState(res.State)}
+	}
+	return nil
 }
 
 func failed(summary string) outcome { return outcome{status: store.StatusFailed, summary: summary} }
 
-func (s *Service) finish(ctx context.Context, j *job, started time.Time, out outcome, res *runner.Result, cause error) {
-	s.retire(j)
-	r := j.run
-	if cause != nil {
-		s.log.Error("run failed in the server", "run", r.ID, "error", cause)
-	}
-	fin := s.now()
-	r.Status, r.ErrorSummary, r.FinishedAt = out.status, out.summary, &fin
-	r.Outputs = mustJSON(nonNil(out.outputs))
-	r.NextActions = mustJSON(nonNil(out.actions))
-	r.Artifacts = mustJSON(nonNil(out.artifacts))
-	r.StateRev = out.stateRev
-	if res != nil {
-		r.Stdout, r.StdoutTruncated, r.Stderr, r.StderrTruncated = res.Stdout, res.StdoutTruncated, res.Stderr, res.StderrTruncated
-	}
-	ok, err := s.st.FinishRun(ctx, r, j.attempt)
-	if err != nil {
-		s.log.Error("recording a finished run", "run", r.ID, "error", err)
-	}
-	if !ok {
-		return
-	}
-	s.metrics.Runs.WithLabelValues(r.Status).Inc()
-	s.metrics.RunDuration.Observe(fin.Sub(started).Seconds())
-	s.hub.publish(r.ID, Event{Type: "status", Data: r.Status})
-}
-
 // Cancel stops a queued or running run. It reports false when the run was already over.
 func (s *Service) Cancel(ctx context.Context, runID string) (bool, error) {
+	if s.remote != nil {
+		return s.cancelRemote(ctx, runID)
+	}
 	s.mu.Lock()
 	j := s.active[runID]
 	s.mu.Unlock()
@@ -357,16 +419,55 @@ func (s *Service) Cancel(ctx context.Context, runID string) (bool, error) {
 	}
 	if ok {
 		s.metrics.Runs.WithLabelValues(store.StatusCancelled).Inc()
-		s.hub.publish(runID, Event{Type: "status", Data: store.StatusCancelled})
+		s.status(runID, store.StatusCancelled)
 	}
 	return true, nil
+}
+
+// cancelRemote ends a queued run at once (its message is dropped by the worker that
+// claims it), and asks the worker of a running one to stop it: the run ends cancelled
+// when that worker's report is recorded.
+func (s *Service) cancelRemote(ctx context.Context, runID string) (bool, error) {
+	r, now, err := s.st.RequestCancel(ctx, runID, "cancelled", s.now())
+	switch {
+	case err != nil:
+		return false, err
+	case now:
+		s.metrics.Runs.WithLabelValues(store.StatusCancelled).Inc()
+		s.status(runID, store.StatusCancelled)
+		return true, nil
+	case r.Status == store.StatusRunning:
+		s.remote.Cancel(ctx, r)
+		return true, nil
+	}
+	return false, nil
 }
 
 // Subscribe returns the first lines a running run printed so far (as many as the
 // backlog keeps) and a subscription to its events from then on; with lines false, only
 // its status changes. Close the subscription when done.
 func (s *Service) Subscribe(runID string, lines bool) ([]Event, *Subscription) {
-	return s.hub.subscribe(runID, lines)
+	past, sub := s.hub.subscribe(runID, lines)
+	if s.remote != nil && lines {
+		s.mu.Lock()
+		w := s.watches[runID]
+		if w == nil {
+			w = &watch{stop: s.remote.Watch(runID, func(e Event) { s.hub.publish(runID, e) })}
+			s.watches[runID] = w
+		}
+		w.subs++
+		s.mu.Unlock()
+		sub.onClose = func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if w.subs--; w.subs == 0 {
+				w.stop()
+				delete(s.watches, runID)
+				s.hub.forget(runID)
+			}
+		}
+	}
+	return past, sub
 }
 
 // Wait returns the run once it is final, or as it is when d passes or ctx ends.
@@ -379,8 +480,15 @@ func (s *Service) Wait(ctx context.Context, runID string, d time.Duration) (stor
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	// Status events from other nodes can be lost; the database cannot.
+	poll := time.NewTicker(2 * time.Second)
+	defer poll.Stop()
 	for {
 		select {
+		case <-poll.C:
+			if r, err := s.st.GetRun(ctx, runID); err != nil || store.Terminal(r.Status) {
+				return r, err
+			}
 		case <-sub.Ready():
 			for _, e := range sub.Take() {
 				if e.Type == "status" && store.Terminal(e.Data) {
@@ -442,7 +550,8 @@ func listInputs(dir string, withAction bool) (contract.Manifest, error) {
 	return m, nil
 }
 
-func contentType(name string) string {
+// ContentType is the media type an artifact named name is served with.
+func ContentType(name string) string {
 	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
 		return t
 	}

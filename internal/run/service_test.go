@@ -418,7 +418,7 @@ func TestRecover(t *testing.T) {
 			}
 			if store.Terminal(tc.status) {
 				r.Status, r.ErrorSummary, r.FinishedAt = tc.status, tc.summary, &then
-				if _, err := st.FinishRun(ctx, r, 1); err != nil {
+				if _, _, err := st.RecordRun(ctx, r, 1, nil); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -95,13 +95,7 @@ func (s *Service) Advance(ctx context.Context, k store.SessionKey, expected int6
 	return ok, err
 }
 
-func normalState(state json.RawMessage) string {
-	t := strings.TrimSpace(string(state))
-	if t == "" || t == "null" {
-		return "{}"
-	}
-	return t
-}
+func normalState(state json.RawMessage) string { return store.NormalState(state) }
 
 // ContextDir is the filesystem-safe form of a context in blob keys: hex SHA-256, so no
 // ':' or '/' ever reaches a key.

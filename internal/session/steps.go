@@ -22,6 +22,10 @@ func isEditor(k store.SessionKey) bool {
 	return err == nil && c.IsEditor()
 }
 
+// Recorded keeps revision rev of an editor session as a step, when a run that wrote it
+// was recorded: the run service calls it.
+func (s *Service) Recorded(ctx context.Context, k store.SessionKey, rev int64) { s.record(ctx, k, rev) }
+
 // record keeps revision rev of an editor session as a step, if the session is still at
 // it (a later write records its own). A step that cannot be recorded only cannot be gone
 // back to, so a failure is logged, not returned: the session itself was written.

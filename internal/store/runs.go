@@ -33,24 +33,30 @@ func Terminal(status string) bool {
 
 // Run is one execution of a tool version. The JSON columns hold what the API shows.
 type Run struct {
-	ID              string
-	ToolID          string
-	VersionID       string
-	UserID          string
-	Context         string
-	Kind            string // initial or action
-	ActionID        string
-	ActionLabel     string // the offered action's label when it was submitted; '' for older runs
-	Status          string
-	ErrorSummary    string
-	Inputs          string // JSON object
-	Outputs         string // JSON array
-	NextActions     string // JSON array
-	Artifacts       string // JSON array
-	InputManifest   string // JSON {"files": [...]}
-	StateRev        *int64
-	Attempts        int64  // how many times the run was claimed to execute; 0 while queued
-	Worker          string // the node that claimed it last; '' before a claim
+	ID            string
+	ToolID        string
+	VersionID     string
+	UserID        string
+	Context       string
+	Kind          string // initial or action
+	ActionID      string
+	ActionLabel   string // the offered action's label when it was submitted; '' for older runs
+	Status        string
+	ErrorSummary  string
+	Inputs        string // JSON object
+	Outputs       string // JSON array
+	NextActions   string // JSON array
+	Artifacts     string // JSON array
+	InputManifest string // JSON {"files": [...]}
+	StateRev      *int64
+	Attempts      int64  // how many times the run was claimed to execute; 0 while queued
+	Worker        string // the node that claimed it last; '' before a claim
+	// ExpectedRev is the session revision an action run was submitted at: when it
+	// succeeds, the session moves from it to the next (nil on initial runs).
+	ExpectedRev *int64
+	// CancelRequested is set when a user cancelled the run while it was running, until
+	// the node running it ends it.
+	CancelRequested bool
 	Stdout          []byte
 	Stderr          []byte
 	StdoutTruncated bool
@@ -61,21 +67,24 @@ type Run struct {
 }
 
 const runCols = `id, tool_id, version_id, user_id, context, kind, action_id, action_label, status, error_summary, inputs, outputs,
-	next_actions, artifacts, input_manifest, state_rev, attempts, worker, stdout, stderr, stdout_truncated, stderr_truncated,
+	next_actions, artifacts, input_manifest, state_rev, attempts, worker, expected_rev, cancel_requested, stdout, stderr, stdout_truncated, stderr_truncated,
 	created_at, started_at, finished_at`
 
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var r Run
-	var rev, started, finished sql.NullInt64
+	var rev, expected, started, finished sql.NullInt64
 	var created int64
 	if err := row.Scan(&r.ID, &r.ToolID, &r.VersionID, &r.UserID, &r.Context, &r.Kind, &r.ActionID, &r.ActionLabel, &r.Status, &r.ErrorSummary,
-		&r.Inputs, &r.Outputs, &r.NextActions, &r.Artifacts, &r.InputManifest, &rev, &r.Attempts, &r.Worker, &r.Stdout, &r.Stderr,
+		&r.Inputs, &r.Outputs, &r.NextActions, &r.Artifacts, &r.InputManifest, &rev, &r.Attempts, &r.Worker, &expected, &r.CancelRequested, &r.Stdout, &r.Stderr,
 		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished); err != nil {
 		return Run{}, mapErr(err)
 	}
 	r.CreatedAt = fromMS(created)
 	if rev.Valid {
 		r.StateRev = &rev.Int64
+	}
+	if expected.Valid {
+		r.ExpectedRev = &expected.Int64
 	}
 	if started.Valid {
 		t := fromMS(started.Int64)
@@ -104,9 +113,9 @@ func nullInt(v *int64) any {
 
 // CreateRun inserts a new run.
 func (s *Store) CreateRun(ctx context.Context, r Run) error {
-	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.ActionLabel, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
-		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Attempts, r.Worker, r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
+		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Attempts, r.Worker, nullInt(r.ExpectedRev), r.CancelRequested, r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
 		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt))
 	if err != nil {
 		return fmt.Errorf("creating run: %w", err)
@@ -117,11 +126,12 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 // ClaimRun marks run id running as attempt number attempt, claimed by worker (a node
 // id). It applies to a queued run, or to a running one whose current attempt is older
 // (a run handed to another worker); started_at keeps the first claim's time. It reports
-// false when the run is over (cancelled meanwhile) or already claimed as attempt or later.
+// false when the run is over (cancelled meanwhile), a user asked to cancel it, or it is
+// already claimed as attempt or later.
 func (s *Store) ClaimRun(ctx context.Context, id string, attempt int64, worker string, at time.Time) (bool, error) {
 	res, err := s.exec(ctx, `UPDATE runs SET status = ?, attempts = ?, worker = ?, started_at = COALESCE(started_at, ?)
-		WHERE id = ? AND (status = ? OR (status = ? AND attempts < ?))`,
-		StatusRunning, attempt, worker, ms(at), id, StatusQueued, StatusRunning, attempt)
+		WHERE id = ? AND cancel_requested = ? AND (status = ? OR (status = ? AND attempts < ?))`,
+		StatusRunning, attempt, worker, ms(at), id, false, StatusQueued, StatusRunning, attempt)
 	if err != nil {
 		return false, fmt.Errorf("claiming run %s: %w", id, err)
 	}
@@ -129,17 +139,119 @@ func (s *Store) ClaimRun(ctx context.Context, id string, attempt int64, worker s
 	return n == 1, nil
 }
 
-// FinishRun records how a run ended, as the result of its attempt number attempt. Only a
-// run not yet final whose current attempt that is changed, so that a late result of an
-// attempt since claimed again changes nothing; it reports whether this call finished it.
-func (s *Store) FinishRun(ctx context.Context, r Run, attempt int64) (bool, error) {
-	res, err := s.exec(ctx, `UPDATE runs SET status = ?, error_summary = ?, outputs = ?, next_actions = ?, artifacts = ?,
-		state_rev = ?, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?
-		WHERE id = ? AND status IN (?, ?) AND attempts = ?`,
-		r.Status, r.ErrorSummary, r.Outputs, r.NextActions, r.Artifacts, nullInt(r.StateRev), r.Stdout, r.Stderr,
-		r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), r.ID, StatusQueued, StatusRunning, attempt)
+// SessionEffect is what a succeeded run writes to its session: the session of the run's
+// tool, user and context.
+type SessionEffect struct {
+	// Start writes the session anew at its next revision (an initial run that offers
+	// actions). Otherwise the session moves from revision Expected to Expected+1, or
+	// stays as it is when another write moved it first.
+	Start    bool
+	Expected int64
+	// State is the session's new state; on a move, "" keeps the state it has.
+	State string
+}
+
+// RecordRun records how run r ended, as the result of its attempt number attempt, and,
+// when eff is set and the run succeeded, applies eff to its session in the same
+// transaction. Only a run not yet final whose current attempt that is changes, so a late
+// or repeated result of an attempt since claimed again changes neither the run nor its
+// session: the session's revision moves once. It reports whether this call recorded the
+// run, and the revision it wrote to the session (nil: none, also stored as the run's
+// state_rev; r.StateRev is not read).
+func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *SessionEffect) (*int64, bool, error) {
+	var rev *int64
+	recorded := false
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		// In PostgreSQL the update locks the run's row until the commit, so a second
+		// record of the same run waits here and then finds it final.
+		res, err := tx.ExecContext(ctx, s.rebind(`UPDATE runs SET status = ?, error_summary = ?, outputs = ?, next_actions = ?, artifacts = ?,
+			state_rev = NULL, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?, cancel_requested = ?
+			WHERE id = ? AND status IN (?, ?) AND attempts = ?`),
+			r.Status, r.ErrorSummary, r.Outputs, r.NextActions, r.Artifacts, r.Stdout, r.Stderr,
+			r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), false, r.ID, StatusQueued, StatusRunning, attempt)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return nil
+		}
+		recorded = true
+		if eff == nil || r.Status != StatusSucceeded {
+			return nil
+		}
+		var at int64
+		if r.FinishedAt != nil {
+			at = ms(*r.FinishedAt)
+		}
+		if eff.Start {
+			var v int64
+			err := tx.QueryRowContext(ctx, s.rebind(`INSERT INTO tool_sessions (tool_id, user_id, context, state, state_rev, latest_run_id, updated_at)
+				VALUES (?, ?, ?, ?, 1, ?, ?)
+				ON CONFLICT (tool_id, user_id, context) DO UPDATE SET state = excluded.state,
+					state_rev = tool_sessions.state_rev + 1, latest_run_id = excluded.latest_run_id, updated_at = excluded.updated_at
+				RETURNING state_rev`), r.ToolID, r.UserID, r.Context, eff.State, r.ID, at).Scan(&v)
+			if err != nil {
+				return err
+			}
+			rev = &v
+		} else {
+			res, err := tx.ExecContext(ctx, s.rebind(`UPDATE tool_sessions SET state = CASE WHEN ? = '' THEN state ELSE ? END,
+				state_rev = state_rev + 1, latest_run_id = ?, updated_at = ? WHERE tool_id = ? AND user_id = ? AND context = ? AND state_rev = ?`),
+				eff.State, eff.State, r.ID, at, r.ToolID, r.UserID, r.Context, eff.Expected)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return nil // another write to the session won: the run succeeded without a state_rev
+			}
+			v := eff.Expected + 1
+			rev = &v
+		}
+		_, err = tx.ExecContext(ctx, s.rebind("UPDATE runs SET state_rev = ? WHERE id = ?"), *rev, r.ID)
+		return err
+	})
 	if err != nil {
-		return false, fmt.Errorf("finishing run %s: %w", r.ID, err)
+		return nil, false, fmt.Errorf("recording run %s: %w", r.ID, err)
+	}
+	if !recorded {
+		rev = nil
+	}
+	return rev, recorded, nil
+}
+
+// EndRun ends a run that is not yet final as status with summary, whatever its attempt:
+// what a node does when the run's worker was lost. It reports whether it did.
+func (s *Store) EndRun(ctx context.Context, id, status, summary string, at time.Time) (bool, error) {
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ?, cancel_requested = ? WHERE id = ? AND status IN (?, ?)",
+		status, summary, ms(at), false, id, StatusQueued, StatusRunning)
+	if err != nil {
+		return false, fmt.Errorf("ending run %s: %w", id, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// RequestCancel marks a running run to be cancelled by the node running it, and ends a
+// queued one as cancelled at once, reporting whether it did. It returns the run as it is
+// after the call; a final run is returned unchanged.
+func (s *Store) RequestCancel(ctx context.Context, id, summary string, at time.Time) (Run, bool, error) {
+	ended, err := s.CancelQueuedRun(ctx, id, summary, at)
+	if err != nil {
+		return Run{}, false, fmt.Errorf("cancelling run %s: %w", id, err)
+	}
+	if _, err := s.exec(ctx, "UPDATE runs SET cancel_requested = ? WHERE id = ? AND status = ?", true, id, StatusRunning); err != nil {
+		return Run{}, false, fmt.Errorf("cancelling run %s: %w", id, err)
+	}
+	r, err := s.GetRun(ctx, id)
+	return r, ended, err
+}
+
+// DeleteQueuedRun removes a run that is still queued: one that could not be queued after
+// all. It reports whether it did.
+func (s *Store) DeleteQueuedRun(ctx context.Context, id string) (bool, error) {
+	res, err := s.exec(ctx, "DELETE FROM runs WHERE id = ? AND status = ?", id, StatusQueued)
+	if err != nil {
+		return false, fmt.Errorf("removing run %s: %w", id, err)
 	}
 	n, _ := res.RowsAffected()
 	return n == 1, nil

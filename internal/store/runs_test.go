@@ -77,19 +77,18 @@ func TestToolsAndRuns(t *testing.T) {
 		if ok, _ := s.ClaimRun(ctx, "r_01", 1, "node-b", now); ok {
 			t.Fatal("a running run was claimed twice as the same attempt")
 		}
-		rev := int64(3)
 		fin := now.Add(time.Second)
-		run.Status, run.ErrorSummary, run.StateRev, run.FinishedAt = StatusSucceeded, "", &rev, &fin
+		run.Status, run.ErrorSummary, run.FinishedAt = StatusSucceeded, "", &fin
 		run.Stdout, run.StdoutTruncated = []byte("out\x00with nul"), true
-		if ok, err := s.FinishRun(ctx, run, 1); !ok || err != nil {
-			t.Fatalf("FinishRun = %v, %v", ok, err)
+		if rev, ok, err := s.RecordRun(ctx, run, 1, &SessionEffect{Start: true, State: "{}"}); !ok || err != nil || rev == nil || *rev != 1 {
+			t.Fatalf("RecordRun = %v, %v, %v; want revision 1", rev, ok, err)
 		}
 		run.Status = StatusFailed
-		if ok, _ := s.FinishRun(ctx, run, 1); ok {
+		if _, ok, _ := s.RecordRun(ctx, run, 1, nil); ok {
 			t.Fatal("a finished run was finished again")
 		}
 		got, err := s.GetRun(ctx, "r_01")
-		if err != nil || got.Status != StatusSucceeded || *got.StateRev != 3 || string(got.Stdout) != "out\x00with nul" || !got.StdoutTruncated ||
+		if err != nil || got.Status != StatusSucceeded || got.StateRev == nil || *got.StateRev != 1 || string(got.Stdout) != "out\x00with nul" || !got.StdoutTruncated ||
 			got.StartedAt == nil || !got.FinishedAt.Equal(fin) {
 			t.Fatalf("GetRun = %+v, %v", got, err)
 		}
@@ -231,9 +230,9 @@ func queuedRun(id string, now time.Time) Run {
 		Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`, CreatedAt: now}
 }
 
-// TestFinishRunStaleAttempt: a run claimed again finishes only as its latest attempt; the
+// TestRecordRunStaleAttempt: a run claimed again finishes only as its latest attempt; the
 // late result of an earlier one changes nothing.
-func TestFinishRunStaleAttempt(t *testing.T) {
+func TestRecordRunStaleAttempt(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
 		now := time.Now().Truncate(time.Millisecond)
@@ -261,21 +260,136 @@ func TestFinishRunStaleAttempt(t *testing.T) {
 		} {
 			r := run
 			r.Status, r.ErrorSummary, r.FinishedAt, r.Stdout = c.status, "from attempt "+fmt.Sprint(c.attempt), &fin, []byte("out")
-			ok, err := s.FinishRun(ctx, r, c.attempt)
+			_, ok, err := s.RecordRun(ctx, r, c.attempt, nil)
 			if err != nil || ok != c.ok {
-				t.Fatalf("FinishRun(%s, attempt %d) = %v, %v; want %v", c.status, c.attempt, ok, err, c.ok)
+				t.Fatalf("RecordRun(%s, attempt %d) = %v, %v; want %v", c.status, c.attempt, ok, err, c.ok)
 			}
 			got, _ := s.GetRun(ctx, "r_s")
 			if got.Status != c.want || got.Attempts != 2 || got.Worker != "w2" {
-				t.Fatalf("after FinishRun(%s, attempt %d): %s, attempts %d, worker %q; want %s, 2, w2",
+				t.Fatalf("after RecordRun(%s, attempt %d): %s, attempts %d, worker %q; want %s, 2, w2",
 					c.status, c.attempt, got.Status, got.Attempts, got.Worker, c.want)
 			}
 			if got.Status == StatusRunning && (got.ErrorSummary != "" || got.FinishedAt != nil || len(got.Stdout) != 0) {
-				t.Fatalf("a refused FinishRun changed the run: %+v", got)
+				t.Fatalf("a refused RecordRun changed the run: %+v", got)
 			}
 		}
 		if got, _ := s.GetRun(ctx, "r_s"); got.ErrorSummary != "from attempt 2" {
 			t.Fatalf("the run recorded %q, want attempt 2's result", got.ErrorSummary)
+		}
+	})
+}
+
+// TestRecordRunSessionOnce: the results of two attempts of one action run, and of a
+// second run at the same revision, move the session once; a stale attempt's result
+// changes neither the run nor the session.
+func TestRecordRunSessionOnce(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		seedRunTool(t, s, now)
+		k := SessionKey{ToolID: "t_1", UserID: "u_a", Context: "default"}
+		if _, err := s.WriteSession(ctx, k, `{"step":1}`, "r_0", now); err != nil {
+			t.Fatal(err)
+		}
+		expected := int64(1)
+		for _, id := range []string{"r_x", "r_y"} {
+			r := queuedRun(id, now)
+			r.Kind, r.ActionID, r.ExpectedRev = "action", "next", &expected
+			if err := s.CreateRun(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := s.GetRun(ctx, "r_x"); got.ExpectedRev == nil || *got.ExpectedRev != 1 {
+			t.Fatalf("the run's expected revision = %v, want 1", got.ExpectedRev)
+		}
+		for _, attempt := range []int64{1, 2} {
+			if ok, err := s.ClaimRun(ctx, "r_x", attempt, fmt.Sprintf("w%d", attempt), now); !ok || err != nil {
+				t.Fatalf("ClaimRun(%d) = %v, %v", attempt, ok, err)
+			}
+		}
+		fin := now.Add(time.Second)
+		result := func(id, state string) (Run, *SessionEffect) {
+			r := queuedRun(id, now)
+			r.Status, r.FinishedAt = StatusSucceeded, &fin
+			return r, &SessionEffect{Expected: 1, State: state}
+		}
+		// The stale attempt 1: nothing changes.
+		r, eff := result("r_x", `{"from":"attempt 1"}`)
+		if rev, ok, err := s.RecordRun(ctx, r, 1, eff); ok || rev != nil || err != nil {
+			t.Fatalf("RecordRun(stale attempt) = %v, %v, %v; want not recorded", rev, ok, err)
+		}
+		if sess, _ := s.Session(ctx, k); sess.StateRev != 1 || sess.State != `{"step":1}` {
+			t.Fatalf("a stale attempt moved the session to %d, %s", sess.StateRev, sess.State)
+		}
+		// Attempt 2 records and moves the session once; its repeat does nothing.
+		r, eff = result("r_x", `{"from":"attempt 2"}`)
+		for i := range 2 {
+			rev, ok, err := s.RecordRun(ctx, r, 2, eff)
+			if err != nil || ok != (i == 0) || (i == 0 && (rev == nil || *rev != 2)) {
+				t.Fatalf("RecordRun(attempt 2, call %d) = %v, %v, %v", i+1, rev, ok, err)
+			}
+		}
+		sess, _ := s.Session(ctx, k)
+		if sess.StateRev != 2 || sess.State != `{"from":"attempt 2"}` || sess.LatestRunID != "r_x" {
+			t.Fatalf("session = rev %d, %s, latest %s; want 2, attempt 2's state, r_x", sess.StateRev, sess.State, sess.LatestRunID)
+		}
+		if got, _ := s.GetRun(ctx, "r_x"); got.StateRev == nil || *got.StateRev != 2 {
+			t.Fatalf("the run's state_rev = %v, want 2", got.StateRev)
+		}
+		// Another run submitted at revision 1 succeeds, but lost the race: no state_rev.
+		if ok, _ := s.ClaimRun(ctx, "r_y", 1, "w1", now); !ok {
+			t.Fatal("ClaimRun(r_y) refused")
+		}
+		r, eff = result("r_y", `{"from":"r_y"}`)
+		if rev, ok, err := s.RecordRun(ctx, r, 1, eff); !ok || rev != nil || err != nil {
+			t.Fatalf("RecordRun(lost race) = %v, %v, %v; want recorded without a revision", rev, ok, err)
+		}
+		if got, _ := s.GetRun(ctx, "r_y"); got.Status != StatusSucceeded || got.StateRev != nil {
+			t.Fatalf("the run that lost the race: %s, state_rev %v", got.Status, got.StateRev)
+		}
+		if sess, _ := s.Session(ctx, k); sess.StateRev != 2 {
+			t.Fatalf("the run that lost the race moved the session to %d", sess.StateRev)
+		}
+	})
+}
+
+// TestClaimRunCancelRequested: a cancel asked while a run runs keeps it from being
+// claimed again, and a queued run is cancelled at once.
+func TestClaimRunCancelRequested(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		seedRunTool(t, s, now)
+		for _, id := range []string{"r_q", "r_r"} {
+			if err := s.CreateRun(ctx, queuedRun(id, now)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, ended, err := s.RequestCancel(ctx, "r_q", "cancelled", now); err != nil || !ended || got.Status != StatusCancelled || got.CancelRequested {
+			t.Fatalf("RequestCancel(queued) = %s (ended %v, requested %v), %v; want cancelled", got.Status, ended, got.CancelRequested, err)
+		}
+		if ok, _ := s.ClaimRun(ctx, "r_r", 1, "w1", now); !ok {
+			t.Fatal("ClaimRun refused a queued run")
+		}
+		if got, ended, err := s.RequestCancel(ctx, "r_r", "cancelled", now); err != nil || ended || got.Status != StatusRunning || !got.CancelRequested {
+			t.Fatalf("RequestCancel(running) = %s (ended %v, requested %v), %v; want running, requested", got.Status, ended, got.CancelRequested, err)
+		}
+		if ok, _ := s.ClaimRun(ctx, "r_r", 2, "w2", now); ok {
+			t.Fatal("a run whose cancel was asked was claimed again")
+		}
+		r := queuedRun("r_r", now)
+		r.Status, r.FinishedAt = StatusCancelled, &now
+		if _, ok, _ := s.RecordRun(ctx, r, 1, nil); !ok {
+			t.Fatal("the cancelled attempt's result was refused")
+		}
+		if got, _ := s.GetRun(ctx, "r_r"); got.Status != StatusCancelled || got.CancelRequested {
+			t.Fatalf("after recording: %s, requested %v", got.Status, got.CancelRequested)
+		}
+		if got, _, _ := s.RequestCancel(ctx, "r_r", "again", now); got.Status != StatusCancelled {
+			t.Fatalf("RequestCancel of a final run changed it to %s", got.Status)
+		}
+		if ok, _ := s.EndRun(ctx, "r_r", StatusFailed, "worker lost", now); ok {
+			t.Fatal("EndRun changed a final run")
 		}
 	})
 }

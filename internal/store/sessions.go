@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -51,6 +52,15 @@ func (s *Store) WriteSession(ctx context.Context, k SessionKey, state, runID str
 		return 0, fmt.Errorf("writing session %s/%s: %w", k.ToolID, k.Context, mapErr(err))
 	}
 	return rev, nil
+}
+
+// NormalState is a tool's state as a session stores it: "{}" for none or JSON null.
+func NormalState(state []byte) string {
+	t := strings.TrimSpace(string(state))
+	if t == "" || t == "null" {
+		return "{}"
+	}
+	return t
 }
 
 // CompareAndSwapSession moves the session from revision expected to expected+1 with state

@@ -114,14 +114,7 @@ func (st *Service) Initial(ctx context.Context, in Initial) (store.Run, error) {
 		return nil
 	}
 	rn, err := st.runs.Submit(ctx, run.Request{Tool: in.Tool, Version: in.Version, User: in.User, Context: in.Context.String(), Kind: "initial",
-		InputDir: in.Dir, Inputs: inputs, Memory: memory, WallTime: st.wallTime(in.Context), Before: files,
-		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
-			if len(res.NextActions) == 0 {
-				return nil, nil
-			}
-			rev, err := st.sessions.Start(ctx, k, res.State, runID)
-			return &rev, err
-		}})
+		InputDir: in.Dir, Inputs: inputs, Memory: memory, WallTime: st.wallTime(in.Context), Before: files})
 	if err != nil {
 		os.RemoveAll(in.Dir)
 	}
@@ -191,14 +184,7 @@ func (st *Service) Action(ctx context.Context, a Action) (store.Run, error) {
 	expected := a.ExpectedStateRev
 	rn, err := st.runs.Submit(ctx, run.Request{Tool: a.Tool, Version: a.Version, User: a.User, Context: a.Context.String(), Kind: "action",
 		ActionID: a.ActionID, ActionLabel: action.Label, InputDir: dir, Action: &act, Memory: memory, WallTime: st.wallTime(a.Context),
-		AfterSuccess: func(ctx context.Context, runID string, res contract.Result) (*int64, error) {
-			ok, err := st.sessions.Advance(ctx, k, expected, res.State, runID)
-			if err != nil || !ok {
-				return nil, err
-			}
-			rev := expected + 1
-			return &rev, nil
-		}})
+		ExpectedRev: &expected})
 	if err != nil {
 		os.RemoveAll(dir)
 	}

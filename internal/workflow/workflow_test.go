@@ -92,7 +92,7 @@ func TestRunsCarryInputsAndMemory(t *testing.T) {
 
 	rec := &recorder{Runner: env.App.Runner, specs: map[string]runner.Spec{}}
 	runs, err := run.New(env.App.Store, env.App.Blobs, rec, run.Config{Limits: app.RunLimits(env.Config), Concurrency: 1, Queue: 4,
-		WorkDir: t.TempDir(), Policy: contract.DefaultPolicy()}, metrics.New(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		WorkDir: t.TempDir(), Policy: contract.DefaultPolicy(), SessionWritten: env.App.Sessions.Recorded}, metrics.New(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

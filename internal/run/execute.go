@@ -1,0 +1,171 @@
+package run
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// Job is one run to execute, as plain data: what a worker needs to run it, on this node
+// or on another. Its input files travel beside it.
+type Job struct {
+	Run    string            `json:"run"`
+	Tool   string            `json:"tool"`
+	Script []byte            `json:"script"`
+	Env    map[string]string `json:"env"`
+	Memory []byte            `json:"memory,omitempty"`
+	Limits runner.Limits     `json:"limits"`
+}
+
+// Report is what executing a run gave, as its worker saw it. The node that records the
+// run judges it (Record): a worker's report is never trusted to say how the run ended.
+type Report struct {
+	Result    runner.Result     `json:"result"`
+	Artifacts []Artifact        `json:"artifacts"`
+	Notices   []contract.Output `json:"notices,omitempty"` // about files of /work/output not kept
+	Limits    runner.Limits     `json:"limits"`            // the run's, for the words of a timeout or OOM
+	// Failure, when set, is the summary of a failure of the worker, not of the tool: the
+	// sandbox could not be set up, or the input files could not be read.
+	Failure string `json:"failure,omitempty"`
+	// Stopped says why the worker stopped the run early: StopCancelled, StopShutdown, or
+	// "" when it ran to its end.
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// Why a worker stopped a run early.
+const (
+	StopCancelled = "cancelled" // a user cancelled it
+	StopShutdown  = "shutdown"  // the worker was stopping and its grace period ended
+)
+
+// Collector keeps what a run left in /work/output (dir) as its artifacts.
+type Collector func(ctx context.Context, dir string) ([]Artifact, []contract.Output, error)
+
+// Execute runs job on rn with its input files in inputDir. It keeps the run's artifacts
+// with collect and passes each line it prints to onLine (nil: none). A run that fails,
+// times out or is stopped is a Report, as is a sandbox that could not be set up; the
+// caller tells a stop by ctx apart (Report.Stopped).
+func Execute(ctx context.Context, rn runner.Runner, job Job, inputDir string, collect Collector, onLine func(stream string, line []byte)) Report {
+	rep := Report{Limits: job.Limits}
+	var collectErr error
+	spec := runner.Spec{
+		ID: job.Run, ToolID: job.Tool, Script: job.Script, InputDir: inputDir, Env: job.Env, Memory: job.Memory, Limits: job.Limits,
+		OnLine: onLine,
+		Collect: func(dir string) error {
+			rep.Artifacts, rep.Notices, collectErr = collect(context.WithoutCancel(ctx), dir)
+			return collectErr
+		},
+	}
+	res, err := rn.Run(ctx, spec)
+	rep.Result = res
+	if err != nil {
+		rep.Failure = "the sandbox failed: see the server log"
+		if collectErr != nil {
+			rep.Failure = "the run's artifacts could not be stored: see the server log"
+		}
+	}
+	return rep
+}
+
+// judge turns a worker's report on run r into how the run ended. The tool's result.json
+// is parsed and checked here, against policy, on the node that records the run.
+func judge(r store.Run, rep Report, policy contract.Policy) outcome {
+	lim := rep.Limits
+	res := rep.Result
+	out := outcome{status: store.StatusFailed}
+	switch {
+	case rep.Failure != "":
+		return failed(rep.Failure)
+	case rep.Stopped == StopCancelled || r.CancelRequested:
+		out = outcome{status: store.StatusCancelled, summary: "cancelled"}
+	case rep.Stopped == StopShutdown:
+		out = outcome{status: store.StatusCancelled, summary: "cancelled: the server shut down"}
+	case res.TimedOut:
+		out = outcome{status: store.StatusTimedOut, summary: runner.TimedOut(lim.WallTime)}
+	case res.OOMKilled:
+		out.summary = runner.MemoryExceeded(lim.MemoryBytes)
+	case res.ResultJSON == nil:
+		out.summary = fmt.Sprintf("The tool ended without a result (exit code %d); see stderr.", res.ExitCode)
+	default:
+		parsed, perr := contract.ParseResult(res.ResultJSON, policy)
+		if perr != nil {
+			out.summary = perr.Error()
+			break
+		}
+		out = outcome{status: parsed.Status, summary: parsed.ErrorSummary, outputs: parsed.Outputs, actions: parsed.NextActions,
+			session: SessionEffect(r, parsed)}
+	}
+	out.outputs = append(out.outputs, rep.Notices...)
+	if res.LeftOut.Count > 0 {
+		out.outputs = append(out.outputs, leftOutNotice(lim.OutputBytes, res.LeftOut))
+	}
+	out.artifacts = rep.Artifacts
+	out.result = &res
+	return out
+}
+
+// Claim marks run id running as attempt number attempt on worker, and tells the run's
+// subscribers. It reports false when the run is not to be run: over, cancelled, or
+// already claimed as that attempt or a later one.
+func (s *Service) Claim(ctx context.Context, id string, attempt int64, worker string) (bool, error) {
+	ok, err := s.st.ClaimRun(ctx, id, attempt, worker, s.now())
+	if ok {
+		s.status(id, store.StatusRunning)
+	}
+	return ok, err
+}
+
+// Record records rep as the result of attempt number attempt of run id, with what a
+// success writes to the run's session, in one transaction. It reports false when the
+// run was already recorded, or is held by a later attempt: a late or repeated report
+// changes nothing.
+func (s *Service) Record(ctx context.Context, id string, attempt int64, rep Report) (bool, error) {
+	r, err := s.st.GetRun(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if store.Terminal(r.Status) || r.Attempts != attempt {
+		return false, nil
+	}
+	return s.record(ctx, r, attempt, judge(r, rep, s.cfg.Policy))
+}
+
+// record stores how run r ended as attempt, and tells its subscribers.
+func (s *Service) record(ctx context.Context, r store.Run, attempt int64, out outcome) (bool, error) {
+	fin := s.now()
+	r.Status, r.ErrorSummary, r.FinishedAt = out.status, out.summary, &fin
+	r.Outputs = mustJSON(nonNil(out.outputs))
+	r.NextActions = mustJSON(nonNil(out.actions))
+	r.Artifacts = mustJSON(nonNil(out.artifacts))
+	if res := out.result; res != nil {
+		r.Stdout, r.StdoutTruncated, r.Stderr, r.StderrTruncated = res.Stdout, res.StdoutTruncated, res.Stderr, res.StderrTruncated
+	}
+	rev, ok, err := s.st.RecordRun(ctx, r, attempt, out.session)
+	if err != nil || !ok {
+		return false, err
+	}
+	if rev != nil && s.cfg.SessionWritten != nil {
+		s.cfg.SessionWritten(ctx, store.SessionKey{ToolID: r.ToolID, UserID: r.UserID, Context: r.Context}, *rev)
+	}
+	s.metrics.Runs.WithLabelValues(r.Status).Inc()
+	if r.StartedAt != nil {
+		s.metrics.RunDuration.Observe(fin.Sub(*r.StartedAt).Seconds())
+	}
+	s.status(r.ID, r.Status)
+	return true, nil
+}
+
+// End ends run id, whatever its attempt, as status with summary, when it is not over
+// yet: a run whose workers were lost, or one cancelled while its worker was. It
+// reports whether it did.
+func (s *Service) End(ctx context.Context, id, status, summary string) (bool, error) {
+	ok, err := s.st.EndRun(ctx, id, status, summary, s.now())
+	if ok {
+		s.metrics.Runs.WithLabelValues(status).Inc()
+		s.status(id, status)
+	}
+	return ok, err
+}

@@ -5,8 +5,6 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -77,6 +75,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 }
 
 func (a *App) open(ctx context.Context) error {
+	if err := a.cfg.CheckServe(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(a.cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("creating the data dir %s: %w", a.cfg.DataDir, err)
 	}
@@ -132,8 +133,9 @@ func (a *App) open(ctx context.Context) error {
 		return err
 	}
 	a.Janitor = janitor.New(janitor.Deps{Accounts: a.Accounts, Files: a.Files, Sessions: a.Sessions, Runs: a.Runs,
-		Sandboxes: a.Sandboxes, Blobs: a.Blobs, Metrics: a.Metrics, Log: a.log},
+		Sandboxes: a.Sandboxes, Blobs: a.Blobs, Lease: st.Lease(janitor.LeaseName), Metrics: a.Metrics, Log: a.log},
 		janitor.Config{ArtifactsTTL: a.cfg.RunArtifactsTTL, SharedBlobs: a.cfg.Blob == "nats" && a.cfg.NATSURL != ""})
+	a.closers = append(a.closers, a.Janitor.Close)
 	// Nothing is in flight yet: whatever a crash left in the blob store goes now.
 	if _, err := a.Janitor.Leftovers(ctx); err != nil {
 		a.log.Error("removing leftovers of an earlier run of the server; the janitor retries", "error", err)
@@ -171,12 +173,7 @@ func SandboxBudget(ctx context.Context, cfg config.Config, r runner.Sandboxes) (
 }
 
 // node names this server among those sharing a database: its host and data dir.
-func node(cfg config.Config) string {
-	host, _ := os.Hostname()
-	dir, _ := filepath.Abs(cfg.DataDir)
-	sum := sha256.Sum256([]byte(host + "\x00" + dir))
-	return hex.EncodeToString(sum[:8])
-}
+func node(cfg config.Config) string { return cfg.Node() }
 
 // BwrapConfig is the bwrap runner's configuration from the settings. Its root is
 // SKRIP_BWRAP_ROOTFS, or when that is empty the rootfs scripts/deps.sh and `skrip

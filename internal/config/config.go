@@ -4,10 +4,14 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +33,7 @@ type Config struct {
 	Blob                string
 	NATSURL             string
 	NATSBucket          string
+	NATSWorkBucket      string
 	NATSReplicas        int
 	NATSUser            string
 	NATSPassword        string
@@ -60,8 +65,13 @@ type Config struct {
 	RunTmpBytes         int64
 	RunOutputBytes      int64
 	RunLogBytes         int64
+	// RunnerConcurrency is the runs executing at once on this process: the number of CPUs
+	// for auto, and 0 for none (cluster mode only: see CheckServe).
 	RunnerConcurrency   int
 	RunnerQueue         int
+	WorkerID            string
+	RunAckWait          time.Duration
+	WorkerCacheBytes    int64
 	UploadMaxFiles      int
 	UploadMaxFileBytes  int64
 	UploadMaxTotalBytes int64
@@ -85,7 +95,8 @@ const (
 	kDuration
 	kSecret
 	kFloat
-	kURL // may carry a password, hidden when shown
+	kURL   // may carry a password, hidden when shown
+	kCount // a whole number, or auto
 )
 
 // Setting is one row of the table: its flag name, environment variable, default and help.
@@ -156,6 +167,7 @@ func Settings() []Setting {
 		{Name: "blob", Default: "fs", Help: "where file bytes live: fs (the data dir) or nats (JetStream Object Store)", choices: []string{"fs", "nats"}, bind: str(func(c *Config) *string { return &c.Blob })},
 		{Name: "nats-url", Default: "", Help: "NATS server or cluster URL for --blob=nats; empty runs an embedded nats-server under <data>/nats", kind: kURL, bind: str(func(c *Config) *string { return &c.NATSURL })},
 		{Name: "nats-bucket", Default: "skrip-files", Help: "JetStream Object Store bucket for --blob=nats", bind: str(func(c *Config) *string { return &c.NATSBucket })},
+		{Name: "nats-work-bucket", Default: "skrip-work", Help: "JetStream Object Store bucket, in cluster mode, of what workers may see: run inputs and session files, tool scripts, artifacts on their way in, sandbox transfers", bind: str(func(c *Config) *string { return &c.NATSWorkBucket })},
 		{Name: "nats-replicas", Default: "1", Help: "replicas of the Object Store bucket when skrip creates it (1, 3 or 5 in a cluster); an existing bucket is left as it is", kind: kInt, bind: intv(func(c *Config) *int { return &c.NATSReplicas })},
 		{Name: "nats-user", Default: "", Help: "user for the NATS server at --nats-url, with --nats-password", bind: str(func(c *Config) *string { return &c.NATSUser })},
 		{Name: "nats-password", Default: "", Help: "password of --nats-user", kind: kSecret, bind: str(func(c *Config) *string { return &c.NATSPassword })},
@@ -185,8 +197,11 @@ func Settings() []Setting {
 		{Name: "run-tmp-bytes", Default: "268435456", Help: "size of a run's /tmp", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunTmpBytes })},
 		{Name: "run-output-bytes", Default: "104857600", Help: "size of a run's /work/output", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunOutputBytes })},
 		{Name: "run-log-bytes", Default: "200000", Help: "bytes of stdout and of stderr kept per run", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunLogBytes })},
-		{Name: "runner-concurrency", Default: "0", Shown: "the number of CPUs", Help: "runs executing at once; 0 is the number of CPUs", kind: kInt, bind: intv(func(c *Config) *int { return &c.RunnerConcurrency })},
+		{Name: "runner-concurrency", Default: "auto", Help: "runs executing at once on this server: auto is the number of CPUs; 0 runs none here, leaving them to workers, and `skrip serve` refuses it outside cluster mode (SKRIP_NATS_URL set, SKRIP_BLOB=nats and a postgres:// SKRIP_DATABASE_URL)", kind: kCount, bind: count(func(c *Config) *int { return &c.RunnerConcurrency })},
 		{Name: "runner-queue", Default: "64", Help: "runs waiting for a worker before new ones get 503", kind: kInt, bind: intv(func(c *Config) *int { return &c.RunnerQueue })},
+		{Name: "worker-id", Default: "", Shown: "a hash of the host name and the data dir", Help: "name of this worker among a cluster's, in its heartbeat and on the runs it claims", bind: str(func(c *Config) *string { return &c.WorkerID })},
+		{Name: "run-ack-wait", Default: "30s", Help: "in cluster mode, how long a worker may go silent before its run is given to another worker (at least 1s)", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.RunAckWait })},
+		{Name: "worker-cache-bytes", Default: "2GiB", Help: "size of a worker's cache of input files, session files and tool scripts under the data dir", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.WorkerCacheBytes })},
 		{Name: "upload-max-files", Default: "20", Help: "files in one run's upload", kind: kInt, bind: intv(func(c *Config) *int { return &c.UploadMaxFiles })},
 		{Name: "upload-max-file-bytes", Default: "20000000", Help: "largest file in a run's upload", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.UploadMaxFileBytes })},
 		{Name: "upload-max-total-bytes", Default: "50000000", Help: "all files of a run's upload together", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.UploadMaxTotalBytes })},
@@ -286,6 +301,48 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Loaded, error) {
 		}
 	}
 	return out, nil
+}
+
+// Cluster reports whether the settings make this process part of a cluster: an external
+// NATS (SKRIP_NATS_URL) holding the files (SKRIP_BLOB=nats), and PostgreSQL, which
+// several servers can share. Only then can runs be left to workers.
+func (c Config) Cluster() bool {
+	return c.NATSURL != "" && c.Blob == "nats" && isPostgresURL(c.DatabaseURL)
+}
+
+// isPostgresURL is store.IsPostgresURL, which config cannot import (the store imports
+// the SQL drivers).
+func isPostgresURL(u string) bool {
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
+}
+
+// CheckServe refuses what `skrip serve` cannot run with: no local workers
+// (SKRIP_RUNNER_CONCURRENCY=0) outside cluster mode, where no other process would run
+// the tools.
+func (c Config) CheckServe() error {
+	if c.RunnerConcurrency == 0 && !c.Cluster() {
+		return errors.New("setting runner-concurrency (SKRIP_RUNNER_CONCURRENCY) is 0, no local workers, which only cluster mode allows " +
+			"(SKRIP_NATS_URL set, SKRIP_BLOB=nats and a postgres:// SKRIP_DATABASE_URL): nothing else would run the tools; " +
+			"set it to auto (the number of CPUs) or to the number of runs at once")
+	}
+	return nil
+}
+
+// Node names this process among those sharing a database or a cluster: a hash of its
+// host name and its data dir, stable across restarts.
+func (c Config) Node() string {
+	host, _ := os.Hostname()
+	dir, _ := filepath.Abs(c.DataDir)
+	sum := sha256.Sum256([]byte(host + "\x00" + dir))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Worker is this process's worker id: SKRIP_WORKER_ID, or else its Node.
+func (c Config) Worker() string {
+	if c.WorkerID != "" {
+		return c.WorkerID
+	}
+	return c.Node()
 }
 
 // Path returns a path inside the data dir.
@@ -404,6 +461,37 @@ func f64(field func(*Config) *float64) func(*Config, string) error {
 			return fmt.Errorf("%q is not a positive number", v)
 		}
 		*field(c) = n
+		return nil
+	}
+}
+
+// count binds a number of things at once: auto is the number of CPUs.
+func count(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if v == "auto" {
+			*field(c) = runtime.NumCPU()
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is neither auto nor a whole number", v)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// minDur binds a duration of at least least.
+func minDur(least time.Duration, field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		if d < least {
+			return fmt.Errorf("%q is shorter than %v", v, least)
+		}
+		*field(c) = d
 		return nil
 	}
 }

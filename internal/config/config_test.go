@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,9 @@ func TestDefaults(t *testing.T) {
 	c := l.Config
 	if c.Addr != "127.0.0.1:8080" || c.DataDir != "./skrip-data" || c.DatabaseURL != "" || c.Blob != "fs" ||
 		c.FilesMaxFileBytes != 100<<20 || c.FilesUserQuotaBytes != 1<<30 || c.FilesMaxTotalBytes != 10<<30 ||
-		c.CleanupInterval != time.Hour || c.BwrapUID != 65534 || c.BwrapGID != 65534 {
+		c.CleanupInterval != time.Hour || c.BwrapUID != 65534 || c.BwrapGID != 65534 ||
+		c.RunnerConcurrency != runtime.NumCPU() || c.NATSWorkBucket != "skrip-work" || c.WorkerID != "" ||
+		c.RunAckWait != 30*time.Second || c.WorkerCacheBytes != 2<<30 {
 		t.Fatalf("defaults = %+v", c)
 	}
 	for _, v := range l.Values {
@@ -103,6 +106,11 @@ func TestErrorsNameTheSetting(t *testing.T) {
 		{"root as the sandbox uid", nil, map[string]string{"SKRIP_BWRAP_UID": "0"}, []string{"bwrap-uid", "SKRIP_BWRAP_UID", `"0"`, "root"}},
 		{"root as the sandbox gid", []string{"--bwrap-gid", "0"}, nil, []string{"bwrap-gid", `"0"`, "root", "flag"}},
 		{"a sandbox uid that is no id", nil, map[string]string{"SKRIP_BWRAP_UID": "-5"}, []string{"bwrap-uid", `"-5"`}},
+		{"concurrency that is no number", nil, map[string]string{"SKRIP_RUNNER_CONCURRENCY": "many"}, []string{"runner-concurrency", `"many"`, "auto"}},
+		{"negative concurrency", []string{"--runner-concurrency", "-1"}, nil, []string{"runner-concurrency", `"-1"`, "flag"}},
+		{"an ack wait under a second", nil, map[string]string{"SKRIP_RUN_ACK_WAIT": "500ms"}, []string{"run-ack-wait", "SKRIP_RUN_ACK_WAIT", `"500ms"`, "1s"}},
+		{"an ack wait that is no duration", nil, map[string]string{"SKRIP_RUN_ACK_WAIT": "soon"}, []string{"run-ack-wait", `"soon"`}},
+		{"a cache size that is no size", nil, map[string]string{"SKRIP_WORKER_CACHE_BYTES": "big"}, []string{"worker-cache-bytes", "SKRIP_WORKER_CACHE_BYTES", `"big"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,5 +222,129 @@ func TestBadValueNamesWhatTheUserSet(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Load(%v, %v) = %v, want an error naming %q", tc.args, tc.env, err, tc.want)
 		}
+	}
+}
+
+// clusterEnv are the settings of cluster mode: an external NATS holding the files, and
+// PostgreSQL.
+var clusterEnv = map[string]string{"SKRIP_NATS_URL": "nats://n1:4222", "SKRIP_BLOB": "nats", "SKRIP_DATABASE_URL": "postgres://skrip@db/skrip"}
+
+// with returns env with the settings of more added or, where a value is empty, removed.
+func with(env map[string]string, more map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range env {
+		out[k] = v
+	}
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
+}
+
+// TestRunnerConcurrency: auto (the default) is the number of CPUs; 0 means no local
+// workers, which `skrip serve` accepts only in cluster mode and otherwise refuses with an
+// error that names the setting and says why.
+func TestRunnerConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		want    int
+		refused bool
+	}{
+		{"default", nil, runtime.NumCPU(), false},
+		{"auto", map[string]string{"SKRIP_RUNNER_CONCURRENCY": "auto"}, runtime.NumCPU(), false},
+		{"a number", map[string]string{"SKRIP_RUNNER_CONCURRENCY": "3"}, 3, false},
+		{"0 on one server", map[string]string{"SKRIP_RUNNER_CONCURRENCY": "0"}, 0, true},
+		{"0 with the embedded NATS", map[string]string{"SKRIP_RUNNER_CONCURRENCY": "0", "SKRIP_BLOB": "nats", "SKRIP_DATABASE_URL": "postgres://db/skrip"}, 0, true},
+		{"0 with files on disk", with(clusterEnv, map[string]string{"SKRIP_RUNNER_CONCURRENCY": "0", "SKRIP_BLOB": "fs"}), 0, true},
+		{"0 on SQLite", with(clusterEnv, map[string]string{"SKRIP_RUNNER_CONCURRENCY": "0", "SKRIP_DATABASE_URL": ""}), 0, true},
+		{"0 in cluster mode", with(clusterEnv, map[string]string{"SKRIP_RUNNER_CONCURRENCY": "0"}), 0, false},
+		{"auto in cluster mode", clusterEnv, runtime.NumCPU(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Load(flags(t), envOf(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.RunnerConcurrency != tc.want {
+				t.Errorf("RunnerConcurrency = %d, want %d", l.RunnerConcurrency, tc.want)
+			}
+			err = l.CheckServe()
+			if !tc.refused {
+				if err != nil {
+					t.Fatalf("CheckServe: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("CheckServe accepted no local workers outside cluster mode")
+			}
+			for _, w := range []string{"runner-concurrency", "SKRIP_RUNNER_CONCURRENCY", "cluster mode", "SKRIP_NATS_URL", "SKRIP_BLOB=nats", "postgres://", "auto"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestCluster: cluster mode takes all three of an external NATS, NATS for the files and
+// PostgreSQL.
+func TestCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want bool
+	}{
+		{"one server", nil, false},
+		{"cluster", clusterEnv, true},
+		{"postgresql:// too", with(clusterEnv, map[string]string{"SKRIP_DATABASE_URL": "postgresql://db/skrip"}), true},
+		{"the embedded NATS", with(clusterEnv, map[string]string{"SKRIP_NATS_URL": ""}), false},
+		{"files on disk", with(clusterEnv, map[string]string{"SKRIP_BLOB": "fs"}), false},
+		{"SQLite", with(clusterEnv, map[string]string{"SKRIP_DATABASE_URL": ""}), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Load(flags(t), envOf(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := l.Cluster(); got != tc.want {
+				t.Errorf("Cluster() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWorkerID: a worker is named by SKRIP_WORKER_ID, or else by its node id, a hash of
+// the host name and the data dir that is the same at every start.
+func TestWorkerID(t *testing.T) {
+	load := func(env map[string]string) *Loaded {
+		t.Helper()
+		l, err := Load(flags(t), envOf(env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	a, again, b := load(map[string]string{"SKRIP_DATA_DIR": "/srv/a"}), load(map[string]string{"SKRIP_DATA_DIR": "/srv/a"}), load(map[string]string{"SKRIP_DATA_DIR": "/srv/b"})
+	if a.Worker() != a.Node() || len(a.Node()) != 16 {
+		t.Errorf("default worker id %q, node %q; want the node's 16 hex digits", a.Worker(), a.Node())
+	}
+	if again.Worker() != a.Worker() || b.Worker() == a.Worker() {
+		t.Errorf("worker ids %q, %q (same data dir), %q (another); want the same and another", a.Worker(), again.Worker(), b.Worker())
+	}
+	if named := load(map[string]string{"SKRIP_WORKER_ID": "w1"}); named.Worker() != "w1" {
+		t.Errorf("SKRIP_WORKER_ID=w1 gives worker id %q", named.Worker())
+	}
+}
+
+// TestClusterSettings: the cluster's own settings read their values.
+func TestClusterSettings(t *testing.T) {
+	l, err := Load(flags(t, "--run-ack-wait", "3s"), envOf(map[string]string{"SKRIP_NATS_WORK_BUCKET": "work2", "SKRIP_WORKER_CACHE_BYTES": "512MiB", "SKRIP_RUN_ACK_WAIT": "1m"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.NATSWorkBucket != "work2" || l.WorkerCacheBytes != 512<<20 || l.RunAckWait != 3*time.Second {
+		t.Fatalf("work bucket %q, cache %d, ack wait %v", l.NATSWorkBucket, l.WorkerCacheBytes, l.RunAckWait)
 	}
 }

@@ -49,6 +49,8 @@ func (s Setting) valueKind() string {
 		return "secret"
 	case kURL:
 		return "URL"
+	case kCount:
+		return "`auto` or integer"
 	}
 	return "text"
 }

@@ -1,8 +1,8 @@
 // Package janitor owns periodic cleanup: expired staged files, uploads that never
 // finished, expired browser sign-ins, session file sets past their TTL, run artifacts past
 // theirs, idle agent sandboxes, and what a crash leaves in the blob store. `skrip serve`
-// runs it at start (the leftovers) and every SKRIP_CLEANUP_INTERVAL; `skrip cleanup` asks
-// the server for one pass.
+// runs it at start (the leftovers) and every SKRIP_CLEANUP_INTERVAL, on the one server
+// that holds the janitor lease; `skrip cleanup` asks a server for one pass.
 package janitor
 
 import (
@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/account"
@@ -19,6 +20,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/staging"
+	"github.com/skrip-dev/skrip/internal/store"
 )
 
 // Report is what one pass removed.
@@ -72,9 +74,11 @@ type Janitor struct {
 	sandboxes *sandbox.Service
 	blobs     blob.Store
 	cfg       Config
+	lease     *store.Lease
 	metrics   *metrics.Metrics
 	log       *slog.Logger
-	mu        sync.Mutex // one pass at a time
+	mu        sync.Mutex  // one pass at a time
+	leader    atomic.Bool // held the lease when last asked, to log when that changes
 }
 
 // Deps are the services whose leftovers the janitor removes.
@@ -85,17 +89,57 @@ type Deps struct {
 	Runs      *run.Service
 	Sandboxes *sandbox.Service
 	Blobs     blob.Store
-	Metrics   *metrics.Metrics
-	Log       *slog.Logger
+	// Lease is the janitor lease (Store.Lease(LeaseName)): the timed passes and the
+	// leftovers at start run only on the server that holds it, once per installation
+	// rather than once per server.
+	Lease   *store.Lease
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
 }
 
-// New returns a Janitor.
+// LeaseName names the janitor's lease among those of the database.
+const LeaseName = "janitor"
+
+// New returns a Janitor. Close releases its lease.
 func New(d Deps, cfg Config) *Janitor {
 	return &Janitor{accounts: d.Accounts, files: d.Files, sessions: d.Sessions, runs: d.Runs, sandboxes: d.Sandboxes,
-		blobs: d.Blobs, cfg: cfg, metrics: d.Metrics, log: d.Log}
+		blobs: d.Blobs, cfg: cfg, lease: d.Lease, metrics: d.Metrics, log: d.Log}
 }
 
-// Pass runs one cleanup pass and reports what it removed.
+// Close gives the janitor lease up for good, so that another server takes it at its next
+// interval instead of when this process exits. Timed passes after Close are skipped.
+func (j *Janitor) Close() error {
+	j.lease.Release()
+	return nil
+}
+
+// holds reports whether this server holds the janitor lease, taking it when it is free,
+// and logs when that changes. A server that cannot tell does not pass: the database it
+// would clean is the one not answering.
+func (j *Janitor) holds(ctx context.Context, what string) bool {
+	held, err := j.lease.Held(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			j.log.Warn("cannot tell whether this server holds the janitor lease; skipping "+what, "error", err)
+		}
+		held = false
+	}
+	if was := j.leader.Swap(held); was != held && err == nil {
+		if held {
+			j.log.Info("this server now holds the janitor lease: it runs the janitor's passes")
+		} else {
+			j.log.Info("another server holds the janitor lease: it runs the janitor's passes")
+		}
+	}
+	if !held && err == nil {
+		j.log.Debug("skipping " + what + ": another server holds the janitor lease")
+	}
+	return held
+}
+
+// Pass runs one cleanup pass and reports what it removed. It does not ask for the lease:
+// `skrip cleanup` asked this server for a pass and waits for its report, and passes on
+// two servers at once are safe, only wasteful (the lease is there to spare the work).
 func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -132,14 +176,21 @@ func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 	if r.Sandboxes, err = j.expireSandboxes(ctx); err != nil {
 		return r, err
 	}
+	if r == (Report{}) {
+		j.log.Debug("janitor pass", "removed", "nothing")
+	}
 	j.logReport("janitor pass", r)
 	return r, nil
 }
 
 // Leftovers removes what a crash leaves in the blob store: its own debris and the blobs
 // no row refers to. `skrip serve` calls it at start, before it serves, so that nothing
-// waits for the first pass.
+// waits for the first pass. Only the server holding the janitor lease removes them; on
+// another it removes nothing.
 func (j *Janitor) Leftovers(ctx context.Context) (Report, error) {
+	if !j.holds(ctx, "the leftovers at start") {
+		return Report{}, nil
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var r Report
@@ -193,7 +244,8 @@ func (j *Janitor) expireSandboxes(ctx context.Context) (int, error) {
 }
 
 // RunSandboxes destroys idle agent sandboxes every interval until ctx ends: their idle
-// timeouts are far shorter than the full pass's interval.
+// timeouts are far shorter than the full pass's interval. It runs on every server,
+// lease or not: a server destroys only the sandboxes it holds, which no other can reach.
 func (j *Janitor) RunSandboxes(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, func() {
 		j.mu.Lock()
@@ -208,10 +260,14 @@ func (j *Janitor) RunSandboxes(ctx context.Context, interval time.Duration) {
 	})
 }
 
-// Run runs a pass every interval until ctx ends. A failed pass is logged and retried at
-// the next tick.
+// Run runs a pass every interval until ctx ends, while this server holds the janitor
+// lease: another server takes the lease, and the passes, within an interval of the
+// holder's end. A failed pass is logged and retried at the next tick.
 func (j *Janitor) Run(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, func() {
+		if !j.holds(ctx, "the janitor pass") {
+			return
+		}
 		if _, err := j.Pass(ctx); err != nil && ctx.Err() == nil {
 			j.log.Error("janitor pass failed", "error", err)
 		}

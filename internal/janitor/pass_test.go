@@ -49,10 +49,9 @@ const (
 	artifactsTTL = 7 * 24 * time.Hour
 )
 
-func newDeps(t *testing.T, st *store.Store) *deps {
+func newDeps(t *testing.T, st *store.Store, log *slog.Logger) *deps {
 	t.Helper()
 	dir := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
 	m := metrics.New()
 	r, err := bwrap.New(bwrap.Config{WorkDir: filepath.Join(dir, "bwrap")}, log)
 	if errors.Is(err, runner.ErrUnavailable) {
@@ -82,7 +81,8 @@ func newDeps(t *testing.T, st *store.Store) *deps {
 		SpoolDir: filepath.Join(dir, "spool"), Node: "test"}, log)
 	t.Cleanup(func() { d.sandboxes.DestroyAll(context.Background()) })
 	d.janitor = janitor.New(janitor.Deps{Accounts: d.accounts, Files: d.files, Sessions: d.sessions, Runs: runs, Sandboxes: d.sandboxes,
-		Blobs: blobs, Metrics: m, Log: log}, janitor.Config{ArtifactsTTL: artifactsTTL})
+		Blobs: blobs, Lease: st.Lease(janitor.LeaseName), Metrics: m, Log: log}, janitor.Config{ArtifactsTTL: artifactsTTL})
+	t.Cleanup(func() { d.janitor.Close() })
 	return d
 }
 
@@ -251,7 +251,7 @@ func TestPass(t *testing.T) {
 	}
 
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		d := newDeps(t, st)
+		d := newDeps(t, st, slog.New(slog.DiscardHandler))
 		if err := st.CreateUser(ctx, owner); err != nil {
 			t.Fatal(err)
 		}

@@ -62,6 +62,7 @@ type App struct {
 	// before Serve (apptest checks every error body the suites produce).
 	Handler http.Handler
 	closers []func() error
+	nc      *nats.Conn // the NATS connection, with SKRIP_BLOB=nats
 }
 
 // New opens everything cfg names. The caller must Close the App.
@@ -114,9 +115,9 @@ func (a *App) open(ctx context.Context) error {
 	if err := a.Sandboxes.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering the agent sandboxes: %w", err)
 	}
-	conc := a.cfg.RunnerConcurrency
-	if conc <= 0 {
-		conc = runtime.NumCPU()
+	conc := concurrency(a.cfg)
+	if a.cfg.Cluster() {
+		conc = 0 // runs go to the cluster's queue, this node's worker among others
 	}
 	a.Runs, err = run.New(st, a.Blobs, a.Runner, run.Config{
 		Limits: RunLimits(a.cfg), Concurrency: conc, Queue: a.cfg.RunnerQueue,
@@ -129,7 +130,12 @@ func (a *App) open(ctx context.Context) error {
 		return err
 	}
 	a.closers = append(a.closers, func() error { a.Runs.Shutdown(a.cfg.ShutdownGrace); return nil })
-	if err := a.Runs.Recover(ctx); err != nil {
+	if a.cfg.Cluster() {
+		// Unfinished runs are the cluster's, not this node's: the queue keeps them.
+		if err := a.openCluster(ctx); err != nil {
+			return err
+		}
+	} else if err := a.Runs.Recover(ctx); err != nil {
 		return err
 	}
 	a.Janitor = janitor.New(janitor.Deps{Accounts: a.Accounts, Files: a.Files, Sessions: a.Sessions, Runs: a.Runs,
@@ -262,6 +268,7 @@ func (a *App) openBlobs(ctx context.Context) error {
 		}
 	}
 	a.closers = append(a.closers, func() error { nc.Close(); return nil })
+	a.nc = nc
 	ns, err := natsblob.New(ctx, nc, natsblob.Config{Bucket: a.cfg.NATSBucket, Replicas: a.cfg.NATSReplicas,
 		Node: node(a.cfg), Exclusive: a.cfg.NATSURL == "", Log: a.log})
 	if err != nil {

@@ -10,9 +10,10 @@ import (
 // MaxKeyBytes is the longest key accepted.
 const MaxKeyBytes = 512
 
-var keyPattern = regexp.MustCompile(`^(files|runs|sessions)/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
+var keyPattern = regexp.MustCompile(`^(files|runs|sessions|work)/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$`)
 
-// ValidateKey reports whether key is a legal object key (docs/spec.md §4): it matches the key
+// ValidateKey reports whether key is a legal object key (docs/spec.md §4; work/ keys are
+// the cluster's work bucket's, docs/cluster.md): it matches the key
 // grammar, is at most MaxKeyBytes long and has no "." or ".." segment.
 func ValidateKey(key string) error {
 	return validateKey(key, "files/<name>, runs/<name> or sessions/<name>")

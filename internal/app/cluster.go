@@ -1,0 +1,67 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skrip-dev/skrip/internal/blob/natsblob"
+	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/version"
+	"github.com/skrip-dev/skrip/internal/worker"
+)
+
+// concurrency is how many runs this node executes at once: 0 on a cluster's API node
+// that leaves them to workers.
+func concurrency(cfg config.Config) int {
+	if cfg.RunnerConcurrency <= 0 && !cfg.Cluster() {
+		return runtime.NumCPU()
+	}
+	return max(cfg.RunnerConcurrency, 0)
+}
+
+// openCluster makes this API node queue its runs for the cluster's workers and answer
+// them (docs/cluster.md), and runs an in-process worker when this node executes runs
+// too (SKRIP_RUNNER_CONCURRENCY above 0).
+func (a *App) openCluster(ctx context.Context) error {
+	work, err := natsblob.New(ctx, a.nc, natsblob.Config{Bucket: a.cfg.NATSWorkBucket, Replicas: a.cfg.NATSReplicas, Node: a.cfg.Node(), Log: a.log})
+	if err != nil {
+		return fmt.Errorf("opening the work bucket %s: %w", a.cfg.NATSWorkBucket, err)
+	}
+	a.closers = append(a.closers, work.Close)
+	js, err := jetstream.New(a.nc)
+	if err != nil {
+		return err
+	}
+	dcfg := dispatch.Config{Replicas: a.cfg.NATSReplicas, Queue: a.cfg.RunnerQueue, AckWait: a.cfg.RunAckWait, Node: a.cfg.Node()}
+	stream, err := dispatch.Setup(ctx, js, dcfg, a.log)
+	if err != nil {
+		return err
+	}
+	a.Runs.SetDispatcher(dispatch.NewQueue(a.nc, js, stream, work, dcfg, a.log))
+	h, err := dispatch.Serve(a.nc, stream, a.Store, a.Runs, a.Blobs, work, a.cfg.Node(), a.Metrics, a.log)
+	if err != nil {
+		return err
+	}
+	a.closers = append(a.closers, func() error { h.Close(); return nil })
+	conc := concurrency(a.cfg)
+	if conc == 0 {
+		return nil
+	}
+	host, _ := os.Hostname()
+	w, err := worker.New(a.nc, work, a.Runner, worker.Config{ID: a.cfg.Worker(), Host: host, Concurrency: conc, AckWait: a.cfg.RunAckWait,
+		DataDir: a.cfg.DataDir, CacheBytes: a.cfg.WorkerCacheBytes, Grace: a.cfg.ShutdownGrace, Version: version.Version},
+		a.Metrics, a.log.With("component", "worker"))
+	if err != nil {
+		return err
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(wctx) }()
+	a.closers = append(a.closers, func() error { stop(); <-done; return nil })
+	return nil
+}

@@ -1,0 +1,354 @@
+package dispatch_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/testutil"
+)
+
+// cluster is API nodes sharing one PostgreSQL schema and one nats-server.
+type cluster struct {
+	nats string
+	db   string
+}
+
+func newCluster(t *testing.T) *cluster {
+	return &cluster{nats: testutil.NATSServer(t), db: testutil.PostgresURL(t)}
+}
+
+// node starts an API node; with workers > 0 it executes that many runs at once too.
+func (c *cluster) node(t *testing.T, workers int, tweak ...func(*config.Config)) *apptest.Env {
+	t.Helper()
+	cfg := apptest.Config(t, apptest.Backend{Blob: "nats"})
+	cfg.DatabaseURL, cfg.NATSURL = c.db, c.nats
+	cfg.RunnerConcurrency = workers
+	cfg.RunAckWait = 2 * time.Second
+	cfg.WorkerID = "w-" + filepath.Base(filepath.Dir(cfg.DataDir))
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	return apptest.Start(t, cfg)
+}
+
+const counterTool = `
+import os, time, skrip_toolkit as tk
+ACTIONS = [{"action_id": "inc", "label": "Öka", "kind": "form", "fields": []}]
+def run_tool(input_dir, output_dir):
+    act = tk.action()
+    files = sorted(f["name"] + ":" + open(f["path"]).read() for f in tk.input_files())
+    print("files", files)
+    if tk.inputs().get("sleep"):
+        time.sleep(float(tk.inputs()["sleep"]))
+    open(os.path.join(output_dir, "files.txt"), "w").write(",".join(files))
+    n = 0 if act is None else act["state"]["n"] + 1
+    return {"outputs": [{"kind": "json", "value": {"n": n, "files": files}}], "next_actions": ACTIONS, "state": {"n": n}}
+`
+
+func writeFiles(t *testing.T, files map[string]string) []string {
+	dir := t.TempDir()
+	var paths []string
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+func jsonValue(t *testing.T, r client.Run) map[string]any {
+	t.Helper()
+	for _, o := range r.Outputs {
+		if o.Kind == "json" {
+			v, _ := o.Value.(map[string]any)
+			return v
+		}
+	}
+	t.Fatalf("run %s has no json output: %+v", r.RunID, r.Outputs)
+	return nil
+}
+
+// TestClusterRun: a run submitted on an API node without workers executes on another
+// node's worker, with its files, artifacts and session; its action and its cancel work
+// from either node.
+func TestClusterRun(t *testing.T) {
+	c := newCluster(t)
+	a := c.node(t, 1)
+	b := c.node(t, 0)
+	tool, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ubc, u := b.User(t, "ulla", "user")
+	uac := a.Client(t, u.Token)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	r, err := ubc.RunFiles(ctx, "counter", writeFiles(t, map[string]string{"a.txt": "A", "b.txt": "B"}), nil, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "succeeded" || r.Attempts != 1 || r.StateRev == nil || *r.StateRev != 1 {
+		t.Fatalf("run on node b: %s (%v), attempts %d, state_rev %v", r.Status, r.ErrorSummary, r.Attempts, r.StateRev)
+	}
+	if v := jsonValue(t, r); fmt.Sprint(v["n"]) != "0" || strings.Join(toStrings(v["files"]), ",") != "a.txt:A,b.txt:B" {
+		t.Fatalf("the tool saw %v", v)
+	}
+	if r.Stdout == nil || !strings.Contains(*r.Stdout, "files") {
+		t.Fatalf("stdout: %v", r.Stdout)
+	}
+	got, _ := a.App.Store.GetRun(ctx, r.RunID)
+	if got.Worker != a.Config.WorkerID {
+		t.Fatalf("the run was claimed by %q, want node a's worker %q", got.Worker, a.Config.WorkerID)
+	}
+	if len(r.Artifacts) != 1 {
+		t.Fatalf("artifacts: %+v", r.Artifacts)
+	}
+	for _, cl := range []*client.Client{uac, ubc} {
+		var buf bytes.Buffer
+		if err := cl.DownloadArtifact(ctx, r.Artifacts[0], &buf); err != nil || buf.String() != "a.txt:A,b.txt:B" {
+			t.Fatalf("artifact: %q, %v", buf.String(), err)
+		}
+	}
+
+	// An action through node a: the session files and state, and state_rev moves once.
+	ar, err := uac.StartAction(ctx, tool.ID, "default", "inc", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := uac.GetRun(ctx, ar.Run.RunID, time.Minute)
+	if err != nil || done.Status != "succeeded" || done.StateRev == nil || *done.StateRev != 2 {
+		t.Fatalf("action run: %+v, %v", done, err)
+	}
+	if v := jsonValue(t, done); fmt.Sprint(v["n"]) != "1" || strings.Join(toStrings(v["files"]), ",") != "a.txt:A,b.txt:B" {
+		t.Fatalf("the action saw %v", v)
+	}
+
+	// Cancel through node b a run that runs on node a.
+	long, err := ubc.RunFiles(ctx, "counter", nil, map[string]any{"sleep": 60}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, ubc, long.RunID, "running")
+	if _, err := ubc.CancelRun(ctx, long.RunID); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ended, err := uac.GetRun(ctx, long.RunID, 30*time.Second)
+	if err != nil || ended.Status != "cancelled" {
+		t.Fatalf("cancelled run: %s (%v), %v", ended.Status, ended.ErrorSummary, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the cancel took %v", d)
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}
+
+func waitStatus(t *testing.T, c *client.Client, id, status string) client.Run {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		r, err := c.GetRun(context.Background(), id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status == status {
+			return r
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("run %s never became %s", id, status)
+	return client.Run{}
+}
+
+// fakeWorker pulls run messages like a worker and claims them, then does what the test
+// says: nothing more, as a worker that went silent.
+type fakeWorker struct {
+	nc   *nats.Conn
+	cons jetstream.Consumer
+}
+
+func newFakeWorker(t *testing.T, url string) *fakeWorker {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	cons, err := js.Consumer(context.Background(), dispatch.Stream, dispatch.Consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeWorker{nc: nc, cons: cons}
+}
+
+// claim takes the next message and claims its run as the attempt its delivery says.
+func (f *fakeWorker) claim(t *testing.T) (string, int64, string) {
+	t.Helper()
+	msg, err := f.cons.Next(jetstream.FetchMaxWait(20 * time.Second))
+	if err != nil {
+		t.Fatalf("fetching a run: %v", err)
+	}
+	var m dispatch.Message
+	json.Unmarshal(msg.Data(), &m)
+	meta, _ := msg.Metadata()
+	return m.Job.Run, int64(meta.NumDelivered), f.ask(t, dispatch.SubjectClaim, dispatch.Claim{Run: m.Job.Run, Attempt: int64(meta.NumDelivered), Worker: "fake"})
+}
+
+func (f *fakeWorker) ask(t *testing.T, subject string, req any) string {
+	t.Helper()
+	b, _ := json.Marshal(req)
+	msg, err := f.nc.Request(subject, b, 10*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", subject, err)
+	}
+	var rep dispatch.Reply
+	json.Unmarshal(msg.Data, &rep)
+	return rep.Answer
+}
+
+// TestLateResultDiscarded: a worker that claims a run and goes silent loses it to
+// another worker after the ack wait; the run is recorded once, as attempt 2, and the
+// silent worker's late result is refused and changes nothing.
+func TestLateResultDiscarded(t *testing.T) {
+	c := newCluster(t)
+	b := c.node(t, 0)
+	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
+		t.Fatal(err)
+	}
+	ubc, _ := b.User(t, "ulla", "user")
+	r, err := ubc.RunFiles(context.Background(), "counter", writeFiles(t, map[string]string{"a.txt": "A"}), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newFakeWorker(t, c.nats)
+	id, attempt, answer := fake.claim(t)
+	if id != r.RunID || attempt != 1 || answer != dispatch.Go {
+		t.Fatalf("fake claim = %s, attempt %d, %s", id, attempt, answer)
+	}
+	// A real worker comes; after the ack wait, the run is its attempt 2.
+	a := c.node(t, 1)
+	done, err := ubc.GetRun(context.Background(), r.RunID, time.Minute)
+	if err != nil || done.Status != "succeeded" || done.Attempts != 2 || done.StateRev == nil || *done.StateRev != 1 {
+		t.Fatalf("run: %s (%v), attempts %d, state_rev %v, %v", done.Status, done.ErrorSummary, done.Attempts, done.StateRev, err)
+	}
+	// The silent worker's result comes late: refused, and nothing changes.
+	late := fake.ask(t, dispatch.SubjectRecord, dispatch.Record{Run: id, Attempt: 1, Worker: "fake", ReportKey: dispatch.AttemptPrefix(id, 1) + "report.json"})
+	if late != dispatch.Stale && late != dispatch.Final {
+		t.Fatalf("a late result was answered %q", late)
+	}
+	after, _ := a.App.Store.GetRun(context.Background(), r.RunID)
+	if after.Status != "succeeded" || after.Attempts != 2 || after.StateRev == nil || *after.StateRev != 1 {
+		t.Fatalf("after the late result: %+v", after)
+	}
+	sess, err := ubc.SessionOf(context.Background(), "counter", "default")
+	if err != nil || sess.StateRev != 1 {
+		t.Fatalf("session: rev %d, %v; want 1", sess.StateRev, err)
+	}
+}
+
+// TestWorkersLost: a run whose two workers both go silent fails with "worker lost",
+// and its message leaves the queue.
+func TestWorkersLost(t *testing.T) {
+	c := newCluster(t)
+	b := c.node(t, 0)
+	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
+		t.Fatal(err)
+	}
+	ubc, _ := b.User(t, "ulla", "user")
+	r, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newFakeWorker(t, c.nats)
+	for want := int64(1); want <= dispatch.MaxDeliver; want++ {
+		if id, attempt, answer := fake.claim(t); id != r.RunID || attempt != want || answer != dispatch.Go {
+			t.Fatalf("fake claim %d = %s, attempt %d, %s", want, id, attempt, answer)
+		}
+	}
+	// JetStream gives up on a message when a worker asks for the next one (the workers
+	// of a cluster always do); the advisory it then sends ends the run.
+	if msg, err := fake.cons.Next(jetstream.FetchMaxWait(5 * time.Second)); err == nil {
+		t.Fatalf("the run's message was delivered a third time: %s", msg.Subject())
+	}
+	done, err := ubc.GetRun(context.Background(), r.RunID, 30*time.Second)
+	if err != nil || done.Status != "failed" || done.ErrorSummary == nil || !strings.Contains(*done.ErrorSummary, "worker lost") || done.Attempts != 2 {
+		t.Fatalf("run: %s (%v), attempts %d, %v", done.Status, done.ErrorSummary, done.Attempts, err)
+	}
+	js, _ := jetstream.New(fake.nc)
+	stream, _ := js.Stream(context.Background(), dispatch.Stream)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := stream.Info(context.Background())
+		if err == nil && info.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lost run's message stayed in the queue: %+v, %v", info.State, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestQueueFull: with no worker, the cluster's queue takes SKRIP_RUNNER_QUEUE runs and
+// answers the next one 503 with Retry-After, creating nothing.
+func TestQueueFull(t *testing.T) {
+	c := newCluster(t)
+	b := c.node(t, 0, func(cfg *config.Config) { cfg.RunnerQueue = 2 })
+	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
+		t.Fatal(err)
+	}
+	ubc, u := b.User(t, "ulla", "user")
+	for range 2 {
+		if _, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // past the cached depth
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	mw.Close()
+	req, _ := http.NewRequest("POST", b.URL+"/api/v1/tools/counter/runs", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+u.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(msg), "busy") {
+		t.Fatalf("a run past the queue: %d (Retry-After %q) %s", resp.StatusCode, resp.Header.Get("Retry-After"), msg)
+	}
+	runs, _ := b.App.Store.ListRuns(context.Background(), store.RunFilter{Limit: 10})
+	if len(runs) != 2 {
+		t.Fatalf("%d runs made, want 2", len(runs))
+	}
+}

@@ -1,0 +1,341 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// Handlers answers workers on an API node: their claims, results and leases, and the
+// stream's advisory that a run's last worker was lost. Every API node runs them, in one
+// queue group: any node answers any worker, and the database decides.
+type Handlers struct {
+	nc      *nats.Conn
+	stream  jetstream.Stream
+	st      *store.Store
+	runs    *run.Service
+	files   blob.Store // where recorded artifacts are kept
+	work    blob.Store
+	node    string
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	subs    []*nats.Subscription
+}
+
+// maxReportBytes bounds the report of one attempt read from the work bucket: its two
+// logs and result.json, with room for the JSON around them.
+func maxReportBytes(logBytes int64) int64 { return 4*logBytes + 8<<20 }
+
+// Serve starts answering workers; Close stops it.
+func Serve(nc *nats.Conn, stream jetstream.Stream, st *store.Store, runs *run.Service, files, work blob.Store, node string,
+	m *metrics.Metrics, log *slog.Logger) (*Handlers, error) {
+	h := &Handlers{nc: nc, stream: stream, st: st, runs: runs, files: files, work: work, node: node, log: log, metrics: m}
+	for _, s := range []struct {
+		subject string
+		queue   bool
+		fn      nats.MsgHandler
+	}{
+		{SubjectClaim, true, h.request(h.claim)},
+		{SubjectRecord, true, h.request(h.record)},
+		{SubjectLease, true, h.lease},
+		{statusPrefix + "*", false, h.relay},
+		{maxDeliveries, true, h.exhausted},
+	} {
+		var sub *nats.Subscription
+		var err error
+		if s.queue {
+			sub, err = nc.QueueSubscribe(s.subject, apiQueue, s.fn)
+		} else {
+			sub, err = nc.Subscribe(s.subject, s.fn)
+		}
+		if err != nil {
+			h.Close()
+			return nil, fmt.Errorf("subscribing to %s: %w", s.subject, err)
+		}
+		h.subs = append(h.subs, sub)
+	}
+	return h, nc.Flush()
+}
+
+// Close stops answering.
+func (h *Handlers) Close() {
+	for _, s := range h.subs {
+		s.Unsubscribe()
+	}
+}
+
+// request answers a worker's request with what fn decides, or with an error to retry.
+func (h *Handlers) request(fn func(ctx context.Context, data []byte) (string, error)) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		answer, err := fn(ctx, m.Data)
+		rep := Reply{Answer: answer}
+		if err != nil {
+			h.log.Error("answering a worker", "subject", m.Subject, "error", err)
+			rep = Reply{Error: err.Error()}
+		}
+		b, _ := json.Marshal(rep)
+		m.Respond(b)
+	}
+}
+
+// claim gives the run to the worker as the attempt it asks for, when it may have it.
+func (h *Handlers) claim(ctx context.Context, data []byte) (string, error) {
+	var c Claim
+	if err := json.Unmarshal(data, &c); err != nil || c.Run == "" || c.Attempt < 1 {
+		return "", fmt.Errorf("a claim that is not one: %q", data)
+	}
+	ok, err := h.runs.Claim(ctx, c.Run, c.Attempt, c.Worker)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		h.metrics.DispatchClaims.WithLabelValues(Go).Inc()
+		return Go, nil
+	}
+	answer, err := h.refusal(ctx, c.Run, c.Attempt)
+	h.metrics.DispatchClaims.WithLabelValues(answer).Inc()
+	return answer, err
+}
+
+// refusal is why attempt of run id may not go on: the run is over (or gone), or a
+// later attempt holds it. A run a user cancelled ends here, cancelled.
+func (h *Handlers) refusal(ctx context.Context, id string, attempt int64) (string, error) {
+	r, err := h.st.GetRun(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Final, nil
+	case err != nil:
+		return "", err
+	case store.Terminal(r.Status):
+		return Final, nil
+	case r.CancelRequested && r.Attempts <= attempt:
+		// Its worker was lost while the cancel was on its way: end it here.
+		if _, err := h.runs.End(ctx, id, store.StatusCancelled, "cancelled"); err != nil {
+			return "", err
+		}
+		return Final, nil
+	}
+	return Stale, nil
+}
+
+// record keeps an attempt's artifacts and records its report, when the attempt still
+// holds the run. The artifacts are copied from the work bucket under the attempt's own
+// keys, so a losing attempt's copies never touch the winner's.
+func (h *Handlers) record(ctx context.Context, data []byte) (string, error) {
+	var rec Record
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Run == "" || rec.Attempt < 1 {
+		return "", fmt.Errorf("a record that is not one: %q", data)
+	}
+	prefix := AttemptPrefix(rec.Run, rec.Attempt)
+	if rec.ReportKey != prefix+"report.json" {
+		return "", fmt.Errorf("run %s: a report at %q, not under %s", rec.Run, rec.ReportKey, prefix)
+	}
+	r, err := h.st.GetRun(ctx, rec.Run)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && store.Terminal(r.Status)) {
+		h.cleanup(rec.Run, rec.Attempt)
+		return Final, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if r.Attempts != rec.Attempt {
+		h.metrics.LateResults.Inc()
+		h.cleanup(rec.Run, rec.Attempt)
+		return Stale, nil
+	}
+	rep, err := h.report(ctx, rec.ReportKey, r)
+	if err != nil {
+		return "", err
+	}
+	kept, err := h.keepArtifacts(ctx, rec, rep.Artifacts)
+	if err != nil {
+		h.drop(kept)
+		return "", err
+	}
+	rep.Artifacts = kept
+	ok, err := h.runs.Record(ctx, rec.Run, rec.Attempt, rep)
+	if err != nil || !ok {
+		h.drop(kept)
+	}
+	if err != nil {
+		return "", err
+	}
+	h.cleanup(rec.Run, rec.Attempt)
+	if ok {
+		return Recorded, nil
+	}
+	answer, err := h.refusal(ctx, rec.Run, rec.Attempt)
+	if answer == Stale {
+		h.metrics.LateResults.Inc()
+	}
+	return answer, err
+}
+
+// report reads an attempt's report from the work bucket, bounded.
+func (h *Handlers) report(ctx context.Context, key string, r store.Run) (run.Report, error) {
+	rc, _, err := h.work.Get(ctx, key, 0, -1)
+	if err != nil {
+		return run.Report{}, fmt.Errorf("run %s: reading its report: %w", r.ID, err)
+	}
+	defer rc.Close()
+	limit := maxReportBytes(16 << 20)
+	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return run.Report{}, fmt.Errorf("run %s: reading its report: %w", r.ID, err)
+	}
+	var rep run.Report
+	if int64(len(b)) > limit {
+		return run.Report{Failure: "the worker's report of the run was too large"}, nil
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return run.Report{Failure: "the worker's report of the run could not be read"}, nil
+	}
+	return rep, nil
+}
+
+// keepArtifacts copies an attempt's artifacts from the work bucket into the files
+// store, checking each one's checksum, and returns them with their new keys.
+func (h *Handlers) keepArtifacts(ctx context.Context, rec Record, arts []run.Artifact) ([]run.Artifact, error) {
+	prefix := AttemptPrefix(rec.Run, rec.Attempt) + "out/"
+	var kept []run.Artifact
+	for i, a := range arts {
+		if i == run.MaxArtifacts || !strings.HasPrefix(a.Key, prefix) || !strings.HasPrefix(a.Path, "output/") {
+			return kept, fmt.Errorf("run %s: the worker reported an artifact it may not: %q at %q", rec.Run, a.Path, a.Key)
+		}
+		key := fmt.Sprintf("runs/%s/a%d/output/%s", rec.Run, rec.Attempt, strings.TrimPrefix(a.Key, prefix))
+		if err := h.copy(ctx, a.Key, key, a.SHA256); err != nil {
+			return kept, fmt.Errorf("run %s: keeping %s: %w", rec.Run, a.Path, err)
+		}
+		a.Key = key
+		kept = append(kept, a)
+	}
+	return kept, nil
+}
+
+// copy copies object from of the work bucket to key to of the files store, when its
+// bytes have checksum sha.
+func (h *Handlers) copy(ctx context.Context, from, to, sha string) error {
+	rc, _, err := h.work.Get(ctx, from, 0, -1)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	info, err := h.files.Put(ctx, to, rc, blob.PutOptions{ContentType: run.ContentType(to)})
+	if err != nil {
+		return err
+	}
+	if info.Checksum != "sha256:"+sha {
+		h.files.Delete(context.WithoutCancel(ctx), to)
+		return fmt.Errorf("its bytes have %s, not the sha256:%s reported", info.Checksum, sha)
+	}
+	return nil
+}
+
+// drop deletes artifacts copied for a result that was not recorded.
+func (h *Handlers) drop(arts []run.Artifact) {
+	for _, a := range arts {
+		h.files.Delete(context.Background(), a.Key)
+	}
+}
+
+// cleanup deletes what an attempt left in the work bucket, in the background.
+func (h *Handlers) cleanup(id string, attempt int64) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		infos, err := h.work.List(ctx, AttemptPrefix(id, attempt))
+		if err != nil {
+			return
+		}
+		for _, i := range infos {
+			h.work.Delete(ctx, i.Key)
+		}
+	}()
+}
+
+// lease tells a worker which of the runs it holds to stop.
+func (h *Handlers) lease(m *nats.Msg) {
+	var l Lease
+	if err := json.Unmarshal(m.Data, &l); err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var rep LeaseReply
+	for _, c := range l.Runs {
+		r, err := h.st.GetRun(ctx, c.Run)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			rep.Stale = append(rep.Stale, c.Run)
+		case err != nil:
+			h.log.Error("checking a worker's lease", "run", c.Run, "error", err)
+		case r.Attempts != c.Attempt || store.Terminal(r.Status):
+			rep.Stale = append(rep.Stale, c.Run)
+		case r.CancelRequested:
+			rep.Cancel = append(rep.Cancel, c.Run)
+		}
+	}
+	b, _ := json.Marshal(rep)
+	m.Respond(b)
+}
+
+// relay passes another API node's status change of a run to this node's subscribers.
+func (h *Handlers) relay(m *nats.Msg) {
+	var s Status
+	if json.Unmarshal(m.Data, &s) != nil || s.Node == h.node {
+		return
+	}
+	h.runs.Publish(strings.TrimPrefix(m.Subject, statusPrefix), run.Event{Type: "status", Data: s.Status})
+}
+
+// exhausted ends a run whose message was delivered MaxDeliver times and whose last
+// worker went silent too: it failed with "worker lost", and its message goes.
+func (h *Handlers) exhausted(m *nats.Msg) {
+	var adv struct {
+		StreamSeq  uint64 `json:"stream_seq"`
+		Deliveries uint64 `json:"deliveries"`
+	}
+	if err := json.Unmarshal(m.Data, &adv); err != nil || adv.StreamSeq == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	msg, err := h.stream.GetMsg(ctx, adv.StreamSeq)
+	if err != nil {
+		h.log.Warn("reading the message of a run whose worker was lost", "seq", adv.StreamSeq, "error", err)
+		return
+	}
+	id := strings.TrimPrefix(msg.Subject, "skrip.jobs.")
+	if err := h.lost(ctx, id); err != nil {
+		h.log.Error("failing a run whose worker was lost", "run", id, "error", err)
+		return
+	}
+	if err := h.stream.DeleteMsg(ctx, adv.StreamSeq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		h.log.Warn("removing the message of a run whose worker was lost", "run", id, "error", err)
+	}
+}
+
+// lost ends run id as failed because its workers were lost.
+func (h *Handlers) lost(ctx context.Context, id string) error {
+	ok, err := h.runs.End(ctx, id, store.StatusFailed, fmt.Sprintf("worker lost: the run was tried on %d workers, and each stopped answering", MaxDeliver))
+	if ok {
+		h.metrics.WorkerLost.Inc()
+		h.log.Warn("run failed: its workers were lost", "run", id)
+	}
+	return err
+}

@@ -1,0 +1,251 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// Config sizes the stream and says how long a worker may go silent.
+type Config struct {
+	Replicas int           // of the stream and the registry; 1 when 0
+	Queue    int           // runs waiting or running in the cluster at once; past it, 503
+	AckWait  time.Duration // a worker silent this long loses its run to another
+	Node     string        // this API node's id
+}
+
+// errFull is JetStream's API error code for a stream at its MaxMsgs with DiscardNew.
+const errFull = 10077
+
+// Setup creates the stream, its consumer and the worker registry, or leaves existing
+// ones as they are: they are the operator's once made. API nodes call it; workers only
+// use what it made.
+func Setup(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Logger) (jetstream.Stream, error) {
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	sc := jetstream.StreamConfig{Name: Stream, Subjects: []string{jobSubjects}, Retention: jetstream.WorkQueuePolicy,
+		MaxMsgs: int64(cfg.Queue), Discard: jetstream.DiscardNew, Duplicates: 2 * time.Minute, Storage: jetstream.FileStorage,
+		Replicas: cfg.Replicas, Description: "skrip: runs waiting for a worker (docs/cluster.md)"}
+	stream, err := js.CreateStream(ctx, sc)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		stream, err = js.Stream(ctx, Stream)
+		if err == nil && stream.CachedInfo().Config.Replicas != cfg.Replicas {
+			log.Warn("the run queue's stream has another replica count than SKRIP_NATS_REPLICAS; it is left as it is",
+				"stream", Stream, "replicas", stream.CachedInfo().Config.Replicas, "setting", cfg.Replicas)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the run queue's stream %s: %w", Stream, err)
+	}
+	_, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: Consumer, AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: cfg.AckWait, MaxDeliver: MaxDeliver, MaxAckPending: -1, Description: "skrip workers"})
+	if err != nil {
+		return nil, fmt.Errorf("the run queue's consumer %s: %w", Consumer, err)
+	}
+	_, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Registry, History: 1, TTL: 3 * HeartbeatEvery(cfg.AckWait),
+		Replicas: cfg.Replicas, Description: "skrip: worker heartbeats"})
+	if err != nil {
+		return nil, fmt.Errorf("the worker registry %s: %w", Registry, err)
+	}
+	return stream, nil
+}
+
+// HeartbeatEvery is how often a worker puts its heartbeat, for an ack wait.
+func HeartbeatEvery(ackWait time.Duration) time.Duration {
+	return max(ackWait/6, 500*time.Millisecond)
+}
+
+// Queue is the run.Dispatcher of an API node: it puts runs on the stream and their
+// files in the work bucket.
+type Queue struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	work   blob.Store
+	cfg    Config
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	depth  uint64    // messages on the stream when last asked
+	seenAt time.Time // when that was
+}
+
+// NewQueue returns the dispatcher that queues runs on stream (from Setup).
+func NewQueue(nc *nats.Conn, js jetstream.JetStream, stream jetstream.Stream, work blob.Store, cfg Config, log *slog.Logger) *Queue {
+	return &Queue{nc: nc, js: js, stream: stream, work: work, cfg: cfg, log: log}
+}
+
+var _ run.Dispatcher = (*Queue)(nil)
+
+func (q *Queue) busy() error {
+	return errs.New(run.ErrBusy, map[string]any{"queue": q.cfg.Queue},
+		"every worker is busy and %d runs are waiting or running; try again in a few seconds", q.cfg.Queue)
+}
+
+// Admit refuses a run when the stream is full, before anything of it is made. The
+// stream's depth is asked at most every 200 ms; Dispatch's publish is the exact check.
+func (q *Queue) Admit(ctx context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if time.Since(q.seenAt) > 200*time.Millisecond {
+		info, err := q.stream.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("asking the run queue's depth: %w", err)
+		}
+		q.depth, q.seenAt = info.State.Msgs, time.Now()
+	}
+	if q.cfg.Queue > 0 && q.depth >= uint64(q.cfg.Queue) {
+		return q.busy()
+	}
+	return nil
+}
+
+// Dispatch puts job's script and the files of dir in the work bucket (a file already
+// there by its checksum is not sent again) and queues the job. A full stream is an
+// ErrBusy error.
+func (q *Queue) Dispatch(ctx context.Context, job run.Job, dir string) error {
+	msg := Message{Job: job}
+	msg.Job.Script = nil
+	script, err := q.keep(ctx, job.Script)
+	if err != nil {
+		return err
+	}
+	msg.Script = Input{Name: "script.py", SHA256: script, Bytes: int64(len(job.Script))}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		in, err := q.keepFile(ctx, filepath.Join(dir, e.Name()))
+		if err != nil {
+			return fmt.Errorf("sending input file %s to the work bucket: %w", e.Name(), err)
+		}
+		in.Name = e.Name()
+		msg.Inputs = append(msg.Inputs, in)
+	}
+	sort.Slice(msg.Inputs, func(i, j int) bool { return msg.Inputs[i].Name < msg.Inputs[j].Name })
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	_, err = q.js.Publish(ctx, JobSubject(job.Run), data, jetstream.WithMsgID(job.Run))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == errFull {
+		return q.busy()
+	}
+	if err != nil {
+		return fmt.Errorf("queueing run %s: %w", job.Run, err)
+	}
+	return nil
+}
+
+// keep puts b in the work bucket by its checksum, unless it is there, and returns it.
+func (q *Queue) keep(ctx context.Context, b []byte) (string, error) {
+	sum := sha256.Sum256(b)
+	sha := hex.EncodeToString(sum[:])
+	return sha, q.put(ctx, sha, func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+}
+
+// keepFile puts the file at path in the work bucket by its checksum, unless it is there.
+func (q *Queue) keepFile(ctx context.Context, path string) (Input, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Input{}, err
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return Input{}, err
+	}
+	sha := hex.EncodeToString(h.Sum(nil))
+	return Input{SHA256: sha, Bytes: n}, q.put(ctx, sha, func() (io.ReadCloser, error) { return os.Open(path) })
+}
+
+func (q *Queue) put(ctx context.Context, sha string, open func() (io.ReadCloser, error)) error {
+	key := CASKey(sha)
+	if _, err := q.work.Stat(ctx, key); err == nil {
+		return nil
+	} else if !errors.Is(err, blob.ErrNotFound) {
+		return err
+	}
+	r, err := open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	info, err := q.work.Put(ctx, key, r, blob.PutOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		return err
+	}
+	if info.Checksum != "sha256:"+sha {
+		q.work.Delete(context.WithoutCancel(ctx), key)
+		return fmt.Errorf("the file changed while it was sent (%s, not sha256:%s)", info.Checksum, sha)
+	}
+	return nil
+}
+
+// Cancel asks the worker holding run r to stop it. It is best effort: the worker's
+// lease check stops it too, within a third of the ack wait.
+func (q *Queue) Cancel(ctx context.Context, r store.Run) {
+	if r.Worker == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := q.nc.RequestWithContext(ctx, CancelSubject(r.Worker), []byte(r.ID)); err != nil {
+		q.log.Warn("asking a worker to cancel a run; its lease check will", "run", r.ID, "worker", r.Worker, "error", err)
+	}
+}
+
+// Status tells the other API nodes that run id is now status.
+func (q *Queue) Status(id, status string) {
+	b, _ := json.Marshal(Status{Node: q.cfg.Node, Status: status})
+	if err := q.nc.Publish(statusPrefix+id, b); err != nil {
+		q.log.Warn("publishing a run's status", "run", id, "error", err)
+	}
+}
+
+// Watch passes run id's output lines from its worker to the run service until stop.
+func (q *Queue) Watch(id string, deliver func(run.Event)) (stop func()) {
+	sub, err := q.nc.Subscribe(OutSubject(id), func(m *nats.Msg) {
+		var l Line
+		if json.Unmarshal(m.Data, &l) == nil && l.Type != "status" {
+			deliver(run.Event{Type: l.Type, Data: l.Data})
+		}
+	})
+	if err != nil {
+		q.log.Warn("watching a run's output", "run", id, "error", err)
+		return func() {}
+	}
+	// A reader this far behind loses lines, as a slow SSE client does: memory stays
+	// bounded however fast the run prints.
+	sub.SetPendingLimits(8192, 4<<20)
+	return func() { sub.Unsubscribe() }
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

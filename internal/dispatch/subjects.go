@@ -1,0 +1,145 @@
+// Package dispatch hands runs to `skrip worker`s across a cluster (docs/cluster.md): on
+// API nodes, a run is a message on the JetStream work-queue stream SKRIP_RUNS, its input
+// files go to the work bucket, and the node answers the workers' claims and records
+// their results, once, in the database. Workers hold NATS credentials only.
+package dispatch
+
+import (
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/run"
+)
+
+// The stream, consumer and subjects the API nodes and workers share. Every subject a
+// worker may use is here, so that natsserver.Permissions and this table say the same.
+const (
+	Stream   = "SKRIP_RUNS"    // the work queue: one message per run to execute
+	Consumer = "workers"       // the durable pull consumer every worker fetches from
+	Registry = "skrip-workers" // the KV bucket of worker heartbeats, one key per worker
+
+	jobSubjects = "skrip.jobs.*" // the stream's subjects: skrip.jobs.<run>
+
+	// Requests from workers to any API node (queue group "api").
+	SubjectClaim  = "skrip.api.claim"
+	SubjectRecord = "skrip.api.record"
+	SubjectLease  = "skrip.api.lease"
+	apiQueue      = "api"
+
+	// outPrefix+<run> carries a running run's output lines from its worker (lossy);
+	// statusPrefix+<run> its status changes from the API node that made them (lossy:
+	// the database is the truth).
+	outPrefix    = "skrip.out."
+	statusPrefix = "skrip.st."
+
+	// workerPrefix+<worker>+".cancel" asks a worker to stop a run it holds.
+	workerPrefix = "skrip.w."
+
+	// maxDeliveries is the advisory JetStream sends when a run's message was delivered
+	// MaxDeliver times and its last holder went silent too.
+	maxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + Stream + "." + Consumer
+)
+
+// MaxDeliver is how many workers may try a run: one retry after a lost worker.
+const MaxDeliver = 2
+
+// JobSubject is the subject of run id's message.
+func JobSubject(id string) string { return "skrip.jobs." + id }
+
+// OutSubject is the subject of run id's output lines.
+func OutSubject(id string) string { return outPrefix + id }
+
+// CancelSubject is the subject worker id answers cancel requests on.
+func CancelSubject(worker string) string { return workerPrefix + worker + ".cancel" }
+
+// Input is one file of a run's /work/input, kept in the work bucket by its checksum.
+type Input struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// Message is a run's message on the stream: everything a worker needs, with the files
+// by checksum (CASKey). It never holds the script's or the files' bytes.
+type Message struct {
+	Job    run.Job `json:"job"` // without Script: ScriptSHA256 names it
+	Script Input   `json:"script"`
+	Inputs []Input `json:"inputs"`
+}
+
+// CASKey is the work bucket's key of the bytes with checksum sha (hex).
+func CASKey(sha string) string { return "work/cas/" + sha }
+
+// AttemptPrefix is where attempt number attempt of run id keeps its artifacts and
+// report in the work bucket.
+func AttemptPrefix(id string, attempt int64) string {
+	return "work/runs/" + id + "/a" + itoa(attempt) + "/"
+}
+
+// Claim asks to run a run as an attempt; the reply is a ClaimReply.
+type Claim struct {
+	Run     string `json:"run"`
+	Attempt int64  `json:"attempt"`
+	Worker  string `json:"worker"`
+}
+
+// What an API node answers a claim or a record with.
+const (
+	Go       = "go"       // claim: the run is yours as this attempt
+	Recorded = "recorded" // record: your result is the run's; acknowledge the message
+	Final    = "final"    // the run is over already: acknowledge the message, drop your work
+	Stale    = "stale"    // a later attempt holds the run: drop your work, never acknowledge
+)
+
+// Reply answers a claim or a record: one of Go, Recorded, Final or Stale, or Error when
+// the node could not decide (the worker asks again).
+type Reply struct {
+	Answer string `json:"answer"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Record reports how an attempt ended: the report is in the work bucket at ReportKey.
+type Record struct {
+	Run       string `json:"run"`
+	Attempt   int64  `json:"attempt"`
+	Worker    string `json:"worker"`
+	ReportKey string `json:"report_key"`
+}
+
+// Lease tells the API nodes which runs a worker holds; the reply says which of them it
+// is to stop: taken over by another attempt, or over (LeaseReply).
+type Lease struct {
+	Worker string  `json:"worker"`
+	Runs   []Claim `json:"runs"`
+}
+
+// LeaseReply lists the runs a worker is to stop: Stale ones are another attempt's now
+// (stop, never acknowledge), Cancel ones a user cancelled (stop, record them).
+type LeaseReply struct {
+	Stale  []string `json:"stale,omitempty"`
+	Cancel []string `json:"cancel,omitempty"`
+}
+
+// Line is one output line of a running run, as its worker publishes it.
+type Line struct {
+	Type string `json:"type"` // "stdout", "stderr" or "notice"
+	Data string `json:"data"`
+}
+
+// Status is a run's status change, as the API node that made it publishes it.
+type Status struct {
+	Node   string `json:"node"`
+	Status string `json:"status"`
+}
+
+// Heartbeat is what a worker puts in the registry, every few seconds.
+type Heartbeat struct {
+	Worker      string    `json:"worker"`
+	Host        string    `json:"host"`
+	Runner      string    `json:"runner"`
+	Concurrency int       `json:"concurrency"`
+	Busy        int       `json:"busy"`
+	Runs        []string  `json:"runs"`
+	Version     string    `json:"version"`
+	Started     time.Time `json:"started"`
+	At          time.Time `json:"at"`
+}

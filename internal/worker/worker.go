@@ -1,0 +1,419 @@
+// Package worker is `skrip worker`: it executes runs it pulls from the cluster's queue
+// (docs/cluster.md), with NATS credentials only. It claims each run from an API node,
+// fetches its files by checksum through its cache, runs it in its sandbox, leaves the
+// artifacts and its report in the work bucket, and acknowledges the message once an
+// API node has recorded the result.
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/runner"
+)
+
+// Config is one worker's.
+type Config struct {
+	ID          string        // its name in the cluster
+	Host        string        // shown in the registry
+	Concurrency int           // runs at once
+	AckWait     time.Duration // the stream consumer's: the worker keeps its runs alive well within it
+	DataDir     string        // scratch input directories and the cache
+	CacheBytes  int64
+	Grace       time.Duration // on stop, how long running runs may go on
+	Version     string
+}
+
+// Worker executes runs from the queue.
+type Worker struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	work    blob.Store
+	runner  runner.Runner
+	cache   *Cache
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	inputs  string // where runs' input directories go
+	started time.Time
+
+	mu   sync.Mutex
+	held map[string]*held // the runs it executes now, by id
+}
+
+// held is a run this worker holds.
+type held struct {
+	attempt   int64
+	cancel    context.CancelFunc
+	cancelled bool // a user cancelled it: it ends cancelled and is recorded
+	stale     bool // another attempt holds it now: it is dropped, never acknowledged
+}
+
+// New prepares a worker. The connection is the caller's.
+func New(nc *nats.Conn, work blob.Store, rn runner.Runner, cfg Config, m *metrics.Metrics, log *slog.Logger) (*Worker, error) {
+	if cfg.Concurrency < 1 {
+		return nil, fmt.Errorf("a worker runs at least one run at a time, not %d", cfg.Concurrency)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{nc: nc, js: js, work: work, runner: rn, cfg: cfg, log: log, metrics: m, held: map[string]*held{},
+		inputs: filepath.Join(cfg.DataDir, "worker", "inputs"), started: time.Now()}
+	if err := os.RemoveAll(w.inputs); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(w.inputs, 0o755); err != nil {
+		return nil, err
+	}
+	if w.cache, err = NewCache(filepath.Join(cfg.DataDir, "worker", "cache"), cfg.CacheBytes, work, m); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Run pulls and executes runs until ctx ends; then it takes no more, lets the runs it
+// has go on for the grace period, and stops the rest unrecorded and unacknowledged, so
+// that the stream gives them to another worker.
+func (w *Worker) Run(ctx context.Context) error {
+	cons, err := w.consumer(ctx)
+	if err != nil {
+		return err
+	}
+	cancelSub, err := w.nc.Subscribe(dispatch.CancelSubject(w.cfg.ID), w.onCancel)
+	if err != nil {
+		return err
+	}
+	defer cancelSub.Unsubscribe()
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	go w.heartbeats(bg)
+	go w.leases(bg)
+
+	var slots sync.WaitGroup
+	for range w.cfg.Concurrency {
+		slots.Add(1)
+		go func() {
+			defer slots.Done()
+			for ctx.Err() == nil {
+				msg, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second))
+				if err != nil {
+					if !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
+						w.log.Warn("fetching a run", "error", err)
+						sleep(ctx, time.Second)
+					}
+					continue
+				}
+				w.handle(msg)
+			}
+		}()
+	}
+	<-ctx.Done()
+	done := make(chan struct{})
+	go func() { slots.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(w.cfg.Grace):
+		w.mu.Lock()
+		for id, h := range w.held {
+			w.log.Warn("stopping a run at the end of the grace period; another worker will run it", "run", id)
+			h.cancel()
+		}
+		w.mu.Unlock()
+		<-done
+	}
+	return nil
+}
+
+// consumer waits for the run queue an API node makes.
+func (w *Worker) consumer(ctx context.Context) (jetstream.Consumer, error) {
+	for {
+		cons, err := w.js.Consumer(ctx, dispatch.Stream, dispatch.Consumer)
+		if err == nil {
+			return cons, nil
+		}
+		w.log.Info("waiting for the run queue; an API node makes it", "error", err)
+		if !sleep(ctx, 2*time.Second) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// handle executes the run of msg, as the attempt its delivery count says.
+func (w *Worker) handle(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		w.log.Error("a run message without metadata", "error", err)
+		return
+	}
+	attempt := int64(meta.NumDelivered)
+	var m dispatch.Message
+	if err := json.Unmarshal(msg.Data(), &m); err != nil || m.Job.Run == "" {
+		w.log.Error("a run message that is not one; it is dropped", "subject", msg.Subject(), "error", err)
+		msg.Term()
+		return
+	}
+	id := m.Job.Run
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := &held{attempt: attempt, cancel: cancel}
+	w.mu.Lock()
+	w.held[id] = h
+	w.mu.Unlock()
+	w.metrics.WorkerRuns.Inc()
+	defer func() {
+		w.mu.Lock()
+		delete(w.held, id)
+		w.mu.Unlock()
+		w.metrics.WorkerRuns.Dec()
+	}()
+	// The message stays this worker's while it says so, well within the ack wait.
+	alive, stopAlive := context.WithCancel(context.Background())
+	defer stopAlive()
+	go func() {
+		t := time.NewTicker(max(w.cfg.AckWait/3, 100*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-alive.Done():
+				return
+			case <-t.C:
+				msg.InProgress()
+			}
+		}
+	}()
+	log := w.log.With("run", id, "attempt", attempt)
+	switch answer := w.ask(ctx, dispatch.SubjectClaim, dispatch.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID}); answer {
+	case dispatch.Go:
+	case dispatch.Final:
+		w.ack(msg, log)
+		return
+	default:
+		log.Info("not running a run another attempt holds", "answer", answer)
+		return
+	}
+	rep, ok := w.execute(ctx, m, attempt, h, log)
+	if !ok {
+		return
+	}
+	// The run is over, cancelled or not: what follows records it.
+	ctx = context.WithoutCancel(ctx)
+	key := dispatch.AttemptPrefix(id, attempt) + "report.json"
+	b, _ := json.Marshal(rep)
+	if _, err := w.work.Put(ctx, key, bytes.NewReader(b), blob.PutOptions{ContentType: "application/json"}); err != nil {
+		log.Error("leaving the run's report in the work bucket; another worker will run it", "error", err)
+		return
+	}
+	switch answer := w.ask(ctx, dispatch.SubjectRecord, dispatch.Record{Run: id, Attempt: attempt, Worker: w.cfg.ID, ReportKey: key}); answer {
+	case dispatch.Recorded, dispatch.Final:
+		w.ack(msg, log)
+	default:
+		log.Warn("the run's result was not recorded: another attempt holds it", "answer", answer)
+	}
+}
+
+// execute runs m's job as attempt; ok is false when the result is not to be recorded:
+// the run was taken over, or the worker is stopping.
+func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64, h *held, log *slog.Logger) (run.Report, bool) {
+	id := m.Job.Run
+	dir, err := os.MkdirTemp(w.inputs, "in-")
+	if err != nil {
+		log.Error("making the run's input directory", "error", err)
+		return run.Report{Limits: m.Job.Limits, Failure: "the worker could not prepare the run: see its log"}, true
+	}
+	defer os.RemoveAll(dir)
+	job := m.Job
+	if err := w.prepare(ctx, m, dir, &job); err != nil {
+		log.Error("fetching the run's files", "error", err)
+		return run.Report{Limits: m.Job.Limits, Failure: "the worker could not fetch the run's files: see its log"}, true
+	}
+	prefix := dispatch.AttemptPrefix(id, attempt) + "out/"
+	collect := func(ctx context.Context, dir string) ([]run.Artifact, []contract.Output, error) {
+		return run.Collect(ctx, w.work, prefix, dir)
+	}
+	subject := dispatch.OutSubject(id)
+	onLine := func(stream string, line []byte) {
+		b, _ := json.Marshal(dispatch.Line{Type: stream, Data: string(line)})
+		w.nc.Publish(subject, b)
+	}
+	rep := run.Execute(ctx, w.runner, job, dir, collect, onLine)
+	if rep.Failure != "" {
+		log.Error("the run failed in the worker", "error", rep.Failure)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case h.stale:
+		log.Warn("dropping a run another attempt holds now")
+		return rep, false
+	case h.cancelled:
+		rep.Stopped = run.StopCancelled
+	case ctx.Err() != nil:
+		return rep, false // stopped at the end of the grace period
+	}
+	return rep, true
+}
+
+// prepare links the run's files into dir and reads its script.
+func (w *Worker) prepare(ctx context.Context, m dispatch.Message, dir string, job *run.Job) error {
+	for _, in := range m.Inputs {
+		if in.Name == "" || filepath.Base(in.Name) != in.Name || in.Name == "." || in.Name == ".." {
+			return fmt.Errorf("an input file named %q", in.Name)
+		}
+		if err := w.cache.Link(ctx, in.SHA256, filepath.Join(dir, in.Name)); err != nil {
+			return fmt.Errorf("input file %s: %w", in.Name, err)
+		}
+	}
+	script, err := w.cache.Read(ctx, m.Script.SHA256, m.Script.Bytes)
+	if err != nil {
+		return fmt.Errorf("the tool's script: %w", err)
+	}
+	job.Script = script
+	return nil
+}
+
+// ask sends a request to the API nodes until one answers, every 2 s, for up to 10
+// minutes: the message stays alive meanwhile. An empty answer means it gave up.
+func (w *Worker) ask(ctx context.Context, subject string, req any) string {
+	b, _ := json.Marshal(req)
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		msg, err := w.nc.RequestWithContext(rctx, subject, b)
+		cancel()
+		if err == nil {
+			var rep dispatch.Reply
+			if err = json.Unmarshal(msg.Data, &rep); err == nil && rep.Error == "" && rep.Answer != "" {
+				return rep.Answer
+			}
+			if err == nil {
+				err = errors.New(rep.Error)
+			}
+		}
+		w.log.Warn("no answer from the API nodes; asking again", "subject", subject, "error", err)
+		sleep(ctx, 2*time.Second)
+	}
+	return ""
+}
+
+func (w *Worker) ack(msg jetstream.Msg, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := msg.DoubleAck(ctx); err != nil {
+		// The message comes back to a worker, whose claim is answered "final".
+		log.Warn("acknowledging a recorded run", "error", err)
+	}
+}
+
+// onCancel stops a run a user cancelled.
+func (w *Worker) onCancel(m *nats.Msg) {
+	id := string(m.Data)
+	w.mu.Lock()
+	if h := w.held[id]; h != nil {
+		h.cancelled = true
+		h.cancel()
+	}
+	w.mu.Unlock()
+	m.Respond([]byte("ok"))
+}
+
+// leases asks the API nodes, every third of the ack wait, which of its runs this worker
+// is to stop: ones a later attempt holds (after this worker was cut off, say) and ones
+// a user cancelled.
+func (w *Worker) leases(ctx context.Context) {
+	t := time.NewTicker(max(w.cfg.AckWait/3, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		l := dispatch.Lease{Worker: w.cfg.ID}
+		for id, h := range w.held {
+			l.Runs = append(l.Runs, dispatch.Claim{Run: id, Attempt: h.attempt, Worker: w.cfg.ID})
+		}
+		w.mu.Unlock()
+		if len(l.Runs) == 0 {
+			continue
+		}
+		b, _ := json.Marshal(l)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		msg, err := w.nc.RequestWithContext(rctx, dispatch.SubjectLease, b)
+		cancel()
+		var rep dispatch.LeaseReply
+		if err != nil || json.Unmarshal(msg.Data, &rep) != nil {
+			continue
+		}
+		w.mu.Lock()
+		for _, id := range rep.Stale {
+			if h := w.held[id]; h != nil {
+				h.stale = true
+				h.cancel()
+			}
+		}
+		for _, id := range rep.Cancel {
+			if h := w.held[id]; h != nil {
+				h.cancelled = true
+				h.cancel()
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// heartbeats puts this worker's heartbeat in the registry.
+func (w *Worker) heartbeats(ctx context.Context) {
+	every := dispatch.HeartbeatEvery(w.cfg.AckWait)
+	var kv jetstream.KeyValue
+	for {
+		if kv == nil {
+			kv, _ = w.js.KeyValue(ctx, dispatch.Registry)
+		}
+		if kv != nil {
+			w.mu.Lock()
+			hb := dispatch.Heartbeat{Worker: w.cfg.ID, Host: w.cfg.Host, Runner: w.runner.Name(), Concurrency: w.cfg.Concurrency,
+				Busy: len(w.held), Runs: []string{}, Version: w.cfg.Version, Started: w.started, At: time.Now()}
+			for id := range w.held {
+				hb.Runs = append(hb.Runs, id)
+			}
+			w.mu.Unlock()
+			b, _ := json.Marshal(hb)
+			if _, err := kv.Put(ctx, w.cfg.ID, b); err != nil && ctx.Err() == nil {
+				w.log.Warn("putting the worker's heartbeat", "error", err)
+			}
+		}
+		if !sleep(ctx, every) {
+			return
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -60,7 +60,7 @@ func inputDirsLeft(t *testing.T, env *apptest.Env) int {
 }
 
 func TestRunEndToEnd(t *testing.T) {
-	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+	apptest.EachOf(t, append(apptest.BlobBackends, apptest.ClusterBackend), func(t *testing.T, b apptest.Backend) {
 		env := apptest.New(t, b)
 		publish(t, env, "echo", echoTool)
 		uc, u := env.User(t, "ulla", "user")
@@ -279,7 +279,11 @@ func TestQueueFullAndCancel(t *testing.T) {
 }
 
 func TestRunEventsAndTimeout(t *testing.T) {
-	cfg := apptest.Config(t, apptest.Backends[0])
+	apptest.EachOf(t, []apptest.Backend{apptest.Backends[0], apptest.ClusterBackend}, testRunEventsAndTimeout)
+}
+
+func testRunEventsAndTimeout(t *testing.T, b apptest.Backend) {
+	cfg := apptest.Config(t, b)
 	cfg.RunTimeout = 2 * time.Second
 	env := apptest.Start(t, cfg)
 	publish(t, env, "sleep", sleepTool)

@@ -62,11 +62,21 @@ func New(svc Services, ops Ops, log *slog.Logger) *Server {
 	return &Server{svc: svc, ops: ops, log: log}
 }
 
-// Register adds the API's routes to m.
-func (s *Server) Register(m *http.ServeMux) {
+// RegisterOps adds only the operational routes (/healthz, /readyz, /metrics) to m:
+// what a `skrip worker` serves.
+func RegisterOps(m *http.ServeMux, ops Ops, log *slog.Logger) {
+	(&Server{ops: ops, log: log}).registerOps(m)
+}
+
+func (s *Server) registerOps(m *http.ServeMux) {
 	m.HandleFunc("GET /healthz", s.healthz)
 	m.HandleFunc("GET /readyz", s.readyz)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.ops.Metrics.Registry, promhttp.HandlerOpts{}))
+}
+
+// Register adds the API's routes to m.
+func (s *Server) Register(m *http.ServeMux) {
+	s.registerOps(m)
 
 	m.Handle("GET /api/v1/me", s.authed(s.me))
 	m.Handle("GET /api/v1/users", s.authed(s.listUsers))

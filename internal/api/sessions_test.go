@@ -68,7 +68,7 @@ func sessionFiles(t *testing.T, env *apptest.Env, token, tool, ctxName string) a
 }
 
 func TestSessionFlow(t *testing.T) {
-	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+	apptest.EachOf(t, append(apptest.BlobBackends, apptest.ClusterBackend), func(t *testing.T, b apptest.Backend) {
 		env := apptest.New(t, b)
 		tool := publish(t, env, "counter", counterTool)
 		_, u := env.User(t, "u", "user")
@@ -187,7 +187,7 @@ func TestRejectedUploadKeepsSessionFiles(t *testing.T) {
 // TestConcurrentActions sends 50 start_action calls with the same expected_state_rev at
 // once: exactly one wins, every other gets 409, and the state is the winner's.
 func TestConcurrentActions(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, b apptest.Backend) {
+	apptest.EachOf(t, append(apptest.Backends, apptest.ClusterBackend), func(t *testing.T, b apptest.Backend) {
 		cfg := apptest.Config(t, b)
 		cfg.RunnerConcurrency, cfg.RunnerQueue = 4, 64
 		env := apptest.Start(t, cfg)

@@ -34,6 +34,10 @@ type Backend struct {
 	Name     string
 	Postgres bool
 	Blob     string // "fs" or "nats" (an embedded nats-server in the data dir)
+	// Cluster runs the server as a cluster's API node on a nats-server of the test's
+	// own, with PostgreSQL: runs go through the JetStream queue to its in-process worker
+	// (docs/cluster.md).
+	Cluster bool
 }
 
 // Backends are the databases every API test runs on.
@@ -41,6 +45,10 @@ var Backends = []Backend{{Name: "sqlite", Blob: "fs"}, {Name: "postgres", Postgr
 
 // BlobBackends are the combinations file tests run on: each blob store and each database.
 var BlobBackends = []Backend{{Name: "sqlite+fs", Blob: "fs"}, {Name: "postgres+nats", Postgres: true, Blob: "nats"}}
+
+// ClusterBackend is a cluster's API node with its own worker: PostgreSQL, a separate
+// nats-server, runs through the queue.
+var ClusterBackend = Backend{Name: "cluster", Postgres: true, Blob: "nats", Cluster: true}
 
 // Each runs fn as a subtest once per database.
 func Each(t *testing.T, fn func(t *testing.T, b Backend)) {
@@ -74,6 +82,10 @@ func Config(t testing.TB, b Backend) config.Config {
 	}
 	if b.Postgres {
 		cfg.DatabaseURL = testutil.PostgresURL(t)
+	}
+	if b.Cluster {
+		cfg.NATSURL = testutil.NATSServer(t)
+		cfg.RunAckWait = 3 * time.Second
 	}
 	return cfg
 }

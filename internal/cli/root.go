@@ -78,7 +78,7 @@ func (e *env) rootCmd() *cobra.Command {
 	// The token from the environment stays the flag's value, but is not shown as its
 	// default: every --help, and the usage after each usage error, would print the secret.
 	root.PersistentFlags().Lookup("token").DefValue = ""
-	root.AddCommand(e.serveCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd(), e.sandboxCmd(), e.mcpCmd())
+	root.AddCommand(e.serveCmd(), e.workerCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd(), e.sandboxCmd(), e.mcpCmd())
 	checkArgs(root)
 	return root
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -48,6 +49,10 @@ func (a *App) openCluster(ctx context.Context) error {
 		return err
 	}
 	a.closers = append(a.closers, func() error { h.Close(); return nil })
+	sctx, stopSweep := context.WithCancel(context.Background())
+	swept := make(chan struct{})
+	go func() { defer close(swept); a.sweep(sctx, h) }()
+	a.closers = append(a.closers, func() error { stopSweep(); <-swept; return nil })
 	conc := concurrency(a.cfg)
 	if conc == 0 {
 		return nil
@@ -64,4 +69,26 @@ func (a *App) openCluster(ctx context.Context) error {
 	go func() { defer close(done); w.Run(wctx) }()
 	a.closers = append(a.closers, func() error { stop(); <-done; return nil })
 	return nil
+}
+
+// sweep ends the runs the queue lost track of (dispatch.Handlers.Sweep), every ack wait,
+// on the one API node that holds the sweep's lease.
+func (a *App) sweep(ctx context.Context, h *dispatch.Handlers) {
+	lease := a.Store.Lease(dispatch.SweepLease)
+	defer lease.Release()
+	t := time.NewTicker(a.cfg.RunAckWait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if held, _ := lease.Held(ctx); !held {
+			continue
+		}
+		if _, err := h.Sweep(ctx, 2*a.cfg.RunAckWait); err != nil && ctx.Err() == nil {
+			a.log.Warn("sweeping the run queue", "error", err)
+		}
+	}
 }

@@ -352,3 +352,41 @@ func TestQueueFull(t *testing.T) {
 		t.Fatalf("%d runs made, want 2", len(runs))
 	}
 }
+
+// TestSweepEndsLostRuns: with no worker left to ask for work, JetStream sends no
+// advisory; the sweep still fails a run whose last worker went silent, and a queued run
+// whose message never reached the queue.
+func TestSweepEndsLostRuns(t *testing.T) {
+	c := newCluster(t)
+	b := c.node(t, 0)
+	tool, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ubc, u := b.User(t, "ulla", "user")
+	r, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A run the server made but never queued (it died in between), a while ago.
+	orphan := store.Run{ID: "r_orphan", ToolID: tool.ID, VersionID: *tool.PublishedVersionID, UserID: u.ID, Context: "default", Kind: "initial",
+		Status: store.StatusQueued, Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`,
+		CreatedAt: time.Now().Add(-time.Minute)}
+	if err := b.App.Store.CreateRun(context.Background(), orphan); err != nil {
+		t.Fatal(err)
+	}
+	fake := newFakeWorker(t, c.nats)
+	for want := int64(1); want <= dispatch.MaxDeliver; want++ {
+		if id, attempt, answer := fake.claim(t); id != r.RunID || attempt != want || answer != dispatch.Go {
+			t.Fatalf("fake claim %d = %s, attempt %d, %s", want, id, attempt, answer)
+		}
+	}
+	done, err := ubc.GetRun(context.Background(), r.RunID, 30*time.Second)
+	if err != nil || done.Status != "failed" || done.ErrorSummary == nil || !strings.Contains(*done.ErrorSummary, "worker lost") {
+		t.Fatalf("run: %s (%v), %v", done.Status, done.ErrorSummary, err)
+	}
+	got, err := b.App.Store.GetRun(context.Background(), orphan.ID)
+	if err != nil || got.Status != store.StatusFailed || !strings.Contains(got.ErrorSummary, "not queued") {
+		t.Fatalf("the run that never reached the queue: %s (%s), %v", got.Status, got.ErrorSummary, err)
+	}
+}

@@ -24,6 +24,7 @@ import (
 // queue group: any node answers any worker, and the database decides.
 type Handlers struct {
 	nc      *nats.Conn
+	js      jetstream.JetStream
 	stream  jetstream.Stream
 	st      *store.Store
 	runs    *run.Service
@@ -42,7 +43,11 @@ func maxReportBytes(logBytes int64) int64 { return 4*logBytes + 8<<20 }
 // Serve starts answering workers; Close stops it.
 func Serve(nc *nats.Conn, stream jetstream.Stream, st *store.Store, runs *run.Service, files, work blob.Store, node string,
 	m *metrics.Metrics, log *slog.Logger) (*Handlers, error) {
-	h := &Handlers{nc: nc, stream: stream, st: st, runs: runs, files: files, work: work, node: node, log: log, metrics: m}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handlers{nc: nc, js: js, stream: stream, st: st, runs: runs, files: files, work: work, node: node, log: log, metrics: m}
 	for _, s := range []struct {
 		subject string
 		queue   bool

@@ -1,0 +1,94 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// SweepLease is the name of the lease under which one API node of a cluster sweeps.
+const SweepLease = "dispatch-sweep"
+
+// Sweep ends the runs the queue lost track of, which the max-deliveries advisory does
+// not reach. Advisories are plain NATS messages and can be missed, and JetStream sends
+// one only when a worker asks for work: with every worker gone, a run would stay
+// "running" forever. So Sweep fails:
+//   - a running run whose message has left the stream without its result (its last
+//     worker was lost and the advisory's handler did not end it);
+//   - a running run on its last attempt whose worker has been gone from the registry for
+//     longer than the registry's TTL;
+//   - a queued run older than grace whose message never reached the stream (its API node
+//     stopped between making it and queueing it).
+//
+// One node of the cluster runs it at a time (SweepLease); any may, since every change is
+// conditional.
+func (h *Handlers) Sweep(ctx context.Context, grace time.Duration) (int, error) {
+	kv, err := h.js.KeyValue(ctx, Registry)
+	if err != nil {
+		return 0, err
+	}
+	ended := 0
+	for _, status := range []string{store.StatusRunning, store.StatusQueued} {
+		runs, err := h.st.ListRuns(ctx, store.RunFilter{Status: status, Limit: 1000})
+		if err != nil {
+			return ended, err
+		}
+		for _, r := range runs {
+			if time.Since(r.CreatedAt) < grace {
+				continue
+			}
+			why, err := h.orphaned(ctx, kv, r)
+			if err != nil {
+				return ended, err
+			}
+			if why == "" {
+				continue
+			}
+			if ok, err := h.runs.End(ctx, r.ID, store.StatusFailed, why); err != nil {
+				return ended, err
+			} else if ok {
+				ended++
+				h.log.Warn("run failed: the queue lost it", "run", r.ID, "why", why)
+				if r.Status == store.StatusRunning {
+					h.metrics.WorkerLost.Inc()
+				}
+			}
+		}
+	}
+	return ended, nil
+}
+
+// orphaned says why run r is to fail, or "" when it is in the queue's hands.
+func (h *Handlers) orphaned(ctx context.Context, kv jetstream.KeyValue, r store.Run) (string, error) {
+	_, err := h.stream.GetLastMsgForSubject(ctx, JobSubject(r.ID))
+	gone := errors.Is(err, jetstream.ErrMsgNotFound)
+	if err != nil && !gone {
+		return "", err
+	}
+	switch {
+	case r.Status == store.StatusQueued && gone:
+		return "not queued: the server that took it stopped before it reached the queue; run it again", nil
+	case r.Status == store.StatusQueued:
+		return "", nil
+	case gone:
+		return "worker lost: the run's worker stopped answering, and it could not be tried again", nil
+	case r.Attempts >= MaxDeliver && !h.live(ctx, kv, r.Worker):
+		return "worker lost: the run was tried on 2 workers, and each stopped answering", nil
+	}
+	return "", nil
+}
+
+// live reports whether worker id has a heartbeat in the registry.
+func (h *Handlers) live(ctx context.Context, kv jetstream.KeyValue, id string) bool {
+	e, err := kv.Get(ctx, id)
+	if err != nil {
+		return false
+	}
+	var hb Heartbeat
+	return json.Unmarshal(e.Value(), &hb) == nil
+}

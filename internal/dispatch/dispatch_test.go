@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -388,5 +389,61 @@ func TestSweepEndsLostRuns(t *testing.T) {
 	got, err := b.App.Store.GetRun(context.Background(), orphan.ID)
 	if err != nil || got.Status != store.StatusFailed || !strings.Contains(got.ErrorSummary, "not queued") {
 		t.Fatalf("the run that never reached the queue: %s (%s), %v", got.Status, got.ErrorSummary, err)
+	}
+}
+
+const linesTool = `
+import time
+def run_tool(input_dir, output_dir):
+    print("early line", flush=True)
+    time.sleep(2)
+    print("late line", flush=True)
+    time.sleep(1)
+    return {"outputs": []}
+`
+
+// TestLateViewerGetsBacklog: a viewer who opens a run's events on an API node after the
+// run printed its first lines on a worker sees those lines first, then the live ones,
+// each once, and the final status.
+func TestLateViewerGetsBacklog(t *testing.T) {
+	c := newCluster(t)
+	a := c.node(t, 1)
+	b := c.node(t, 0)
+	if _, _, err := b.Admin.CreateTool(context.Background(), "lines", "Lines", "", linesTool, true); err != nil {
+		t.Fatal(err)
+	}
+	ubc, u := b.User(t, "ulla", "user")
+	r, err := ubc.RunFiles(context.Background(), "lines", nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, ubc, r.RunID, "running")
+	time.Sleep(time.Second) // "early line" is printed
+	nodes := []*apptest.Env{b, a}
+	bodies := make([]string, len(nodes))
+	var wg sync.WaitGroup
+	for i, node := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", node.URL+"/api/v1/runs/"+r.RunID+"/events", nil)
+			req.Header.Set("Authorization", "Bearer "+u.Token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			bodies[i] = string(body)
+		}()
+	}
+	wg.Wait()
+	for i, events := range bodies {
+		early, late := strings.Index(events, "early line"), strings.Index(events, "late line")
+		if early < 0 || late < early || strings.Count(events, "early line") != 1 || strings.Count(events, "late line") != 1 ||
+			!strings.Contains(events, "event: status\ndata: \"succeeded\"") {
+			t.Fatalf("events on %s:\n%s", nodes[i].URL, events)
+		}
 	}
 }

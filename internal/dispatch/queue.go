@@ -230,21 +230,62 @@ func (q *Queue) Status(id, status string) {
 	}
 }
 
-// Watch passes run id's output lines from its worker to the run service until stop.
-func (q *Queue) Watch(id string, deliver func(run.Event)) (stop func()) {
-	sub, err := q.nc.Subscribe(OutSubject(id), func(m *nats.Msg) {
+// Watch passes run r's output lines from its worker to the run service until stop:
+// the lines the worker kept from before (the backlog), then live ones, each once.
+func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
+	var mu sync.Mutex
+	var early []Line  // live lines that came before the backlog
+	last := int64(-1) // the backlog's last line; -1 until it is in
+	sub, err := q.nc.Subscribe(OutSubject(r.ID), func(m *nats.Msg) {
 		var l Line
-		if json.Unmarshal(m.Data, &l) == nil && l.Type != "status" {
+		if json.Unmarshal(m.Data, &l) != nil || l.Type == "status" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case last < 0:
+			if len(early) < 8192 {
+				early = append(early, l)
+			}
+		case l.Seq > last:
 			deliver(run.Event{Type: l.Type, Data: l.Data})
 		}
 	})
 	if err != nil {
-		q.log.Warn("watching a run's output", "run", id, "error", err)
+		q.log.Warn("watching a run's output", "run", r.ID, "error", err)
 		return func() {}
 	}
 	// A reader this far behind loses lines, as a slow SSE client does: memory stays
 	// bounded however fast the run prints.
 	sub.SetPendingLimits(8192, 4<<20)
+	// The backlog comes from the worker while live lines are held back, so that a slow
+	// worker delays this run's lines, never the caller.
+	go func() {
+		var b Backlog
+		if r.Status == store.StatusRunning && r.Worker != "" {
+			if msg, err := q.nc.Request(BacklogSubject(r.Worker), []byte(r.ID), 2*time.Second); err == nil {
+				json.Unmarshal(msg.Data, &b)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		last = 0
+		for _, l := range b.Lines {
+			deliver(run.Event{Type: l.Type, Data: l.Data})
+			last = l.Seq
+		}
+		if b.Full {
+			deliver(run.Event{Type: "notice", Data: "later lines printed before you connected are left out here: only the first ones are kept for late viewers"})
+		}
+		for _, l := range early {
+			if l.Seq > last {
+				deliver(run.Event{Type: l.Type, Data: l.Data})
+				last = l.Seq
+			}
+		}
+		early = nil
+	}()
 	return func() { sub.Unsubscribe() }
 }
 

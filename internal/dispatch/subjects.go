@@ -119,11 +119,24 @@ type LeaseReply struct {
 	Cancel []string `json:"cancel,omitempty"`
 }
 
-// Line is one output line of a running run, as its worker publishes it.
+// Line is one output line of a running run, as its worker publishes it; Seq counts
+// the run's lines from 1, so that a node joining late can tell the backlog's lines from
+// live ones.
 type Line struct {
+	Seq  int64  `json:"seq"`
 	Type string `json:"type"` // "stdout", "stderr" or "notice"
 	Data string `json:"data"`
 }
+
+// Backlog is a running run's first lines as its worker kept them (up to a cap), for a
+// node whose first subscriber came after the run started.
+type Backlog struct {
+	Lines []Line `json:"lines"`
+	Full  bool   `json:"full,omitempty"` // lines came after the cap
+}
+
+// BacklogSubject is the subject worker id answers backlog requests on (data: run id).
+func BacklogSubject(worker string) string { return workerPrefix + worker + ".backlog" }
 
 // Status is a run's status change, as the API node that made it publishes it.
 type Status struct {

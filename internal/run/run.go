@@ -80,8 +80,9 @@ type Dispatcher interface {
 	Cancel(ctx context.Context, r store.Run)
 	// Status tells the other nodes that run id is now status.
 	Status(id, status string)
-	// Watch passes run id's output lines from its worker to deliver until stop is called.
-	Watch(id string, deliver func(Event)) (stop func())
+	// Watch passes run r's output lines from its worker to deliver until stop is called,
+	// the ones it printed before the call first.
+	Watch(r store.Run, deliver func(Event)) (stop func())
 }
 
 // watch is this node's reception of a remote run's lines, shared by its subscribers.
@@ -449,10 +450,13 @@ func (s *Service) cancelRemote(ctx context.Context, runID string) (bool, error) 
 func (s *Service) Subscribe(runID string, lines bool) ([]Event, *Subscription) {
 	past, sub := s.hub.subscribe(runID, lines)
 	if s.remote != nil && lines {
+		// Which worker holds it, for the lines it printed before.
+		r, _ := s.st.GetRun(context.Background(), runID)
+		r.ID = runID
 		s.mu.Lock()
 		w := s.watches[runID]
 		if w == nil {
-			w = &watch{stop: s.remote.Watch(runID, func(e Event) { s.hub.publish(runID, e) })}
+			w = &watch{stop: s.remote.Watch(r, func(e Event) { s.hub.publish(runID, e) })}
 			s.watches[runID] = w
 		}
 		w.subs++

@@ -63,7 +63,18 @@ type held struct {
 	cancel    context.CancelFunc
 	cancelled bool // a user cancelled it: it ends cancelled and is recorded
 	stale     bool // another attempt holds it now: it is dropped, never acknowledged
+
+	// guarded by Worker.mu: its first lines, for nodes whose viewers come late
+	seq     int64
+	backlog dispatch.Backlog
+	bytes   int
 }
+
+// What a worker keeps of a running run's first lines, as an API node's hub does.
+const (
+	maxBacklogBytes = 256 << 10
+	maxBacklogLines = 4096
+)
 
 // New prepares a worker. The connection is the caller's.
 func New(nc *nats.Conn, work blob.Store, rn runner.Runner, cfg Config, m *metrics.Metrics, log *slog.Logger) (*Worker, error) {
@@ -101,6 +112,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer cancelSub.Unsubscribe()
+	backlogSub, err := w.nc.Subscribe(dispatch.BacklogSubject(w.cfg.ID), w.onBacklog)
+	if err != nil {
+		return err
+	}
+	defer backlogSub.Unsubscribe()
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	go w.heartbeats(bg)
@@ -249,7 +265,17 @@ func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64,
 	}
 	subject := dispatch.OutSubject(id)
 	onLine := func(stream string, line []byte) {
-		b, _ := json.Marshal(dispatch.Line{Type: stream, Data: string(line)})
+		w.mu.Lock()
+		h.seq++
+		l := dispatch.Line{Seq: h.seq, Type: stream, Data: string(line)}
+		if h.bytes+len(line) <= maxBacklogBytes && len(h.backlog.Lines) < maxBacklogLines {
+			h.backlog.Lines = append(h.backlog.Lines, l)
+			h.bytes += len(line)
+		} else {
+			h.backlog.Full = true
+		}
+		w.mu.Unlock()
+		b, _ := json.Marshal(l)
 		w.nc.Publish(subject, b)
 	}
 	rep := run.Execute(ctx, w.runner, job, dir, collect, onLine)
@@ -331,6 +357,18 @@ func (w *Worker) onCancel(m *nats.Msg) {
 	}
 	w.mu.Unlock()
 	m.Respond([]byte("ok"))
+}
+
+// onBacklog answers an API node with the first lines of a run this worker holds.
+func (w *Worker) onBacklog(m *nats.Msg) {
+	w.mu.Lock()
+	var b dispatch.Backlog
+	if h := w.held[string(m.Data)]; h != nil {
+		b = dispatch.Backlog{Lines: append([]dispatch.Line(nil), h.backlog.Lines...), Full: h.backlog.Full}
+	}
+	w.mu.Unlock()
+	data, _ := json.Marshal(b)
+	m.Respond(data)
 }
 
 // leases asks the API nodes, every third of the ack wait, which of its runs this worker

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/testutil"
@@ -165,5 +166,50 @@ func TestServeHelpListsEverySetting(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("serve --help lacks %q", want)
 		}
+	}
+}
+
+// TestDoctorCluster: on a cluster, doctor shows the run queue, the buckets and each
+// worker by its heartbeat.
+func TestDoctorCluster(t *testing.T) {
+	cfg := apptest.Config(t, apptest.ClusterBackend)
+	cfg.RunnerConcurrency, cfg.WorkerID = 1, "w-doctor"
+	env := apptest.Start(t, cfg)
+	vars := map[string]string{"SKRIP_DATA_DIR": t.TempDir(), "SKRIP_BLOB": "nats", "SKRIP_NATS_URL": env.Config.NATSURL,
+		"SKRIP_DATABASE_URL": env.Config.DatabaseURL, "SKRIP_RUN_ACK_WAIT": "3s"}
+	var out, errOut bytes.Buffer
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out.Reset()
+		if code := Main(context.Background(), []string{"doctor"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }); code != 0 {
+			t.Fatalf("doctor: %d %s", code, errOut.String())
+		}
+		if strings.Contains(out.String(), "worker w-doctor") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, want := range []string{"Cluster", "SKRIP_RUNS", "1 replica(s)", "skrip-work:", "skrip-files:", "worker w-doctor", "bwrap, 0/1 busy"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestWorkerRefusesDatabaseURL: a worker runs untrusted code and never holds the
+// database URL; it refuses to start with one, naming the setting.
+func TestWorkerRefusesDatabaseURL(t *testing.T) {
+	vars := map[string]string{"SKRIP_DATA_DIR": t.TempDir(), "SKRIP_NATS_URL": "nats://127.0.0.1:1",
+		"SKRIP_DATABASE_URL": "postgres://skrip:secret@db/skrip"}
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), []string{"worker"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] })
+	if code == 0 || !strings.Contains(errOut.String(), "SKRIP_DATABASE_URL") || strings.Contains(errOut.String(), "secret") {
+		t.Fatalf("worker with a database URL: exit %d, %q", code, errOut.String())
+	}
+	delete(vars, "SKRIP_DATABASE_URL")
+	delete(vars, "SKRIP_NATS_URL")
+	errOut.Reset()
+	if code := Main(context.Background(), []string{"worker"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }); code == 0 || !strings.Contains(errOut.String(), "SKRIP_NATS_URL") {
+		t.Fatalf("worker without NATS: exit %d, %q", code, errOut.String())
 	}
 }

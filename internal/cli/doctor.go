@@ -20,6 +20,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/app"
 	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/dispatch"
 	"github.com/skrip-dev/skrip/internal/natsserver"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
@@ -78,9 +79,12 @@ func (e *env) doctor(ctx context.Context, loaded *config.Loaded) {
 	fmt.Fprintln(w, "\nBlob store\t\t")
 	switch cfg.Blob {
 	case "nats":
-		where, state := natsState(ctx, cfg)
+		where, state, cluster := natsState(ctx, cfg)
 		fmt.Fprintf(w, "  nats\t%s\tbucket %s, %d replica(s)\n", where, cfg.NATSBucket, cfg.NATSReplicas)
 		fmt.Fprintf(w, "  JetStream\t\t%s\n", state)
+		if cluster != nil {
+			printCluster(w, cfg, *cluster)
+		}
 	default:
 		fmt.Fprintf(w, "  fs\t%s\t%s\n", cfg.Path("blobs"), dirState(cfg.Path("blobs")))
 	}
@@ -97,44 +101,68 @@ func (e *env) doctor(ctx context.Context, loaded *config.Loaded) {
 // natsState describes the NATS server the settings name and its JetStream account. An
 // embedded server's store is opened only when no skrip server answers at --addr, so that
 // two servers never share one store.
-func natsState(ctx context.Context, cfg config.Config) (where, state string) {
+func natsState(ctx context.Context, cfg config.Config) (where, state string, cluster *dispatch.Overview) {
 	var nc *nats.Conn
 	if cfg.NATSURL != "" {
 		where = natsserver.RedactURL(cfg.NATSURL)
 		var err error
 		if nc, err = natsserver.Dial(cfg.NATSURL, app.NATSAuth(cfg), nats.Name("skrip doctor"), nats.Timeout(3*time.Second)); err != nil {
-			return where, "not reachable: " + err.Error()
+			return where, "not reachable: " + err.Error(), nil
 		}
 	} else {
 		dir := cfg.Path("nats")
 		where = "embedded nats-server under " + dir
 		if _, err := os.Stat(dir); err != nil {
-			return where, "not created yet; `skrip serve --blob nats` creates it"
+			return where, "not created yet; `skrip serve --blob nats` creates it", nil
 		}
 		probe := &http.Client{Timeout: time.Second}
 		if resp, err := probe.Get("http://" + cfg.Addr + "/healthz"); err == nil {
 			resp.Body.Close()
-			return where, "in use by the skrip server at " + cfg.Addr + "; not opened twice (its /readyz checks the store)"
+			return where, "in use by the skrip server at " + cfg.Addr + "; not opened twice (its /readyz checks the store)", nil
 		}
 		srv, err := natsserver.Start(dir, natsserver.WithReadyTimeout(10*time.Second))
 		if err != nil {
-			return where, "cannot start: " + err.Error()
+			return where, "cannot start: " + err.Error(), nil
 		}
 		defer srv.Shutdown()
 		if nc, err = srv.Connect(nats.Name("skrip doctor")); err != nil {
-			return where, "cannot connect: " + err.Error()
+			return where, "cannot connect: " + err.Error(), nil
 		}
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return where, err.Error()
+		return where, err.Error(), nil
 	}
 	st, err := natsserver.JetStreamState(ctx, js)
 	if err != nil {
-		return where, "JetStream not usable: " + err.Error()
+		return where, "JetStream not usable: " + err.Error(), nil
 	}
-	return where, fmt.Sprintf("server %s, %s", nc.ConnectedServerVersion(), st)
+	if cfg.NATSURL != "" {
+		o := dispatch.Describe(ctx, js, cfg.NATSBucket, cfg.NATSWorkBucket)
+		cluster = &o
+	}
+	return where, fmt.Sprintf("server %s, %s", nc.ConnectedServerVersion(), st), cluster
+}
+
+// printCluster shows a cluster's queue, buckets and workers (docs/cluster.md).
+func printCluster(w io.Writer, cfg config.Config, o dispatch.Overview) {
+	mode := "off: SKRIP_BLOB=nats and a PostgreSQL SKRIP_DATABASE_URL turn it on for `skrip serve`"
+	if cfg.Cluster() {
+		mode = "on"
+	}
+	fmt.Fprintf(w, "\nCluster\t\t%s\n", mode)
+	fmt.Fprintf(w, "  run queue\t%s\t%s, %d redelivered\n", dispatch.Stream, o.Queue, o.Redelivered)
+	for _, b := range o.Buckets {
+		fmt.Fprintf(w, "  bucket\t\t%s\n", b)
+	}
+	if len(o.Workers) == 0 {
+		fmt.Fprintf(w, "  workers\t\tnone seen (a worker's heartbeat lasts %s)\n", 3*dispatch.HeartbeatEvery(cfg.RunAckWait))
+	}
+	now := time.Now()
+	for _, hb := range o.Workers {
+		fmt.Fprintf(w, "  worker %s\t%s\t%s, %d/%d busy, seen %s, version %s\n", hb.Worker, hb.Host, hb.Runner, hb.Busy, hb.Concurrency, hb.Seen(now), hb.Version)
+	}
 }
 
 // doctorRunner says which sandbox runs would use, the runtime tools get in it, and how

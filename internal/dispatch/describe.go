@@ -1,0 +1,81 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Overview is the state of a cluster's queue and workers, for `skrip doctor`.
+type Overview struct {
+	Queue       string // the stream: replicas, leader, depth; or why it cannot be read
+	Redelivered int    // runs handed to a second worker and not yet done
+	Buckets     []string
+	Workers     []Heartbeat
+}
+
+// Describe reads the cluster's queue, the buckets named, and the workers' heartbeats.
+// Each part it cannot read says why, rather than failing the whole.
+func Describe(ctx context.Context, js jetstream.JetStream, buckets ...string) Overview {
+	var o Overview
+	if s, err := js.Stream(ctx, Stream); err != nil {
+		o.Queue = "not made yet (an API node in cluster mode makes it): " + err.Error()
+	} else if info, err := s.Info(ctx); err != nil {
+		o.Queue = "not readable: " + err.Error()
+	} else {
+		leader := "this server"
+		if info.Cluster != nil && info.Cluster.Leader != "" {
+			leader = info.Cluster.Leader
+		}
+		o.Queue = fmt.Sprintf("%d replica(s), leader %s, %d run(s) waiting or running (at most %d)",
+			info.Config.Replicas, leader, info.State.Msgs, info.Config.MaxMsgs)
+		if c, err := s.Consumer(ctx, Consumer); err == nil {
+			if ci, err := c.Info(ctx); err == nil {
+				o.Redelivered = ci.NumRedelivered
+			}
+		}
+	}
+	for _, b := range buckets {
+		obs, err := js.ObjectStore(ctx, b)
+		if err != nil {
+			o.Buckets = append(o.Buckets, fmt.Sprintf("%s: not readable: %v", b, err))
+			continue
+		}
+		st, err := obs.Status(ctx)
+		if err != nil {
+			o.Buckets = append(o.Buckets, fmt.Sprintf("%s: not readable: %v", b, err))
+			continue
+		}
+		o.Buckets = append(o.Buckets, fmt.Sprintf("%s: %d replica(s), %d bytes", b, st.Replicas(), st.Size()))
+	}
+	kv, err := js.KeyValue(ctx, Registry)
+	if err != nil {
+		return o
+	}
+	keys, err := kv.Keys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		return o
+	}
+	for _, k := range keys {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var hb Heartbeat
+		if json.Unmarshal(e.Value(), &hb) == nil {
+			o.Workers = append(o.Workers, hb)
+		}
+	}
+	sort.Slice(o.Workers, func(i, j int) bool { return o.Workers[i].Worker < o.Workers[j].Worker })
+	return o
+}
+
+// Seen says how long ago a heartbeat was put, in whole seconds.
+func (hb Heartbeat) Seen(now time.Time) string {
+	return fmt.Sprintf("%ds ago", int(now.Sub(hb.At).Round(time.Second)/time.Second))
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/natsblob"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/dispatch"
@@ -51,7 +52,7 @@ func (a *App) openCluster(ctx context.Context) error {
 	a.closers = append(a.closers, func() error { h.Close(); return nil })
 	sctx, stopSweep := context.WithCancel(context.Background())
 	swept := make(chan struct{})
-	go func() { defer close(swept); a.sweep(sctx, h) }()
+	go func() { defer close(swept); a.sweep(sctx, h, work) }()
 	a.closers = append(a.closers, func() error { stopSweep(); <-swept; return nil })
 	conc := concurrency(a.cfg)
 	if conc == 0 {
@@ -73,11 +74,12 @@ func (a *App) openCluster(ctx context.Context) error {
 
 // sweep ends the runs the queue lost track of (dispatch.Handlers.Sweep), every ack wait,
 // on the one API node that holds the sweep's lease.
-func (a *App) sweep(ctx context.Context, h *dispatch.Handlers) {
+func (a *App) sweep(ctx context.Context, h *dispatch.Handlers, work blob.Store) {
 	lease := a.Store.Lease(dispatch.SweepLease)
 	defer lease.Release()
 	t := time.NewTicker(a.cfg.RunAckWait)
 	defer t.Stop()
+	var collected time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -89,6 +91,14 @@ func (a *App) sweep(ctx context.Context, h *dispatch.Handlers) {
 		}
 		if _, err := h.Sweep(ctx, 2*a.cfg.RunAckWait); err != nil && ctx.Err() == nil {
 			a.log.Warn("sweeping the run queue", "error", err)
+		}
+		if time.Since(collected) > 10*time.Minute {
+			collected = time.Now()
+			if n, err := dispatch.CollectWork(ctx, work, time.Now()); err != nil && ctx.Err() == nil {
+				a.log.Warn("removing old objects of the work bucket", "error", err)
+			} else if n > 0 {
+				a.log.Info("removed old objects of the work bucket", "objects", n)
+			}
 		}
 	}
 }

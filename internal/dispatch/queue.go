@@ -188,11 +188,13 @@ func (q *Queue) keepFile(ctx context.Context, path string) (Input, error) {
 
 func (q *Queue) put(ctx context.Context, sha string, open func() (io.ReadCloser, error)) error {
 	key := CASKey(sha)
-	if _, err := q.work.Stat(ctx, key); err == nil {
+	if info, err := q.work.Stat(ctx, key); err == nil && time.Since(info.ModTime) < casRefresh {
 		return nil
-	} else if !errors.Is(err, blob.ErrNotFound) {
+	} else if err != nil && !errors.Is(err, blob.ErrNotFound) {
 		return err
 	}
+	// Missing, or old enough that CollectWork may take it soon: (re)sent, so that it
+	// outlives the run by a day.
 	r, err := open()
 	if err != nil {
 		return err

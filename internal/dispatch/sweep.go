@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -91,4 +92,35 @@ func (h *Handlers) live(ctx context.Context, kv jetstream.KeyValue, id string) b
 	}
 	var hb Heartbeat
 	return json.Unmarshal(e.Value(), &hb) == nil
+}
+
+// How long the work bucket keeps what it holds: a run's files by checksum for a day
+// after they were last queued (Dispatch sends again a file whose copy is older than
+// casRefresh), an attempt's artifacts and report for an hour after they were left.
+const (
+	casKeep     = 24 * time.Hour
+	casRefresh  = time.Hour
+	attemptKeep = time.Hour
+)
+
+// CollectWork deletes what the work bucket holds past its time at now: files no run
+// queued for a day, and what attempts left there (their API node deletes it when it
+// records them; this is for the ones that never were).
+func CollectWork(ctx context.Context, work blob.Store, now time.Time) (int, error) {
+	n := 0
+	for _, c := range []struct {
+		prefix string
+		keep   time.Duration
+	}{{"work/cas/", casKeep}, {"work/runs/", attemptKeep}, {"work/xfer/", attemptKeep}} {
+		infos, err := work.List(ctx, c.prefix)
+		if err != nil {
+			return n, err
+		}
+		for _, i := range infos {
+			if now.Sub(i.ModTime) > c.keep && work.Delete(ctx, i.Key) == nil {
+				n++
+			}
+		}
+	}
+	return n, nil
 }

@@ -226,6 +226,14 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	}
 	rep, ok := w.execute(ctx, m, attempt, h, log)
 	if !ok {
+		w.mu.Lock()
+		stale := h.stale
+		w.mu.Unlock()
+		if !stale {
+			// Stopped at the end of the grace period: its one retry starts now, on
+			// another worker, rather than after the ack wait.
+			msg.Nak()
+		}
 		return
 	}
 	// The run is over, cancelled or not: what follows records it.

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +35,8 @@ type Config struct {
 	Node     string        // this API node's id
 }
 
-// errFull is JetStream's API error code for a stream at its MaxMsgs with DiscardNew.
+// errFull is JetStream's API error code for a message the stream could not store; with
+// "maximum messages exceeded", the stream is at its MaxMsgs (DiscardNew).
 const errFull = 10077
 
 // Setup creates the stream, its consumer and the worker registry, or leaves existing
@@ -152,15 +154,45 @@ func (q *Queue) Dispatch(ctx context.Context, job run.Job, dir string) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.js.Publish(ctx, JobSubject(job.Run), data, jetstream.WithMsgID(job.Run))
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == errFull {
-		return q.busy()
+	// The run id is the message id: a publish tried again (its answer was lost while
+	// the stream changed leader, say) queues the run once.
+	wait := 100 * time.Millisecond
+	deadline := time.Now().Add(publishPatience)
+	for {
+		_, err = q.js.Publish(ctx, JobSubject(job.Run), data, jetstream.WithMsgID(job.Run))
+		var apiErr *jetstream.APIError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &apiErr) && apiErr.ErrorCode == errFull && strings.Contains(apiErr.Description, "maximum messages"):
+			return q.busy()
+		case ctx.Err() != nil || time.Now().After(deadline) || (apiErr != nil && apiErr.ErrorCode != errNoLeader):
+			return fmt.Errorf("queueing run %s: %w", job.Run, err)
+		}
+		q.log.Warn("queueing a run; trying again", "run", job.Run, "error", err)
+		if !sleepCtx(ctx, wait) {
+			return fmt.Errorf("queueing run %s: %w", job.Run, ctx.Err())
+		}
+		wait = min(2*wait, 2*time.Second)
 	}
-	if err != nil {
-		return fmt.Errorf("queueing run %s: %w", job.Run, err)
+}
+
+// publishPatience is how long Dispatch tries to queue a run while the stream has no
+// leader or does not answer (a NATS server of the cluster went down).
+const publishPatience = 20 * time.Second
+
+// errNoLeader is JetStream's API error code for a stream that is electing a leader.
+const errNoLeader = 10008
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
-	return nil
 }
 
 // keep puts b in the work bucket by its checksum, unless it is there, and returns it.

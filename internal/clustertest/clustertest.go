@@ -49,10 +49,12 @@ func Network(t testing.TB) *hosts.Network {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := hosts.New(ctx, t.TempDir())
+	logs := t.TempDir()
+	n, err := hosts.New(ctx, logs)
 	if err != nil {
 		testutil.Missing(t, Component, err.Error(), install)
 	}
+	reapAlso(t, n, logs)
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, h := range n.Hosts() {
@@ -93,6 +95,13 @@ func natsServer(t testing.TB) string {
 	return natsBin.path
 }
 
+func reapAlso(t testing.TB, n *hosts.Network, path string) {
+	t.Helper()
+	if err := n.ReapAlso(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // cleanup removes what the helpers keep between tests: the nats-server binary.
 func cleanup() {
 	if natsBin.dir != "" {
@@ -108,7 +117,10 @@ func NATS(t testing.TB, n *hosts.Network, users ...natsserver.User) *hosts.NATS 
 	bin := natsServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := hosts.StartNATS(ctx, n, t.TempDir(), hosts.NATSOptions{Bin: bin, Users: users})
+	reapAlso(t, n, natsBin.dir)
+	store := t.TempDir()
+	reapAlso(t, n, store)
+	c, err := hosts.StartNATS(ctx, n, store, hosts.NATSOptions{Bin: bin, Users: users})
 	if err != nil {
 		t.Fatal(err)
 	}

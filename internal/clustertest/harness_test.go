@@ -56,8 +56,9 @@ func TestHarness(t *testing.T) {
 		}
 	})
 
+	// Quick pings: a client of a node that is cut off notices and moves to another.
 	nc, err := nats.Connect(cluster.URLs(), nats.UserInfo("api", "api"), nats.MaxReconnects(-1),
-		nats.ReconnectWait(100*time.Millisecond))
+		nats.ReconnectWait(100*time.Millisecond), nats.PingInterval(time.Second), nats.MaxPingsOutstanding(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,21 +80,29 @@ func TestHarness(t *testing.T) {
 	body := bytes.Repeat([]byte("harness!"), 128<<10) // 1 MiB
 
 	// works publishes one message and puts and gets one object, retrying while the
-	// cluster elects leaders, for up to 20 s.
+	// cluster elects leaders (an election takes 4 to 15 s here), for up to 30 s. A retried publish has the same message id,
+	// so the stream holds each message once.
 	published := 0
 	works := func(t *testing.T, what string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		var err error
-		for time.Now().Before(deadline) {
-			if err = roundTrip(ctx, js, obs, body, published); err == nil {
+		for sent := false; time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+			if !sent {
+				if err = publish(ctx, js, published); err != nil {
+					continue
+				}
+				sent = true
 				published++
+			}
+			if err = roundTrip(ctx, obs, body, published); err == nil {
 				return
 			}
-			time.Sleep(250 * time.Millisecond)
 		}
-		t.Fatalf("%s: the cluster does not work within 20 s: %v", what, err)
+		t.Fatalf("%s: the cluster does not work within 30 s: %v", what, err)
 	}
+	start := time.Now()
+	step := func(what string) { t.Logf("%5.1fs %s", time.Since(start).Seconds(), what) }
 	works(t, "all nodes up")
 
 	t.Run("leader killed", func(t *testing.T) {
@@ -108,11 +117,15 @@ func TestHarness(t *testing.T) {
 		if err := leader.Kill(); err != nil {
 			t.Fatal(err)
 		}
+		step("killed the stream leader " + leader.Name)
 		works(t, leader.Name+" killed")
+		step("works")
 		if err := leader.Restart(ctx); err != nil {
 			t.Fatal(err)
 		}
+		step("restarted and healthy")
 		waitReplicasCurrent(t, ctx, stream, 3)
+		step("replicas current")
 		works(t, leader.Name+" restarted")
 	})
 
@@ -138,14 +151,18 @@ func TestHarness(t *testing.T) {
 		} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
 			t.Errorf("dialling a cut host: %v, want a timeout", err)
 		}
+		step("cut " + follower.Name + ", connected to " + nc.ConnectedServerName())
 		works(t, follower.Name+" cut off")
+		step("works")
 		if err := follower.Host.Heal(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := follower.WaitHealthy(ctx, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
+		step("healed and healthy")
 		waitReplicasCurrent(t, ctx, stream, 3)
+		step("replicas current")
 		works(t, follower.Name+" healed")
 	})
 
@@ -195,13 +212,18 @@ func TestHarness(t *testing.T) {
 	}
 }
 
-// roundTrip publishes message i to the stream and puts, reads back and deletes an object.
-func roundTrip(ctx context.Context, js jetstream.JetStream, obs jetstream.ObjectStore, body []byte, i int) error {
+// publish publishes message i to the stream, with message id i.
+func publish(ctx context.Context, js jetstream.JetStream, i int) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := js.Publish(ctx, fmt.Sprintf("harness.%d", i), []byte("m"), jetstream.WithMsgID(fmt.Sprint(i))); err != nil {
-		return fmt.Errorf("publish: %w", err)
-	}
+	_, err := js.Publish(ctx, fmt.Sprintf("harness.%d", i), []byte("m"), jetstream.WithMsgID(fmt.Sprint(i)))
+	return err
+}
+
+// roundTrip puts, reads back and deletes an object.
+func roundTrip(ctx context.Context, obs jetstream.ObjectStore, body []byte, i int) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	name := fmt.Sprintf("o%d", i)
 	if _, err := obs.PutBytes(ctx, name, body); err != nil {
 		return fmt.Errorf("object put: %w", err)

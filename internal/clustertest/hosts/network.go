@@ -82,7 +82,7 @@ func New(ctx context.Context, dir string) (*Network, error) {
 	}
 	n.Gateway = fmt.Sprintf("10.88.%d.1", n.Subnet)
 	// The state file comes first: whatever exists is then always findable by Reap.
-	if err := os.WriteFile(n.stateFile(), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err := os.WriteFile(n.stateFile(), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("hosts: %w", err)
 	}
 	steps := [][]string{
@@ -103,6 +103,18 @@ func New(ctx context.Context, dir string) (*Network, error) {
 }
 
 func (n *Network) stateFile() string { return filepath.Join(StateDir, n.ID) }
+
+// ReapAlso names a path for Reap to remove, with the network, should this process die
+// without cleaning up (a test binary killed on its timeout leaves its temp dirs behind).
+func (n *Network) ReapAlso(path string) error {
+	f, err := os.OpenFile(n.stateFile(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("hosts: %w", err)
+	}
+	defer f.Close()
+	_, err = fmt.Fprintln(f, path)
+	return err
+}
 
 func (n *Network) forwardRule() []string {
 	return []string{"-i", n.Bridge, "-o", n.Bridge, "-j", "ACCEPT"}
@@ -190,7 +202,7 @@ func (n *Network) Close() error {
 
 // teardown removes every trace of the network, whether or not this process made it.
 func (n *Network) teardown() error {
-	return teardownID(n.ID)
+	return teardownID(n.ID, false)
 }
 
 // Cut takes the host's link to the bridge down: a silent partition, where packets

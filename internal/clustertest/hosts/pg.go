@@ -59,6 +59,9 @@ func StartPostgres(ctx context.Context, n *Network, parent string) (_ *Postgres,
 			os.RemoveAll(data)
 		}
 	}()
+	if err := n.ReapAlso(data); err != nil {
+		return nil, err
+	}
 	if err := os.Chown(data, uid, gid); err != nil {
 		return nil, fmt.Errorf("hosts: %w", err)
 	}

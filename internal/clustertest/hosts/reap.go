@@ -43,12 +43,13 @@ func Reap(ctx context.Context) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(StateDir, id))
-		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+		first, _, _ := strings.Cut(string(b), "\n")
+		pid, perr := strconv.Atoi(strings.TrimSpace(first))
 		if err == nil && perr == nil && alive(pid) {
 			live[id] = true
 			continue
 		}
-		teardownID(id)
+		teardownID(id, true)
 	}
 	ids := map[string]bool{}
 	if out, err := output("ip", "netns", "list"); err == nil {
@@ -71,7 +72,7 @@ func Reap(ctx context.Context) {
 	}
 	for id := range ids {
 		if !live[id] {
-			teardownID(id)
+			teardownID(id, true)
 		}
 	}
 }
@@ -86,8 +87,9 @@ func alive(pid int) bool {
 }
 
 // teardownID kills the processes in network id's namespaces and deletes the namespaces,
-// the bridge, the FORWARD rule and the state file.
-func teardownID(id string) error {
+// the bridge, the FORWARD rule and the state file; reaped, also the paths the state file
+// lists after the owner's pid (ReapAlso).
+func teardownID(id string, reaped bool) error {
 	var errs []error
 	if out, err := output("ip", "netns", "list"); err == nil {
 		for _, line := range strings.Split(out, "\n") {
@@ -117,7 +119,16 @@ func teardownID(id string) error {
 			break
 		}
 	}
-	os.Remove(filepath.Join(StateDir, id))
+	state := filepath.Join(StateDir, id)
+	if b, err := os.ReadFile(state); err == nil && reaped {
+		lines := strings.Split(string(b), "\n")
+		for _, p := range lines[1:] {
+			if filepath.IsAbs(p) && filepath.Clean(p) != "/" {
+				os.RemoveAll(p)
+			}
+		}
+	}
+	os.Remove(state)
 	return errors.Join(errs...)
 }
 

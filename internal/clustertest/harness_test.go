@@ -80,8 +80,8 @@ func TestHarness(t *testing.T) {
 	body := bytes.Repeat([]byte("harness!"), 128<<10) // 1 MiB
 
 	// works publishes one message and puts and gets one object, retrying while the
-	// cluster elects leaders (an election takes 4 to 15 s here), for up to 30 s. A retried publish has the same message id,
-	// so the stream holds each message once.
+	// cluster elects leaders (4 to 15 s here), for up to 30 s. A retried publish has the
+	// same message id, so the stream holds each message once.
 	published := 0
 	works := func(t *testing.T, what string) {
 		t.Helper()

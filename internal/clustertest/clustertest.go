@@ -70,6 +70,29 @@ func Network(t testing.TB) *hosts.Network {
 	return n
 }
 
+// Host adds host name to n (hosts.Network.AddHost), failing the test if it cannot.
+func Host(t testing.TB, n *hosts.Network, name string) *hosts.Host {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := n.AddHost(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// Start runs c on h (hosts.Host.Start), failing the test if it cannot. The network's
+// cleanup kills it; a failed test logs the end of its output.
+func Start(t testing.TB, h *hosts.Host, c hosts.Command) *hosts.Proc {
+	t.Helper()
+	p, err := h.Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 var natsBin struct {
 	once sync.Once
 	dir  string

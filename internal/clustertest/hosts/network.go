@@ -176,6 +176,18 @@ func (n *Network) AddHost(ctx context.Context, name string) (*Host, error) {
 	return h, nil
 }
 
+// Host returns the host named name, or nil.
+func (n *Network) Host(name string) *Host {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, h := range n.hosts {
+		if h.Name == name {
+			return h
+		}
+	}
+	return nil
+}
+
 // Hosts returns the network's hosts in the order they were added.
 func (n *Network) Hosts() []*Host {
 	n.mu.Lock()

@@ -134,12 +134,17 @@ func (p *Proc) Kill() error {
 	return p.signal(syscall.SIGKILL, 10*time.Second)
 }
 
-// Stop sends SIGTERM and waits up to grace for the program to exit, then kills it.
+// Stop sends SIGTERM and waits up to grace for the program to exit. If it has not, Stop
+// kills it and says so in its error.
 func (p *Proc) Stop(grace time.Duration) error {
-	if err := p.signal(syscall.SIGTERM, grace); err == nil {
+	err := p.signal(syscall.SIGTERM, grace)
+	if err == nil {
 		return nil
 	}
-	return p.Kill()
+	if kerr := p.Kill(); kerr != nil {
+		return errors.Join(err, kerr)
+	}
+	return fmt.Errorf("%w; killed it", err)
 }
 
 func (p *Proc) signal(sig syscall.Signal, wait time.Duration) error {

@@ -264,3 +264,14 @@ func waitReplicasCurrent(t *testing.T, ctx context.Context, s jetstream.Stream, 
 	}
 	t.Fatalf("stream %s: replicas not current within 30 s (%s)", s.CachedInfo().Config.Name, last)
 }
+
+func itoa(i int) string { return fmt.Sprint(i) }
+
+func dial(ctx context.Context, addr string, timeout time.Duration) error {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err == nil {
+		c.Close()
+	}
+	return err
+}

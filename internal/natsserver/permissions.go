@@ -83,28 +83,27 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 		// API nodes' queue group and the run's output lines.
 		"skrip.api.claim", "skrip.api.record", "skrip.api.lease",
 		"skrip.out.*",
-		// Its own heartbeat; reading the others' (Get, Watch) for `skrip doctor`.
+		// Its own heartbeat; reading the others' (Get, Watch) for `skrip doctor`. Reads
+		// are direct gets; STREAM.MSG.GET is their fallback on a stream without
+		// allow_direct. A watch is a push ordered consumer with flow control.
 		"$KV." + WorkersBucket + "." + worker,
 		api + "STREAM.INFO." + kv,
-		api + "STREAM.MSG.GET." + kv,
-		api + "DIRECT.GET." + kv,
 		api + "DIRECT.GET." + kv + ".>",
-		api + "CONSUMER.CREATE." + kv,
+		api + "STREAM.MSG.GET." + kv,
 		api + "CONSUMER.CREATE." + kv + ".>",
-		api + "CONSUMER.INFO." + kv + ".*",
 		api + "CONSUMER.DELETE." + kv + ".*",
 		"$JS.FC." + kv + ".>",
-		// The work bucket: its subjects and its stream's API.
+		// The work bucket: its subjects and its stream's API. nats.go's Get is a push
+		// ordered consumer with flow control, natsblob's a pull ordered consumer; Delete
+		// purges the object's chunks; natsblob deletes chunks of a failed Put by
+		// sequence.
 		"$O." + workBucket + ".>",
 		api + "STREAM.INFO." + work,
+		api + "DIRECT.GET." + work + ".>",
 		api + "STREAM.MSG.GET." + work,
 		api + "STREAM.MSG.DELETE." + work,
 		api + "STREAM.PURGE." + work,
-		api + "DIRECT.GET." + work,
-		api + "DIRECT.GET." + work + ".>",
-		api + "CONSUMER.CREATE." + work,
 		api + "CONSUMER.CREATE." + work + ".>",
-		api + "CONSUMER.INFO." + work + ".*",
 		api + "CONSUMER.DELETE." + work + ".*",
 		api + "CONSUMER.MSG.NEXT." + work + ".*",
 		"$JS.FC." + work + ".>",

@@ -132,7 +132,7 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	claims, err := api.QueueSubscribe("skrip.api.claim", "api", func(m *nats.Msg) { m.Respond([]byte("go")) })
+	claims, err := api.QueueSubscribe("skrip.api.*", "api", func(m *nats.Msg) { m.Respond([]byte("go")) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +178,13 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		step("progress", msg.InProgress())
 		step("ack", msg.DoubleAck(ctx))
 
-		// Claim through the API queue group, and an output line.
-		reply, err := w.Request("skrip.api.claim", []byte("{}"), 5*time.Second)
-		step("claim", err)
-		if string(reply.Data) != "go" {
-			t.Errorf("claim reply = %q", reply.Data)
+		// Claim, record and lease through the API queue group, and an output line.
+		for _, subj := range []string{"skrip.api.claim", "skrip.api.record", "skrip.api.lease"} {
+			reply, err := w.Request(subj, []byte("{}"), 5*time.Second)
+			step(subj, err)
+			if string(reply.Data) != "go" {
+				t.Errorf("%s reply = %q", subj, reply.Data)
+			}
 		}
 		step("output line", w.Publish("skrip.out.r1", []byte("line")))
 		_, err = out.NextMsg(5 * time.Second)

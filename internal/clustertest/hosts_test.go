@@ -10,6 +10,11 @@ import (
 	"github.com/skrip-dev/skrip/internal/clustertest/hosts"
 )
 
+func mustReadlink(p string) string {
+	s, _ := os.Readlink(p)
+	return s
+}
+
 // TestHosts checks what fault tests rely on: a Proc's pid is the program itself, in its
 // host's network namespace, as the user asked for; Stop, Kill and Restart act on it;
 // Cut makes a host unreachable and Heal brings it back.
@@ -25,7 +30,7 @@ func TestHosts(t *testing.T) {
 
 	p := Start(t, a, hosts.Command{Name: "sleep", Path: "/bin/sleep", Args: []string{"60"}, User: "nobody"})
 	var err error
-	// ip, then setpriv, exec the program in place: the pid stays, the name changes.
+	// nsenter, then setpriv, exec the program in place: the pid stays, the name changes.
 	var comm []byte
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if comm, err = os.ReadFile("/proc/" + itoa(p.Pid()) + "/comm"); strings.TrimSpace(string(comm)) == "sleep" {
@@ -39,6 +44,9 @@ func TestHosts(t *testing.T) {
 	theirs, _ := os.Readlink("/proc/" + itoa(p.Pid()) + "/ns/net")
 	if theirs == "" || theirs == ours {
 		t.Errorf("the program's network namespace is %q, ours %q: want another", theirs, ours)
+	}
+	if ours, _ := os.Readlink("/proc/self/ns/mnt"); ours != mustReadlink("/proc/"+itoa(p.Pid())+"/ns/mnt") {
+		t.Error("the program has a mount namespace of its own: want ours, with /sys/fs/cgroup")
 	}
 	status, _ := os.ReadFile("/proc/" + itoa(p.Pid()) + "/status")
 	if !strings.Contains(string(status), "Uid:\t65534\t") {

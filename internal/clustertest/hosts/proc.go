@@ -23,8 +23,9 @@ type Command struct {
 	User string   // run as this user (setpriv), "" as root
 }
 
-// Proc is a process running in a host's namespace. Its Pid is the program's own (ip
-// netns exec and setpriv exec in place), so Kill hits the program and nothing else.
+// Proc is a process running in a host's network namespace, and in every other namespace
+// of this process (it sees the same files, cgroups included). Its Pid is the program's
+// own (nsenter and setpriv exec in place), so Kill hits the program and nothing else.
 type Proc struct {
 	Host    *Host
 	Cmd     Command
@@ -53,7 +54,9 @@ func (h *Host) Start(c Command) (*Proc, error) {
 }
 
 func (p *Proc) start() error {
-	args := []string{"netns", "exec", p.Host.NS}
+	// nsenter, not ip netns exec: ip also remounts /sys for the namespace, which hides
+	// /sys/fs/cgroup, and the bubblewrap runner of a worker needs it.
+	args := []string{"--net=/run/netns/" + p.Host.NS}
 	if p.Cmd.User != "" {
 		u, err := user.Lookup(p.Cmd.User)
 		if err != nil {
@@ -67,7 +70,7 @@ func (p *Proc) start() error {
 		return fmt.Errorf("hosts: %w", err)
 	}
 	fmt.Fprintf(log, "=== %s: %s %s\n", time.Now().Format(time.RFC3339Nano), p.Cmd.Path, strings.Join(p.Cmd.Args, " "))
-	cmd := exec.Command("ip", args...)
+	cmd := exec.Command("nsenter", args...)
 	cmd.Env = p.Cmd.Env
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group, so a ^C to the test does not reach it before the cleanup.

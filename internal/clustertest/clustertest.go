@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -93,29 +95,49 @@ func Start(t testing.TB, h *hosts.Host, c hosts.Command) *hosts.Proc {
 	return p
 }
 
-var natsBin struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
+// bins holds the binaries the helpers build, once per test binary, in one temp dir.
+var bins struct {
+	mu    sync.Mutex
+	dir   string
+	built map[string]string // package → binary
 }
 
-// natsServer builds nats-server once per test binary.
+// build compiles pkg once per test binary, without -race (the nodes are not what is
+// checked for races, and a race build takes long on 2 cores), and returns its path.
+func build(t testing.TB, pkg, name string) string {
+	t.Helper()
+	bins.mu.Lock()
+	defer bins.mu.Unlock()
+	if bin, ok := bins.built[pkg]; ok {
+		return bin
+	}
+	if bins.dir == "" {
+		dir, err := os.MkdirTemp("", "skrip-clustertest-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bins.dir, bins.built = dir, map[string]string{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := filepath.Join(bins.dir, name)
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, out)
+	}
+	bins.built[pkg] = bin
+	return bin
+}
+
+// Skrip returns the skrip binary, built once per test binary.
+func Skrip(t testing.TB) string {
+	t.Helper()
+	return build(t, "github.com/skrip-dev/skrip/cmd/skrip", "skrip")
+}
+
+// natsServer returns the nats-server binary of the module skrip depends on.
 func natsServer(t testing.TB) string {
 	t.Helper()
-	natsBin.once.Do(func() {
-		natsBin.dir, natsBin.err = os.MkdirTemp("", "skrip-nats-server-")
-		if natsBin.err != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		natsBin.path, natsBin.err = hosts.BuildNATSServer(ctx, natsBin.dir)
-	})
-	if natsBin.err != nil {
-		t.Fatal(natsBin.err)
-	}
-	return natsBin.path
+	return build(t, hosts.NATSServerPackage, "nats-server")
 }
 
 func reapAlso(t testing.TB, n *hosts.Network, path string) {
@@ -125,10 +147,10 @@ func reapAlso(t testing.TB, n *hosts.Network, path string) {
 	}
 }
 
-// cleanup removes what the helpers keep between tests: the nats-server binary.
+// cleanup removes what the helpers keep between tests: the binaries.
 func cleanup() {
-	if natsBin.dir != "" {
-		os.RemoveAll(natsBin.dir)
+	if bins.dir != "" {
+		os.RemoveAll(bins.dir)
 	}
 }
 
@@ -140,7 +162,7 @@ func NATS(t testing.TB, n *hosts.Network, users ...natsserver.User) *hosts.NATS 
 	bin := natsServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reapAlso(t, n, natsBin.dir)
+	reapAlso(t, n, bins.dir)
 	store := t.TempDir()
 	reapAlso(t, n, store)
 	c, err := hosts.StartNATS(ctx, n, store, hosts.NATSOptions{Bin: bin, Users: users})

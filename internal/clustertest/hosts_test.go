@@ -100,3 +100,19 @@ func TestHosts(t *testing.T) {
 		t.Errorf("b unreachable after Heal: %v", err)
 	}
 }
+
+// TestSkripBuilds checks that Skrip builds the binary once and that it runs on a host.
+func TestSkripBuilds(t *testing.T) {
+	bin := Skrip(t)
+	if again := Skrip(t); again != bin {
+		t.Errorf("Skrip built twice: %s, %s", bin, again)
+	}
+	n := Network(t)
+	h := Host(t, n, "api1")
+	p := Start(t, h, hosts.Command{Path: bin, Args: []string{"version"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Wait(ctx); err != nil {
+		t.Fatalf("skrip version on %s: %v\n%s", h.Name, err, p.Log(2000))
+	}
+}

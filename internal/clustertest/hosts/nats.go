@@ -20,11 +20,14 @@ const (
 	NATSCluster = 6222
 )
 
+// NATSServerPackage is the nats-server main package, a dependency of skrip's module.
+const NATSServerPackage = "github.com/nats-io/nats-server/v2"
+
 // BuildNATSServer compiles nats-server from the module skrip depends on into dir and
 // returns the binary's path.
 func BuildNATSServer(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "nats-server")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, NATSServerPackage).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("hosts: building nats-server: %v\n%s", err, out)
 	}

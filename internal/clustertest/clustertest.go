@@ -6,6 +6,7 @@ package clustertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,8 +54,11 @@ func Network(t testing.TB) *hosts.Network {
 	defer cancel()
 	logs := t.TempDir()
 	n, err := hosts.New(ctx, logs)
-	if err != nil {
+	if errors.Is(err, hosts.ErrUnavailable) {
 		testutil.Missing(t, Component, err.Error(), install)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	reapAlso(t, n, logs)
 	t.Cleanup(func() {

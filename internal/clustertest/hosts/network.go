@@ -26,6 +26,9 @@ import (
 // process that owns it, so that a later run can remove what a killed run left behind.
 const StateDir = "/run/skrip-clustertest"
 
+// ErrUnavailable means this machine cannot have hosts: not root, or a tool is missing.
+var ErrUnavailable = errors.New("hosts: unavailable")
+
 // Network is a bridge with hosts on it, in the subnet 10.88.<Subnet>.0/24. The root
 // namespace (the process that made it) reaches every host through the bridge's address.
 type Network struct {
@@ -55,13 +58,13 @@ type Host struct {
 // New creates a bridge on a free subnet, first removing networks whose owning process
 // is gone. Logs of processes go to dir. Close removes everything New and its hosts made.
 func New(ctx context.Context, dir string) (*Network, error) {
-	for _, bin := range []string{"ip", "iptables"} {
+	for _, bin := range []string{"ip", "iptables", "nsenter", "setpriv"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			return nil, fmt.Errorf("hosts: %s not found (apt-get install iproute2 iptables): %w", bin, err)
+			return nil, fmt.Errorf("%w: %s not found (apt-get install iproute2 iptables util-linux)", ErrUnavailable, bin)
 		}
 	}
 	if os.Geteuid() != 0 {
-		return nil, errors.New("hosts: network namespaces need root")
+		return nil, fmt.Errorf("%w: network namespaces need root", ErrUnavailable)
 	}
 	if err := os.MkdirAll(StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("hosts: %w", err)

@@ -183,6 +183,9 @@ func Postgres(t testing.TB, n *hosts.Network) *hosts.Postgres {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pg, err := hosts.StartPostgres(ctx, n, os.TempDir())
+	if errors.Is(err, hosts.ErrUnavailable) {
+		testutil.Missing(t, Component, err.Error(), install)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func (pg *Postgres) URL() string {
 // (RemoveAll on DataDir, after Network.Close).
 func StartPostgres(ctx context.Context, n *Network, parent string) (_ *Postgres, err error) {
 	if _, err := os.Stat(filepath.Join(PostgresBin, "postgres")); err != nil {
-		return nil, fmt.Errorf("hosts: PostgreSQL 15 not found (apt-get install postgresql-15): %w", err)
+		return nil, fmt.Errorf("%w: PostgreSQL 15 not found (apt-get install postgresql-15): %v", ErrUnavailable, err)
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {

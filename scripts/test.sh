@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test against real components: installs them from Debian when missing,
 # starts PostgreSQL with a test database, tells the tests which components must not be
-# skipped (SKRIP_TEST_REQUIRE), then runs `go test -race ./...` and a few seconds of every
-# fuzz target. Idempotent.
+# skipped (SKRIP_TEST_REQUIRE), then runs `go test -race ./...`, the cluster tests
+# (scripts/cluster-test.sh) and a few seconds of every fuzz target. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -35,5 +35,7 @@ export SKRIP_TEST_REQUIRE="postgres,bwrap,weasyprint,docker,chromium"
 # Packages that drive both runners take minutes each on 2 cores; the default 10 min per
 # package binary leaves too little room on a busy machine.
 go test -race -count=1 -timeout 30m ./...
+# The cluster tests: namespaces, a NATS cluster, nodes killed (skipped by the run above).
+bash scripts/cluster-test.sh
 # A short run of every fuzz target (scripts/fuzz.sh finds them by name).
 bash scripts/fuzz.sh

@@ -1,0 +1,207 @@
+package natsserver
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// The JetStream objects the cluster's users are allowed to touch. The work bucket and the
+// files bucket are settings (SKRIP_NATS_WORK_BUCKET, SKRIP_NATS_BUCKET); these are not.
+const (
+	RunsStream    = "SKRIP_RUNS"    // the work queue of runs
+	RunsConsumer  = "workers"       // the durable pull consumer every worker fetches from
+	WorkersBucket = "skrip-workers" // the KV bucket of worker heartbeats
+)
+
+// Kind is the role a NATS user plays in a cluster.
+type Kind string
+
+// The two kinds of users: API nodes may do everything, a worker only its own work.
+const (
+	APIUser    Kind = "api"
+	WorkerUser Kind = "worker"
+)
+
+// User is one entry of a nats-server authorization block.
+type User struct {
+	Name     string
+	Password string
+	Kind     Kind
+	Worker   string // the worker id, for a WorkerUser
+}
+
+// WorkerInboxPrefix is the inbox prefix a worker must dial with
+// (nats.CustomInboxPrefix): its user may subscribe to replies only under it, so that it
+// cannot read the replies other users get (an API node's direct gets of the files
+// bucket, say). "w-" cannot start a nuid, so it never meets another client's inbox.
+func WorkerInboxPrefix(worker string) string { return "_INBOX.w-" + worker }
+
+// Permissions returns the subject permissions of a user of kind: nil (everything) for
+// an API node, and for a worker exactly what it needs and nothing more. A worker may
+//   - fetch from the runs consumer and acknowledge its messages;
+//   - ask API nodes to claim, record and renew its runs, and publish output lines;
+//   - write its own heartbeat and read the others';
+//   - read and write objects of the work bucket;
+//   - answer requests sent to its own subjects (skrip.w.<id>.>).
+//
+// It may not touch the files bucket, status events, other workers' subjects or keys, or
+// any other JetStream API. Each subject is one that nats.go (v1.55) sends for the
+// calls workers make: KeyValue Put, Get and Watch; ObjectStore Put, Get, GetInfo, List
+// and Delete (push ordered consumers with flow control); and skrip's natsblob (pull
+// ordered consumers, direct gets, purges).
+func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Permissions, error) {
+	switch kind {
+	case APIUser:
+		return nil, nil
+	case WorkerUser:
+	default:
+		return nil, fmt.Errorf("natsserver: unknown kind of user %q", kind)
+	}
+	for _, tok := range []struct{ what, v string }{
+		{"worker id", worker}, {"work bucket", workBucket}, {"files bucket", filesBucket},
+	} {
+		if err := checkToken(tok.v); err != nil {
+			return nil, fmt.Errorf("natsserver: %s %q: %w", tok.what, tok.v, err)
+		}
+	}
+	if workBucket == filesBucket {
+		return nil, errors.New("natsserver: the work bucket and the files bucket must differ")
+	}
+	work := "OBJ_" + workBucket
+	kv := "KV_" + WorkersBucket
+	api := "$JS.API."
+	pub := []string{
+		api + "INFO",
+		// The runs queue: fetch one message at a time and acknowledge it.
+		api + "CONSUMER.INFO." + RunsStream + "." + RunsConsumer,
+		api + "CONSUMER.MSG.NEXT." + RunsStream + "." + RunsConsumer,
+		"$JS.ACK." + RunsStream + "." + RunsConsumer + ".>",
+		// API nodes' queue group and the run's output lines.
+		"skrip.api.claim", "skrip.api.record", "skrip.api.lease",
+		"skrip.out.*",
+		// Its own heartbeat; reading the others' (Get, Watch) for `skrip doctor`. Reads
+		// are direct gets; STREAM.MSG.GET is their fallback on a stream without
+		// allow_direct. A watch is a push ordered consumer with flow control.
+		"$KV." + WorkersBucket + "." + worker,
+		api + "STREAM.INFO." + kv,
+		api + "DIRECT.GET." + kv + ".>",
+		api + "STREAM.MSG.GET." + kv,
+		api + "CONSUMER.CREATE." + kv + ".>",
+		api + "CONSUMER.DELETE." + kv + ".*",
+		"$JS.FC." + kv + ".>",
+		// The work bucket: its subjects and its stream's API. nats.go's Get is a push
+		// ordered consumer with flow control, natsblob's a pull ordered consumer; Delete
+		// purges the object's chunks; natsblob deletes chunks of a failed Put by
+		// sequence.
+		"$O." + workBucket + ".>",
+		api + "STREAM.INFO." + work,
+		api + "DIRECT.GET." + work + ".>",
+		api + "STREAM.MSG.GET." + work,
+		api + "STREAM.MSG.DELETE." + work,
+		api + "STREAM.PURGE." + work,
+		api + "CONSUMER.CREATE." + work + ".>",
+		api + "CONSUMER.DELETE." + work + ".*",
+		api + "CONSUMER.MSG.NEXT." + work + ".*",
+		"$JS.FC." + work + ".>",
+		// Replies to API nodes' requests.
+		"_INBOX.>",
+	}
+	files := "OBJ_" + filesBucket
+	// Nothing above allows these; denying them as well keeps it so if an allow is ever
+	// widened.
+	denyPub := []string{
+		"$O." + filesBucket + ".>",
+		api + "*.*." + files,
+		api + "*.*." + files + ".>",
+		api + "*.*.*." + files,
+		api + "*.*.*." + files + ".>",
+		"$JS.FC." + files + ".>",
+	}
+	sub := []string{
+		WorkerInboxPrefix(worker) + ".>",
+		"skrip.w." + worker + ".>",
+	}
+	denySub := []string{
+		"skrip.api.>",
+		"skrip.st.>",
+		"$O." + filesBucket + ".>",
+	}
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: pub, Deny: denyPub},
+		Subscribe: &server.SubjectPermission{Allow: sub, Deny: denySub},
+	}, nil
+}
+
+// checkToken refuses a name that is not one subject token.
+func checkToken(s string) error {
+	if s == "" {
+		return errors.New("empty")
+	}
+	if strings.ContainsAny(s, ".*> \t\r\n\"'{}[]#;,=$") {
+		return errors.New(`it must be one subject token (no ".", "*", ">", spaces or quotes)`)
+	}
+	return nil
+}
+
+// Users returns the permissions of each user as nats-server's own type, for an
+// embedded server (server.Options.Users).
+func Users(users []User, workBucket, filesBucket string) ([]*server.User, error) {
+	out := make([]*server.User, 0, len(users))
+	for _, u := range users {
+		p, err := Permissions(u.Kind, u.Worker, workBucket, filesBucket)
+		if err != nil {
+			return nil, fmt.Errorf("user %q: %w", u.Name, err)
+		}
+		out = append(out, &server.User{Username: u.Name, Password: u.Password, Permissions: p})
+	}
+	return out, nil
+}
+
+// AuthorizationConfig renders users as the authorization block of a nats-server config
+// file; docs/cluster.md prints one. The server parses it into the same permissions
+// Users returns.
+func AuthorizationConfig(users []User, workBucket, filesBucket string) (string, error) {
+	su, err := Users(users, workBucket, filesBucket)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("authorization {\n  users: [\n")
+	for _, u := range su {
+		fmt.Fprintf(&b, "    { user: %s, password: %s", strconv.Quote(u.Username), strconv.Quote(u.Password))
+		if p := u.Permissions; p != nil {
+			b.WriteString(", permissions: {\n")
+			writeRule(&b, "publish", p.Publish)
+			writeRule(&b, "subscribe", p.Subscribe)
+			b.WriteString("    }")
+		}
+		b.WriteString(" }\n")
+	}
+	b.WriteString("  ]\n}\n")
+	return b.String(), nil
+}
+
+func writeRule(b *strings.Builder, name string, r *server.SubjectPermission) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(b, "      %s: {\n", name)
+	for _, l := range []struct {
+		key  string
+		subs []string
+	}{{"allow", r.Allow}, {"deny", r.Deny}} {
+		if len(l.subs) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "        %s: [\n", l.key)
+		for _, s := range l.subs {
+			fmt.Fprintf(b, "          %s\n", strconv.Quote(s))
+		}
+		b.WriteString("        ]\n")
+	}
+	b.WriteString("      }\n")
+}

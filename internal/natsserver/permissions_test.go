@@ -1,0 +1,339 @@
+package natsserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/blob/natsblob"
+)
+
+const (
+	workBucket  = "skrip-work"
+	filesBucket = "skrip-files"
+)
+
+var testUsers = []User{
+	{Name: "api", Password: "api-secret", Kind: APIUser},
+	{Name: "w1", Password: "w1-secret", Kind: WorkerUser, Worker: "w1"},
+}
+
+func TestPermissionsRefusesBadNames(t *testing.T) {
+	for _, c := range []struct{ kind, worker, work, files string }{
+		{"worker", "", workBucket, filesBucket},
+		{"worker", "w.1", workBucket, filesBucket},
+		{"worker", "w*", workBucket, filesBucket},
+		{"worker", "w1", "a>", filesBucket},
+		{"worker", "w1", workBucket, workBucket},
+		{"admin", "w1", workBucket, filesBucket},
+	} {
+		if _, err := Permissions(Kind(c.kind), c.worker, c.work, c.files); err == nil {
+			t.Errorf("Permissions(%q, %q, %q, %q) = nil error", c.kind, c.worker, c.work, c.files)
+		}
+	}
+}
+
+// startAuthServer runs an embedded server from a config file holding
+// AuthorizationConfig's text, so the test checks the rendered text as the server reads
+// it, and that it means what Users says.
+func startAuthServer(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	auth, err := AuthorizationConfig(testUsers, workBucket, filesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := fmt.Sprintf("listen: \"127.0.0.1:-1\"\njetstream { store_dir: %q }\n%s", filepath.Join(dir, "js"), auth)
+	path := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("nats-server refuses the rendered config: %v\n%s", err, conf)
+	}
+	want, err := Users(testUsers, workBucket, filesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range opts.Users {
+		if !reflect.DeepEqual(u.Permissions, want[i].Permissions) {
+			t.Errorf("user %s: config text parses to %+v, want %+v", u.Username, u.Permissions, want[i].Permissions)
+		}
+	}
+	opts.NoSigs, opts.NoLog = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	return srv.ClientURL()
+}
+
+// TestWorkerCredentialsRefused checks a worker's NATS user: everything a worker does
+// works (through the very nats.go and natsblob calls it makes), and what would let a
+// compromised worker read users' files, impersonate an API node or another worker is
+// refused by the server with a permissions violation.
+func TestWorkerCredentialsRefused(t *testing.T) {
+	url := startAuthServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// The API user sets up what dispatch will: the runs queue, the buckets, the KV.
+	api, err := nats.Connect(url, nats.UserInfo("api", "api-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	ajs, err := jetstream.New(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := ajs.CreateStream(ctx, jetstream.StreamConfig{
+		Name: RunsStream, Subjects: []string{"skrip.jobs.>"}, Retention: jetstream.WorkQueuePolicy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runs.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: RunsConsumer, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 2,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	akv, err := ajs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: WorkersBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := akv.Put(ctx, "w2", []byte("alive")); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{workBucket, filesBucket} {
+		obs, err := ajs.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := obs.PutBytes(ctx, "files/secret", []byte("a user's file")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claims, err := api.QueueSubscribe("skrip.api.*", "api", func(m *nats.Msg) { m.Respond([]byte("go")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claims.Unsubscribe()
+	out, err := api.SubscribeSync("skrip.out.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.Flush()
+
+	violations := make(chan error, 64)
+	w, err := nats.Connect(url, nats.UserInfo("w1", "w1-secret"),
+		nats.CustomInboxPrefix(WorkerInboxPrefix("w1")),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case violations <- err:
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	wjs, err := jetstream.New(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("allowed", func(t *testing.T) {
+		step := func(name string, err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		// The runs queue: fetch and acknowledge.
+		_, err := ajs.Publish(ctx, "skrip.jobs.r1", []byte("job"), jetstream.WithMsgID("r1"))
+		step("publish a job (api)", err)
+		cons, err := wjs.Consumer(ctx, RunsStream, RunsConsumer)
+		step("open the workers consumer", err)
+		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		step("fetch a job", err)
+		step("progress", msg.InProgress())
+		step("ack", msg.DoubleAck(ctx))
+
+		// Claim, record and lease through the API queue group, and an output line.
+		for _, subj := range []string{"skrip.api.claim", "skrip.api.record", "skrip.api.lease"} {
+			reply, err := w.Request(subj, []byte("{}"), 5*time.Second)
+			step(subj, err)
+			if string(reply.Data) != "go" {
+				t.Errorf("%s reply = %q", subj, reply.Data)
+			}
+		}
+		step("output line", w.Publish("skrip.out.r1", []byte("line")))
+		_, err = out.NextMsg(5 * time.Second)
+		step("api receives the output line", err)
+
+		// Requests to the worker's own subjects.
+		sbs, err := w.Subscribe("skrip.w.w1.>", func(m *nats.Msg) { m.Respond([]byte("ok")) })
+		step("serve skrip.w.w1.>", err)
+		defer sbs.Unsubscribe()
+		w.Flush()
+		_, err = api.Request("skrip.w.w1.cancel", []byte("{}"), 5*time.Second)
+		step("api asks the worker", err)
+
+		// Its heartbeat, and reading the others'.
+		kv, err := wjs.KeyValue(ctx, WorkersBucket)
+		step("open the workers KV", err)
+		_, err = kv.Put(ctx, "w1", []byte("alive"))
+		step("heartbeat", err)
+		_, err = kv.Get(ctx, "w2")
+		step("read another worker's heartbeat", err)
+		watch, err := kv.WatchAll(ctx)
+		step("watch heartbeats", err)
+		seen := 0
+		for e := range watch.Updates() {
+			if e == nil {
+				break
+			}
+			seen++
+		}
+		step("stop watching", watch.Stop())
+		if seen != 2 {
+			t.Errorf("watch saw %d heartbeats, want 2", seen)
+		}
+
+		// The work bucket through nats.go's Object Store.
+		obs, err := wjs.ObjectStore(ctx, workBucket)
+		step("open the work bucket", err)
+		big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB: several chunks
+		_, err = obs.PutBytes(ctx, "work/runs/r1/a1/result.json", big)
+		step("object put", err)
+		got, err := obs.GetBytes(ctx, "work/runs/r1/a1/result.json")
+		step("object get", err)
+		if !bytes.Equal(got, big) {
+			t.Errorf("object get returned %d bytes, want %d", len(got), len(big))
+		}
+		_, err = obs.GetInfo(ctx, "work/runs/r1/a1/result.json")
+		step("object info", err)
+		_, err = obs.List(ctx)
+		step("object list", err)
+		step("object delete", obs.Delete(ctx, "work/runs/r1/a1/result.json"))
+
+		// The work bucket through skrip's natsblob, which workers use.
+		store, err := natsblob.New(ctx, w, natsblob.Config{Bucket: workBucket})
+		step("natsblob on the work bucket", err)
+		_, err = store.Put(ctx, "runs/r1/a1/out", bytes.NewReader(big), blob.PutOptions{})
+		step("natsblob put", err)
+		rc, _, err := store.Get(ctx, "runs/r1/a1/out", 0, -1)
+		step("natsblob get", err)
+		got, err = io.ReadAll(rc)
+		rc.Close()
+		step("natsblob read", err)
+		if !bytes.Equal(got, big) {
+			t.Errorf("natsblob get returned %d bytes, want %d", len(got), len(big))
+		}
+		_, err = store.Stat(ctx, "runs/r1/a1/out")
+		step("natsblob stat", err)
+		_, err = store.List(ctx, "runs/")
+		step("natsblob list", err)
+		step("natsblob delete", store.Delete(ctx, "runs/r1/a1/out"))
+
+		select {
+		case err := <-violations:
+			t.Errorf("an allowed step caused a permissions violation: %v", err)
+		default:
+		}
+	})
+
+	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Second) }
+	refused := []struct {
+		name    string
+		subject string // named in the server's violation
+		op      func() error
+	}{
+		{"open the files bucket", "$JS.API.STREAM.INFO.OBJ_" + filesBucket, func() error {
+			c, cancel := short()
+			defer cancel()
+			_, err := wjs.ObjectStore(c, filesBucket)
+			return err
+		}},
+		{"direct get from the files bucket", "$JS.API.DIRECT.GET.OBJ_" + filesBucket, func() error {
+			_, err := w.Request("$JS.API.DIRECT.GET.OBJ_"+filesBucket+".$O."+filesBucket+".M.x", nil, time.Second)
+			return err
+		}},
+		{"read the files bucket's chunks", "$O." + filesBucket + ".>", func() error {
+			_, err := w.SubscribeSync("$O." + filesBucket + ".>")
+			return err
+		}},
+		{"subscribe skrip.api.record", "skrip.api.record", func() error {
+			_, err := w.SubscribeSync("skrip.api.record")
+			return err
+		}},
+		{"subscribe skrip.st.>", "skrip.st.>", func() error {
+			_, err := w.SubscribeSync("skrip.st.>")
+			return err
+		}},
+		{"subscribe skrip.w.other.>", "skrip.w.other.>", func() error {
+			_, err := w.SubscribeSync("skrip.w.other.>")
+			return err
+		}},
+		{"read every inbox", "_INBOX.>", func() error {
+			_, err := w.SubscribeSync("_INBOX.>")
+			return err
+		}},
+		{"put another worker's heartbeat", "$KV." + WorkersBucket + ".other", func() error {
+			kv, err := wjs.KeyValue(ctx, WorkersBucket)
+			if err != nil {
+				return err
+			}
+			c, cancel := short()
+			defer cancel()
+			_, err = kv.Put(c, "other", []byte("forged"))
+			return err
+		}},
+		{"queue a run", "skrip.jobs.forged", func() error {
+			return w.Publish("skrip.jobs.forged", []byte("job"))
+		}},
+		{"delete the work bucket", "$JS.API.STREAM.DELETE.OBJ_" + workBucket, func() error {
+			_, err := w.Request("$JS.API.STREAM.DELETE.OBJ_"+workBucket, nil, time.Second)
+			return err
+		}},
+	}
+	for _, c := range refused {
+		t.Run("refused/"+c.name, func(t *testing.T) {
+			for len(violations) > 0 {
+				<-violations
+			}
+			c.op() // a refused request times out; the violation comes asynchronously
+			deadline := time.After(3 * time.Second)
+			for {
+				select {
+				case err := <-violations:
+					if strings.Contains(strings.ToLower(err.Error()), "permissions violation") &&
+						strings.Contains(err.Error(), `"`+c.subject) {
+						return
+					}
+				case <-deadline:
+					t.Fatalf("no permissions violation naming %q", c.subject)
+				}
+			}
+		})
+	}
+}

@@ -112,9 +112,6 @@ func (a *App) open(ctx context.Context) error {
 			"workspace", runner.HumanBytes(sbCfg.WorkspaceBytes), "budget", runner.HumanBytes(sbCfg.MemoryBudget), "setting", sandbox.BudgetSetting)
 	}
 	a.Sandboxes = sandbox.New(st, a.Runner, a.Runner.Name(), a.Files, sbCfg, a.log)
-	if err := a.Sandboxes.Recover(ctx); err != nil {
-		return fmt.Errorf("recovering the agent sandboxes: %w", err)
-	}
 	conc := concurrency(a.cfg)
 	if a.cfg.Cluster() {
 		conc = 0 // runs go to the cluster's queue, this node's worker among others
@@ -137,6 +134,10 @@ func (a *App) open(ctx context.Context) error {
 		}
 	} else if err := a.Runs.Recover(ctx); err != nil {
 		return err
+	}
+	// After openCluster: a cluster's sandboxes are its workers'.
+	if err := a.Sandboxes.Recover(ctx); err != nil {
+		return fmt.Errorf("recovering the agent sandboxes: %w", err)
 	}
 	a.Janitor = janitor.New(janitor.Deps{Accounts: a.Accounts, Files: a.Files, Sessions: a.Sessions, Runs: a.Runs,
 		Sandboxes: a.Sandboxes, Blobs: a.Blobs, Lease: st.Lease(janitor.LeaseName), Metrics: a.Metrics, Log: a.log},

@@ -45,6 +45,11 @@ func (a *App) openCluster(ctx context.Context) error {
 		return err
 	}
 	a.Runs.SetDispatcher(dispatch.NewQueue(a.nc, js, stream, work, dcfg, a.log))
+	boxes, err := dispatch.NewBoxes(ctx, a.nc, js, work, dcfg, a.log)
+	if err != nil {
+		return err
+	}
+	a.Sandboxes.UseCluster(boxes)
 	h, err := dispatch.Serve(a.nc, stream, a.Store, a.Runs, a.Blobs, work, a.cfg.Node(), a.Metrics, a.log)
 	if err != nil {
 		return err
@@ -60,7 +65,8 @@ func (a *App) openCluster(ctx context.Context) error {
 	}
 	host, _ := os.Hostname()
 	w, err := worker.New(a.nc, work, a.Runner, worker.Config{ID: a.cfg.Worker(), Host: host, Concurrency: conc, AckWait: a.cfg.RunAckWait,
-		DataDir: a.cfg.DataDir, CacheBytes: a.cfg.WorkerCacheBytes, Grace: a.cfg.ShutdownGrace, Version: version.Version},
+		DataDir: a.cfg.DataDir, CacheBytes: a.cfg.WorkerCacheBytes, Grace: a.cfg.ShutdownGrace, Version: version.Version,
+		BoxBudget: a.Sandboxes.Config().MemoryBudget},
 		a.Metrics, a.log.With("component", "worker"))
 	if err != nil {
 		return err

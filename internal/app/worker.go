@@ -63,6 +63,10 @@ func RunWorker(ctx context.Context, cfg config.Config, ln net.Listener, log *slo
 		return err
 	}
 	defer rn.Close()
+	budget, err := SandboxBudget(ctx, cfg, rn)
+	if err != nil {
+		return err
+	}
 	m := metrics.New()
 	conc := cfg.RunnerConcurrency
 	if conc < 0 {
@@ -70,7 +74,7 @@ func RunWorker(ctx context.Context, cfg config.Config, ln net.Listener, log *slo
 	}
 	host, _ := os.Hostname()
 	w, err := worker.New(nc, work, rn, worker.Config{ID: id, Host: host, Concurrency: conc, AckWait: cfg.RunAckWait, DataDir: cfg.DataDir,
-		CacheBytes: cfg.WorkerCacheBytes, Grace: cfg.ShutdownGrace, Version: version.Version}, m, log)
+		CacheBytes: cfg.WorkerCacheBytes, Grace: cfg.ShutdownGrace, Version: version.Version, BoxBudget: budget}, m, log)
 	if err != nil {
 		return err
 	}

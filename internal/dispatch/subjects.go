@@ -51,6 +51,14 @@ func OutSubject(id string) string { return outPrefix + id }
 // CancelSubject is the subject worker id answers cancel requests on.
 func CancelSubject(worker string) string { return workerPrefix + worker + ".cancel" }
 
+// BoxSubject is the subject worker id answers sandbox operation op on
+// (skrip.w.<worker>.sb.<op>, boxes.go); BoxSubject(id, ">") is them all.
+func BoxSubject(worker, op string) string { return workerPrefix + worker + ".sb." + op }
+
+// XferKey is the work bucket's key of a sandbox file body on its way between an API
+// node and a worker: the side that receives it deletes it.
+func XferKey(id string) string { return "work/xfer/" + id }
+
 // Input is one file of a run's /work/input, kept in the work bucket by its checksum.
 type Input struct {
 	Name   string `json:"name"`
@@ -152,6 +160,8 @@ type Heartbeat struct {
 	Concurrency int       `json:"concurrency"`
 	Busy        int       `json:"busy"`
 	Runs        []string  `json:"runs"`
+	Sandboxes   []string  `json:"sandboxes"`      // the boxes it holds
+	BoxBudget   int64     `json:"sandbox_budget"` // the memory its boxes' workspaces may take; 0 keeps none
 	Version     string    `json:"version"`
 	Started     time.Time `json:"started"`
 	At          time.Time `json:"at"`

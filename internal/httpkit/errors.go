@@ -117,6 +117,7 @@ var errorTable = []row{
 	{sandbox.ErrInvalid, http.StatusBadRequest, "invalid_request", "invalid_sandbox", "the sandbox request is not valid"},
 	{sandbox.ErrTooMany, http.StatusConflict, "conflict", "sandbox_limit", "you hold all the sandboxes one user may; delete one first"},
 	{sandbox.ErrElsewhere, http.StatusConflict, "conflict", "sandbox_elsewhere", "the sandbox is held by another server"},
+	{sandbox.ErrLost, http.StatusGone, "gone", "sandbox_lost", "sandbox lost with its worker; create a new one"},
 	{sandbox.ErrFull, http.StatusServiceUnavailable, "unavailable", "sandboxes_full", "the server holds all the sandboxes it may; try again later"},
 	{sandbox.ErrBudget, http.StatusInsufficientStorage, "quota_exceeded", "sandbox_budget", "the sandboxes' memory budget is used up; delete a sandbox first"},
 	{sandbox.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "sandboxes_off", "agent sandboxes are not available on this server"},

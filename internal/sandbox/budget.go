@@ -81,9 +81,12 @@ func (s *Service) Reserved(ctx context.Context) (int64, error) {
 // createReserved inserts b's record when its workspace fits in the memory budget beside
 // those of this server's other sandboxes. Creates of this server take turns here: the
 // sum read is the sum the record is added to.
-func (s *Service) createReserved(ctx context.Context, b store.Sandbox, quota int64) error {
+func (s *Service) createReserved(ctx context.Context, b *store.Sandbox, quota int64) error {
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
+	if s.cluster != nil {
+		return s.place(ctx, b, quota)
+	}
 	reserved, err := s.Reserved(ctx)
 	if err != nil {
 		return err
@@ -101,5 +104,5 @@ func (s *Service) createReserved(ctx context.Context, b store.Sandbox, quota int
 			"the workspaces of this server's sandboxes already take %s of its %s memory budget (%s), and a workspace of %s, which takes up to %s with its files' metadata, does not fit; %s",
 			runner.HumanBytes(reserved), runner.HumanBytes(budget), BudgetSetting, runner.HumanBytes(quota), runner.HumanBytes(need), hint)
 	}
-	return s.st.CreateSandbox(ctx, b, s.cfg.MaxPerUser, s.cfg.MaxTotal)
+	return s.st.CreateSandbox(ctx, *b, s.cfg.MaxPerUser, s.cfg.MaxTotal)
 }

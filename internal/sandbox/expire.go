@@ -20,7 +20,7 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 	n := 0
 	var errs []error
 	for _, b := range idle {
-		if b.Node != s.cfg.Node {
+		if !s.here(b) {
 			continue
 		}
 		destroyed, err := s.expireOne(ctx, b)
@@ -36,8 +36,36 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 
 // Recover matches the boxes the runner still holds with the records of this server's
 // sandboxes, at start: a record whose box did not survive (or that another runner made)
-// goes, and so does a box without a record.
+// goes, and so does a box without a record. A cluster's API node holds no boxes: it only
+// empties its upload spool.
 func (s *Service) Recover(ctx context.Context) error {
+	if s.cluster == nil {
+		if err := s.recoverBoxes(ctx); err != nil {
+			return err
+		}
+	}
+	if s.cfg.SpoolDir != "" {
+		// Spool files are unlinked once made; one a crash caught in between is left.
+		if err := os.RemoveAll(s.cfg.SpoolDir); err != nil {
+			return fmt.Errorf("emptying the upload spool: %w", err)
+		}
+	}
+	if s.cluster != nil {
+		return nil
+	}
+	reserved, err := s.Reserved(ctx)
+	if err != nil {
+		return err
+	}
+	if reserved > s.cfg.MemoryBudget {
+		s.log.Warn("the workspaces of the sandboxes kept from before the restart take more than the memory budget; new sandboxes are refused until enough of them are gone",
+			"reserved", runner.HumanBytes(reserved), "budget", runner.HumanBytes(s.cfg.MemoryBudget), "setting", BudgetSetting)
+	}
+	return nil
+}
+
+// recoverBoxes is Recover's matching of boxes and records.
+func (s *Service) recoverBoxes(ctx context.Context) error {
 	held, err := s.boxes.Boxes(ctx)
 	if err != nil {
 		return err
@@ -72,20 +100,6 @@ func (s *Service) Recover(ctx context.Context) error {
 			}
 		}
 	}
-	if s.cfg.SpoolDir != "" {
-		// Spool files are unlinked once made; one a crash caught in between is left.
-		if err := os.RemoveAll(s.cfg.SpoolDir); err != nil {
-			return fmt.Errorf("emptying the upload spool: %w", err)
-		}
-	}
-	reserved, err := s.Reserved(ctx)
-	if err != nil {
-		return err
-	}
-	if reserved > s.cfg.MemoryBudget {
-		s.log.Warn("the workspaces of the sandboxes kept from before the restart take more than the memory budget; new sandboxes are refused until enough of them are gone",
-			"reserved", runner.HumanBytes(reserved), "budget", runner.HumanBytes(s.cfg.MemoryBudget), "setting", BudgetSetting)
-	}
 	return nil
 }
 
@@ -98,7 +112,7 @@ func (s *Service) DestroyAll(ctx context.Context) error {
 	}
 	var errs []error
 	for _, b := range records {
-		if b.Node == s.cfg.Node {
+		if s.here(b) {
 			errs = append(errs, s.destroy(ctx, b, "destroy all"))
 		}
 	}

@@ -53,7 +53,7 @@ func (s *Service) Exec(ctx context.Context, caller store.User, id string, req Ex
 	var res runner.ExecResult
 	err := s.do(ctx, caller, id, func(ctx context.Context, b store.Sandbox) error {
 		var err error
-		res, err = s.boxes.Exec(ctx, id, runner.ExecSpec{Cmd: req.Cmd, Stdin: req.Stdin, Timeout: timeout, LogBytes: LimitsOf(b).LogBytes, OnLine: req.OnLine})
+		res, err = s.boxesOf(b).Exec(ctx, id, runner.ExecSpec{Cmd: req.Cmd, Stdin: req.Stdin, Timeout: timeout, LogBytes: LimitsOf(b).LogBytes, OnLine: req.OnLine})
 		return err
 	})
 	return res, err
@@ -70,7 +70,7 @@ func (s *Service) ReadFile(ctx context.Context, caller store.User, id, p string)
 	var size int64
 	release, err := s.use(ctx, caller, id, func(ctx context.Context, b store.Sandbox) error {
 		var err error
-		if rc, size, err = s.boxes.ReadFile(ctx, id, clean); err != nil {
+		if rc, size, err = s.boxesOf(b).ReadFile(ctx, id, clean); err != nil {
 			return err
 		}
 		// A reader left hanging (a stalled client) must not hold the sandbox once the

@@ -28,8 +28,12 @@ var (
 	ErrInvalid = errors.New("invalid sandbox request")
 	// ErrTooMany means the caller holds as many sandboxes as one user may (409).
 	ErrTooMany = errors.New("too many sandboxes")
-	// ErrElsewhere means the sandbox's box is held by another server (409).
+	// ErrElsewhere means the sandbox's box is held by another server (409). A cluster's
+	// API nodes reach every box (UseCluster), so they never answer it.
 	ErrElsewhere = errors.New("sandbox on another server")
+	// ErrLost means the cluster worker holding the sandbox is gone, and the sandbox with
+	// it (410); its record is removed.
+	ErrLost = errors.New("sandbox lost with its worker")
 	// ErrFull means this server holds as many sandboxes as it may, or a sandbox as many
 	// uploads under way as it may (503, and worth retrying soon).
 	ErrFull = errors.New("no room for another sandbox")
@@ -97,6 +101,9 @@ type Service struct {
 	active map[string]*entry
 
 	createMu sync.Mutex // creates take turns checking the memory budget
+
+	// cluster, when set, holds the boxes on a cluster's workers (UseCluster).
+	cluster Cluster
 }
 
 // entry serialises the operations on one sandbox and lets destroying it stop the one
@@ -190,7 +197,7 @@ func (s *Service) Create(ctx context.Context, owner store.User, req CreateReques
 	defer s.release(b.ID, e)
 	e.lock(context.Background())
 	defer e.unlock()
-	if err := s.createReserved(ctx, b, l.WorkspaceBytes); err != nil {
+	if err := s.createReserved(ctx, &b, l.WorkspaceBytes); err != nil {
 		switch {
 		case errors.Is(err, store.ErrTooMany):
 			return store.Sandbox{}, errs.New(ErrTooMany, map[string]any{"max": c.MaxPerUser},
@@ -203,18 +210,21 @@ func (s *Service) Create(ctx context.Context, owner store.User, req CreateReques
 	}
 	spec := runner.BoxSpec{ID: b.ID, OwnerID: owner.ID, WorkspaceBytes: l.WorkspaceBytes,
 		Limits: runner.Limits{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs, TmpBytes: l.TmpBytes, LogBytes: l.LogBytes}}
-	if err := s.boxes.CreateBox(ctx, spec); err != nil {
+	if err := s.boxesOf(b).CreateBox(ctx, spec); err != nil {
 		s.st.DeleteSandbox(context.WithoutCancel(ctx), b.ID)
 		if errors.Is(err, runner.ErrNoSandboxes) {
-			return store.Sandbox{}, errs.New(ErrUnavailable, map[string]any{"runner": s.runner}, "%s", err.Error())
+			return store.Sandbox{}, errs.New(ErrUnavailable, map[string]any{"runner": b.Runner}, "%s", err.Error())
 		}
-		return store.Sandbox{}, fmt.Errorf("creating sandbox %s on %s: %w", b.ID, s.runner, err)
+		if errors.Is(err, ErrLost) {
+			return store.Sandbox{}, err
+		}
+		return store.Sandbox{}, fmt.Errorf("creating sandbox %s on %s: %w", b.ID, b.Runner, err)
 	}
 	b.LastActiveAt = s.now()
 	if err := s.st.TouchSandbox(ctx, b.ID, b.LastActiveAt); err != nil {
 		return store.Sandbox{}, err
 	}
-	s.log.Info("sandbox created", "sandbox", b.ID, "owner", owner.ID, "runner", s.runner)
+	s.log.Info("sandbox created", "sandbox", b.ID, "owner", owner.ID, "runner", b.Runner, "node", b.Node)
 	return b, nil
 }
 
@@ -246,7 +256,7 @@ func (s *Service) Get(ctx context.Context, caller store.User, id string) (store.
 		return store.Sandbox{}, notFound
 	}
 	if !b.ExpiresAt().After(s.now()) {
-		if b.Node != s.cfg.Node {
+		if !s.here(b) {
 			// The server holding it destroys it; a record removed here would leave its
 			// box running there.
 			return store.Sandbox{}, errs.New(ErrNotFound, map[string]any{"sandbox_id": id},
@@ -278,6 +288,9 @@ func (s *Service) List(ctx context.Context, caller store.User, all bool) ([]stor
 	out := list[:0]
 	now := s.now()
 	for _, b := range list {
+		if s.lost(ctx, b) {
+			continue
+		}
 		if b.ExpiresAt().After(now) || s.busy(b.ID) {
 			out = append(out, b)
 		}
@@ -291,7 +304,7 @@ func (s *Service) Delete(ctx context.Context, caller store.User, id string) erro
 	if err != nil {
 		return err
 	}
-	if b.Node != s.cfg.Node {
+	if !s.here(b) {
 		return elsewhere(b)
 	}
 	return s.destroy(ctx, b, "deleted")
@@ -336,14 +349,18 @@ func (s *Service) expireOne(ctx context.Context, b store.Sandbox) (bool, error) 
 	if cur.ExpiresAt().After(s.now()) {
 		return false, nil
 	}
+	if s.cluster != nil {
+		return s.expireRemote(ctx, e, cur)
+	}
 	e.cancel()
 	return true, s.remove(ctx, cur, "idle")
 }
 
-// remove removes b's box (when this server holds it) and its record; the caller holds b.
+// remove removes b's box (when this server reaches it) and its record; the caller holds
+// b. A box lost with its worker is gone already.
 func (s *Service) remove(ctx context.Context, b store.Sandbox, reason string) error {
-	if b.Node == s.cfg.Node {
-		if err := s.boxes.RemoveBox(context.WithoutCancel(ctx), b.ID); err != nil {
+	if s.here(b) {
+		if err := s.boxesOf(b).RemoveBox(context.WithoutCancel(ctx), b.ID); err != nil && !errors.Is(err, ErrLost) {
 			return err
 		}
 	}
@@ -394,7 +411,7 @@ func (s *Service) use(ctx context.Context, caller store.User, id string, fn func
 	if err != nil {
 		return nil, err
 	}
-	if b.Node != s.cfg.Node || b.Runner != s.runner {
+	if !s.reachable(b) {
 		return nil, elsewhere(b)
 	}
 	e := s.acquire(id)
@@ -445,13 +462,19 @@ func (s *Service) do(ctx context.Context, caller store.User, id string, fn func(
 	return nil
 }
 
-// boxError turns a box the runner lost into a sandbox that is gone: its record goes too.
+// boxError turns a box the runner lost, or a sandbox lost with its worker, into a
+// sandbox that is gone: its record goes too.
 func (s *Service) boxError(ctx context.Context, b store.Sandbox, err error) error {
+	if errors.Is(err, ErrLost) {
+		s.log.Warn("a sandbox was lost with its worker; removing its record", "sandbox", b.ID, "worker", b.Node, "error", err)
+		s.st.DeleteSandbox(context.WithoutCancel(ctx), b.ID)
+		return err
+	}
 	if !errors.Is(err, runner.ErrNoBox) {
 		return err
 	}
 	s.log.Warn("a sandbox's box is gone; removing what is left of it and its record", "sandbox", b.ID, "error", err)
-	if err := s.boxes.RemoveBox(context.WithoutCancel(ctx), b.ID); err != nil {
+	if err := s.boxesOf(b).RemoveBox(context.WithoutCancel(ctx), b.ID); err != nil {
 		s.log.Warn("removing a lost sandbox's box", "sandbox", b.ID, "error", err)
 	}
 	s.st.DeleteSandbox(context.WithoutCancel(ctx), b.ID)

@@ -45,7 +45,7 @@ func (s *Service) Stage(ctx context.Context, caller store.User, id, key, dest st
 		}
 		defer r.Close()
 		f = r.File
-		_, err = s.boxes.WriteFile(ctx, id, clean, &verifying{r: r, h: sha256.New(), size: f.Size, checksum: f.Checksum, name: f.Key})
+		_, err = s.boxesOf(b).WriteFile(ctx, id, clean, &verifying{r: r, h: sha256.New(), size: f.Size, checksum: f.Checksum, name: f.Key})
 		return err
 	})
 	if err != nil {
@@ -100,7 +100,7 @@ func (s *Service) Publish(ctx context.Context, caller store.User, id string, req
 	}
 	var f store.File
 	err = s.do(ctx, caller, id, func(ctx context.Context, b store.Sandbox) error {
-		rc, size, err := s.boxes.ReadFile(ctx, id, clean)
+		rc, size, err := s.boxesOf(b).ReadFile(ctx, id, clean)
 		if err != nil {
 			return err
 		}

@@ -34,7 +34,7 @@ func (s *Service) WriteFile(ctx context.Context, caller store.User, id, p string
 	if err != nil {
 		return "", 0, err
 	}
-	if b.Node != s.cfg.Node || b.Runner != s.runner {
+	if !s.reachable(b) {
 		return "", 0, elsewhere(b)
 	}
 	e := s.acquire(id)
@@ -54,7 +54,7 @@ func (s *Service) WriteFile(ctx context.Context, caller store.User, id, p string
 		if _, err := spool.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		written, err := s.boxes.WriteFile(ctx, id, clean, io.LimitReader(spool, n))
+		written, err := s.boxesOf(b).WriteFile(ctx, id, clean, io.LimitReader(spool, n))
 		if err == nil && written != n {
 			err = fmt.Errorf("writing %s: %d of its %d bytes reached the workspace", clean, written, n)
 		}

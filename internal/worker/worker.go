@@ -38,6 +38,9 @@ type Config struct {
 	CacheBytes  int64
 	Grace       time.Duration // on stop, how long running runs may go on
 	Version     string
+	// BoxBudget is the memory the workspaces of the agent sandboxes it keeps may take
+	// together (boxes.go); 0 keeps none.
+	BoxBudget int64
 }
 
 // Worker executes runs from the queue.
@@ -117,6 +120,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer backlogSub.Unsubscribe()
+	boxSub, err := w.serveBoxes()
+	if err != nil {
+		return err
+	}
+	defer boxSub.Unsubscribe()
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	go w.heartbeats(bg)
@@ -434,9 +442,14 @@ func (w *Worker) heartbeats(ctx context.Context) {
 			kv, _ = w.js.KeyValue(ctx, dispatch.Registry)
 		}
 		if kv != nil {
+			boxes, err := w.runner.Boxes(ctx)
+			if err != nil {
+				w.log.Warn("listing the worker's sandboxes for its heartbeat", "error", err)
+			}
 			w.mu.Lock()
 			hb := dispatch.Heartbeat{Worker: w.cfg.ID, Host: w.cfg.Host, Runner: w.runner.Name(), Concurrency: w.cfg.Concurrency,
-				Busy: len(w.held), Runs: []string{}, Version: w.cfg.Version, Started: w.started, At: time.Now()}
+				Busy: len(w.held), Runs: []string{}, Sandboxes: append([]string{}, boxes...), BoxBudget: w.cfg.BoxBudget,
+				Version: w.cfg.Version, Started: w.started, At: time.Now()}
 			for id := range w.held {
 				hb.Runs = append(hb.Runs, id)
 			}

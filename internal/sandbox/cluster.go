@@ -1,0 +1,142 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/store"
+)
+
+// In a cluster (docs/cluster.md), sandboxes live on workers, not on API nodes. A
+// sandbox's record names its worker (Node), and every API node reaches every box through
+// the Cluster: none answers ErrElsewhere. A sandbox whose worker has left the registry
+// is lost with it (ErrLost, 410), and its record goes.
+
+// Worker is a live cluster worker that keeps sandboxes.
+type Worker struct {
+	ID     string
+	Runner string // its runner's name
+	Budget int64  // the memory its sandboxes' workspaces may reserve together
+}
+
+// Cluster holds sandboxes on a cluster's workers (dispatch.Boxes).
+type Cluster interface {
+	// Workers lists the live workers that keep sandboxes.
+	Workers(ctx context.Context) ([]Worker, error)
+	// Live reports whether worker id is in the registry; a sandbox on one that is not is
+	// lost. When that cannot be told (the registry does not answer), it is live.
+	Live(ctx context.Context, id string) bool
+	// On is the boxes of worker id. An operation on a box of a worker that is gone fails
+	// with ErrLost.
+	On(id string) runner.Sandboxes
+	// RemoveIdle removes box id of worker node unless an operation is under way in it
+	// (from any API node), and reports whether it did.
+	RemoveIdle(ctx context.Context, node, id string) (bool, error)
+}
+
+// UseCluster makes the service keep its sandboxes on c's workers. It is called once,
+// before the service is used.
+func (s *Service) UseCluster(c Cluster) { s.cluster = c }
+
+// here reports whether this server may act on b's box: one it holds, or any in a cluster.
+func (s *Service) here(b store.Sandbox) bool { return s.cluster != nil || b.Node == s.cfg.Node }
+
+// reachable reports whether this server can use b's box: here, and by the runner that
+// made it.
+func (s *Service) reachable(b store.Sandbox) bool {
+	return s.here(b) && (s.cluster != nil || b.Runner == s.runner)
+}
+
+// boxesOf is what holds b's box.
+func (s *Service) boxesOf(b store.Sandbox) runner.Sandboxes {
+	if s.cluster != nil {
+		return s.cluster.On(b.Node)
+	}
+	return s.boxes
+}
+
+// lost reports whether b's worker is gone, and then removes b's record.
+func (s *Service) lost(ctx context.Context, b store.Sandbox) bool {
+	if s.cluster == nil || s.cluster.Live(ctx, b.Node) || s.busy(b.ID) {
+		return false
+	}
+	s.log.Warn("a sandbox was lost with its worker; removing its record", "sandbox", b.ID, "worker", b.Node)
+	s.st.DeleteSandbox(context.WithoutCancel(ctx), b.ID)
+	return true
+}
+
+// expireRemote destroys cur, idle past its timeout, unless its worker says an operation
+// is under way in it; the caller holds cur.
+func (s *Service) expireRemote(ctx context.Context, e *entry, cur store.Sandbox) (bool, error) {
+	removed, err := s.cluster.RemoveIdle(context.WithoutCancel(ctx), cur.Node, cur.ID)
+	if errors.Is(err, ErrLost) {
+		removed, err = true, nil
+	}
+	if err != nil || !removed {
+		return false, err
+	}
+	e.cancel()
+	if _, err := s.st.DeleteSandbox(context.WithoutCancel(ctx), cur.ID); err != nil {
+		return true, err
+	}
+	s.log.Info("sandbox destroyed", "sandbox", cur.ID, "reason", "idle", "worker", cur.Node)
+	return true, nil
+}
+
+// place chooses b's worker in a cluster and inserts its record there: a live worker
+// with room for another sandbox whose budget holds b's workspace beside its other
+// sandboxes', the one holding the fewest. The caller holds createMu.
+func (s *Service) place(ctx context.Context, b *store.Sandbox, quota int64) error {
+	workers, err := s.cluster.Workers(ctx)
+	if err != nil {
+		return err
+	}
+	if len(workers) == 0 {
+		return errs.New(ErrUnavailable, nil, "no worker of the cluster keeps agent sandboxes now; start a skrip worker, or try again when one has joined")
+	}
+	list, err := s.st.Sandboxes(ctx, "")
+	if err != nil {
+		return err
+	}
+	count, reserved := map[string]int{}, map[string]int64{}
+	for _, o := range list {
+		count[o.Node]++
+		reserved[o.Node] += footprint(LimitsOf(o).WorkspaceBytes)
+	}
+	need := footprint(quota)
+	var best *Worker
+	full, mostFree := true, int64(0)
+	for i, w := range workers {
+		if count[w.ID] >= s.cfg.MaxTotal {
+			continue
+		}
+		full = false
+		free := max(w.Budget-reserved[w.ID], 0)
+		mostFree = max(mostFree, free)
+		if need > free {
+			continue
+		}
+		if best == nil || count[w.ID] < count[best.ID] {
+			best = &workers[i]
+		}
+	}
+	switch {
+	case full:
+		return fmt.Errorf("%w: every worker holds %d sandboxes", store.ErrFull, s.cfg.MaxTotal)
+	case best == nil:
+		fits := largestFitting(mostFree)
+		hint := "delete a sandbox (skrip sandbox rm ID), or wait for an idle one to be destroyed"
+		if fits > 0 {
+			hint = fmt.Sprintf("ask for a workspace of at most %s (limits.workspace_bytes %d), or %s", runner.HumanBytes(fits), fits, hint)
+		}
+		return errs.New(ErrBudget, map[string]any{"setting": BudgetSetting, "workspace_bytes": quota, "needed_bytes": need,
+			"available_bytes": mostFree, "largest_workspace_bytes": fits},
+			"no worker of the cluster has room in its memory budget (%s) for a workspace of %s, which takes up to %s with its files' metadata; %s",
+			BudgetSetting, runner.HumanBytes(quota), runner.HumanBytes(need), hint)
+	}
+	b.Node, b.Runner = best.ID, best.Runner
+	return s.st.CreateSandbox(ctx, *b, s.cfg.MaxPerUser, s.cfg.MaxTotal)
+}

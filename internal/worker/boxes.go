@@ -1,0 +1,199 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/runner"
+)
+
+// boxServer answers the sandbox operations API nodes send to this worker
+// (dispatch.BoxSubject), on its runner's boxes. Each request is served in a goroutine
+// of its own: an exec may take minutes. API nodes take turns on a box; the worker keeps
+// track of the calls under way in each, so that an idle box is never removed in the
+// middle of one, and removing a box stops them.
+type boxServer struct {
+	nc    *nats.Conn
+	work  blob.Store
+	boxes runner.Sandboxes
+	log   *slog.Logger
+
+	mu    sync.Mutex
+	calls map[string]*boxCall // under way, by call id
+}
+
+type boxCall struct {
+	box    string
+	cancel context.CancelFunc
+}
+
+// serveBoxes subscribes to this worker's sandbox subjects.
+func (w *Worker) serveBoxes() (*nats.Subscription, error) {
+	s := &boxServer{nc: w.nc, work: w.work, boxes: w.runner, log: w.log.With("component", "sandboxes"), calls: map[string]*boxCall{}}
+	prefix := dispatch.BoxSubject(w.cfg.ID, "")
+	return w.nc.Subscribe(dispatch.BoxSubject(w.cfg.ID, ">"), func(m *nats.Msg) {
+		op := strings.TrimPrefix(m.Subject, prefix)
+		var req dispatch.BoxRequest
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			s.log.Warn("a sandbox request that is not one", "subject", m.Subject, "error", err)
+			return
+		}
+		if op == dispatch.OpCancel {
+			s.stop(req.Call)
+			return
+		}
+		go s.serve(op, req, m)
+	})
+}
+
+// serve runs one operation and answers it.
+func (s *boxServer) serve(op string, req dispatch.BoxRequest, m *nats.Msg) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var rep dispatch.BoxReply
+	var err error
+	if op == dispatch.OpRemove {
+		rep, err = s.remove(ctx, req)
+	} else {
+		s.start(req, cancel)
+		defer s.end(req.Call)
+		rep, err = s.do(ctx, op, req, m)
+	}
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			s.log.Info("a sandbox operation failed", "op", op, "sandbox", req.Box, "error", err)
+		}
+		rep = dispatch.BoxReply{Error: dispatch.BoxErrorOf(err)}
+	}
+	b, _ := json.Marshal(rep)
+	m.Respond(b)
+}
+
+func (s *boxServer) do(ctx context.Context, op string, req dispatch.BoxRequest, m *nats.Msg) (dispatch.BoxReply, error) {
+	switch op {
+	case dispatch.OpCreate:
+		if req.Spec == nil || req.Spec.ID != req.Box {
+			return dispatch.BoxReply{}, errors.New("a create without its box")
+		}
+		return dispatch.BoxReply{}, s.boxes.CreateBox(ctx, *req.Spec)
+	case dispatch.OpExec:
+		return s.exec(ctx, req, m)
+	case dispatch.OpWrite:
+		return s.write(ctx, req)
+	case dispatch.OpRead:
+		return s.read(ctx, req)
+	case dispatch.OpBoxes:
+		ids, err := s.boxes.Boxes(ctx)
+		return dispatch.BoxReply{Boxes: ids}, err
+	}
+	return dispatch.BoxReply{}, fmt.Errorf("no sandbox operation %q", op)
+}
+
+func (s *boxServer) exec(ctx context.Context, req dispatch.BoxRequest, m *nats.Msg) (dispatch.BoxReply, error) {
+	x := req.Exec
+	if x == nil {
+		return dispatch.BoxReply{}, errors.New("an exec without its command")
+	}
+	spec := runner.ExecSpec{Cmd: x.Cmd, Stdin: x.Stdin, Timeout: x.Timeout, LogBytes: x.LogBytes}
+	if x.Lines {
+		// On the answer's subject, before the answer: the API node gets them in order.
+		spec.OnLine = func(stream string, line []byte) {
+			b, _ := json.Marshal(dispatch.BoxReply{Line: &dispatch.Line{Type: stream, Data: string(line)}})
+			s.nc.Publish(m.Reply, b)
+		}
+	}
+	res, err := s.boxes.Exec(ctx, req.Box, spec)
+	if err != nil {
+		return dispatch.BoxReply{}, err
+	}
+	return dispatch.BoxReply{Result: &res}, nil
+}
+
+// write moves the body an API node left in the work bucket into the box, and deletes it.
+func (s *boxServer) write(ctx context.Context, req dispatch.BoxRequest) (dispatch.BoxReply, error) {
+	if !strings.HasPrefix(req.Xfer, dispatch.XferKey("")) {
+		return dispatch.BoxReply{}, fmt.Errorf("a write from %q, not a transfer", req.Xfer)
+	}
+	defer s.work.Delete(context.WithoutCancel(ctx), req.Xfer)
+	rc, info, err := s.work.Get(ctx, req.Xfer, 0, -1)
+	if err != nil {
+		return dispatch.BoxReply{}, fmt.Errorf("reading the body of a write: %w", err)
+	}
+	defer rc.Close()
+	n, err := s.boxes.WriteFile(ctx, req.Box, req.Path, runner.Exactly(rc, info.Size, req.Path))
+	if err != nil {
+		return dispatch.BoxReply{}, err
+	}
+	return dispatch.BoxReply{Size: n}, nil
+}
+
+// read puts the box's file in the work bucket for the API node, which deletes it.
+func (s *boxServer) read(ctx context.Context, req dispatch.BoxRequest) (dispatch.BoxReply, error) {
+	rc, size, err := s.boxes.ReadFile(ctx, req.Box, req.Path)
+	if err != nil {
+		return dispatch.BoxReply{}, err
+	}
+	defer rc.Close()
+	key := dispatch.XferKey(nuid.Next())
+	info, err := s.work.Put(ctx, key, rc, blob.PutOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		return dispatch.BoxReply{}, fmt.Errorf("sending %s to the work bucket: %w", req.Path, err)
+	}
+	if info.Size != size {
+		s.work.Delete(context.WithoutCancel(ctx), key)
+		return dispatch.BoxReply{}, fmt.Errorf("%s: %d of its %d bytes were sent", req.Path, info.Size, size)
+	}
+	return dispatch.BoxReply{Xfer: key, Size: size}, nil
+}
+
+// remove removes a box, stopping the calls under way in it; when the API node removes
+// it as idle, a call under way keeps it (Busy).
+func (s *boxServer) remove(ctx context.Context, req dispatch.BoxRequest) (dispatch.BoxReply, error) {
+	s.mu.Lock()
+	var stop []context.CancelFunc
+	for _, c := range s.calls {
+		if c.box == req.Box {
+			stop = append(stop, c.cancel)
+		}
+	}
+	if req.IfIdle && len(stop) > 0 {
+		s.mu.Unlock()
+		return dispatch.BoxReply{Busy: true}, nil
+	}
+	s.mu.Unlock()
+	for _, c := range stop {
+		c()
+	}
+	return dispatch.BoxReply{}, s.boxes.RemoveBox(ctx, req.Box)
+}
+
+func (s *boxServer) start(req dispatch.BoxRequest, cancel context.CancelFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[req.Call] = &boxCall{box: req.Box, cancel: cancel}
+}
+
+func (s *boxServer) end(call string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.calls, call)
+}
+
+// stop cancels call, when it is under way.
+func (s *boxServer) stop(call string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.calls[call]; c != nil {
+		c.cancel()
+	}
+}

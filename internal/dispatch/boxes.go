@@ -265,22 +265,31 @@ func (b *Boxes) call(ctx context.Context, worker, op string, req BoxRequest, dea
 		<-linesDone
 	}()
 	sub.SetPendingLimits(-1, 64<<20)
-	if err := b.nc.PublishRequest(BoxSubject(worker, op), inbox, data); err != nil {
-		return BoxReply{}, fmt.Errorf("asking worker %s: %w", worker, err)
+	publish := func() error {
+		if err := b.nc.PublishRequest(BoxSubject(worker, op), inbox, data); err != nil {
+			return fmt.Errorf("asking worker %s: %w", worker, err)
+		}
+		return nil
+	}
+	if err := publish(); err != nil {
+		return BoxReply{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	tick := time.NewTicker(b.watch)
 	defer tick.Stop()
+	var retry <-chan time.Time
 	for {
 		select {
 		case m := <-final:
 			if m.Header.Get("Status") == "503" {
-				// No one serves the worker's subject: gone, or between connections.
+				// No one serves the worker's subject: it is gone, or between connections.
+				// No one got the request, so it is sent again until the registry tells.
 				if b.gone(ctx, worker) {
 					return BoxReply{}, lost(req.Box, worker)
 				}
-				return BoxReply{}, fmt.Errorf("worker %s does not answer (no responders) but is in the registry", worker)
+				retry = time.After(b.watch / 4)
+				continue
 			}
 			var rep BoxReply
 			if err := json.Unmarshal(m.Data, &rep); err != nil {
@@ -291,6 +300,11 @@ func (b *Boxes) call(ctx context.Context, worker, op string, req BoxRequest, dea
 				return rep, rep.Error.err(worker)
 			}
 			return rep, nil
+		case <-retry:
+			retry = nil
+			if err := publish(); err != nil {
+				return BoxReply{}, err
+			}
 		case <-tick.C:
 			if b.gone(ctx, worker) {
 				b.cancel(worker, req.Call)
@@ -303,6 +317,9 @@ func (b *Boxes) call(ctx context.Context, worker, op string, req BoxRequest, dea
 			}
 			if b.gone(ctx, worker) {
 				return BoxReply{}, lost(req.Box, worker)
+			}
+			if retry != nil {
+				return BoxReply{}, fmt.Errorf("worker %s is in the registry but has not served its sandboxes for %s", worker, deadline)
 			}
 			return BoxReply{}, fmt.Errorf("worker %s did not answer %s on sandbox %s within %s", worker, op, req.Box, deadline)
 		}

@@ -37,11 +37,12 @@ type boxCall struct {
 	cancel context.CancelFunc
 }
 
-// serveBoxes subscribes to this worker's sandbox subjects.
-func (w *Worker) serveBoxes() (*nats.Subscription, error) {
+// serveBoxes subscribes to this worker's sandbox subjects; stop unsubscribes and stops
+// the operations under way (the boxes stay).
+func (w *Worker) serveBoxes() (stop func(), err error) {
 	s := &boxServer{nc: w.nc, work: w.work, boxes: w.runner, log: w.log.With("component", "sandboxes"), calls: map[string]*boxCall{}}
 	prefix := dispatch.BoxSubject(w.cfg.ID, "")
-	return w.nc.Subscribe(dispatch.BoxSubject(w.cfg.ID, ">"), func(m *nats.Msg) {
+	sub, err := w.nc.Subscribe(dispatch.BoxSubject(w.cfg.ID, ">"), func(m *nats.Msg) {
 		op := strings.TrimPrefix(m.Subject, prefix)
 		var req dispatch.BoxRequest
 		if err := json.Unmarshal(m.Data, &req); err != nil {
@@ -54,6 +55,17 @@ func (w *Worker) serveBoxes() (*nats.Subscription, error) {
 		}
 		go s.serve(op, req, m)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		sub.Unsubscribe()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, c := range s.calls {
+			c.cancel()
+		}
+	}, nil
 }
 
 // serve runs one operation and answers it.

@@ -120,11 +120,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer backlogSub.Unsubscribe()
-	boxSub, err := w.serveBoxes()
+	stopBoxes, err := w.serveBoxes()
 	if err != nil {
 		return err
 	}
-	defer boxSub.Unsubscribe()
+	defer stopBoxes()
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	go w.heartbeats(bg)

@@ -40,8 +40,12 @@ func execIn(t *testing.T, env *apptest.Env, token, id string, cmd ...string) ans
 	return send(t, env, "POST", "/api/v1/sandboxes/"+id+"/exec", token, "application/json", strings.NewReader(string(b)))
 }
 
+// boxBackends are a single server and a cluster's API node, whose sandboxes live on its
+// in-process worker and are reached through NATS.
+var boxBackends = []apptest.Backend{apptest.Backends[0], apptest.ClusterBackend}
+
 func TestSandboxLifecycleAndOwnership(t *testing.T) {
-	apptest.Each(t, func(t *testing.T, b apptest.Backend) {
+	apptest.EachOf(t, append(apptest.Backends, apptest.ClusterBackend), func(t *testing.T, b apptest.Backend) {
 		env := apptest.New(t, b)
 		_, alice := env.User(t, "alice", "user")
 		_, bob := env.User(t, "bob", "user")
@@ -392,128 +396,134 @@ func TestSandboxStageAndPublish(t *testing.T) {
 }
 
 func TestSandboxIdleTimeout(t *testing.T) {
-	env := apptest.New(t, apptest.Backends[0])
-	ctx := context.Background()
-	staged, err := env.Admin.Upload(ctx, "in.txt", strings.NewReader("staged"), client.UploadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	idle := newSandbox(t, env, env.AdminToken, `{"idle_timeout": 2}`)
-	// Each of these is used once, half-way through its timeout, in one of the ways that
-	// count as use.
-	uses := map[string]func(id string) answer{
-		"exec": func(id string) answer { return execIn(t, env, env.AdminToken, id, "true") },
-		"fs get": func(id string) answer {
-			return send(t, env, "GET", "/api/v1/sandboxes/"+id+"/fs/a.txt", env.AdminToken, "", nil)
-		},
-		"fs put": func(id string) answer {
-			return send(t, env, "PUT", "/api/v1/sandboxes/"+id+"/fs/b.txt", env.AdminToken, "", strings.NewReader("b"))
-		},
-		"stage": func(id string) answer {
-			return send(t, env, "POST", "/api/v1/sandboxes/"+id+"/stage", env.AdminToken, "application/json",
-				strings.NewReader(`{"file_key": "`+staged.FileKey+`", "destination": "in.txt"}`))
-		},
-		"publish": func(id string) answer {
-			return send(t, env, "POST", "/api/v1/sandboxes/"+id+"/publish", env.AdminToken, "application/json", strings.NewReader(`{"source": "a.txt"}`))
-		},
-	}
-	used := map[string]string{}
-	for name := range uses {
-		used[name] = newSandbox(t, env, env.AdminToken, `{"idle_timeout": "2s"}`)
-		if a := send(t, env, "PUT", "/api/v1/sandboxes/"+used[name]+"/fs/a.txt", env.AdminToken, "", strings.NewReader("a")); a.status != 201 {
-			t.Fatalf("put: %s", a.raw)
+	apptest.EachOf(t, boxBackends, func(t *testing.T, b apptest.Backend) {
+		env := apptest.New(t, b)
+		ctx := context.Background()
+		staged, err := env.Admin.Upload(ctx, "in.txt", strings.NewReader("staged"), client.UploadOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	kept := newSandbox(t, env, env.AdminToken, `{}`)
-	time.Sleep(1200 * time.Millisecond)
-	for name, use := range uses {
-		if a := use(used[name]); a.status/100 != 2 {
-			t.Fatalf("%s: %d %s", name, a.status, a.raw)
+		idle := newSandbox(t, env, env.AdminToken, `{"idle_timeout": 2}`)
+		// Each of these is used once, half-way through its timeout, in one of the ways that
+		// count as use.
+		uses := map[string]func(id string) answer{
+			"exec": func(id string) answer { return execIn(t, env, env.AdminToken, id, "true") },
+			"fs get": func(id string) answer {
+				return send(t, env, "GET", "/api/v1/sandboxes/"+id+"/fs/a.txt", env.AdminToken, "", nil)
+			},
+			"fs put": func(id string) answer {
+				return send(t, env, "PUT", "/api/v1/sandboxes/"+id+"/fs/b.txt", env.AdminToken, "", strings.NewReader("b"))
+			},
+			"stage": func(id string) answer {
+				return send(t, env, "POST", "/api/v1/sandboxes/"+id+"/stage", env.AdminToken, "application/json",
+					strings.NewReader(`{"file_key": "`+staged.FileKey+`", "destination": "in.txt"}`))
+			},
+			"publish": func(id string) answer {
+				return send(t, env, "POST", "/api/v1/sandboxes/"+id+"/publish", env.AdminToken, "application/json", strings.NewReader(`{"source": "a.txt"}`))
+			},
 		}
-	}
-	time.Sleep(1200 * time.Millisecond)
-	r, err := env.Admin.Cleanup(ctx)
-	if err != nil || r.Sandboxes != 1 {
-		t.Fatalf("cleanup destroyed %d sandboxes (%v), want the idle one", r.Sandboxes, err)
-	}
-	if a := send(t, env, "GET", "/api/v1/sandboxes/"+idle, env.AdminToken, "", nil); a.status != 404 {
-		t.Errorf("the idle sandbox: %d", a.status)
-	}
-	for name, id := range used {
-		if a := send(t, env, "GET", "/api/v1/sandboxes/"+id, env.AdminToken, "", nil); a.status != 200 {
-			t.Errorf("the sandbox used by %s was destroyed: %d", name, a.status)
+		used := map[string]string{}
+		for name := range uses {
+			used[name] = newSandbox(t, env, env.AdminToken, `{"idle_timeout": "2s"}`)
+			if a := send(t, env, "PUT", "/api/v1/sandboxes/"+used[name]+"/fs/a.txt", env.AdminToken, "", strings.NewReader("a")); a.status != 201 {
+				t.Fatalf("put: %s", a.raw)
+			}
 		}
-	}
-	if a := send(t, env, "GET", "/api/v1/sandboxes/"+kept, env.AdminToken, "", nil); a.status != 200 {
-		t.Errorf("the sandbox with the default timeout was destroyed: %d", a.status)
-	}
-	boxes, _ := env.App.Runner.Boxes(ctx)
-	if len(boxes) != len(used)+1 {
-		t.Errorf("the runner holds %v", boxes)
-	}
-	// Past its timeout a sandbox answers 404 at once, before any janitor pass.
-	time.Sleep(2100 * time.Millisecond)
-	if a := execIn(t, env, env.AdminToken, used["exec"], "true"); a.status != 404 || !strings.Contains(a.errMessage(), "without use") {
-		t.Errorf("exec in a sandbox past its idle timeout: %d %s", a.status, a.raw)
-	}
+		kept := newSandbox(t, env, env.AdminToken, `{}`)
+		time.Sleep(1200 * time.Millisecond)
+		for name, use := range uses {
+			if a := use(used[name]); a.status/100 != 2 {
+				t.Fatalf("%s: %d %s", name, a.status, a.raw)
+			}
+		}
+		time.Sleep(1200 * time.Millisecond)
+		r, err := env.Admin.Cleanup(ctx)
+		if err != nil || r.Sandboxes != 1 {
+			t.Fatalf("cleanup destroyed %d sandboxes (%v), want the idle one", r.Sandboxes, err)
+		}
+		if a := send(t, env, "GET", "/api/v1/sandboxes/"+idle, env.AdminToken, "", nil); a.status != 404 {
+			t.Errorf("the idle sandbox: %d", a.status)
+		}
+		for name, id := range used {
+			if a := send(t, env, "GET", "/api/v1/sandboxes/"+id, env.AdminToken, "", nil); a.status != 200 {
+				t.Errorf("the sandbox used by %s was destroyed: %d", name, a.status)
+			}
+		}
+		if a := send(t, env, "GET", "/api/v1/sandboxes/"+kept, env.AdminToken, "", nil); a.status != 200 {
+			t.Errorf("the sandbox with the default timeout was destroyed: %d", a.status)
+		}
+		boxes, _ := env.App.Runner.Boxes(ctx)
+		if len(boxes) != len(used)+1 {
+			t.Errorf("the runner holds %v", boxes)
+		}
+		// Past its timeout a sandbox answers 404 at once, before any janitor pass.
+		time.Sleep(2100 * time.Millisecond)
+		if a := execIn(t, env, env.AdminToken, used["exec"], "true"); a.status != 404 || !strings.Contains(a.errMessage(), "without use") {
+			t.Errorf("exec in a sandbox past its idle timeout: %d %s", a.status, a.raw)
+		}
+	})
 }
 
 func TestSandboxDeleteStopsExec(t *testing.T) {
-	env := apptest.New(t, apptest.Backends[0])
-	id := newSandbox(t, env, env.AdminToken, `{}`)
-	done := make(chan answer, 1)
-	go func() { done <- execIn(t, env, env.AdminToken, id, "sleep", "60") }()
-	time.Sleep(time.Second)
-	start := time.Now()
-	if a := send(t, env, "DELETE", "/api/v1/sandboxes/"+id, env.AdminToken, "", nil); a.status != 204 {
-		t.Fatalf("delete: %d %s", a.status, a.raw)
-	}
-	select {
-	case a := <-done:
-		if a.status != 404 || !strings.Contains(a.errMessage(), "deleted") {
-			t.Errorf("the exec in a deleted sandbox answered %d %s", a.status, a.raw)
+	apptest.EachOf(t, boxBackends, func(t *testing.T, b apptest.Backend) {
+		env := apptest.New(t, b)
+		id := newSandbox(t, env, env.AdminToken, `{}`)
+		done := make(chan answer, 1)
+		go func() { done <- execIn(t, env, env.AdminToken, id, "sleep", "60") }()
+		time.Sleep(time.Second)
+		start := time.Now()
+		if a := send(t, env, "DELETE", "/api/v1/sandboxes/"+id, env.AdminToken, "", nil); a.status != 204 {
+			t.Fatalf("delete: %d %s", a.status, a.raw)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the exec went on after its sandbox was deleted")
-	}
-	if d := time.Since(start); d > 15*time.Second {
-		t.Errorf("delete took %s", d)
-	}
+		select {
+		case a := <-done:
+			if a.status != 404 || !strings.Contains(a.errMessage(), "deleted") {
+				t.Errorf("the exec in a deleted sandbox answered %d %s", a.status, a.raw)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the exec went on after its sandbox was deleted")
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("delete took %s", d)
+		}
+	})
 }
 
 // TestSandboxJanitorSweeps: the server destroys an idle sandbox by itself, with nobody
 // asking for it, long before the janitor's full pass, and counts it.
 func TestSandboxJanitorSweeps(t *testing.T) {
-	cfg := apptest.Config(t, apptest.Backends[0])
-	cfg.CleanupInterval = time.Hour
-	cfg.SandboxIdleTimeout = 2 * time.Second
-	env := apptest.Start(t, cfg)
-	ctx := context.Background()
-	id := newSandbox(t, env, env.AdminToken, `{}`)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		boxes, err := env.App.Runner.Boxes(ctx)
+	apptest.EachOf(t, boxBackends, func(t *testing.T, b apptest.Backend) {
+		cfg := apptest.Config(t, b)
+		cfg.CleanupInterval = time.Hour
+		cfg.SandboxIdleTimeout = 2 * time.Second
+		env := apptest.Start(t, cfg)
+		ctx := context.Background()
+		id := newSandbox(t, env, env.AdminToken, `{}`)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			boxes, err := env.App.Runner.Boxes(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, serr := env.App.Store.Sandbox(ctx, id)
+			if len(boxes) == 0 && errors.Is(serr, store.ErrNotFound) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("10 s on, the idle sandbox is still there: boxes %v, record %v", boxes, serr)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		resp, err := http.Get(env.URL + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, serr := env.App.Store.Sandbox(ctx, id)
-		if len(boxes) == 0 && errors.Is(serr, store.ErrNotFound) {
-			break
+		defer resp.Body.Close()
+		m, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(m), `skrip_janitor_deletions_total{kind="sandbox"} 1`) {
+			t.Errorf("metrics do not count the destroyed sandbox:\n%s", grepLines(string(m), "skrip_janitor_deletions_total"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("10 s on, the idle sandbox is still there: boxes %v, record %v", boxes, serr)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	resp, err := http.Get(env.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(b), `skrip_janitor_deletions_total{kind="sandbox"} 1`) {
-		t.Errorf("metrics do not count the destroyed sandbox:\n%s", grepLines(string(b), "skrip_janitor_deletions_total"))
-	}
+	})
 }
 
 func grepLines(text, word string) string {

@@ -78,10 +78,11 @@ type BoxError struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
-// boxKinds are the runner's errors a worker names to an API node.
+// boxKinds are the errors a worker names to an API node: the runner's, and a budget a
+// new box does not fit in.
 var boxKinds = map[string]error{
 	"path": runner.ErrPath, "no_file": runner.ErrNoFile, "no_space": runner.ErrNoSpace,
-	"no_box": runner.ErrNoBox, "no_sandboxes": runner.ErrNoSandboxes,
+	"no_box": runner.ErrNoBox, "no_sandboxes": runner.ErrNoSandboxes, "budget": sandbox.ErrBudget,
 }
 
 // BoxErrorOf is how a worker reports err.
@@ -156,7 +157,7 @@ func (b *Boxes) Workers(ctx context.Context) ([]sandbox.Worker, error) {
 			return nil, err
 		}
 		if ok && hb.BoxBudget > 0 {
-			out = append(out, sandbox.Worker{ID: hb.Worker, Runner: hb.Runner, Budget: hb.BoxBudget})
+			out = append(out, sandbox.Worker{ID: hb.Worker, Runner: hb.Runner, Budget: hb.BoxBudget, Boxes: hb.Sandboxes})
 		}
 	}
 	return out, nil

@@ -24,7 +24,9 @@ import (
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/ids"
 	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/worker"
 )
 
@@ -38,7 +40,7 @@ func boxWait(cfg *config.Config) { cfg.RunAckWait = boxAckWait }
 // used through another node without workers: exec (plain and streamed), a 50 MB file
 // written through one node and read back through the other, a staged file in and a
 // published file out, the listing and the delete. No transfer is left in the work
-// bucket.
+// bucket, and a box no record knows is swept.
 func TestClusterSandboxes(t *testing.T) {
 	c := newCluster(t)
 	a := c.node(t, 1, boxWait)
@@ -135,6 +137,25 @@ func TestClusterSandboxes(t *testing.T) {
 	left := workKeys(t, c, dispatch.XferKey(""))
 	if len(left) != 0 {
 		t.Fatalf("transfers left in the work bucket: %v", left)
+	}
+
+	// A box on the worker that no record knows goes in the next sweep of any API node.
+	orphan := ids.New("sb")
+	if err := a.App.Runner.CreateBox(ctx, runner.BoxSpec{ID: orphan, Limits: app.SandboxConfig(a.Config).Limits, WorkspaceBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := b.App.Sandboxes.Expire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if boxes, _ := a.App.Runner.Boxes(ctx); len(boxes) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the box without a record is still on the worker")
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 

@@ -20,6 +20,7 @@ type Worker struct {
 	ID     string
 	Runner string // its runner's name
 	Budget int64  // the memory its sandboxes' workspaces may reserve together
+	Boxes  []string
 }
 
 // Cluster holds sandboxes on a cluster's workers (dispatch.Boxes).
@@ -139,4 +140,36 @@ func (s *Service) place(ctx context.Context, b *store.Sandbox, quota int64) erro
 	}
 	b.Node, b.Runner = best.ID, best.Runner
 	return s.st.CreateSandbox(ctx, *b, s.cfg.MaxPerUser, s.cfg.MaxTotal)
+}
+
+// sweepOrphans removes the boxes live workers hold that no record knows: one whose
+// create failed half-way, or whose record went while its worker was cut off. A record is
+// made before its box and removed after it, so a box listed in a heartbeat, read before
+// the records, without a record is no one's.
+func (s *Service) sweepOrphans(ctx context.Context) error {
+	workers, err := s.cluster.Workers(ctx)
+	if err != nil {
+		return err
+	}
+	records, err := s.st.Sandboxes(ctx, "")
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, b := range records {
+		known[b.ID] = true
+	}
+	var failed []error
+	for _, w := range workers {
+		for _, id := range w.Boxes {
+			if known[id] {
+				continue
+			}
+			s.log.Info("removing a sandbox box without a record", "sandbox", id, "worker", w.ID)
+			if err := s.cluster.On(w.ID).RemoveBox(ctx, id); err != nil && !errors.Is(err, ErrLost) {
+				failed = append(failed, err)
+			}
+		}
+	}
+	return errors.Join(failed...)
 }

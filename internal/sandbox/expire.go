@@ -11,7 +11,8 @@ import (
 
 // Expire destroys this server's sandboxes whose idle timeout has passed, except those
 // with an operation under way (which counts as activity when it ends), and returns how
-// many it destroyed.
+// many it destroyed. In a cluster it destroys those of every worker, and removes the
+// boxes no record knows.
 func (s *Service) Expire(ctx context.Context) (int, error) {
 	idle, err := s.st.IdleSandboxes(ctx, s.now())
 	if err != nil {
@@ -30,6 +31,9 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 		if destroyed {
 			n++
 		}
+	}
+	if s.cluster != nil {
+		errs = append(errs, s.sweepOrphans(ctx))
 	}
 	return n, errors.Join(errs...)
 }

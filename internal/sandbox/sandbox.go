@@ -215,7 +215,7 @@ func (s *Service) Create(ctx context.Context, owner store.User, req CreateReques
 		if errors.Is(err, runner.ErrNoSandboxes) {
 			return store.Sandbox{}, errs.New(ErrUnavailable, map[string]any{"runner": b.Runner}, "%s", err.Error())
 		}
-		if errors.Is(err, ErrLost) {
+		if errors.Is(err, ErrLost) || errors.Is(err, ErrBudget) {
 			return store.Sandbox{}, err
 		}
 		return store.Sandbox{}, fmt.Errorf("creating sandbox %s on %s: %w", b.ID, b.Runner, err)

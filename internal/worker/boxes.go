@@ -14,7 +14,9 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/sandbox"
 )
 
 // boxServer answers the sandbox operations API nodes send to this worker
@@ -28,8 +30,14 @@ type boxServer struct {
 	boxes runner.Sandboxes
 	log   *slog.Logger
 
+	budget int64 // the memory the workspaces of its boxes may take together
+
 	mu    sync.Mutex
 	calls map[string]*boxCall // under way, by call id
+	// reserved is what each box made by this process reserves of the budget. API
+	// nodes check the budget when they place a box, each on its own; this is the check
+	// that holds when two of them place one here at once.
+	reserved map[string]int64
 }
 
 type boxCall struct {
@@ -40,7 +48,8 @@ type boxCall struct {
 // serveBoxes subscribes to this worker's sandbox subjects; stop unsubscribes and stops
 // the operations under way (the boxes stay).
 func (w *Worker) serveBoxes() (stop func(), err error) {
-	s := &boxServer{nc: w.nc, work: w.work, boxes: w.runner, log: w.log.With("component", "sandboxes"), calls: map[string]*boxCall{}}
+	s := &boxServer{nc: w.nc, work: w.work, boxes: w.runner, log: w.log.With("component", "sandboxes"), budget: w.cfg.BoxBudget,
+		calls: map[string]*boxCall{}, reserved: map[string]int64{}}
 	prefix := dispatch.BoxSubject(w.cfg.ID, "")
 	sub, err := w.nc.Subscribe(dispatch.BoxSubject(w.cfg.ID, ">"), func(m *nats.Msg) {
 		op := strings.TrimPrefix(m.Subject, prefix)
@@ -97,7 +106,7 @@ func (s *boxServer) do(ctx context.Context, op string, req dispatch.BoxRequest, 
 		if req.Spec == nil || req.Spec.ID != req.Box {
 			return dispatch.BoxReply{}, errors.New("a create without its box")
 		}
-		return dispatch.BoxReply{}, s.boxes.CreateBox(ctx, *req.Spec)
+		return dispatch.BoxReply{}, s.create(ctx, *req.Spec)
 	case dispatch.OpExec:
 		return s.exec(ctx, req, m)
 	case dispatch.OpWrite:
@@ -129,6 +138,31 @@ func (s *boxServer) exec(ctx context.Context, req dispatch.BoxRequest, m *nats.M
 		return dispatch.BoxReply{}, err
 	}
 	return dispatch.BoxReply{Result: &res}, nil
+}
+
+// create makes a box when its workspace fits in the budget beside the others'.
+func (s *boxServer) create(ctx context.Context, spec runner.BoxSpec) error {
+	need := runner.WorkspaceMemory(spec.WorkspaceBytes)
+	s.mu.Lock()
+	var reserved int64
+	for _, n := range s.reserved {
+		reserved += n
+	}
+	if reserved+need > s.budget {
+		s.mu.Unlock()
+		return errs.New(sandbox.ErrBudget, map[string]any{"setting": sandbox.BudgetSetting, "budget_bytes": s.budget, "reserved_bytes": reserved,
+			"needed_bytes": need}, "the worker's sandboxes already take %s of its %s memory budget (%s), and a workspace of %s does not fit; try again, or ask for a smaller one",
+			runner.HumanBytes(reserved), runner.HumanBytes(s.budget), sandbox.BudgetSetting, runner.HumanBytes(spec.WorkspaceBytes))
+	}
+	s.reserved[spec.ID] = need
+	s.mu.Unlock()
+	err := s.boxes.CreateBox(ctx, spec)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.reserved, spec.ID)
+		s.mu.Unlock()
+	}
+	return err
 }
 
 // write moves the body an API node left in the work bucket into the box, and deletes it.
@@ -186,7 +220,13 @@ func (s *boxServer) remove(ctx context.Context, req dispatch.BoxRequest) (dispat
 	for _, c := range stop {
 		c()
 	}
-	return dispatch.BoxReply{}, s.boxes.RemoveBox(ctx, req.Box)
+	if err := s.boxes.RemoveBox(ctx, req.Box); err != nil {
+		return dispatch.BoxReply{}, err
+	}
+	s.mu.Lock()
+	delete(s.reserved, req.Box)
+	s.mu.Unlock()
+	return dispatch.BoxReply{}, nil
 }
 
 func (s *boxServer) start(req dispatch.BoxRequest, cancel context.CancelFunc) {

@@ -199,10 +199,7 @@ func (b *Boxes) RemoveIdle(ctx context.Context, node, id string) (bool, error) {
 }
 
 // lost is the error of box id, lost with worker.
-func lost(id, worker string) error {
-	return errs.New(sandbox.ErrLost, map[string]any{"sandbox_id": id, "worker": worker},
-		"sandbox %s: sandbox lost with its worker (%s), and its workspace with it; create a new one", id, worker)
-}
+func lost(id, worker string) error { return sandbox.Lost(id, worker) }
 
 // call sends op on box req.Box to worker and waits for its answer: until deadline, or
 // until the worker leaves the registry (sandbox.ErrLost), or until ctx ends (then the

@@ -246,6 +246,8 @@ func (j *Janitor) expireSandboxes(ctx context.Context) (int, error) {
 // RunSandboxes destroys idle agent sandboxes every interval until ctx ends: their idle
 // timeouts are far shorter than the full pass's interval. It runs on every server,
 // lease or not: a server destroys only the sandboxes it holds, which no other can reach.
+// In a cluster every API node reaches every worker's sandboxes and sweeps them all; two
+// at once are safe (a worker removes a box once, its record goes once), only wasteful.
 func (j *Janitor) RunSandboxes(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, func() {
 		j.mu.Lock()

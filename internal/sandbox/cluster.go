@@ -59,9 +59,34 @@ func (s *Service) boxesOf(b store.Sandbox) runner.Sandboxes {
 	return s.boxes
 }
 
-// lost reports whether b's worker is gone, and then removes b's record.
-func (s *Service) lost(ctx context.Context, b store.Sandbox) bool {
-	if s.cluster == nil || s.cluster.Live(ctx, b.Node) || s.busy(b.ID) {
+// Lost is the error of sandbox id, lost with its worker.
+func Lost(id, worker string) error {
+	return errs.New(ErrLost, map[string]any{"sandbox_id": id, "worker": worker},
+		"sandbox %s: sandbox lost with its worker (%s), and its workspace with it; create a new one", id, worker)
+}
+
+// checkLive answers ErrLost for b, and removes its record, when its worker is gone.
+func (s *Service) checkLive(ctx context.Context, b store.Sandbox) error {
+	if s.cluster == nil || s.cluster.Live(ctx, b.Node) {
+		return nil
+	}
+	s.log.Warn("a sandbox was lost with its worker; removing its record", "sandbox", b.ID, "worker", b.Node)
+	s.st.DeleteSandbox(context.WithoutCancel(ctx), b.ID)
+	return Lost(b.ID, b.Node)
+}
+
+// lost reports whether b's worker is gone, and then removes b's record. live keeps what
+// the registry said of each worker, for one listing.
+func (s *Service) lost(ctx context.Context, b store.Sandbox, live map[string]bool) bool {
+	if s.cluster == nil || s.busy(b.ID) {
+		return false
+	}
+	ok, asked := live[b.Node]
+	if !asked {
+		ok = s.cluster.Live(ctx, b.Node)
+		live[b.Node] = ok
+	}
+	if ok {
 		return false
 	}
 	s.log.Warn("a sandbox was lost with its worker; removing its record", "sandbox", b.ID, "worker", b.Node)

@@ -255,6 +255,9 @@ func (s *Service) Get(ctx context.Context, caller store.User, id string) (store.
 	if b.OwnerID != caller.ID && caller.Role != store.RoleAdmin {
 		return store.Sandbox{}, notFound
 	}
+	if err := s.checkLive(ctx, b); err != nil {
+		return store.Sandbox{}, err
+	}
 	if !b.ExpiresAt().After(s.now()) {
 		if !s.here(b) {
 			// The server holding it destroys it; a record removed here would leave its
@@ -287,8 +290,9 @@ func (s *Service) List(ctx context.Context, caller store.User, all bool) ([]stor
 	}
 	out := list[:0]
 	now := s.now()
+	live := map[string]bool{}
 	for _, b := range list {
-		if s.lost(ctx, b) {
+		if s.lost(ctx, b, live) {
 			continue
 		}
 		if b.ExpiresAt().After(now) || s.busy(b.ID) {

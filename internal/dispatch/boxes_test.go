@@ -39,8 +39,9 @@ func boxWait(cfg *config.Config) { cfg.RunAckWait = boxAckWait }
 // TestClusterSandboxes: a sandbox made through one API node lives on a worker and is
 // used through another node without workers: exec (plain and streamed), a 50 MB file
 // written through one node and read back through the other, a staged file in and a
-// published file out, the listing and the delete. No transfer is left in the work
-// bucket, and a box no record knows is swept.
+// published file out, the idle sweep of a node that does not serve the sandbox's exec,
+// the listing and the delete. No transfer is left in the work bucket, and a box no
+// record knows is swept.
 func TestClusterSandboxes(t *testing.T) {
 	c := newCluster(t)
 	a := c.node(t, 1, boxWait)
@@ -119,6 +120,29 @@ func TestClusterSandboxes(t *testing.T) {
 	// A missing file and a bad path keep their answers across the cluster.
 	if _, _, err := ubc.ReadSandboxFile(ctx, sb.SandboxID, "nope.txt"); status(err) != http.StatusNotFound {
 		t.Fatalf("reading a missing file: %v", err)
+	}
+
+	// An exec through node b keeps its sandbox from node a's idle sweep, however long it
+	// runs; once it has been idle past its timeout, node a destroys it.
+	busy, err := ubc.CreateSandbox(ctx, client.SandboxOptions{IdleTimeout: "1s", Limits: &client.SandboxLimits{WorkspaceBytes: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ubc.Exec(ctx, busy.SandboxID, client.ExecRequest{Cmd: []string{"sleep", "3"}, TimeoutS: 10})
+		done <- err
+	}()
+	time.Sleep(2 * time.Second)
+	if n, err := a.App.Sandboxes.Expire(ctx); err != nil || n != 0 {
+		t.Fatalf("node a's sweep during an exec through node b destroyed %d sandboxes (%v)", n, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the long exec: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if n, err := a.App.Sandboxes.Expire(ctx); err != nil || n != 1 {
+		t.Fatalf("node a's sweep after the exec destroyed %d sandboxes (%v), want the idle one", n, err)
 	}
 
 	list, err := ubc.Sandboxes(ctx, false)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -163,10 +164,21 @@ func TestClusterSandboxes(t *testing.T) {
 		t.Fatalf("transfers left in the work bucket: %v", left)
 	}
 
-	// A box on the worker that no record knows goes in the next sweep of any API node.
+	// A box on the worker that no record knows (its create was given up on, say) goes in
+	// the next sweep of any API node.
 	orphan := ids.New("sb")
-	if err := a.App.Runner.CreateBox(ctx, runner.BoxSpec{ID: orphan, Limits: app.SandboxConfig(a.Config).Limits, WorkspaceBytes: 1 << 20}); err != nil {
+	spec := runner.BoxSpec{ID: orphan, Limits: app.SandboxConfig(a.Config).Limits, WorkspaceBytes: 1 << 20}
+	nc, err := nats.Connect(c.nats)
+	if err != nil {
 		t.Fatal(err)
+	}
+	defer nc.Close()
+	req, _ := json.Marshal(dispatch.BoxRequest{Call: "orphan", Box: orphan, Spec: &spec})
+	if m, err := nc.Request(dispatch.BoxSubject(a.Config.WorkerID, dispatch.OpCreate), req, 30*time.Second); err != nil || string(m.Data) != "{}" {
+		t.Fatalf("making a box without a record: %v", err)
+	}
+	if boxes, _ := a.App.Runner.Boxes(ctx); len(boxes) != 1 {
+		t.Fatalf("the worker holds %v", boxes)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -34,9 +34,11 @@ type boxServer struct {
 
 	mu    sync.Mutex
 	calls map[string]*boxCall // under way, by call id
-	// reserved is what each box made by this process reserves of the budget. API
-	// nodes check the budget when they place a box, each on its own; this is the check
-	// that holds when two of them place one here at once.
+	// held are the boxes it holds: those the runner kept from before this process, and
+	// those made since. reserved is what each box made by this process reserves of the
+	// budget: API nodes check the budget when they place a box, each on its own; this is
+	// the check that holds when two of them place one here at once.
+	held     map[string]bool
 	reserved map[string]int64
 }
 
@@ -46,10 +48,20 @@ type boxCall struct {
 }
 
 // serveBoxes subscribes to this worker's sandbox subjects; stop unsubscribes and stops
-// the operations under way (the boxes stay).
-func (w *Worker) serveBoxes() (stop func(), err error) {
+// the operations under way (the boxes stay). It sets w.boxes.
+func (w *Worker) serveBoxes(ctx context.Context) (stop func(), err error) {
 	s := &boxServer{nc: w.nc, work: w.work, boxes: w.runner, log: w.log.With("component", "sandboxes"), budget: w.cfg.BoxBudget,
-		calls: map[string]*boxCall{}, reserved: map[string]int64{}}
+		calls: map[string]*boxCall{}, held: map[string]bool{}, reserved: map[string]int64{}}
+	// Asked once, before any box is being made: the runner's list removes what it takes
+	// for a box that did not survive, which a box half-made would look like.
+	kept, err := w.runner.Boxes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the sandboxes the runner kept: %w", err)
+	}
+	for _, id := range kept {
+		s.held[id] = true
+	}
+	w.boxes = s
 	prefix := dispatch.BoxSubject(w.cfg.ID, "")
 	sub, err := w.nc.Subscribe(dispatch.BoxSubject(w.cfg.ID, ">"), func(m *nats.Msg) {
 		op := strings.TrimPrefix(m.Subject, prefix)
@@ -114,8 +126,7 @@ func (s *boxServer) do(ctx context.Context, op string, req dispatch.BoxRequest, 
 	case dispatch.OpRead:
 		return s.read(ctx, req)
 	case dispatch.OpBoxes:
-		ids, err := s.boxes.Boxes(ctx)
-		return dispatch.BoxReply{Boxes: ids}, err
+		return dispatch.BoxReply{Boxes: s.ids()}, nil
 	}
 	return dispatch.BoxReply{}, fmt.Errorf("no sandbox operation %q", op)
 }
@@ -157,12 +168,25 @@ func (s *boxServer) create(ctx context.Context, spec runner.BoxSpec) error {
 	s.reserved[spec.ID] = need
 	s.mu.Unlock()
 	err := s.boxes.CreateBox(ctx, spec)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err != nil {
-		s.mu.Lock()
 		delete(s.reserved, spec.ID)
-		s.mu.Unlock()
+		return err
 	}
-	return err
+	s.held[spec.ID] = true
+	return nil
+}
+
+// ids lists the boxes it holds, for its heartbeat.
+func (s *boxServer) ids() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.held))
+	for id := range s.held {
+		out = append(out, id)
+	}
+	return out
 }
 
 // write moves the body an API node left in the work bucket into the box, and deletes it.
@@ -225,6 +249,7 @@ func (s *boxServer) remove(ctx context.Context, req dispatch.BoxRequest) (dispat
 	}
 	s.mu.Lock()
 	delete(s.reserved, req.Box)
+	delete(s.held, req.Box)
 	s.mu.Unlock()
 	return dispatch.BoxReply{}, nil
 }

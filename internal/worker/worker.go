@@ -54,6 +54,7 @@ type Worker struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	inputs  string // where runs' input directories go
+	boxes   *boxServer
 	started time.Time
 
 	mu   sync.Mutex
@@ -120,7 +121,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer backlogSub.Unsubscribe()
-	stopBoxes, err := w.serveBoxes()
+	stopBoxes, err := w.serveBoxes(ctx)
 	if err != nil {
 		return err
 	}
@@ -442,13 +443,10 @@ func (w *Worker) heartbeats(ctx context.Context) {
 			kv, _ = w.js.KeyValue(ctx, dispatch.Registry)
 		}
 		if kv != nil {
-			boxes, err := w.runner.Boxes(ctx)
-			if err != nil {
-				w.log.Warn("listing the worker's sandboxes for its heartbeat", "error", err)
-			}
+			boxes := w.boxes.ids()
 			w.mu.Lock()
 			hb := dispatch.Heartbeat{Worker: w.cfg.ID, Host: w.cfg.Host, Runner: w.runner.Name(), Concurrency: w.cfg.Concurrency,
-				Busy: len(w.held), Runs: []string{}, Sandboxes: append([]string{}, boxes...), BoxBudget: w.cfg.BoxBudget,
+				Busy: len(w.held), Runs: []string{}, Sandboxes: boxes, BoxBudget: w.cfg.BoxBudget,
 				Version: w.cfg.Version, Started: w.started, At: time.Now()}
 			for id := range w.held {
 				hb.Runs = append(hb.Runs, id)

@@ -28,6 +28,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/ids"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/worker"
 )
 
@@ -287,7 +288,7 @@ func (w *testWorker) lose() {
 
 // TestClusterSandboxLost: a worker lost with its sandboxes. The next exec on a sandbox
 // of it answers 410 gone within the bound, an exec under way when it went ends 410 too,
-// and the listing omits them.
+// the sweep removes the record of one no one used, and the listing omits them.
 func TestClusterSandboxLost(t *testing.T) {
 	c := newCluster(t)
 	a := c.node(t, 0, boxWait)
@@ -301,7 +302,7 @@ func TestClusterSandboxLost(t *testing.T) {
 	// The worker joins the registry within a heartbeat.
 	var sbs []client.Sandbox
 	deadline := time.Now().Add(20 * time.Second)
-	for len(sbs) < 2 {
+	for len(sbs) < 3 {
 		sb, err := uac.CreateSandbox(ctx, client.SandboxOptions{Limits: &client.SandboxLimits{WorkspaceBytes: 16 << 20}})
 		if status(err) == http.StatusServiceUnavailable && time.Now().Before(deadline) {
 			time.Sleep(200 * time.Millisecond)
@@ -345,6 +346,13 @@ func TestClusterSandboxLost(t *testing.T) {
 		t.Logf("the exec under way answered 410 %v after the loss", time.Since(lostAt).Round(time.Millisecond))
 	case <-time.After(20*time.Second - time.Since(lostAt)):
 		t.Fatal("the exec under way when the worker was lost did not end within 20 s")
+	}
+	// The sweep removes the record of a lost sandbox no one used or listed since.
+	if _, err := b.App.Sandboxes.Expire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.App.Store.Sandbox(ctx, sbs[2].SandboxID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the record of a lost sandbox after a sweep: %v", err)
 	}
 	list, err := ubc.Sandboxes(ctx, false)
 	if err != nil || len(list) != 0 {

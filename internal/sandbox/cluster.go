@@ -167,10 +167,11 @@ func (s *Service) place(ctx context.Context, b *store.Sandbox, quota int64) erro
 	return s.st.CreateSandbox(ctx, *b, s.cfg.MaxPerUser, s.cfg.MaxTotal)
 }
 
-// sweepOrphans removes the boxes live workers hold that no record knows: one whose
-// create failed half-way, or whose record went while its worker was cut off. A record is
-// made before its box and removed after it, so a box listed in a heartbeat, read before
-// the records, without a record is no one's.
+// sweepOrphans removes the records of sandboxes lost with their workers, and the boxes
+// live workers hold that no record knows: one whose create was given up on, or whose
+// record went while its worker was cut off. A record is made before its box and removed
+// after it, so a box listed in a heartbeat, read before the records, without a record is
+// no one's.
 func (s *Service) sweepOrphans(ctx context.Context) error {
 	workers, err := s.cluster.Workers(ctx)
 	if err != nil {
@@ -180,9 +181,12 @@ func (s *Service) sweepOrphans(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{}
+	known, live := map[string]bool{}, map[string]bool{}
 	for _, b := range records {
 		known[b.ID] = true
+		// A record whose worker is gone would count against its owner's sandboxes
+		// until someone used or listed it.
+		s.lost(ctx, b, live)
 	}
 	var failed []error
 	for _, w := range workers {

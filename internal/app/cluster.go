@@ -63,10 +63,14 @@ func (a *App) openCluster(ctx context.Context) error {
 	if conc == 0 {
 		return nil
 	}
+	budget, err := WorkerBoxBudget(ctx, a.cfg, a.Runner, a.log)
+	if err != nil {
+		return err
+	}
 	host, _ := os.Hostname()
 	w, err := worker.New(a.nc, work, a.Runner, worker.Config{ID: a.cfg.Worker(), Host: host, Concurrency: conc, AckWait: a.cfg.RunAckWait,
 		DataDir: a.cfg.DataDir, CacheBytes: a.cfg.WorkerCacheBytes, Grace: a.cfg.ShutdownGrace, Version: version.Version,
-		BoxBudget: a.Sandboxes.Config().MemoryBudget},
+		BoxBudget: budget},
 		a.Metrics, a.log.With("component", "worker"))
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/natsserver"
+	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/version"
 	"github.com/skrip-dev/skrip/internal/worker"
 )
@@ -63,7 +64,7 @@ func RunWorker(ctx context.Context, cfg config.Config, ln net.Listener, log *slo
 		return err
 	}
 	defer rn.Close()
-	budget, err := SandboxBudget(ctx, cfg, rn)
+	budget, err := WorkerBoxBudget(ctx, cfg, rn, log)
 	if err != nil {
 		return err
 	}
@@ -94,4 +95,22 @@ func RunWorker(ctx context.Context, cfg config.Config, ln net.Listener, log *slo
 	log.Info("skrip worker is running", "worker", id, "runner", rn.Name(), "concurrency", conc, "addr", "http://"+ln.Addr().String(),
 		"version", version.Version)
 	return w.Run(ctx)
+}
+
+// WorkerBoxBudget is the memory the agent sandboxes a worker keeps on rn may take
+// (SandboxBudget), or 0 when rn cannot keep them with every limit enforced here: API
+// nodes then place none on it.
+func WorkerBoxBudget(ctx context.Context, cfg config.Config, rn runner.Runner, log *slog.Logger) (int64, error) {
+	budget, err := SandboxBudget(ctx, cfg, rn)
+	if err != nil {
+		return 0, err
+	}
+	sb := SandboxConfig(cfg)
+	for _, e := range rn.BoxEnforcement(sb.Limits, sb.WorkspaceBytes) {
+		if e.Limit == "/workspace" && !e.OK {
+			log.Warn("this worker keeps no agent sandboxes", "runner", rn.Name(), "reason", e.How)
+			return 0, nil
+		}
+	}
+	return budget, nil
 }

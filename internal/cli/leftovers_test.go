@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -276,4 +277,77 @@ func TestCleanupRemovesOrphanBlobs(t *testing.T) {
 			t.Fatalf("the finished run's artifact: %q, %v", buf.String(), err)
 		}
 	})
+}
+
+// TestRestartAfterSIGKILLMidRun: a server killed while a tool runs starts again. The
+// bwrap runner's view held mounts of the run's input and output, which kept the run's
+// scratch directories busy, and the restart failed with "device or resource busy".
+func TestRestartAfterSIGKILLMidRun(t *testing.T) {
+	bin := testutil.BuildSkrip(t)
+	data := t.TempDir()
+	const token = "skr_restart-test-admin-token"
+	// start starts the server and returns its client and a function that kills it.
+	start := func() (*client.Client, func()) {
+		addr := testutil.FreeAddr(t)
+		cmd := exec.Command(bin, "serve", "--addr", addr, "--data-dir", data, "--runner", "bwrap")
+		cmd.Env = append(os.Environ(), "SKRIP_BOOTSTRAP_ADMIN_TOKEN="+token, "SKRIP_NATS_URL=", "SKRIP_DATABASE_URL=")
+		if rootfs := os.Getenv("SKRIP_TEST_RUNNER_ROOTFS"); rootfs != "" {
+			cmd.Env = append(cmd.Env, "SKRIP_BWRAP_ROOTFS="+rootfs)
+		}
+		stderr := &testutil.LockedBuffer{}
+		cmd.Stderr = stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		kill := func() { cmd.Process.Kill(); <-exited }
+		t.Cleanup(kill)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			resp, err := http.Get("http://" + addr + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+				break
+			}
+			select {
+			case <-exited:
+				t.Fatalf("the server exited: %s", stderr.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the server did not start: %s", stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		c, _ := client.New("http://"+addr, token)
+		return c, kill
+	}
+	ctx := context.Background()
+	c, kill := start()
+	if _, _, err := c.CreateTool(ctx, "sleep", "Sleep", "", "import time\ndef run_tool(i, o):\n    time.sleep(60)\n", true); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.RunFiles(ctx, "sleep", nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := c.GetRun(ctx, r.RunID, 0)
+		if err == nil && got.Status == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never started: %+v, %v", got, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // the sandbox is up, its mounts made
+	kill()                             // SIGKILL: no cleanup
+	c2, _ := start()
+	got, err := c2.GetRun(ctx, r.RunID, 0)
+	if err != nil || got.Status != "failed" || got.ErrorSummary == nil || !strings.Contains(*got.ErrorSummary, "interrupted") {
+		t.Fatalf("the run the kill interrupted: %+v, %v", got, err)
+	}
 }

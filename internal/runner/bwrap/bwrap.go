@@ -167,6 +167,15 @@ func New(cfg Config, log *slog.Logger) (*Runner, error) {
 		return nil, err
 	}
 	r.limiter.sweep()
+	view := ""
+	if r.drop {
+		sum := sha256.Sum256([]byte(r.cfg.WorkDir))
+		view = filepath.Join(viewParent(), "skrip-"+hex.EncodeToString(sum[:6]))
+		// A server killed mid-run leaves its view, whose mounts of the run's input and
+		// output keep the scratch directories busy: it goes first, with every mount
+		// under it.
+		syscall.Unmount(view, syscall.MNT_DETACH)
+	}
 	if err := r.cleanWorkDir(); err != nil {
 		return nil, err
 	}
@@ -179,8 +188,6 @@ func New(cfg Config, log *slog.Logger) (*Runner, error) {
 		return nil, err
 	}
 	if r.drop {
-		sum := sha256.Sum256([]byte(r.cfg.WorkDir))
-		view := filepath.Join(viewParent(), "skrip-"+hex.EncodeToString(sum[:6]))
 		if err := r.makeView(view); err != nil {
 			return nil, err
 		}

@@ -263,7 +263,8 @@ func (a *App) openBlobs(ctx context.Context) error {
 		}
 	} else {
 		var err error
-		nc, err = natsserver.Dial(a.cfg.NATSURL, auth, nats.Name("skrip"), nats.MaxReconnects(-1))
+		nc, err = natsserver.Dial(a.cfg.NATSURL, auth, nats.Name("skrip"), nats.MaxReconnects(-1),
+			nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(3))
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -322,7 +323,9 @@ func testCutWorker(t *testing.T, c *skripCluster) {
 	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(c.workers[w].proc.Log(20000), "another attempt holds") {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not drop its late result; its log:\n%s", w, c.workers[w].proc.Log(4000))
+			syscall.Kill(c.workers[w].proc.Pid(), syscall.SIGQUIT) // its goroutines, to its log
+			time.Sleep(time.Second)
+			t.Fatalf("%s did not drop its late result; its log:\n%s", w, c.workers[w].proc.Log(200000))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

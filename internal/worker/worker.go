@@ -249,9 +249,19 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	ctx = context.WithoutCancel(ctx)
 	key := dispatch.AttemptPrefix(id, attempt) + "report.json"
 	b, _ := json.Marshal(rep)
-	if _, err := w.work.Put(ctx, key, bytes.NewReader(b), blob.PutOptions{ContentType: "application/json"}); err != nil {
-		log.Error("leaving the run's report in the work bucket; another worker will run it", "error", err)
-		return
+	// A worker cut off from NATS keeps its result and tries again until it is back: the
+	// run may still be its own (no other worker was free), or it learns it is not.
+	for deadline := time.Now().Add(10 * time.Minute); ; {
+		_, err := w.work.Put(ctx, key, bytes.NewReader(b), blob.PutOptions{ContentType: "application/json"})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			log.Error("leaving the run's report in the work bucket; giving up, another worker will run it", "error", err)
+			return
+		}
+		log.Warn("leaving the run's report in the work bucket; trying again", "error", err)
+		sleep(ctx, 2*time.Second)
 	}
 	switch answer := w.ask(ctx, dispatch.SubjectRecord, dispatch.Record{Run: id, Attempt: attempt, Worker: w.cfg.ID, ReportKey: key}); answer {
 	case dispatch.Recorded, dispatch.Final:

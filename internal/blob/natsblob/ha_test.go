@@ -1,0 +1,187 @@
+package natsblob
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/testutil"
+)
+
+// haSize is the object the leader-change tests move: large enough that a node stops in
+// the middle of the transfer.
+const haSize = 60 << 20
+
+// haSetup starts a 3-node cluster with a 3-replica bucket and returns the store, the
+// cluster and random data of haSize bytes.
+func haSetup(t *testing.T) (*Store, *testutil.NATSCluster, []byte) {
+	t.Helper()
+	cluster := testutil.StartNATSCluster(t, 3)
+	s := newTestStore(t, cluster.Connect(t), Config{Bucket: "ha", Replicas: 3})
+	data := make([]byte, haSize)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	return s, cluster, data
+}
+
+// A victim picks the node to stop in the middle of a transfer.
+type victim struct {
+	name string
+	pick func(t *testing.T, s *Store, rc io.ReadCloser) string
+}
+
+var (
+	theStreamLeader = victim{"stream leader", func(t *testing.T, s *Store, _ io.ReadCloser) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		si, err := s.stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if si.Cluster == nil || si.Cluster.Leader == "" {
+			t.Fatal("the bucket's stream has no leader")
+		}
+		return si.Cluster.Leader
+	}}
+	theClientsServer = victim{"client's server", func(t *testing.T, s *Store, _ io.ReadCloser) string {
+		return s.nc.ConnectedServerName()
+	}}
+	theConsumersServer = victim{"consumer's server", func(t *testing.T, s *Store, rc io.ReadCloser) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ci, err := rc.(*chunkReader).cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ci.Cluster == nil || ci.Cluster.Leader == "" {
+			t.Fatal("the reader's consumer has no server")
+		}
+		return ci.Cluster.Leader
+	}}
+)
+
+// stop stops v's node and reports which it was.
+func (v victim) stop(t *testing.T, s *Store, cluster *testutil.NATSCluster, rc io.ReadCloser) string {
+	t.Helper()
+	node := v.pick(t, s, rc)
+	start := time.Now()
+	cluster.Stop(node)
+	t.Logf("stopped %s, the %s (client was on %s), in %s", node, v.name, s.nc.ConnectedServerName(),
+		time.Since(start).Round(time.Millisecond))
+	return node
+}
+
+// TestPutSurvivesLeaderChange stops a node a third of the way through a Put: the Put
+// completes, and the object reads back whole with the digest it reported.
+func TestPutSurvivesLeaderChange(t *testing.T) {
+	for _, v := range []victim{theStreamLeader, theClientsServer} {
+		t.Run(v.name, func(t *testing.T) {
+			s, cluster, data := haSetup(t)
+			ctx := context.Background()
+			sum := sha256.Sum256(data)
+
+			stopped := make(chan string, 1)
+			var fired atomic.Bool
+			r := &hookReader{r: bytes.NewReader(data), at: haSize / 3, hook: func() {
+				if fired.CompareAndSwap(false, true) {
+					go func() { stopped <- v.stop(t, s, cluster, nil) }()
+				}
+			}}
+			start := time.Now()
+			info, err := s.Put(ctx, "files/big", r, blob.PutOptions{})
+			t.Logf("Put of %d MiB took %s", haSize>>20, time.Since(start).Round(time.Millisecond))
+			if err != nil {
+				t.Fatalf("Put across a node stop: %v", err)
+			}
+			node := <-stopped
+			if want := blob.FormatSHA256(sum[:]); info.Checksum != want || info.Size != haSize {
+				t.Fatalf("Put reported %s, %d bytes; want %s, %d", info.Checksum, info.Size, want, haSize)
+			}
+			checkRead(t, s, "files/big", sum)
+			checkClean(t, s)
+			cluster.Start(node)
+		})
+	}
+}
+
+// TestGetSurvivesLeaderChange stops a node a third of the way through a Get: the reader
+// goes on and delivers every byte, checked against the digest.
+func TestGetSurvivesLeaderChange(t *testing.T) {
+	for _, v := range []victim{theStreamLeader, theConsumersServer, theClientsServer} {
+		t.Run(v.name, func(t *testing.T) {
+			s, cluster, data := haSetup(t)
+			ctx := context.Background()
+			sum := sha256.Sum256(data)
+			if _, err := s.Put(ctx, "files/big", bytes.NewReader(data), blob.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			rc, _, err := s.Get(ctx, "files/big", 0, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			h := sha256.New()
+			start := time.Now()
+			if _, err := io.CopyN(h, rc, haSize/3); err != nil {
+				t.Fatal(err)
+			}
+			node := v.stop(t, s, cluster, rc)
+			n, err := io.Copy(h, rc)
+			t.Logf("Get of %d MiB took %s", haSize>>20, time.Since(start).Round(time.Millisecond))
+			if err != nil {
+				t.Fatalf("Get across a node stop, %d bytes after it: %v", n, err)
+			}
+			if got := h.Sum(nil); !bytes.Equal(got, sum[:]) || n != haSize-haSize/3 {
+				t.Fatalf("read %d bytes after the stop, sha256 %x; want %d, %x", n, got, haSize-haSize/3, sum)
+			}
+			if err := rc.Close(); err != nil {
+				t.Fatal(err)
+			}
+			cluster.Start(node)
+			checkClean(t, s)
+		})
+	}
+}
+
+// checkRead reads key whole and compares its sha256 with want.
+func checkRead(t *testing.T, s *Store, key string, want [32]byte) {
+	t.Helper()
+	rc, _, err := s.Get(context.Background(), key, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil {
+		t.Fatalf("reading %s back: %v", key, err)
+	}
+	if got := h.Sum(nil); !bytes.Equal(got, want[:]) {
+		t.Fatalf("%s read back with sha256 %x, want %x", key, got, want)
+	}
+}
+
+// hookReader calls hook once at offset at and every read after it.
+type hookReader struct {
+	r    io.Reader
+	n    int64
+	at   int64
+	hook func()
+}
+
+func (h *hookReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	h.n += int64(n)
+	if h.n >= h.at {
+		h.hook()
+	}
+	return n, err
+}

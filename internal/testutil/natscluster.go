@@ -125,7 +125,8 @@ func (c *NATSCluster) start(nd *clusterNode) {
 		c.t.Fatal(err)
 	}
 	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
+	// A restarted node reads its streams back before it takes connections.
+	if !srv.ReadyForConnections(30 * time.Second) {
 		c.t.Fatalf("cluster node %s not ready", nd.name)
 	}
 	c.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -32,10 +33,15 @@ func transient(err error) bool {
 		// 10158: a message ID seen in a proposal not yet stored, as after a lost ack.
 		return apiErr.Code == http.StatusServiceUnavailable || apiErr.ErrorCode == 10158
 	}
+	// The connection's socket failing as its server goes; nats.go reconnects.
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return true
+	}
 	for _, e := range []error{
 		jetstream.ErrAsyncPublishTimeout, jetstream.ErrNoStreamResponse, jetstream.ErrJetStreamNotEnabled,
 		nats.ErrTimeout, nats.ErrNoResponders, nats.ErrDisconnected, nats.ErrReconnectBufExceeded,
-		context.DeadlineExceeded, errOutOfOrder,
+		context.DeadlineExceeded, errOutOfOrder, errLeaderMoved,
 	} {
 		if errors.Is(err, e) {
 			return true
@@ -53,6 +59,7 @@ func (s *Store) waitLeader(ctx context.Context, giveUp time.Time) error {
 		si, err := s.stream.Info(rctx)
 		cancel()
 		if err == nil && (si.Cluster == nil || si.Cluster.Leader != "") {
+			s.noteLeader(si)
 			return nil
 		}
 		if cerr := ctx.Err(); cerr != nil {
@@ -77,33 +84,49 @@ func (s *Store) waitLeader(ctx context.Context, giveUp time.Time) error {
 }
 
 // nextStored returns the first message on subj at or after seq, as the stream's leader
-// has it, or jetstream.ErrMsgNotFound. Stream.GetMsg is not used because on a bucket
-// (which allows direct gets) any replica may answer it, and one that lags behind the
-// leader would miss chunks stored just before a failure. New makes s.js with the default
-// API prefix.
+// has it, or jetstream.ErrMsgNotFound.
 func (s *Store) nextStored(ctx context.Context, subj string, seq uint64) (*jetstream.RawStreamMsg, error) {
-	req, err := json.Marshal(struct {
-		Seq        uint64 `json:"seq"`
-		NextBySubj string `json:"next_by_subj"`
-	}{seq, subj})
+	return s.leaderGet(ctx, msgGetRequest{Seq: seq, NextBySubj: subj})
+}
+
+// lastStored returns the last message on subj as the stream's leader has it, or
+// jetstream.ErrMsgNotFound.
+func (s *Store) lastStored(ctx context.Context, subj string) (*jetstream.RawStreamMsg, error) {
+	return s.leaderGet(ctx, msgGetRequest{LastBySubj: subj})
+}
+
+type msgGetRequest struct {
+	Seq        uint64 `json:"seq,omitempty"`
+	NextBySubj string `json:"next_by_subj,omitempty"`
+	LastBySubj string `json:"last_by_subj,omitempty"`
+}
+
+// leaderGet reads a message from the stream's leader. Stream.GetMsg and
+// GetLastMsgForSubject are not used because on a bucket, which allows direct gets, any
+// replica may answer them, and one that lags behind the leader misses what was stored
+// just before: a chunk before a failure, or the meta of an object just written. New makes
+// s.js with the default API prefix.
+func (s *Store) leaderGet(ctx context.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
+	data, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	reply, err := s.nc.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"STREAM.MSG.GET."+streamName(s.bucket), req)
+	reply, err := s.nc.RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"STREAM.MSG.GET."+streamName(s.bucket), data)
 	if err != nil {
 		return nil, err
 	}
 	var resp struct {
 		Message *struct {
-			Subject  string `json:"subject"`
-			Sequence uint64 `json:"seq"`
-			Header   []byte `json:"hdrs"`
-			Data     []byte `json:"data"`
+			Subject  string    `json:"subject"`
+			Sequence uint64    `json:"seq"`
+			Header   []byte    `json:"hdrs"`
+			Data     []byte    `json:"data"`
+			Time     time.Time `json:"time"`
 		} `json:"message"`
 		Error *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(reply.Data, &resp); err != nil {
-		return nil, fmt.Errorf("stream message %d on %s: %w", seq, subj, err)
+		return nil, fmt.Errorf("stream message get: %w", err)
 	}
 	if resp.Error != nil {
 		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
@@ -114,11 +137,36 @@ func (s *Store) nextStored(ctx context.Context, subj string, seq uint64) (*jetst
 	if resp.Message == nil {
 		return nil, jetstream.ErrInvalidJetStreamResponse
 	}
-	m := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence, Data: resp.Message.Data}
+	m := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence,
+		Data: resp.Message.Data, Time: resp.Message.Time}
 	if len(resp.Message.Header) > 0 {
 		if m.Header, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
-			return nil, fmt.Errorf("stream message %d on %s: %w", m.Sequence, subj, err)
+			return nil, fmt.Errorf("stream message %d: %w", m.Sequence, err)
 		}
 	}
 	return m, nil
+}
+
+// leaderMoved reports whether the stream's leader is another than the store last saw, or
+// the stream does not answer. A single server has no leader to move.
+func (s *Store) leaderMoved(ctx context.Context) bool {
+	rctx, cancel := context.WithTimeout(ctx, min(s.timeout, 2*time.Second))
+	si, err := s.stream.Info(rctx)
+	cancel()
+	if err != nil {
+		return transient(err)
+	}
+	return s.noteLeader(si)
+}
+
+// noteLeader records the stream's leader as si gives it and reports whether it changed.
+func (s *Store) noteLeader(si *jetstream.StreamInfo) bool {
+	if si.Cluster == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	moved := si.Cluster.Leader != s.leader
+	s.leader = si.Cluster.Leader
+	return moved || s.leader == ""
 }

@@ -107,7 +107,9 @@ func (r *chunkReader) open(ctx context.Context) error {
 // renew replaces the consumer, which stopped delivering (its server may be gone, or the
 // stream's leader changed), by a new one that starts after the last chunk received. It
 // waits for the stream's leader until giveUp.
-func (r *chunkReader) renew(giveUp time.Time) error {
+func (r *chunkReader) renew(giveUp time.Time, cause error) error {
+	r.store.log.Warn("natsblob: a download's consumer stopped delivering; the download goes on with a new one",
+		"bucket", r.store.bucket, "cause", cause.Error(), "stream_seq", r.seq)
 	r.stop()
 	if err := r.store.waitLeader(r.ctx, giveUp); err != nil {
 		return err
@@ -195,9 +197,9 @@ func (r *chunkReader) receive() (jetstream.Msg, error) {
 		m, err := r.iter.Next(jetstream.NextContext(ctx))
 		cancel()
 		if err == nil {
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, err
+			md, merr := m.Metadata()
+			if merr != nil {
+				return nil, merr
 			}
 			if md.Sequence.Consumer == r.delivered+1 {
 				r.delivered++
@@ -219,7 +221,10 @@ func (r *chunkReader) receive() (jetstream.Msg, error) {
 		if errors.Is(err, context.DeadlineExceeded) && now.Before(renewAt) {
 			continue
 		}
-		if err := r.renew(start.Add(leaderWait)); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no chunk for %s", now.Sub(start).Round(time.Millisecond))
+		}
+		if err := r.renew(start.Add(leaderWait), err); err != nil {
 			return nil, err
 		}
 		now = time.Now()
@@ -234,11 +239,16 @@ func (r *chunkReader) receive() (jetstream.Msg, error) {
 }
 
 // purged reports whether the chunks being read are gone from the stream. Any replica
-// answers (the bucket allows direct gets), so it works while the stream has no leader.
+// answers first (the bucket allows direct gets), so the check costs the leader nothing
+// while the chunks are there; a replica that finds none may lag behind, so the leader
+// confirms. Without an answer from the leader, the chunks are taken to be there.
 func (r *chunkReader) purged() bool {
 	ctx, cancel := context.WithTimeout(r.ctx, min(r.idle, time.Second))
 	defer cancel()
-	_, err := r.store.stream.GetLastMsgForSubject(ctx, r.subject)
+	if _, err := r.store.stream.GetLastMsgForSubject(ctx, r.subject); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false
+	}
+	_, err := r.store.lastStored(ctx, r.subject)
 	return errors.Is(err, jetstream.ErrMsgNotFound)
 }
 

@@ -206,10 +206,11 @@ func (s *Store) committed(key, id string) bool {
 	return err == nil && info != nil && info.NUID == id
 }
 
-// lastMeta reads the meta message on subj and its stream sequence; a subject without
-// messages gives a nil info and sequence 0.
+// lastMeta reads the meta message on subj and its stream sequence from the stream's
+// leader, whom a write with an expected sequence goes to; a subject without messages
+// gives a nil info and sequence 0.
 func (s *Store) lastMeta(ctx context.Context, subj string) (*jetstream.ObjectInfo, uint64, error) {
-	m, err := s.stream.GetLastMsgForSubject(ctx, subj)
+	m, err := s.lastStored(ctx, subj)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, 0, nil
 	}

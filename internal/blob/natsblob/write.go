@@ -26,6 +26,13 @@ import (
 // pubWindow is how many chunk publishes may await their ack.
 const pubWindow = 32
 
+// ackStall is how long a Put waits for an ack before it checks whether the stream's
+// leader has moved.
+const ackStall = time.Second
+
+// errLeaderMoved is an ack that did not come while the stream's leader changed.
+var errLeaderMoved = errors.New("the stream's leader changed")
+
 // errOutOfOrder is an ack whose sequence does not follow the previous chunk's: a chunk
 // was stored out of order (the stream deduplicated it against an earlier copy).
 var errOutOfOrder = errors.New("a chunk was stored out of order")
@@ -129,7 +136,9 @@ func (w *chunkWriter) buffer() []byte {
 func (w *chunkWriter) publish(c *chunk) error {
 	msg := &nats.Msg{Subject: w.subj, Data: c.data, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, c.msgID)
-	c.f, c.err = w.s.js.PublishMsgAsync(msg)
+	// No retries by nats.go: they would send the message again from a buffer that may
+	// be reused once its future is given up.
+	c.f, c.err = w.s.js.PublishMsgAsync(msg, jetstream.WithRetryAttempts(0))
 	if c.err != nil && !transient(c.err) {
 		return c.err
 	}
@@ -143,11 +152,26 @@ func (w *chunkWriter) confirmFirst() error {
 	var ack *jetstream.PubAck
 	err := c.err
 	if c.f != nil {
-		select {
-		case ack = <-c.f.Ok():
-		case err = <-c.f.Err():
-		case <-w.ctx.Done():
-			return w.ctx.Err()
+		stall := time.NewTimer(ackStall)
+		defer stall.Stop()
+		for ack == nil && err == nil {
+			select {
+			case ack = <-c.f.Ok():
+			case err = <-c.f.Err():
+			case <-w.ctx.Done():
+				return w.ctx.Err()
+			case <-stall.C:
+				if !w.s.leaderMoved(w.ctx) {
+					stall.Reset(ackStall)
+					continue
+				}
+				// The acks of publishes to a leader that is gone would only time out:
+				// give up on them at once.
+				for _, p := range w.pending {
+					p.f = nil
+				}
+				err = errLeaderMoved
+			}
 		}
 		// A future's channels deliver once.
 		c.f = nil
@@ -202,6 +226,9 @@ func (w *chunkWriter) recover(cause error) error {
 			err = w.reconcile()
 		}
 		if err == nil {
+			w.s.log.Warn("natsblob: chunk publishes failed; the upload goes on after a repair",
+				"bucket", w.s.bucket, "cause", cause.Error(), "chunks_in_place", w.stored,
+				"since_failure", time.Since(w.failedAt).Round(time.Millisecond))
 			return w.republish()
 		}
 		if cerr := w.ctx.Err(); cerr != nil {

@@ -67,7 +67,7 @@ func (s *Store) openChunks(ctx context.Context, info *jetstream.ObjectInfo) (*ch
 		hash:    sha256.New(),
 		want:    want,
 	}
-	if err := r.open(ctx); err != nil {
+	if err := r.reopen(time.Now().Add(leaderWait)); err != nil {
 		return nil, fmt.Errorf("open chunks: %w", err)
 	}
 	return r, nil
@@ -105,22 +105,32 @@ func (r *chunkReader) open(ctx context.Context) error {
 }
 
 // renew replaces the consumer, which stopped delivering (its server may be gone, or the
-// stream's leader changed), by a new one that starts after the last chunk received. It
-// waits for the stream's leader until giveUp.
+// stream's leader changed), by a new one that starts after the last chunk received.
 func (r *chunkReader) renew(giveUp time.Time, cause error) error {
 	r.store.log.Warn("natsblob: a download's consumer stopped delivering; the download goes on with a new one",
 		"bucket", r.store.bucket, "cause", cause.Error(), "stream_seq", r.seq)
 	r.stop()
-	if err := r.store.waitLeader(r.ctx, giveUp); err != nil {
-		return err
-	}
-	r.dropStale()
-	ctx, cancel := context.WithTimeout(r.ctx, r.idle)
-	defer cancel()
-	if err := r.open(ctx); err != nil {
+	if err := r.reopen(giveUp); err != nil {
 		return fmt.Errorf("reopen chunks after stream sequence %d: %w", r.seq, err)
 	}
 	return nil
+}
+
+// reopen opens a consumer, trying again until giveUp while the stream (or the
+// cluster, which creates consumers) does not answer.
+func (r *chunkReader) reopen(giveUp time.Time) error {
+	for {
+		r.dropStale()
+		ctx, cancel := context.WithTimeout(r.ctx, r.idle)
+		err := r.open(ctx)
+		cancel()
+		if err == nil || !transient(err) || r.ctx.Err() != nil || time.Now().After(giveUp) {
+			return err
+		}
+		if err := r.store.waitLeader(r.ctx, giveUp); err != nil {
+			return err
+		}
+	}
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {

@@ -92,7 +92,7 @@ func (s *Store) writeChunks(ctx context.Context, subj string, r io.Reader, info 
 			w.pending = append(w.pending, c)
 			info.Size += uint64(n)
 			info.Chunks++
-			if len(w.pending) >= pubWindow {
+			for len(w.pending) >= pubWindow {
 				if err := w.confirmFirst(); err != nil {
 					return err
 				}

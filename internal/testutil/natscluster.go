@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,11 +18,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// NATSCluster is a JetStream cluster of nats-servers from the Go module, running in the
-// test's process and routed on loopback. Its nodes are named n0, n1, …; each keeps its
-// ports and store dir across Stop and Start, so a restarted node rejoins with its data.
+// NATSCluster is a JetStream cluster of nats-servers from the Go module, routed on
+// loopback. Its nodes are named n0, n1, …; each keeps its ports and store dir across Stop
+// (or Kill) and Start, so a restarted node rejoins with its data.
 type NATSCluster struct {
 	t     testing.TB
+	bin   string // the nats-server binary the nodes run as processes; "" runs them in this process
 	mu    sync.Mutex
 	nodes []*clusterNode
 }
@@ -29,14 +33,31 @@ type clusterNode struct {
 	port     int // client port
 	cport    int // cluster (route) port
 	storeDir string
-	srv      *server.Server // nil while stopped
+	srv      *server.Server // a running in-process node
+	cmd      *exec.Cmd      // a running process
 }
 
-// StartNATSCluster starts n nodes and waits until the cluster's JetStream answers. The
-// nodes stop when the test ends.
+// StartNATSCluster starts n nodes in the test's process and waits until the cluster's
+// JetStream answers. The nodes stop when the test ends.
 func StartNATSCluster(t testing.TB, n int) *NATSCluster {
 	t.Helper()
-	c := &NATSCluster{t: t}
+	return startCluster(t, n, "")
+}
+
+// StartNATSClusterProcesses is StartNATSCluster with every node a nats-server process of
+// its own (built from the Go module), so that Kill can end one as a crash would.
+func StartNATSClusterProcesses(t testing.TB, n int) *NATSCluster {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "nats-server")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput(); err != nil {
+		t.Fatalf("building nats-server: %v\n%s", err, out)
+	}
+	return startCluster(t, n, bin)
+}
+
+func startCluster(t testing.TB, n int, bin string) *NATSCluster {
+	t.Helper()
+	c := &NATSCluster{t: t, bin: bin}
 	for i := range n {
 		c.nodes = append(c.nodes, &clusterNode{name: fmt.Sprintf("n%d", i), port: freePort(t), cport: freePort(t),
 			storeDir: t.TempDir()})
@@ -91,17 +112,39 @@ func (c *NATSCluster) Connect(t testing.TB) *nats.Conn {
 	return nc
 }
 
-// Stop shuts the node down (its raft leaderships step down first, as on any orderly
-// shutdown) and waits until it is gone. Stopping a stopped node does nothing.
+// Stop shuts the node down in order (its raft leaderships step down first) and waits
+// until it is gone. Stopping a stopped node does nothing.
 func (c *NATSCluster) Stop(name string) {
+	c.end(name, false)
+}
+
+// Kill ends the node's process at once (SIGKILL), as a crash would: it steps down from
+// nothing and says goodbye to no one. An in-process node cannot be killed; Kill fails
+// the test.
+func (c *NATSCluster) Kill(name string) {
+	if c.bin == "" {
+		c.t.Fatalf("Kill %s: the cluster runs in this process; use StartNATSClusterProcesses", name)
+	}
+	c.end(name, true)
+}
+
+func (c *NATSCluster) end(name string, kill bool) {
 	c.mu.Lock()
 	nd := c.node(name)
-	srv := nd.srv
-	nd.srv = nil
+	srv, cmd := nd.srv, nd.cmd
+	nd.srv, nd.cmd = nil, nil
 	c.mu.Unlock()
 	if srv != nil {
 		srv.Shutdown()
 		srv.WaitForShutdown()
+	}
+	if cmd != nil {
+		if kill {
+			_ = cmd.Process.Kill()
+		} else {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+		_ = cmd.Wait()
 	}
 }
 
@@ -117,6 +160,30 @@ func (c *NATSCluster) start(nd *clusterNode) {
 	for _, o := range c.nodes {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", o.cport))
 	}
+	// A restarted node reads its streams back before it takes connections.
+	const ready = 30 * time.Second
+	if c.bin != "" {
+		cmd := exec.Command(c.bin, "-n", nd.name, "-a", "127.0.0.1", "-p", strconv.Itoa(nd.port), "-js", "-sd", nd.storeDir,
+			"--cluster_name", "skrip-test", "--cluster", fmt.Sprintf("nats://127.0.0.1:%d", nd.cport),
+			"--routes", strings.Join(routes, ","))
+		if err := cmd.Start(); err != nil {
+			c.t.Fatal(err)
+		}
+		c.mu.Lock()
+		nd.cmd = cmd
+		c.mu.Unlock()
+		addr := fmt.Sprintf("127.0.0.1:%d", nd.port)
+		for deadline := time.Now().Add(ready); ; {
+			if conn, err := net.Dial("tcp", addr); err == nil {
+				conn.Close()
+				return
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("cluster node %s did not listen on %s", nd.name, addr)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	srv, err := server.NewServer(&server.Options{ServerName: nd.name, Host: "127.0.0.1", Port: nd.port,
 		JetStream: true, StoreDir: nd.storeDir, NoSigs: true, NoLog: true,
 		Cluster: server.ClusterOpts{Name: "skrip-test", Host: "127.0.0.1", Port: nd.cport},
@@ -125,8 +192,7 @@ func (c *NATSCluster) start(nd *clusterNode) {
 		c.t.Fatal(err)
 	}
 	srv.Start()
-	// A restarted node reads its streams back before it takes connections.
-	if !srv.ReadyForConnections(30 * time.Second) {
+	if !srv.ReadyForConnections(ready) {
 		c.t.Fatalf("cluster node %s not ready", nd.name)
 	}
 	c.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 // Reading uses its own pull consumer instead of ObjectStore.Get, because
@@ -43,7 +44,7 @@ type chunkReader struct {
 	// delivered counts the messages of the current consumer; each has the next
 	// consumer sequence, or one went missing.
 	delivered uint64
-	stale     []string // consumers replaced whose deletion failed
+	stale     []string // consumers given up and not yet deleted
 
 	left uint64 // bytes of the object not yet received
 	buf  []byte // received bytes not yet read
@@ -91,13 +92,17 @@ func (r *chunkReader) open(ctx context.Context) error {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = r.seq + 1
 	}
+	// The consumer is named here, so that one whose creation timed out but happened can
+	// be deleted.
+	cfg.Name = nuid.Next()
 	cons, err := r.store.stream.CreateConsumer(ctx, cfg)
 	if err != nil {
+		r.stale = append(r.stale, cfg.Name)
 		return err
 	}
 	iter, err := cons.Messages(jetstream.PullMaxMessages(chunkPrefetch))
 	if err != nil {
-		r.deleteConsumer(cons.CachedInfo().Name)
+		r.stale = append(r.stale, cfg.Name)
 		return err
 	}
 	r.cons, r.iter, r.delivered = cons, iter, 0
@@ -117,19 +122,25 @@ func (r *chunkReader) renew(giveUp time.Time, cause error) error {
 }
 
 // reopen opens a consumer, trying again until giveUp while the stream (or the
-// cluster, which creates consumers) does not answer.
+// cluster, which creates consumers) does not answer. The first tries are short, since a
+// cluster that lost its meta leader answers nothing until it elects another.
 func (r *chunkReader) reopen(giveUp time.Time) error {
+	wait := min(r.idle, 2*time.Second)
 	for {
-		r.dropStale()
-		ctx, cancel := context.WithTimeout(r.ctx, r.idle)
+		ctx, cancel := context.WithTimeout(r.ctx, wait)
 		err := r.open(ctx)
 		cancel()
-		if err == nil || !transient(err) || r.ctx.Err() != nil || time.Now().After(giveUp) {
+		if err == nil {
+			r.dropStale()
+			return nil
+		}
+		if !transient(err) || r.ctx.Err() != nil || time.Now().After(giveUp) {
 			return err
 		}
 		if err := r.store.waitLeader(r.ctx, giveUp); err != nil {
 			return err
 		}
+		wait = min(2*wait, r.idle)
 	}
 }
 

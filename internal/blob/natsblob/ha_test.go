@@ -24,11 +24,17 @@ import (
 // the middle of the transfer.
 const haSize = 60 << 20
 
-// haSetup starts a 3-node cluster with a 3-replica bucket and returns the store, the
-// cluster and random data of haSize bytes. The store's log shows with the test's.
-func haSetup(t *testing.T) (*Store, *testutil.NATSCluster, []byte) {
+// haSetup starts a 3-node cluster (of processes, when v kills its node) with a 3-replica
+// bucket and returns the store, the cluster and random data of haSize bytes. The store's
+// log shows with the test's.
+func haSetup(t *testing.T, v victim) (*Store, *testutil.NATSCluster, []byte) {
 	t.Helper()
-	cluster := testutil.StartNATSCluster(t, 3)
+	var cluster *testutil.NATSCluster
+	if v.kill {
+		cluster = testutil.StartNATSClusterProcesses(t, 3)
+	} else {
+		cluster = testutil.StartNATSCluster(t, 3)
+	}
 	var logs testutil.LockedBuffer
 	t.Cleanup(func() { t.Logf("the store logged:\n%s", logs.String()) })
 	s := newTestStore(t, cluster.Connect(t), Config{Bucket: "ha", Replicas: 3,
@@ -44,10 +50,17 @@ func haSetup(t *testing.T) (*Store, *testutil.NATSCluster, []byte) {
 type victim struct {
 	name string
 	pick func(t *testing.T, s *Store, rc io.ReadCloser) string
+	kill bool // kill the node's process rather than shut it down in order
+}
+
+// killed is v with its node killed.
+func (v victim) killed() victim {
+	v.name, v.kill = "killed "+v.name, true
+	return v
 }
 
 var (
-	theStreamLeader = victim{"stream leader", func(t *testing.T, s *Store, _ io.ReadCloser) string {
+	theStreamLeader = victim{name: "stream leader", pick: func(t *testing.T, s *Store, _ io.ReadCloser) string {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -60,10 +73,10 @@ var (
 		}
 		return si.Cluster.Leader
 	}}
-	theClientsServer = victim{"client's server", func(t *testing.T, s *Store, _ io.ReadCloser) string {
+	theClientsServer = victim{name: "client's server", pick: func(t *testing.T, s *Store, _ io.ReadCloser) string {
 		return s.nc.ConnectedServerName()
 	}}
-	theConsumersServer = victim{"consumer's server", func(t *testing.T, s *Store, rc io.ReadCloser) string {
+	theConsumersServer = victim{name: "consumer's server", pick: func(t *testing.T, s *Store, rc io.ReadCloser) string {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -83,7 +96,11 @@ func (v victim) stop(t *testing.T, s *Store, cluster *testutil.NATSCluster, rc i
 	t.Helper()
 	node := v.pick(t, s, rc)
 	start := time.Now()
-	cluster.Stop(node)
+	if v.kill {
+		cluster.Kill(node)
+	} else {
+		cluster.Stop(node)
+	}
 	t.Logf("stopped %s, the %s (client was on %s), in %s", node, v.name, s.nc.ConnectedServerName(),
 		time.Since(start).Round(time.Millisecond))
 	return node
@@ -92,9 +109,9 @@ func (v victim) stop(t *testing.T, s *Store, cluster *testutil.NATSCluster, rc i
 // TestPutSurvivesLeaderChange stops a node a third of the way through a Put: the Put
 // completes, and the object reads back whole with the digest it reported.
 func TestPutSurvivesLeaderChange(t *testing.T) {
-	for _, v := range []victim{theStreamLeader, theClientsServer} {
+	for _, v := range []victim{theStreamLeader, theClientsServer, theStreamLeader.killed()} {
 		t.Run(v.name, func(t *testing.T) {
-			s, cluster, data := haSetup(t)
+			s, cluster, data := haSetup(t, v)
 			ctx := context.Background()
 			sum := sha256.Sum256(data)
 
@@ -117,7 +134,9 @@ func TestPutSurvivesLeaderChange(t *testing.T) {
 			}
 			checkRead(t, s, "files/big", sum)
 			checkClean(t, s)
+			// The node comes back and catches up; the object still reads whole.
 			cluster.Start(node)
+			checkRead(t, s, "files/big", sum)
 		})
 	}
 }
@@ -125,9 +144,10 @@ func TestPutSurvivesLeaderChange(t *testing.T) {
 // TestGetSurvivesLeaderChange stops a node a third of the way through a Get: the reader
 // goes on and delivers every byte, checked against the digest.
 func TestGetSurvivesLeaderChange(t *testing.T) {
-	for _, v := range []victim{theStreamLeader, theConsumersServer, theClientsServer} {
+	for _, v := range []victim{theStreamLeader, theConsumersServer, theClientsServer, theStreamLeader.killed(),
+		theConsumersServer.killed()} {
 		t.Run(v.name, func(t *testing.T) {
-			s, cluster, data := haSetup(t)
+			s, cluster, data := haSetup(t, v)
 			ctx := context.Background()
 			sum := sha256.Sum256(data)
 			if _, err := s.Put(ctx, "files/big", bytes.NewReader(data), blob.PutOptions{}); err != nil {
@@ -143,7 +163,7 @@ func TestGetSurvivesLeaderChange(t *testing.T) {
 			if _, err := io.CopyN(h, rc, haSize/3); err != nil {
 				t.Fatal(err)
 			}
-			node := v.stop(t, s, cluster, rc)
+			v.stop(t, s, cluster, rc)
 			n, err := io.Copy(h, rc)
 			t.Logf("Get of %d MiB took %s", haSize>>20, time.Since(start).Round(time.Millisecond))
 			if err != nil {
@@ -155,7 +175,10 @@ func TestGetSurvivesLeaderChange(t *testing.T) {
 			if err := rc.Close(); err != nil {
 				t.Fatal(err)
 			}
-			cluster.Start(node)
+			// The read may have ended before the stream elected its next leader.
+			if err := s.waitLeader(ctx, time.Now().Add(leaderWait)); err != nil {
+				t.Fatal(err)
+			}
 			checkClean(t, s)
 		})
 	}

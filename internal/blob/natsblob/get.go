@@ -273,15 +273,19 @@ func (r *chunkReader) purged() bool {
 	return errors.Is(err, jetstream.ErrMsgNotFound)
 }
 
-// Close stops the consumer and deletes it, and any it replaced, from the server (best
-// effort: the server also removes an inactive consumer by itself).
+// Close stops the consumer and deletes it, and any it replaced, from the server. While
+// the cluster does not answer (it may be electing a leader), it tries again for up to
+// the idle timeout; a consumer left behind is removed by the server once inactive.
 func (r *chunkReader) Close() error {
 	if r.done {
 		return nil
 	}
 	r.done = true
 	r.stop()
-	r.dropStale()
+	giveUp := time.Now().Add(r.idle)
+	for r.dropStale(); len(r.stale) > 0 && time.Now().Before(giveUp); r.dropStale() {
+		time.Sleep(100 * time.Millisecond)
+	}
 	return nil
 }
 

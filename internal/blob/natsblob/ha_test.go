@@ -175,12 +175,31 @@ func TestGetSurvivesLeaderChange(t *testing.T) {
 			if err := rc.Close(); err != nil {
 				t.Fatal(err)
 			}
-			// The read may have ended before the stream elected its next leader.
-			if err := s.waitLeader(ctx, time.Now().Add(leaderWait)); err != nil {
-				t.Fatal(err)
-			}
+			waitHealthy(t, s)
 			checkClean(t, s)
 		})
+	}
+}
+
+// waitHealthy waits until the cluster has a meta leader and the bucket's stream a leader
+// again: a transfer may end before they are elected.
+func waitHealthy(t *testing.T, s *Store) {
+	t.Helper()
+	deadline := time.Now().Add(leaderWait)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := s.js.AccountInfo(ctx)
+		if err == nil {
+			err = s.waitLeader(ctx, time.Now().Add(2*time.Second))
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster did not recover: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

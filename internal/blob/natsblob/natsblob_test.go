@@ -91,6 +91,13 @@ func checkClean(t *testing.T, s *Store) {
 	}
 	if si.State.Consumers != 0 {
 		t.Errorf("%d consumers left on the bucket's stream, want 0", si.State.Consumers)
+		for ci := range stream.ListConsumers(ctx).Info() {
+			var on string
+			if ci.Cluster != nil {
+				on = ci.Cluster.Leader
+			}
+			t.Logf("left: consumer %s on %q, created %s, %d pending", ci.Name, on, ci.Created.Format(time.RFC3339Nano), ci.NumPending)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,7 +50,7 @@ func haSetup(t *testing.T, v victim) (*Store, *testutil.NATSCluster, []byte) {
 // A victim picks the node to stop in the middle of a transfer.
 type victim struct {
 	name string
-	pick func(t *testing.T, s *Store, rc io.ReadCloser) string
+	pick func(s *Store, rc io.ReadCloser) (string, error)
 	kill bool // kill the node's process rather than shut it down in order
 }
 
@@ -60,41 +61,42 @@ func (v victim) killed() victim {
 }
 
 var (
-	theStreamLeader = victim{name: "stream leader", pick: func(t *testing.T, s *Store, _ io.ReadCloser) string {
-		t.Helper()
+	theStreamLeader = victim{name: "stream leader", pick: func(s *Store, _ io.ReadCloser) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		si, err := s.stream.Info(ctx)
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		if si.Cluster == nil || si.Cluster.Leader == "" {
-			t.Fatal("the bucket's stream has no leader")
+			return "", errors.New("the bucket's stream has no leader")
 		}
-		return si.Cluster.Leader
+		return si.Cluster.Leader, nil
 	}}
-	theClientsServer = victim{name: "client's server", pick: func(t *testing.T, s *Store, _ io.ReadCloser) string {
-		return s.nc.ConnectedServerName()
+	theClientsServer = victim{name: "client's server", pick: func(s *Store, _ io.ReadCloser) (string, error) {
+		return s.nc.ConnectedServerName(), nil
 	}}
-	theConsumersServer = victim{name: "consumer's server", pick: func(t *testing.T, s *Store, rc io.ReadCloser) string {
-		t.Helper()
+	theConsumersServer = victim{name: "consumer's server", pick: func(s *Store, rc io.ReadCloser) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		ci, err := rc.(*chunkReader).cons.Info(ctx)
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		if ci.Cluster == nil || ci.Cluster.Leader == "" {
-			t.Fatal("the reader's consumer has no server")
+			return "", errors.New("the reader's consumer has no server")
 		}
-		return ci.Cluster.Leader
+		return ci.Cluster.Leader, nil
 	}}
 )
 
-// stop stops v's node and reports which it was.
-func (v victim) stop(t *testing.T, s *Store, cluster *testutil.NATSCluster, rc io.ReadCloser) string {
-	t.Helper()
-	node := v.pick(t, s, rc)
+// stop stops v's node and reports which it was. It may run on another goroutine than
+// the test's.
+func (v victim) stop(t *testing.T, s *Store, cluster *testutil.NATSCluster, rc io.ReadCloser) (string, error) {
+	node, err := v.pick(s, rc)
+	if err != nil {
+		return "", fmt.Errorf("picking the %s: %w", v.name, err)
+	}
 	start := time.Now()
 	if v.kill {
 		cluster.Kill(node)
@@ -103,7 +105,7 @@ func (v victim) stop(t *testing.T, s *Store, cluster *testutil.NATSCluster, rc i
 	}
 	t.Logf("stopped %s, the %s (client was on %s), in %s", node, v.name, s.nc.ConnectedServerName(),
 		time.Since(start).Round(time.Millisecond))
-	return node
+	return node, nil
 }
 
 // TestPutSurvivesLeaderChange stops a node a third of the way through a Put: the Put
@@ -115,11 +117,18 @@ func TestPutSurvivesLeaderChange(t *testing.T) {
 			ctx := context.Background()
 			sum := sha256.Sum256(data)
 
-			stopped := make(chan string, 1)
+			type result struct {
+				node string
+				err  error
+			}
+			stopped := make(chan result, 1)
 			var fired atomic.Bool
 			r := &hookReader{r: bytes.NewReader(data), at: haSize / 3, hook: func() {
 				if fired.CompareAndSwap(false, true) {
-					go func() { stopped <- v.stop(t, s, cluster, nil) }()
+					go func() {
+						node, err := v.stop(t, s, cluster, nil)
+						stopped <- result{node, err}
+					}()
 				}
 			}}
 			start := time.Now()
@@ -128,14 +137,17 @@ func TestPutSurvivesLeaderChange(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Put across a node stop: %v", err)
 			}
-			node := <-stopped
+			stop := <-stopped
+			if stop.err != nil {
+				t.Fatal(stop.err)
+			}
 			if want := blob.FormatSHA256(sum[:]); info.Checksum != want || info.Size != haSize {
 				t.Fatalf("Put reported %s, %d bytes; want %s, %d", info.Checksum, info.Size, want, haSize)
 			}
 			checkRead(t, s, "files/big", sum)
 			checkClean(t, s)
 			// The node comes back and catches up; the object still reads whole.
-			cluster.Start(node)
+			cluster.Start(stop.node)
 			checkRead(t, s, "files/big", sum)
 		})
 	}
@@ -163,7 +175,9 @@ func TestGetSurvivesLeaderChange(t *testing.T) {
 			if _, err := io.CopyN(h, rc, haSize/3); err != nil {
 				t.Fatal(err)
 			}
-			v.stop(t, s, cluster, rc)
+			if _, err := v.stop(t, s, cluster, rc); err != nil {
+				t.Fatal(err)
+			}
 			n, err := io.Copy(h, rc)
 			t.Logf("Get of %d MiB took %s", haSize>>20, time.Since(start).Round(time.Millisecond))
 			if err != nil {

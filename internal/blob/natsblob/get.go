@@ -69,6 +69,7 @@ func (s *Store) openChunks(ctx context.Context, info *jetstream.ObjectInfo) (*ch
 		want:    want,
 	}
 	if err := r.reopen(time.Now().Add(leaderWait)); err != nil {
+		r.dropStale()
 		return nil, fmt.Errorf("open chunks: %w", err)
 	}
 	return r, nil

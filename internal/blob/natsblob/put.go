@@ -191,6 +191,9 @@ func (s *Store) commit(key string, info *jetstream.ObjectInfo) (*jetstream.Objec
 		if giveUp.IsZero() {
 			giveUp = time.Now().Add(leaderWait)
 		}
+		if time.Now().After(giveUp) {
+			return nil, fmt.Errorf("gave up after %s: %w", leaderWait, err)
+		}
 		if err := s.waitLeader(context.Background(), giveUp); err != nil {
 			return nil, err
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,8 +29,14 @@ const leaderWait = 30 * time.Second
 func transient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		// 10158: a message ID seen in a proposal not yet stored, as after a lost ack.
-		return apiErr.Code == http.StatusServiceUnavailable || apiErr.ErrorCode == 10158
+		switch apiErr.ErrorCode {
+		case 10008, // JetStream system temporarily unavailable
+			10158, // a message ID seen in a proposal not yet stored, as after a lost ack
+			10163: // expected last sequence per subject temporarily unavailable
+			return true
+		}
+		// Other errors, a full bucket among them (503 insufficient resources), stand.
+		return false
 	}
 	// The connection's socket failing as its server goes; nats.go reconnects.
 	var opErr *net.OpError

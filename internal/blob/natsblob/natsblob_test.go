@@ -136,8 +136,13 @@ func TestMaxBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"files/big", "files/kept"} {
+		start := time.Now()
 		if _, err := s.Put(ctx, key, io.LimitReader(rand.Reader, 2<<20), blob.PutOptions{}); err == nil {
 			t.Fatalf("Put of 2 MiB into a 1 MiB bucket as %s succeeded", key)
+		}
+		// A refusal is final: it is not retried as a leader change would be.
+		if took := time.Since(start); took >= leaderWait/2 {
+			t.Fatalf("the refused Put of %s took %s", key, took)
 		}
 	}
 	if _, err := s.Stat(ctx, "files/big"); !errors.Is(err, blob.ErrNotFound) {

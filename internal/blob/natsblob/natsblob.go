@@ -5,12 +5,14 @@ package natsblob
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -43,8 +45,8 @@ type Config struct {
 	// Exclusive says that no other process writes to the bucket (the embedded server):
 	// Sweep then removes every unreferenced chunk that no Put of this store is writing.
 	Exclusive bool
-	// Log receives warnings, such as a bucket whose settings differ from these; nil
-	// discards them.
+	// Log receives warnings, such as a bucket whose settings differ from these or a
+	// transfer that went on after a leader change; nil discards them.
 	Log *slog.Logger
 }
 
@@ -60,6 +62,10 @@ type Store struct {
 	exclusive bool
 
 	inPuts blob.InFlight // NUIDs whose chunks a Put of this store is writing
+
+	log    *slog.Logger
+	mu     sync.Mutex
+	leader string // the stream's leader as last seen, to tell a stalled ack from a lost one
 }
 
 var _ blob.Store = (*Store)(nil)
@@ -102,8 +108,10 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 		cfg.Log.Warn("the Object Store bucket has another replica count than SKRIP_NATS_REPLICAS; skrip leaves it as it is",
 			"bucket", cfg.Bucket, "setting", "SKRIP_NATS_REPLICAS", "bucket_replicas", have, "configured_replicas", cfg.Replicas)
 	}
-	return &Store{nc: nc, js: js, obs: obs, stream: stream, bucket: cfg.Bucket, timeout: cfg.Timeout,
-		node: cfg.Node, exclusive: cfg.Exclusive}, nil
+	s := &Store{nc: nc, js: js, obs: obs, stream: stream, bucket: cfg.Bucket, timeout: cfg.Timeout,
+		node: cfg.Node, exclusive: cfg.Exclusive, log: cfg.Log}
+	s.noteLeader(stream.CachedInfo())
+	return s, nil
 }
 
 // openBucket opens the bucket, or creates it with cfg when it is missing. Two servers
@@ -220,8 +228,15 @@ func (s *Store) Close() error { return nil }
 
 const headerContentType = "Content-Type"
 
+// getInfo reads key's meta. Any replica of the stream may answer; when one says the key
+// is missing, the stream's leader is asked too, so that an object just written by
+// another client (whose write the replica may not have applied yet) is found. When the
+// leader does not answer, the replica's word stands.
 func (s *Store) getInfo(ctx context.Context, key string) (*jetstream.ObjectInfo, error) {
 	info, err := s.obs.GetInfo(ctx, key)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		info, err = s.leaderInfo(ctx, key)
+	}
 	if err != nil {
 		return nil, mapNotFound(err)
 	}
@@ -229,6 +244,29 @@ func (s *Store) getInfo(ctx context.Context, key string) (*jetstream.ObjectInfo,
 		return nil, fmt.Errorf("object is a link, which skrip does not create or follow")
 	}
 	return info, nil
+}
+
+// leaderInfo reads key's meta from the stream's leader, as ObjectStore.GetInfo reads it
+// from any replica.
+func (s *Store) leaderInfo(ctx context.Context, key string) (*jetstream.ObjectInfo, error) {
+	rctx, cancel := context.WithTimeout(ctx, min(s.timeout, 2*time.Second))
+	defer cancel()
+	m, err := s.lastStored(rctx, metaSubject(s.bucket, key))
+	if errors.Is(err, jetstream.ErrMsgNotFound) || (err != nil && transient(err) && ctx.Err() == nil) {
+		return nil, jetstream.ErrObjectNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var info jetstream.ObjectInfo
+	if err := json.Unmarshal(m.Data, &info); err != nil {
+		return nil, fmt.Errorf("meta message %d of %s: %w", m.Sequence, key, err)
+	}
+	if info.Deleted {
+		return nil, jetstream.ErrObjectNotFound
+	}
+	info.ModTime = m.Time
+	return &info, nil
 }
 
 func mapNotFound(err error) error {

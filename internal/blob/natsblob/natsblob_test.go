@@ -8,14 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -94,6 +91,13 @@ func checkClean(t *testing.T, s *Store) {
 	}
 	if si.State.Consumers != 0 {
 		t.Errorf("%d consumers left on the bucket's stream, want 0", si.State.Consumers)
+		for ci := range stream.ListConsumers(ctx).Info() {
+			var on string
+			if ci.Cluster != nil {
+				on = ci.Cluster.Leader
+			}
+			t.Logf("left: consumer %s on %q, created %s, %d pending", ci.Name, on, ci.Created.Format(time.RFC3339Nano), ci.NumPending)
+		}
 	}
 }
 
@@ -132,8 +136,13 @@ func TestMaxBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"files/big", "files/kept"} {
+		start := time.Now()
 		if _, err := s.Put(ctx, key, io.LimitReader(rand.Reader, 2<<20), blob.PutOptions{}); err == nil {
 			t.Fatalf("Put of 2 MiB into a 1 MiB bucket as %s succeeded", key)
+		}
+		// A refusal is final: it is not retried as a leader change would be.
+		if took := time.Since(start); took >= leaderWait/2 {
+			t.Fatalf("the refused Put of %s took %s", key, took)
 		}
 	}
 	if _, err := s.Stat(ctx, "files/big"); !errors.Is(err, blob.ErrNotFound) {
@@ -494,7 +503,7 @@ func TestExistingBucketLeftAlone(t *testing.T) {
 func TestClusterBucketKeepsReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	nc := startCluster(t, 3)
+	nc := testutil.StartNATSCluster(t, 3).Connect(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -520,53 +529,6 @@ func TestClusterBucketKeepsReplicas(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "bucket_replicas=3 configured_replicas=1") {
 		t.Errorf("no warning about the replica count:\n%s", logs.String())
-	}
-}
-
-// startCluster runs n nats-servers from the Go module in this process, routed into one
-// JetStream cluster on loopback, and returns a connection once JetStream answers.
-func startCluster(t *testing.T, n int) *nats.Conn {
-	t.Helper()
-	var routes []string
-	for range n {
-		routes = append(routes, "nats://"+testutil.FreeAddr(t))
-	}
-	var urls []string
-	for i := range n {
-		_, port, _ := net.SplitHostPort(strings.TrimPrefix(routes[i], "nats://"))
-		cport, _ := strconv.Atoi(port)
-		srv, err := server.NewServer(&server.Options{ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1,
-			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
-			Cluster: server.ClusterOpts{Name: "skrip-test", Host: "127.0.0.1", Port: cport},
-			Routes:  server.RoutesFromStr(strings.Join(routes, ","))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.Start()
-		t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-		if !srv.ReadyForConnections(10 * time.Second) {
-			t.Fatal("cluster node not ready")
-		}
-		urls = append(urls, srv.ClientURL())
-	}
-	nc, err := nats.Connect(strings.Join(urls, ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return nc
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster's JetStream never answered: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 

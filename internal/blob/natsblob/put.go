@@ -2,8 +2,6 @@ package natsblob
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,9 +31,6 @@ import (
 // compare-and-swap against concurrent writers. Only after the commit are the previous
 // version's chunks purged. Any failure before the commit purges the new chunks; a crash
 // leaves unreferenced chunks, which Sweep removes.
-
-// pubWindow is how many chunk publishes may await their ack.
-const pubWindow = 32
 
 // casAttempts bounds retries of a commit that lost a race with another writer.
 const casAttempts = 16
@@ -139,144 +134,70 @@ func label(v string) string {
 	return v
 }
 
-// writeChunks publishes r in chunks on subj, keeping up to pubWindow publishes in flight,
-// and fills in info's size, chunk count and digest. It checks ctx before every read and
-// every wait.
-func (s *Store) writeChunks(ctx context.Context, subj string, r io.Reader, info *jetstream.ObjectInfo) (err error) {
-	h := sha256.New()
-	// A chunk's buffer is held until its publish is acknowledged (nats.go may send a
-	// message again until then), then reused: a Put allocates at most pubWindow+1 chunk
-	// buffers whatever its size, instead of one per chunk for the collector to catch up with.
-	type inFlight struct {
-		f   jetstream.PubAckFuture
-		buf []byte
-	}
-	var pending []inFlight
-	var free [][]byte
-	defer func() {
-		// Before the caller purges, let every publish in flight land or time out, or it
-		// could land after the purge.
-		if err != nil {
-			for _, p := range pending {
-				select {
-				case <-p.f.Ok():
-				case <-p.f.Err():
-				}
-			}
-		}
-	}()
-	// waitFirst waits for the oldest publish. A future's channels deliver once, so it is
-	// dropped from pending as soon as it resolves.
-	waitFirst := func() error {
-		p := pending[0]
-		select {
-		case <-p.f.Ok():
-			pending = pending[1:]
-			free = append(free, p.buf)
-			return nil
-		case err := <-p.f.Err():
-			pending = pending[1:]
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	for {
-		var buf []byte
-		if k := len(free); k > 0 {
-			buf, free = free[k-1], free[:k-1]
-		} else {
-			buf = make([]byte, chunkSize)
-		}
-		n, rerr := readChunk(ctx, r, buf)
-		if rerr != nil && rerr != io.EOF {
-			return rerr
-		}
-		if n > 0 {
-			h.Write(buf[:n])
-			f, err := s.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: buf[:n]})
-			if err != nil {
-				return err
-			}
-			pending = append(pending, inFlight{f, buf})
-			info.Size += uint64(n)
-			info.Chunks++
-			if len(pending) >= pubWindow {
-				if err := waitFirst(); err != nil {
-					return err
-				}
-			}
-		} else {
-			free = append(free, buf)
-		}
-		if rerr == io.EOF {
-			break
-		}
-	}
-	for len(pending) > 0 {
-		if err := waitFirst(); err != nil {
-			return err
-		}
-	}
-	// A cancellation that races the last read still stores nothing.
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	info.Digest = digestPrefix + base64.URLEncoding.EncodeToString(h.Sum(nil))
-	return nil
-}
-
-// readChunk fills buf from r, checking ctx before each read. It returns a short count
-// only with io.EOF or r's error, which it passes through unchanged.
-func readChunk(ctx context.Context, r io.Reader, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		if err := ctx.Err(); err != nil {
-			return n, err
-		}
-		m, err := r.Read(buf[n:])
-		n += m
-		if err == io.EOF {
-			return n, io.EOF
-		}
-		if err != nil {
-			return n, fmt.Errorf("read: %w", err)
-		}
-	}
-	return n, nil
-}
-
 // commit makes info the object under key by publishing its meta message only if the
 // key's meta subject has not changed since it was read, retrying when another writer got
 // there first. It returns the version it replaced, if any. The caller's context is not
 // used: once the data is in, the commit is one message and is not abandoned half way.
+//
+// While the stream has no leader, the commit is tried again for up to leaderWait. A
+// publish whose ack was lost may have been stored: the meta read before the next try
+// then names this version, or the stream, which remembers the meta's message ID,
+// reports the next publish as a duplicate; either way the version replaced is the one
+// read before the lost ack.
 func (s *Store) commit(key string, info *jetstream.ObjectInfo) (*jetstream.ObjectInfo, error) {
 	data, err := json.Marshal(info)
 	if err != nil {
 		return nil, err
 	}
 	subj := metaSubject(s.bucket, key)
-	for range casAttempts {
+	var lost *jetstream.ObjectInfo // what a publish of unknown outcome would have replaced
+	var giveUp time.Time
+	races := 0
+	for {
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 		old, seq, err := s.lastMeta(ctx, subj)
-		if err != nil {
+		if err == nil && old != nil && old.NUID == info.NUID {
 			cancel()
-			return nil, err
+			return lost, nil
 		}
-		msg := nats.NewMsg(subj)
-		msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-		msg.Data = data
-		_, err = s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+		if err == nil {
+			msg := nats.NewMsg(subj)
+			msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+			msg.Header.Set(jetstream.MsgIDHeader, info.NUID+".meta")
+			msg.Data = data
+			var ack *jetstream.PubAck
+			ack, err = s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+			switch {
+			case err == nil && ack.Duplicate:
+				cancel()
+				return lost, nil
+			case err == nil:
+				cancel()
+				return old, nil
+			case errors.Is(err, jetstream.ErrKeyExists):
+				cancel()
+				if races++; races == casAttempts {
+					return nil, fmt.Errorf("gave up after %d attempts racing other writers of the key", casAttempts)
+				}
+				continue
+			case transient(err):
+				lost = old
+			}
+		}
 		cancel()
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			continue
-		}
-		if err != nil {
+		if !transient(err) {
 			return nil, err
 		}
-		return old, nil
+		if giveUp.IsZero() {
+			giveUp = time.Now().Add(leaderWait)
+		}
+		if time.Now().After(giveUp) {
+			return nil, fmt.Errorf("gave up after %s: %w", leaderWait, err)
+		}
+		if err := s.waitLeader(context.Background(), giveUp); err != nil {
+			return nil, err
+		}
 	}
-	return nil, fmt.Errorf("gave up after %d attempts racing other writers of the key", casAttempts)
 }
 
 // committed reports whether key's meta names the version id: a commit whose publish
@@ -288,10 +209,11 @@ func (s *Store) committed(key, id string) bool {
 	return err == nil && info != nil && info.NUID == id
 }
 
-// lastMeta reads the meta message on subj and its stream sequence; a subject without
-// messages gives a nil info and sequence 0.
+// lastMeta reads the meta message on subj and its stream sequence from the stream's
+// leader, whom a write with an expected sequence goes to; a subject without messages
+// gives a nil info and sequence 0.
 func (s *Store) lastMeta(ctx context.Context, subj string) (*jetstream.ObjectInfo, uint64, error) {
-	m, err := s.stream.GetLastMsgForSubject(ctx, subj)
+	m, err := s.lastStored(ctx, subj)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, 0, nil
 	}

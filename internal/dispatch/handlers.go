@@ -151,17 +151,22 @@ func (h *Handlers) record(ctx context.Context, data []byte) (string, error) {
 		return "", fmt.Errorf("run %s: a report at %q, not under %s", rec.Run, rec.ReportKey, prefix)
 	}
 	r, err := h.st.GetRun(ctx, rec.Run)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && store.Terminal(r.Status)) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		h.cleanup(rec.Run, rec.Attempt)
 		return Final, nil
-	}
-	if err != nil {
+	case err != nil:
 		return "", err
-	}
-	if r.Attempts != rec.Attempt {
+	case r.Attempts != rec.Attempt:
+		// A later attempt holds the run, or recorded it: this result is late. Never
+		// acknowledged, it cannot remove a message that is the later attempt's.
 		h.metrics.LateResults.Inc()
 		h.cleanup(rec.Run, rec.Attempt)
 		return Stale, nil
+	case store.Terminal(r.Status):
+		// Recorded already (the worker's acknowledgement was lost), or ended while it ran.
+		h.cleanup(rec.Run, rec.Attempt)
+		return Final, nil
 	}
 	rep, err := h.report(ctx, rec.ReportKey, r)
 	if err != nil {

@@ -86,6 +86,9 @@ func startCluster(t *testing.T) *skripCluster {
 	t.Cleanup(func() { c.db.Close() })
 	data := t.TempDir()
 	reapAlso(t, c.net, data)
+	// A worker killed by a test leaves its sandboxes' workspaces mounted (boxes outlive
+	// their worker on purpose); the test's data dir goes with them.
+	t.Cleanup(func() { unmountUnder(data) })
 	common := map[string]string{
 		"SKRIP_NATS_URL": c.nats.URLs(), "SKRIP_NATS_REPLICAS": "3", "SKRIP_RUN_ACK_WAIT": ackWait,
 		"SKRIP_RUNNER": "bwrap", "SKRIP_LOG_LEVEL": "info", "SKRIP_SHUTDOWN_GRACE": "20s",
@@ -250,6 +253,7 @@ func TestFaults(t *testing.T) {
 	t.Run("F3 an API node killed while a client waits", func(t *testing.T) { testKillAPI(t, c) })
 	t.Run("F2 a NATS node killed mid-upload and mid-run", func(t *testing.T) { testKillNATS(t, c) })
 	t.Run("F5 a rolling restart of every worker", func(t *testing.T) { testRollingRestart(t, c) })
+	t.Run("F6 an agent sandbox whose worker is killed", func(t *testing.T) { testSandboxLost(t, c) })
 }
 
 // action submits the steps tool's action through node name, sleeping s seconds, at rev.
@@ -391,7 +395,7 @@ func testKillNATS(t *testing.T, c *skripCluster) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	upPath, upSum := randomFile(t, dir, "big.bin", 60<<20)
-	inPath, inSum := randomFile(t, dir, "input.bin", 20<<20)
+	inPath, inSum := randomFile(t, dir, "input.bin", 19_000_000)
 	nc, err := nats.Connect(c.nats.URLs(), nats.UserInfo("api", "api-secret"))
 	if err != nil {
 		t.Fatal(err)
@@ -518,5 +522,87 @@ func testRollingRestart(t *testing.T, c *skripCluster) {
 	t.Logf("%d runs during the rolling restart, all succeeded; %d of them on a second worker", len(ids), retried)
 	if len(ids) < 20 {
 		t.Fatalf("only %d runs were submitted", len(ids))
+	}
+}
+
+// F6: an agent sandbox used through both API nodes, then its worker killed: a clear
+// "sandbox lost" answer (410) within the heartbeat's lifetime, for a new call and for
+// one under way, and the sandbox leaves the listing.
+func testSandboxLost(t *testing.T, c *skripCluster) {
+	ctx := context.Background()
+	a1, _ := client.New(c.api["api1"].base, adminToken)
+	a2, _ := client.New(c.api["api2"].base, adminToken)
+	sb, err := a1.CreateSandbox(ctx, client.SandboxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sb.SandboxID
+	if _, err := a1.WriteSandboxFile(ctx, id, "hello.txt", strings.NewReader("hej"), 3); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a2.Exec(ctx, id, client.ExecRequest{Cmd: []string{"python3", "-c", "print(open('hello.txt').read())"}})
+	if err != nil || strings.TrimSpace(res.Stdout) != "hej" {
+		t.Fatalf("exec through the other node: %+v, %v", res, err)
+	}
+	var w string
+	if err := c.db.QueryRow("SELECT node FROM sandboxes WHERE id = $1", id).Scan(&w); err != nil || c.workers[w] == nil {
+		t.Fatalf("the sandbox's worker: %q, %v", w, err)
+	}
+	under := make(chan error, 1)
+	go func() {
+		_, err := a1.Exec(ctx, id, client.ExecRequest{Cmd: []string{"sleep", "120"}, TimeoutS: 150})
+		under <- err
+	}()
+	time.Sleep(time.Second)
+	if err := c.workers[w].proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	t.Logf("killed %s, which holds sandbox %s", w, id)
+	gone := func(what string, err error) {
+		t.Helper()
+		var apiErr *client.Error
+		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusGone || !strings.Contains(apiErr.Message, "lost") {
+			t.Fatalf("%s after its worker was killed: %v; want 410 gone, sandbox lost", what, err)
+		}
+	}
+	_, err = a2.Exec(ctx, id, client.ExecRequest{Cmd: []string{"true"}})
+	gone("a new exec", err)
+	select {
+	case err := <-under:
+		gone("the exec under way", err)
+	case <-time.After(25 * time.Second):
+		t.Fatal("the exec under way when the worker was killed still hangs after 25 s")
+	}
+	if d := time.Since(killed); d > 20*time.Second {
+		t.Fatalf("the sandbox was reported lost after %v; want within 20 s", d)
+	}
+	t.Logf("the sandbox was reported lost %v after the kill", time.Since(killed).Round(100*time.Millisecond))
+	list, err := a2.Sandboxes(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.SandboxID == id {
+			t.Fatalf("the lost sandbox is still listed: %+v", s)
+		}
+	}
+	restart(t, c.workers[w])
+}
+
+// unmountUnder detaches every mount below dir, deepest first.
+func unmountUnder(dir string) {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var found []string
+	for _, line := range strings.Split(string(mi), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			found = append(found, f[4])
+		}
+	}
+	for i := len(found) - 1; i >= 0; i-- {
+		syscall.Unmount(found[i], syscall.MNT_DETACH)
 	}
 }

@@ -189,7 +189,7 @@ func TestDoctorCluster(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	for _, want := range []string{"Cluster", "SKRIP_RUNS", "1 replica(s)", "skrip-work:", "skrip-files:", "worker w-doctor", "bwrap, 0/1 busy"} {
+	for _, want := range []string{"Cluster", "SKRIP_RUNS", "1 replica(s)", "skrip-work:", "skrip-files:", "worker w-doctor", "bwrap, 0/1 busy, 0 sandbox(es)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
 		}

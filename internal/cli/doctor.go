@@ -161,7 +161,8 @@ func printCluster(w io.Writer, cfg config.Config, o dispatch.Overview) {
 	}
 	now := time.Now()
 	for _, hb := range o.Workers {
-		fmt.Fprintf(w, "  worker %s\t%s\t%s, %d/%d busy, seen %s, version %s\n", hb.Worker, hb.Host, hb.Runner, hb.Busy, hb.Concurrency, hb.Seen(now), hb.Version)
+		fmt.Fprintf(w, "  worker %s\t%s\t%s, %d/%d busy, %d sandbox(es) (budget %s), seen %s, version %s\n", hb.Worker, hb.Host, hb.Runner,
+			hb.Busy, hb.Concurrency, len(hb.Sandboxes), runner.HumanBytes(hb.BoxBudget), hb.Seen(now), hb.Version)
 	}
 }
 

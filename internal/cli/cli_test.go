@@ -194,6 +194,16 @@ func TestDoctorCluster(t *testing.T) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// With a worker's settings (no blob store, no database) it shows the cluster too.
+	delete(vars, "SKRIP_BLOB")
+	delete(vars, "SKRIP_DATABASE_URL")
+	out.Reset()
+	if code := Main(context.Background(), []string{"doctor"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }); code != 0 {
+		t.Fatalf("doctor: %d %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "worker w-doctor") || !strings.Contains(out.String(), "SKRIP_RUNS") {
+		t.Errorf("doctor with a worker's settings:\n%s", out.String())
+	}
 }
 
 // TestWorkerRefusesDatabaseURL: a worker runs untrusted code and never holds the

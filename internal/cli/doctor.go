@@ -87,6 +87,14 @@ func (e *env) doctor(ctx context.Context, loaded *config.Loaded) {
 		}
 	default:
 		fmt.Fprintf(w, "  fs\t%s\t%s\n", cfg.Path("blobs"), dirState(cfg.Path("blobs")))
+		if cfg.NATSURL != "" {
+			// A worker's settings: no blob store of its own, the cluster's NATS.
+			where, state, cluster := natsState(ctx, cfg)
+			fmt.Fprintf(w, "  nats\t%s\t%s\n", where, state)
+			if cluster != nil {
+				printCluster(w, cfg, *cluster)
+			}
+		}
 	}
 
 	e.doctorRunner(ctx, w, cfg)

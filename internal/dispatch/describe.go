@@ -24,7 +24,7 @@ type Overview struct {
 func Describe(ctx context.Context, js jetstream.JetStream, buckets ...string) Overview {
 	var o Overview
 	if s, err := js.Stream(ctx, Stream); err != nil {
-		o.Queue = "not made yet (an API node in cluster mode makes it): " + err.Error()
+		o.Queue = "not readable (an API node in cluster mode makes it; a worker's NATS user may not read it): " + err.Error()
 	} else if info, err := s.Info(ctx); err != nil {
 		o.Queue = "not readable: " + err.Error()
 	} else {

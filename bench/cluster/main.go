@@ -49,6 +49,7 @@ var (
 		"PostgreSQL database; the benchmark works in fresh schemas of it, dropped at the end")
 	rootfs = flag.String("rootfs", cmp.Or(os.Getenv("SKRIP_TEST_RUNNER_ROOTFS"), "/var/cache/skrip/runner-rootfs-13"),
 		"the bwrap runner's root (SKRIP_BWRAP_ROOTFS)")
+	aged = flag.Int("aged", 20000, "runs' leftovers put in the work bucket before the cluster is measured again (0: not)")
 	keep = flag.Bool("keep", false, "keep the temporary directory with every process's log")
 )
 
@@ -158,6 +159,13 @@ func main() {
 		t := target{name: name, api: api, workers: workers, nats: nats, pg: admin, pgApp: "skrip-bench-api", schema: cs}
 		results = append(results, t.measure(ctx))
 	}
+	if *aged > 0 {
+		log.Printf("leaving %d runs' leftovers in the work bucket", *aged)
+		age(ctx, natsURL, *aged)
+		t := target{name: fmt.Sprintf("cluster, 2 workers, %d runs later", *aged), api: api, workers: workers, nats: nats, pg: admin,
+			pgApp: "skrip-bench-api", schema: cs}
+		results = append(results, t.measure(ctx))
+	}
 	for _, w := range workers {
 		w.stop()
 	}
@@ -237,6 +245,7 @@ type result struct {
 	dbScans   float64
 	dbWrites  float64
 	hasDBStat bool
+	busy      float64 // the machine's CPU busy in the throughput phase, 0–1
 }
 
 type sample struct {
@@ -307,6 +316,7 @@ func (t target) measure(ctx context.Context) result {
 	}
 	scans0, writes0 := t.tableStats(ctx)
 	before := t.sample(ctx)
+	busy0, total0 := machineBusy()
 	var mu sync.Mutex
 	var loadLat []time.Duration
 	var wg sync.WaitGroup
@@ -338,6 +348,8 @@ func (t target) measure(ctx context.Context) result {
 	wg.Wait()
 	elapsed := time.Since(start)
 	after := t.sample(ctx)
+	busy1, total1 := machineBusy()
+	res.busy = float64(busy1-busy0) / float64(max(total1-total0, 1))
 	if t.schema != "" {
 		time.Sleep(11 * time.Second)
 	}

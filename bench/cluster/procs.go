@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -22,7 +24,9 @@ type proc struct {
 	cmd  *exec.Cmd
 	addr string // its HTTP address (host:port); nats-server's client address
 	log  string
-	done chan error
+	done chan struct{} // closed when it has exited
+	err  error         // how it exited, once done is closed
+	once sync.Once
 }
 
 // freeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
@@ -65,8 +69,8 @@ func startProc(name, bin, dir, addr string, args, env []string) *proc {
 	if err := cmd.Start(); err != nil {
 		fatalf("starting %s: %v", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, addr: addr, log: logPath, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait(); f.Close() }()
+	p := &proc{name: name, cmd: cmd, addr: addr, log: logPath, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); f.Close(); close(p.done) }()
 	return p
 }
 
@@ -75,8 +79,8 @@ func (p *proc) waitHTTP(timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-p.done:
-			fatalf("%s exited while starting (%v); its log:\n%s", p.name, err, tail(p.log))
+		case <-p.done:
+			fatalf("%s exited while starting (%v); its log:\n%s", p.name, p.err, tail(p.log))
 		default:
 		}
 		resp, err := http.Get("http://" + p.addr + "/readyz")
@@ -104,29 +108,46 @@ func (p *proc) waitTCP(timeout time.Duration) {
 	fatalf("%s did not listen on %s within %s; its log:\n%s", p.name, p.addr, timeout, tail(p.log))
 }
 
-// stop sends SIGTERM and waits up to 20 s, then kills p.
+// stop sends SIGTERM and waits up to 20 s, then kills p. It may be called again.
 func (p *proc) stop() {
-	if p == nil || p.cmd.Process == nil {
-		return
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-	}
+	p.once.Do(func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			log.Printf("%s did not stop within 20 s of SIGTERM; killed", p.name)
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
 }
 
 // exited reports whether p has exited, with its error.
 func (p *proc) exited() (bool, error) {
 	select {
-	case err := <-p.done:
-		p.done <- err
-		return true, err
+	case <-p.done:
+		return true, p.err
 	default:
 		return false, nil
 	}
+}
+
+// machineBusy reads the machine's CPU time spent busy and in all, from /proc/stat.
+func machineBusy() (busy, total int64) {
+	b, _ := os.ReadFile("/proc/stat")
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		total += n
+		switch i {
+		case 3, 4: // idle, iowait
+		case 8, 9: // guest time, already in user time
+			total -= n
+		default:
+			busy += n
+		}
+	}
+	return busy, total
 }
 
 func tail(path string) string {

@@ -164,12 +164,16 @@ func objectRates(ctx context.Context, nc *nats.Conn) (map[string]float64, time.D
 		return time.Since(start) / k
 	}
 	small := listOnce()
+	rates := map[string]float64{}
+	rates["List"] = hammer("List", func(int) (bool, error) {
+		_, err := st.List(ctx, "work/runs/r0/a1/")
+		return true, err
+	})
 	// A report as a worker leaves it for a no-op run: its logs, result and limits.
 	report, _ := json.Marshal(run.Report{Artifacts: []run.Artifact{}})
 	report = append(report, bytes.Repeat([]byte(" "), max(0, 400-len(report)))...)
 	var mu sync.Mutex
 	var keys []string
-	rates := map[string]float64{}
 	rates["Stat"] = hammer("Stat", func(int) (bool, error) {
 		_, err := st.Stat(ctx, script)
 		return true, err
@@ -191,10 +195,6 @@ func objectRates(ctx context.Context, nc *nats.Conn) (map[string]float64, time.D
 		rc.Close()
 		return true, err
 	})
-	rates["List"] = hammer("List", func(int) (bool, error) {
-		_, err := st.List(ctx, "work/runs/r0/a1/")
-		return true, err
-	})
 	next := atomic.Int64{}
 	rates["Delete"] = hammer("Delete", func(int) (bool, error) {
 		i := next.Add(1) - 1
@@ -204,7 +204,44 @@ func objectRates(ctx context.Context, nc *nats.Conn) (map[string]float64, time.D
 		return true, st.Delete(ctx, keys[i])
 	})
 	big := listOnce()
+	rates["List, big"] = hammer("List", func(int) (bool, error) {
+		_, err := st.List(ctx, "work/runs/r0/a1/")
+		return true, err
+	})
 	return rates, small, big, len(keys) + 1
+}
+
+// age leaves in the cluster's work bucket what k runs leave there for good: the delete
+// marker of each one's report (its recording node Lists the attempt's prefix and
+// Deletes what is there; nothing sweeps the work bucket's markers).
+func age(ctx context.Context, natsURL string, k int) {
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		fatalf("connecting to nats-server: %v", err)
+	}
+	defer nc.Close()
+	st, err := natsblob.New(ctx, nc, natsblob.Config{Bucket: "skrip-work", Node: "bench"})
+	if err != nil {
+		fatalf("the work bucket: %v", err)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(k) {
+				key := dispatch.AttemptPrefix(ids.New("r"), 1) + "report.json"
+				if _, err := st.Put(ctx, key, bytes.NewReader([]byte("{}")), blob.PutOptions{ContentType: "application/json"}); err != nil {
+					fatalf("a Put: %v", err)
+				}
+				if err := st.Delete(ctx, key); err != nil {
+					fatalf("a Delete: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // dbRates measures the per-run transactions on the cluster's schema (its tool, version

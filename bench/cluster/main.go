@@ -140,9 +140,11 @@ func main() {
 		p.stop()
 	}
 	// The cluster: nats-server, an API node that runs nothing itself, one worker, then two.
-	natsAddr := freeAddr()
+	natsAddr, monAddr := freeAddr(), freeAddr()
+	port := func(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
 	nats := startProc("nats-server", natsBin, filepath.Join(dir, "nats"), natsAddr,
-		[]string{"-a", "127.0.0.1", "-p", natsAddr[strings.LastIndexByte(natsAddr, ':')+1:], "-js", "-sd", filepath.Join(dir, "nats", "js")}, nil)
+		[]string{"-a", "127.0.0.1", "-p", port(natsAddr), "-m", port(monAddr), "-js", "-sd", filepath.Join(dir, "nats", "js")}, nil)
+	nats.mon = monAddr
 	atExit(nats.stop)
 	nats.waitTCP(10 * time.Second)
 	natsURL := "nats://" + natsAddr
@@ -246,6 +248,8 @@ type result struct {
 	dbWrites  float64
 	hasDBStat bool
 	busy      float64 // the machine's CPU busy in the throughput phase, 0–1
+	natsMsgs  float64 // messages into nats-server per run
+	natsAPI   float64 // JetStream API requests per run
 }
 
 type sample struct {
@@ -317,6 +321,7 @@ func (t target) measure(ctx context.Context) result {
 	scans0, writes0 := t.tableStats(ctx)
 	before := t.sample(ctx)
 	busy0, total0 := machineBusy()
+	msgs0, api0 := t.nats.natsCounts()
 	var mu sync.Mutex
 	var loadLat []time.Duration
 	var wg sync.WaitGroup
@@ -349,6 +354,9 @@ func (t target) measure(ctx context.Context) result {
 	elapsed := time.Since(start)
 	after := t.sample(ctx)
 	busy1, total1 := machineBusy()
+	msgs1, api1 := t.nats.natsCounts()
+	res.natsMsgs = float64(msgs1-msgs0) / float64(max(res.runs, 1))
+	res.natsAPI = float64(api1-api0) / float64(max(res.runs, 1))
 	res.busy = float64(busy1-busy0) / float64(max(total1-total0, 1))
 	if t.schema != "" {
 		time.Sleep(11 * time.Second)

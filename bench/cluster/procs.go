@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"log"
 	"net"
@@ -23,6 +24,7 @@ type proc struct {
 	name string
 	cmd  *exec.Cmd
 	addr string // its HTTP address (host:port); nats-server's client address
+	mon  string // nats-server's monitoring address
 	log  string
 	done chan struct{} // closed when it has exited
 	err  error         // how it exited, once done is closed
@@ -223,4 +225,32 @@ func pgDelta(before, after map[int]cpu) time.Duration {
 		d += c.self - before[pid].self
 	}
 	return d
+}
+
+// natsCounts reads nats-server's count of messages in (every publish, request and
+// reply from its clients) and of JetStream API requests; zero without a server.
+func (p *proc) natsCounts() (msgs, api int64) {
+	if p == nil || p.mon == "" {
+		return 0, 0
+	}
+	var varz struct {
+		InMsgs int64 `json:"in_msgs"`
+	}
+	var jsz struct {
+		API struct {
+			Total int64 `json:"total"`
+		} `json:"api"`
+	}
+	for _, q := range []struct {
+		path string
+		v    any
+	}{{"/varz", &varz}, {"/jsz", &jsz}} {
+		resp, err := http.Get("http://" + p.mon + q.path)
+		if err != nil {
+			return 0, 0
+		}
+		json.NewDecoder(resp.Body).Decode(q.v)
+		resp.Body.Close()
+	}
+	return varz.InMsgs, jsz.API.Total
 }

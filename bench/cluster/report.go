@@ -28,16 +28,19 @@ func report(results []result, res resources, load1, load2 string) {
 	fmt.Println()
 	fmt.Println("CPU per run in the throughput phase, in ms (from /proc/<pid>/stat; sandboxes are the runs' bwrap processes, counted as children of the process that ran them; PostgreSQL is the backends of the API node's connections):")
 	fmt.Println()
-	fmt.Println("| setup | API node | workers | sandboxes | nats-server | PostgreSQL | total | DB table scans per run | rows written per run |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| setup | API node | workers | sandboxes | nats-server | PostgreSQL | total | DB table scans per run | rows written per run | NATS messages in per run | JetStream API requests per run |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range results {
 		c := r.cpu
-		scans, writes := "–", "–"
+		scans, writes, msgs, api := "–", "–", "–", "–"
 		if r.hasDBStat {
 			scans, writes = fmt.Sprintf("%.1f", r.dbScans), fmt.Sprintf("%.1f", r.dbWrites)
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, cpuMS(c.api), cpuMS(c.workers), cpuMS(c.sandboxes), cpuMS(c.nats),
-			cpuMS(c.pg), cpuMS(c.api+c.workers+c.sandboxes+c.nats+c.pg), scans, writes)
+		if r.workers > 0 {
+			msgs, api = fmt.Sprintf("%.1f", r.natsMsgs), fmt.Sprintf("%.1f", r.natsAPI)
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, cpuMS(c.api), cpuMS(c.workers), cpuMS(c.sandboxes), cpuMS(c.nats),
+			cpuMS(c.pg), cpuMS(c.api+c.workers+c.sandboxes+c.nats+c.pg), scans, writes, msgs, api)
 	}
 	fmt.Println()
 

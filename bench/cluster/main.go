@@ -49,8 +49,9 @@ var (
 		"PostgreSQL database; the benchmark works in fresh schemas of it, dropped at the end")
 	rootfs = flag.String("rootfs", cmp.Or(os.Getenv("SKRIP_TEST_RUNNER_ROOTFS"), "/var/cache/skrip/runner-rootfs-13"),
 		"the bwrap runner's root (SKRIP_BWRAP_ROOTFS)")
-	aged = flag.Int("aged", 20000, "runs' leftovers put in the work bucket before the cluster is measured again (0: not)")
-	keep = flag.Bool("keep", false, "keep the temporary directory with every process's log")
+	aged    = flag.Int("aged", 20000, "runs' leftovers put in the work bucket before the cluster is measured again (0: not)")
+	ackWait = flag.String("ack-wait", "", "SKRIP_RUN_ACK_WAIT of the cluster's API node and workers; empty: their default")
+	keep    = flag.Bool("keep", false, "keep the temporary directory with every process's log")
 )
 
 // cleanups run at exit, fatal or not, last first.
@@ -121,6 +122,7 @@ func main() {
 		return s
 	}
 	load1 := loadAvg()
+	idle := idleBusy()
 
 	var results []result
 	// The all-in-one server, SQLite and fs blobs (the default).
@@ -151,7 +153,7 @@ func main() {
 	cs := schema("cluster")
 	clusterURL := schemaURL(*dbURL, cs, "skrip-bench-api")
 	api := serve(skrip, filepath.Join(dir, "api"), "api", []string{"SKRIP_DATABASE_URL=" + clusterURL, "SKRIP_BLOB=nats",
-		"SKRIP_NATS_URL=" + natsURL, "SKRIP_RUNNER_CONCURRENCY=0"})
+		"SKRIP_NATS_URL=" + natsURL, "SKRIP_RUNNER_CONCURRENCY=0", "SKRIP_RUN_ACK_WAIT=" + *ackWait})
 	atExit(api.stop)
 	var workers []*proc
 	for i, name := range []string{"cluster, 1 worker", "cluster, 2 workers"} {
@@ -175,7 +177,7 @@ func main() {
 
 	res := measureResources(ctx, natsURL, clusterURL, admin)
 	load2 := loadAvg()
-	report(results, res, load1, load2)
+	report(results, res, load1, load2, idle)
 }
 
 // serve starts `skrip serve` in dir with env added to the settings every server here
@@ -196,7 +198,7 @@ func worker(bin, dir, id, natsURL string) *proc {
 	addr := freeAddr()
 	p := startProc(id, bin, dir, addr, []string{"worker"}, []string{
 		"SKRIP_ADDR=" + addr, "SKRIP_DATA_DIR=" + filepath.Join(dir, "data"), "SKRIP_NATS_URL=" + natsURL, "SKRIP_WORKER_ID=" + id,
-		"SKRIP_RUNNER=bwrap", "SKRIP_BWRAP_ROOTFS=" + *rootfs, "SKRIP_LOG_LEVEL=warn", "SKRIP_SHUTDOWN_GRACE=5s",
+		"SKRIP_RUNNER=bwrap", "SKRIP_BWRAP_ROOTFS=" + *rootfs, "SKRIP_LOG_LEVEL=warn", "SKRIP_SHUTDOWN_GRACE=5s", "SKRIP_RUN_ACK_WAIT=" + *ackWait,
 	})
 	p.waitHTTP(60 * time.Second)
 	return p
@@ -250,6 +252,10 @@ type result struct {
 	busy      float64 // the machine's CPU busy in the throughput phase, 0–1
 	natsMsgs  float64 // messages into nats-server per run
 	natsAPI   float64 // JetStream API requests per run
+	loadP95   time.Duration
+	loadMax   time.Duration
+	retried   int64  // runs of the phase that took a second attempt
+	workKeys  uint64 // keys in the work bucket when the phase began
 }
 
 type sample struct {
@@ -319,6 +325,10 @@ func (t target) measure(ctx context.Context) result {
 		time.Sleep(11 * time.Second)
 	}
 	scans0, writes0 := t.tableStats(ctx)
+	retried0 := t.retried(ctx)
+	if t.nats != nil {
+		res.workKeys = workKeys(ctx, "nats://"+t.nats.addr)
+	}
 	before := t.sample(ctx)
 	busy0, total0 := machineBusy()
 	msgs0, api0 := t.nats.natsCounts()
@@ -363,7 +373,8 @@ func (t target) measure(ctx context.Context) result {
 	}
 	scans1, writes1 := t.tableStats(ctx)
 	res.rate = float64(res.runs) / elapsed.Seconds()
-	res.loadP50 = pct(loadLat, 50)
+	res.loadP50, res.loadP95, res.loadMax = pct(loadLat, 50), pct(loadLat, 95), pct(loadLat, 100)
+	res.retried = t.retried(ctx) - retried0
 	per := func(d time.Duration) time.Duration { return d / time.Duration(max(res.runs, 1)) }
 	api := after.api.sub(before.api)
 	res.cpu.api = per(api.self)
@@ -390,6 +401,25 @@ func (t target) measure(ctx context.Context) result {
 		}
 	}
 	return res
+}
+
+// retried counts the setup's runs that took more than one attempt.
+func (t target) retried(ctx context.Context) int64 {
+	if t.schema == "" {
+		return 0
+	}
+	var n int64
+	t.pg.QueryRowContext(ctx, "SELECT count(*) FROM "+t.schema+".runs WHERE attempts > 1").Scan(&n)
+	return n
+}
+
+// idleBusy is how busy the machine's CPUs were over 3 s before the benchmark started
+// anything: what others ran meanwhile.
+func idleBusy() float64 {
+	b0, t0 := machineBusy()
+	time.Sleep(3 * time.Second)
+	b1, t1 := machineBusy()
+	return float64(b1-b0) / float64(max(t1-t0, 1))
 }
 
 // logs is the end of each process's log, for a failure.

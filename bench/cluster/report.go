@@ -16,14 +16,19 @@ type capacity struct {
 	later  bool // as it will be after many runs, not as a new cluster has it
 }
 
-func report(results []result, res resources, load1, load2 string) {
+func report(results []result, res resources, load1, load2 string, idle float64) {
 	cores := runtime.NumCPU()
-	fmt.Printf("A no-op tool, %d sequential runs for latency, then %d clients for %s; bwrap runner, root %s. Every process on this machine (%d cores), the benchmark's clients too. Load average before: %s; after: %s.\n\n",
-		*n, *clients, *duration, *rootfs, cores, load1, load2)
-	fmt.Println("| setup | p50 | p95 | runs/s | p50 under load | failed | machine CPU busy |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Printf("A no-op tool, %d sequential runs for latency, then %d clients for %s; bwrap runner, root %s. Every process on this machine (%d cores), the benchmark's clients too. Load average before: %s; after: %s; the CPUs were %.0f%% busy over 3 s before the benchmark started anything.\n\n",
+		*n, *clients, *duration, *rootfs, cores, load1, load2, 100*idle)
+	fmt.Println("| setup | p50 | p95 | runs/s | under load: p50 / p95 / max | failed | retried | machine CPU busy | work bucket keys |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, r := range results {
-		fmt.Printf("| %s | %s | %s | %.1f | %s | %d | %.0f%% |\n", r.name, ms(r.p50), ms(r.p95), r.rate, ms(r.loadP50), r.failed, 100*r.busy)
+		keys := "–"
+		if r.workers > 0 {
+			keys = fmt.Sprint(r.workKeys)
+		}
+		fmt.Printf("| %s | %s | %s | %.1f | %s / %s / %s | %d | %d | %.0f%% | %s |\n", r.name, ms(r.p50), ms(r.p95), r.rate, ms(r.loadP50), ms(r.loadP95),
+			ms(r.loadMax), r.failed, r.retried, 100*r.busy, keys)
 	}
 	fmt.Println()
 	fmt.Println("CPU per run in the throughput phase, in ms (from /proc/<pid>/stat; sandboxes are the runs' bwrap processes, counted as children of the process that ran them; PostgreSQL is the backends of the API node's connections):")
@@ -83,17 +88,19 @@ func report(results []result, res resources, load1, load2 string) {
 		{name: fmt.Sprintf("work bucket (%d keys: %d runs later)", res.bigKeys, res.bigKeys), rate: "see above", uses: "the same", runs: 1 / bigSec, shared: true, later: true},
 		{name: "PostgreSQL", rate: fmt.Sprintf("%.0f sets/s", res.dbAll), uses: "3 write transactions + 4 GetRun", runs: res.dbAll, shared: true},
 	}
-	if two.cpu.api > 0 {
+	// CPU per run as the cluster with one worker measured it: its work bucket was the
+	// emptiest of the cluster's phases (see the List above).
+	if one.cpu.api > 0 {
 		caps = append(caps, capacity{name: fmt.Sprintf("API node CPU (one node, %d cores)", cores), rate: fmt.Sprintf("%d CPU s/s", cores),
-			uses: cpuMS(two.cpu.api) + " ms CPU", runs: float64(cores) / two.cpu.api.Seconds()})
+			uses: cpuMS(one.cpu.api) + " ms CPU", runs: float64(cores) / one.cpu.api.Seconds()})
 	}
-	if two.cpu.nats > 0 {
+	if one.cpu.nats > 0 {
 		caps = append(caps, capacity{name: fmt.Sprintf("nats-server CPU (%d cores)", cores), rate: fmt.Sprintf("%d CPU s/s", cores),
-			uses: cpuMS(two.cpu.nats) + " ms CPU", runs: float64(cores) / two.cpu.nats.Seconds(), shared: true})
+			uses: cpuMS(one.cpu.nats) + " ms CPU", runs: float64(cores) / one.cpu.nats.Seconds(), shared: true})
 	}
-	if two.cpu.pg > 0 {
+	if one.cpu.pg > 0 {
 		caps = append(caps, capacity{name: fmt.Sprintf("PostgreSQL CPU (%d cores)", cores), rate: fmt.Sprintf("%d CPU s/s", cores),
-			uses: cpuMS(two.cpu.pg) + " ms CPU", runs: float64(cores) / two.cpu.pg.Seconds(), shared: true})
+			uses: cpuMS(one.cpu.pg) + " ms CPU", runs: float64(cores) / one.cpu.pg.Seconds(), shared: true})
 	}
 	perWorker := one.rate
 	fmt.Printf("Per worker as measured: %.1f runs/s with 1 worker, %.1f each with 2 (all on the same %d cores). Its processes were charged %s ms of CPU per run (the worker %s, the sandbox %s); the kernel's work of making and removing a sandbox's namespaces and cgroups is charged to none of them, so that is no bound on a worker's rate.\n\n",
@@ -114,8 +121,8 @@ func report(results []result, res resources, load1, load2 string) {
 		c := caps[first]
 		fmt.Printf("Saturates first (of what the whole cluster shares): **%s**, at about %.0f runs/s, i.e. %.1f workers at %.1f runs/s each.",
 			c.name, c.runs, c.runs/perWorker, perWorker)
-		if two.cpu.api > 0 {
-			node := float64(cores) / two.cpu.api.Seconds()
+		if one.cpu.api > 0 {
+			node := float64(cores) / one.cpu.api.Seconds()
 			fmt.Printf(" API nodes add up: one of %d cores carries about %.0f runs/s, so %d workers need %d of them and 100 need %d.",
 				cores, node, 10, int(math.Ceil(10*perWorker/node)), int(math.Ceil(100*perWorker/node)))
 		}

@@ -211,6 +211,16 @@ func objectRates(ctx context.Context, nc *nats.Conn) (map[string]float64, time.D
 	return rates, small, big, len(keys) + 1
 }
 
+// workKeys counts the keys of the cluster's work bucket.
+func workKeys(ctx context.Context, natsURL string) uint64 {
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return 0
+	}
+	defer nc.Close()
+	return metaSubjects(ctx, nc, "skrip-work")
+}
+
 // age leaves in the cluster's work bucket what k runs leave there for good: the delete
 // marker of each one's report (its recording node Lists the attempt's prefix and
 // Deletes what is there; nothing sweeps the work bucket's markers).

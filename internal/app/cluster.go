@@ -30,7 +30,8 @@ func concurrency(cfg config.Config) int {
 // them (docs/cluster.md), and runs an in-process worker when this node executes runs
 // too (SKRIP_RUNNER_CONCURRENCY above 0).
 func (a *App) openCluster(ctx context.Context) error {
-	work, err := natsblob.New(ctx, a.nc, natsblob.Config{Bucket: a.cfg.NATSWorkBucket, Replicas: a.cfg.NATSReplicas, Node: a.cfg.Node(), Log: a.log})
+	work, err := natsblob.New(ctx, a.nc, natsblob.Config{Bucket: a.cfg.NATSWorkBucket, Replicas: a.cfg.NATSReplicas, Node: a.cfg.Node(),
+		DropMarkers: true, Log: a.log})
 	if err != nil {
 		return fmt.Errorf("opening the work bucket %s: %w", a.cfg.NATSWorkBucket, err)
 	}

@@ -447,3 +447,46 @@ func TestLateViewerGetsBacklog(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseDuringClaim: a worker's lease check that asks about a run whose claim is
+// still on its way is not told to drop it; one about a run another attempt holds is.
+// (A worker that asked too early was told "stale", dropped the run unacknowledged, and
+// it came back only after the ack wait.)
+func TestLeaseDuringClaim(t *testing.T) {
+	c := newCluster(t)
+	b := c.node(t, 0)
+	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
+		t.Fatal(err)
+	}
+	ubc, _ := b.User(t, "ulla", "user")
+	r, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newFakeWorker(t, c.nats)
+	lease := func(attempt int64) dispatch.LeaseReply {
+		b, _ := json.Marshal(dispatch.Lease{Worker: "fake", Runs: []dispatch.Claim{{Run: r.RunID, Attempt: attempt, Worker: "fake"}}})
+		msg, err := fake.nc.Request(dispatch.SubjectLease, b, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep dispatch.LeaseReply
+		json.Unmarshal(msg.Data, &rep)
+		return rep
+	}
+	if rep := lease(1); len(rep.Stale) != 0 {
+		t.Fatalf("a queued run whose claim is on its way was called stale: %+v", rep)
+	}
+	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != dispatch.Go {
+		t.Fatalf("claim: attempt %d, %s", attempt, answer)
+	}
+	if rep := lease(1); len(rep.Stale) != 0 {
+		t.Fatalf("the run's own attempt was called stale: %+v", rep)
+	}
+	if _, err := b.App.Store.ClaimRun(context.Background(), r.RunID, 2, "other", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if rep := lease(1); len(rep.Stale) != 1 {
+		t.Fatalf("an attempt another one took over was not called stale: %+v", rep)
+	}
+}

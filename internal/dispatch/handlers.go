@@ -177,6 +177,12 @@ func (h *Handlers) record(ctx context.Context, data []byte) (string, error) {
 		h.drop(kept)
 		return "", err
 	}
+	// What the attempt left in the work bucket, by key: listing the bucket would read
+	// every key in it.
+	left := []string{rec.ReportKey}
+	for _, a := range rep.Artifacts {
+		left = append(left, a.Key)
+	}
 	rep.Artifacts = kept
 	ok, err := h.runs.Record(ctx, rec.Run, rec.Attempt, rep)
 	if err != nil || !ok {
@@ -185,7 +191,7 @@ func (h *Handlers) record(ctx context.Context, data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h.cleanup(rec.Run, rec.Attempt)
+	h.forget(left)
 	if ok {
 		return Recorded, nil
 	}
@@ -263,7 +269,20 @@ func (h *Handlers) drop(arts []run.Artifact) {
 	}
 }
 
-// cleanup deletes what an attempt left in the work bucket, in the background.
+// forget deletes keys of the work bucket, in the background.
+func (h *Handlers) forget(keys []string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, k := range keys {
+			h.work.Delete(ctx, k)
+		}
+	}()
+}
+
+// cleanup deletes what an attempt left in the work bucket, in the background: the
+// attempt's report and artifacts, found by listing (an attempt refused before its
+// report was read; CollectWork takes what this misses).
 func (h *Handlers) cleanup(id string, attempt int64) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -294,8 +313,10 @@ func (h *Handlers) lease(m *nats.Msg) {
 			rep.Stale = append(rep.Stale, c.Run)
 		case err != nil:
 			h.log.Error("checking a worker's lease", "run", c.Run, "error", err)
-		case r.Attempts != c.Attempt || store.Terminal(r.Status):
+		case r.Attempts > c.Attempt || store.Terminal(r.Status):
 			rep.Stale = append(rep.Stale, c.Run)
+		case r.Attempts < c.Attempt:
+			// Its claim is on its way: nothing to say yet.
 		case r.CancelRequested:
 			rep.Cancel = append(rep.Cancel, c.Run)
 		}

@@ -59,12 +59,18 @@ type Worker struct {
 
 	mu   sync.Mutex
 	held map[string]*held // the runs it executes now, by id
+
+	// hard ends when the worker stops for good (its grace period over): what records
+	// a finished run gives up then, and the run goes back to the queue.
+	hard     context.Context
+	stopHard context.CancelFunc
 }
 
 // held is a run this worker holds.
 type held struct {
 	attempt   int64
 	cancel    context.CancelFunc
+	claimed   bool // an API node gave it to this attempt: from then on the lease check asks about it
 	cancelled bool // a user cancelled it: it ends cancelled and is recorded
 	stale     bool // another attempt holds it now: it is dropped, never acknowledged
 
@@ -91,6 +97,7 @@ func New(nc *nats.Conn, work blob.Store, rn runner.Runner, cfg Config, m *metric
 	}
 	w := &Worker{nc: nc, js: js, work: work, runner: rn, cfg: cfg, log: log, metrics: m, held: map[string]*held{},
 		inputs: filepath.Join(cfg.DataDir, "worker", "inputs"), started: time.Now()}
+	w.hard, w.stopHard = context.WithCancel(context.Background())
 	if err := os.RemoveAll(w.inputs); err != nil {
 		return nil, err
 	}
@@ -155,6 +162,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-time.After(w.cfg.Grace):
+		w.stopHard()
 		w.mu.Lock()
 		for id, h := range w.held {
 			w.log.Warn("stopping a run at the end of the grace period; another worker will run it", "run", id)
@@ -163,6 +171,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.mu.Unlock()
 		<-done
 	}
+	w.stopHard()
 	return nil
 }
 
@@ -226,6 +235,9 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	log := w.log.With("run", id, "attempt", attempt)
 	switch answer := w.ask(ctx, dispatch.SubjectClaim, dispatch.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID}); answer {
 	case dispatch.Go:
+		w.mu.Lock()
+		h.claimed = true
+		w.mu.Unlock()
 	case dispatch.Final:
 		w.ack(msg, log)
 		return
@@ -245,8 +257,9 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		}
 		return
 	}
-	// The run is over, cancelled or not: what follows records it.
-	ctx = context.WithoutCancel(ctx)
+	// The run is over, cancelled or not: what follows records it, unless the worker
+	// stops for good first.
+	ctx = w.hard
 	key := dispatch.AttemptPrefix(id, attempt) + "report.json"
 	b, _ := json.Marshal(rep)
 	// A worker cut off from NATS keeps its result and tries again until it is back: the
@@ -256,7 +269,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		if err == nil {
 			break
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
 			log.Error("leaving the run's report in the work bucket; giving up, another worker will run it", "error", err)
 			return
 		}
@@ -413,7 +426,9 @@ func (w *Worker) leases(ctx context.Context) {
 		w.mu.Lock()
 		l := dispatch.Lease{Worker: w.cfg.ID}
 		for id, h := range w.held {
-			l.Runs = append(l.Runs, dispatch.Claim{Run: id, Attempt: h.attempt, Worker: w.cfg.ID})
+			if h.claimed {
+				l.Runs = append(l.Runs, dispatch.Claim{Run: id, Attempt: h.attempt, Worker: w.cfg.ID})
+			}
 		}
 		w.mu.Unlock()
 		if len(l.Runs) == 0 {

@@ -45,6 +45,10 @@ type Config struct {
 	// Exclusive says that no other process writes to the bucket (the embedded server):
 	// Sweep then removes every unreferenced chunk that no Put of this store is writing.
 	Exclusive bool
+	// DropMarkers makes Delete leave no delete marker: for a bucket no one watches (a
+	// cluster's work bucket), whose every key is new, markers would only pile up, and
+	// listing the bucket reads each one.
+	DropMarkers bool
 	// Log receives warnings, such as a bucket whose settings differ from these or a
 	// transfer that went on after a leader change; nil discards them.
 	Log *slog.Logger
@@ -52,14 +56,15 @@ type Config struct {
 
 // Store is a blob.Store backed by one JetStream Object Store bucket.
 type Store struct {
-	nc        *nats.Conn
-	js        jetstream.JetStream
-	obs       jetstream.ObjectStore
-	stream    jetstream.Stream // the bucket's stream, for writes and purges
-	bucket    string
-	timeout   time.Duration
-	node      string
-	exclusive bool
+	nc          *nats.Conn
+	js          jetstream.JetStream
+	obs         jetstream.ObjectStore
+	stream      jetstream.Stream // the bucket's stream, for writes and purges
+	bucket      string
+	timeout     time.Duration
+	node        string
+	exclusive   bool
+	dropMarkers bool
 
 	inPuts blob.InFlight // NUIDs whose chunks a Put of this store is writing
 
@@ -109,7 +114,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 			"bucket", cfg.Bucket, "setting", "SKRIP_NATS_REPLICAS", "bucket_replicas", have, "configured_replicas", cfg.Replicas)
 	}
 	s := &Store{nc: nc, js: js, obs: obs, stream: stream, bucket: cfg.Bucket, timeout: cfg.Timeout,
-		node: cfg.Node, exclusive: cfg.Exclusive, log: cfg.Log}
+		node: cfg.Node, exclusive: cfg.Exclusive, dropMarkers: cfg.DropMarkers, log: cfg.Log}
 	s.noteLeader(stream.CachedInfo())
 	return s, nil
 }

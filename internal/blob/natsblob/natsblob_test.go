@@ -422,6 +422,41 @@ func TestSweep(t *testing.T) {
 			t.Fatalf("files/b after the markers went: %v", err)
 		}
 	})
+	t.Run("no markers", func(t *testing.T) {
+		// A bucket with DropMarkers keeps nothing of a deleted key, not even a marker,
+		// and a key put again after a delete stays.
+		s := newTestStore(t, nc, Config{Bucket: "no-markers", DropMarkers: true})
+		for i := range 50 {
+			k := fmt.Sprintf("work/runs/r_%d/report.json", i)
+			if _, err := s.Put(ctx, k, strings.NewReader(k), blob.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Delete(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := metaMessages(t, s); n != 0 {
+			t.Fatalf("%d meta messages after 50 keys were put and deleted, want 0", n)
+		}
+		for _, body := range []string{"one", "two"} {
+			if _, err := s.Put(ctx, "work/cas/x", strings.NewReader(body), blob.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Delete(ctx, "work/cas/x"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Put(ctx, "work/cas/x", strings.NewReader("three"), blob.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if info, err := s.Stat(ctx, "work/cas/x"); err != nil || info.Size != 5 {
+			t.Fatalf("a key put again after its delete: %+v, %v", info, err)
+		}
+		if n := metaMessages(t, s); n != 1 {
+			t.Fatalf("%d meta messages, want 1", n)
+		}
+		checkClean(t, s)
+	})
 }
 
 func metaMessages(t *testing.T, s *Store) uint64 {

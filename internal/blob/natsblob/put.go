@@ -255,7 +255,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	msg := nats.NewMsg(subj)
 	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	msg.Data = data
-	_, err = s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+	ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return nil // replaced meanwhile; the replacing Put purges the chunks read here
 	}
@@ -263,6 +263,12 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("natsblob: delete %s: %w", key, err)
 	}
 	s.purge(chunkSubject(s.bucket, info.NUID))
+	if s.dropMarkers {
+		// The marker and what came before it go; a Put of the key after it stays.
+		pctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		defer cancel()
+		_ = s.stream.Purge(pctx, jetstream.WithPurgeSubject(subj), jetstream.WithPurgeSequence(ack.Sequence+1))
+	}
 	return nil
 }
 

@@ -254,8 +254,17 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	}
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
+	// Status events between nodes of a cluster can be lost; the database cannot.
+	check := time.NewTicker(5 * time.Second)
+	defer check.Stop()
 	for {
 		select {
+		case <-check.C:
+			if now, err := s.svc.Runs.Get(r.Context(), rn.ID); err == nil && store.Terminal(now.Status) {
+				send(run.Event{Type: "status", Data: now.Status})
+				flush()
+				return nil
+			}
 		case <-sub.Ready():
 			for _, e := range sub.Take() {
 				if send(e) != nil {

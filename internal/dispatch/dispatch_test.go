@@ -372,7 +372,7 @@ func TestSweepEndsLostRuns(t *testing.T) {
 	// A run the server made but never queued (it died in between), a while ago.
 	orphan := store.Run{ID: "r_orphan", ToolID: tool.ID, VersionID: *tool.PublishedVersionID, UserID: u.ID, Context: "default", Kind: "initial",
 		Status: store.StatusQueued, Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`,
-		CreatedAt: time.Now().Add(-time.Minute)}
+		CreatedAt: time.Now().Add(-15 * time.Minute)}
 	if err := b.App.Store.CreateRun(context.Background(), orphan); err != nil {
 		t.Fatal(err)
 	}
@@ -389,6 +389,21 @@ func TestSweepEndsLostRuns(t *testing.T) {
 	got, err := b.App.Store.GetRun(context.Background(), orphan.ID)
 	if err != nil || got.Status != store.StatusFailed || !strings.Contains(got.ErrorSummary, "not queued") {
 		t.Fatalf("the run that never reached the queue: %s (%s), %v", got.Status, got.ErrorSummary, err)
+	}
+	// Its message leaves the stream with it: past its last delivery it would hold a
+	// place in the queue for good (and with a queue of one, every run would get 503).
+	js, _ := jetstream.New(fake.nc)
+	stream, _ := js.Stream(context.Background(), dispatch.Stream)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := stream.Info(context.Background())
+		if err == nil && info.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lost run's message stayed in the queue: %+v, %v", info.State, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

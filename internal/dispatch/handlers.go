@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/metrics"
@@ -34,6 +35,7 @@ type Handlers struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	subs    []*nats.Subscription
+	sem     chan struct{} // bounds the requests answered at once
 }
 
 // maxReportBytes bounds the report of one attempt read from the work bucket: its two
@@ -47,7 +49,7 @@ func Serve(nc *nats.Conn, stream jetstream.Stream, st *store.Store, runs *run.Se
 	if err != nil {
 		return nil, err
 	}
-	h := &Handlers{nc: nc, js: js, stream: stream, st: st, runs: runs, files: files, work: work, node: node, log: log, metrics: m}
+	h := &Handlers{sem: make(chan struct{}, maxRequests), nc: nc, js: js, stream: stream, st: st, runs: runs, files: files, work: work, node: node, log: log, metrics: m}
 	for _, s := range []struct {
 		subject string
 		queue   bool
@@ -85,18 +87,31 @@ func (h *Handlers) Close() {
 // request answers a worker's request with what fn decides, or with an error to retry.
 func (h *Handlers) request(fn func(ctx context.Context, data []byte) (string, error)) nats.MsgHandler {
 	return func(m *nats.Msg) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		answer, err := fn(ctx, m.Data)
-		rep := Reply{Answer: answer}
-		if err != nil {
-			h.log.Error("answering a worker", "subject", m.Subject, "error", err)
-			rep = Reply{Error: err.Error()}
-		}
-		b, _ := json.Marshal(rep)
-		m.Respond(b)
+		// One at a time per subscription would make a worker wait behind another's
+		// large artifacts, and ask again elsewhere; at most maxRequests at once.
+		go func() {
+			h.sem <- struct{}{}
+			defer func() { <-h.sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), RequestTimeout)
+			defer cancel()
+			answer, err := fn(ctx, m.Data)
+			rep := Reply{Answer: answer}
+			if err != nil {
+				h.log.Error("answering a worker", "subject", m.Subject, "error", err)
+				rep = Reply{Error: err.Error()}
+			}
+			b, _ := json.Marshal(rep)
+			m.Respond(b)
+		}()
 	}
 }
+
+// RequestTimeout bounds an API node's answer to a worker's claim or record; a worker
+// waits longer than that before it asks again.
+const RequestTimeout = 90 * time.Second
+
+// maxRequests is how many workers' requests an API node answers at once.
+const maxRequests = 64
 
 // claim gives the run to the worker as the attempt it asks for, when it may have it.
 func (h *Handlers) claim(ctx context.Context, data []byte) (string, error) {
@@ -228,12 +243,15 @@ func (h *Handlers) report(ctx context.Context, key string, r store.Run) (run.Rep
 // store, checking each one's checksum, and returns them with their new keys.
 func (h *Handlers) keepArtifacts(ctx context.Context, rec Record, arts []run.Artifact) ([]run.Artifact, error) {
 	prefix := AttemptPrefix(rec.Run, rec.Attempt) + "out/"
+	call := nuid.Next()
 	var kept []run.Artifact
 	for i, a := range arts {
 		if i == run.MaxArtifacts || !strings.HasPrefix(a.Key, prefix) || !strings.HasPrefix(a.Path, "output/") {
 			return kept, fmt.Errorf("run %s: the worker reported an artifact it may not: %q at %q", rec.Run, a.Path, a.Key)
 		}
-		key := fmt.Sprintf("runs/%s/a%d/output/%s", rec.Run, rec.Attempt, strings.TrimPrefix(a.Key, prefix))
+		// Each record call copies under keys of its own: two calls for one attempt (a
+		// worker asking again) never delete each other's copies.
+		key := fmt.Sprintf("runs/%s/a%d-%s/output/%s", rec.Run, rec.Attempt, call, strings.TrimPrefix(a.Key, prefix))
 		if err := h.copy(ctx, a.Key, key, a.SHA256); err != nil {
 			return kept, fmt.Errorf("run %s: keeping %s: %w", rec.Run, a.Path, err)
 		}
@@ -353,8 +371,9 @@ func (h *Handlers) exhausted(m *nats.Msg) {
 	}
 	id := strings.TrimPrefix(msg.Subject, "skrip.jobs.")
 	if err := h.lost(ctx, id); err != nil {
+		// The message goes anyway, or it would hold a place in the queue for good; the
+		// sweep fails a running run whose message is gone.
 		h.log.Error("failing a run whose worker was lost", "run", id, "error", err)
-		return
 	}
 	if err := h.stream.DeleteMsg(ctx, adv.StreamSeq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		h.log.Warn("removing the message of a run whose worker was lost", "run", id, "error", err)

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -43,20 +42,29 @@ func (h *Handlers) Sweep(ctx context.Context, grace time.Duration) (int, error) 
 			if time.Since(r.CreatedAt) < grace {
 				continue
 			}
-			why, err := h.orphaned(ctx, kv, r)
+			why, seq, err := h.orphaned(ctx, kv, r)
 			if err != nil {
 				return ended, err
 			}
 			if why == "" {
 				continue
 			}
-			if ok, err := h.runs.End(ctx, r.ID, store.StatusFailed, why); err != nil {
+			ok, err := h.runs.End(ctx, r.ID, store.StatusFailed, why)
+			if err != nil {
 				return ended, err
-			} else if ok {
+			}
+			if ok {
 				ended++
 				h.log.Warn("run failed: the queue lost it", "run", r.ID, "why", why)
 				if r.Status == store.StatusRunning {
 					h.metrics.WorkerLost.Inc()
+				}
+			}
+			if seq > 0 {
+				// Past its last delivery it would stay in the stream, and count against
+				// the queue's size, for good.
+				if err := h.stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+					return ended, err
 				}
 			}
 		}
@@ -64,34 +72,53 @@ func (h *Handlers) Sweep(ctx context.Context, grace time.Duration) (int, error) 
 	return ended, nil
 }
 
-// orphaned says why run r is to fail, or "" when it is in the queue's hands.
-func (h *Handlers) orphaned(ctx context.Context, kv jetstream.KeyValue, r store.Run) (string, error) {
-	_, err := h.stream.GetLastMsgForSubject(ctx, JobSubject(r.ID))
+// orphaned says why run r is to fail, or "" when it is in the queue's hands, and the
+// stream sequence of its message (0: none).
+func (h *Handlers) orphaned(ctx context.Context, kv jetstream.KeyValue, r store.Run) (string, uint64, error) {
+	msg, err := h.stream.GetLastMsgForSubject(ctx, JobSubject(r.ID))
 	gone := errors.Is(err, jetstream.ErrMsgNotFound)
 	if err != nil && !gone {
-		return "", err
+		return "", 0, err
+	}
+	var seq uint64
+	if msg != nil {
+		seq = msg.Sequence
 	}
 	switch {
-	case r.Status == store.StatusQueued && gone:
-		return "not queued: the server that took it stopped before it reached the queue; run it again", nil
+	case r.Status == store.StatusQueued && gone && time.Since(r.CreatedAt) > queuedGrace:
+		return "not queued: the server that took it stopped before it reached the queue; run it again", 0, nil
 	case r.Status == store.StatusQueued:
-		return "", nil
+		return "", 0, nil
 	case gone:
-		return "worker lost: the run's worker stopped answering, and it could not be tried again", nil
-	case r.Attempts >= MaxDeliver && !h.live(ctx, kv, r.Worker):
-		return "worker lost: the run was tried on 2 workers, and each stopped answering", nil
+		return "worker lost: the run's worker stopped answering, and it could not be tried again", 0, nil
+	case r.Attempts >= MaxDeliver:
+		live, err := h.live(ctx, kv, r.Worker)
+		if err != nil {
+			return "", 0, err
+		}
+		if !live {
+			return "worker lost: the run was tried on 2 workers, and each stopped answering", seq, nil
+		}
 	}
-	return "", nil
+	return "", 0, nil
 }
 
-// live reports whether worker id has a heartbeat in the registry.
-func (h *Handlers) live(ctx context.Context, kv jetstream.KeyValue, id string) bool {
-	e, err := kv.Get(ctx, id)
-	if err != nil {
-		return false
+// queuedGrace is how long a run may be queued with no message on the stream: its API
+// node may still be sending its files and publishing it (a minute and more for large
+// files while NATS elects a leader).
+const queuedGrace = 10 * time.Minute
+
+// live reports whether worker id has a heartbeat in the registry. Only a heartbeat
+// known to be gone says no: a registry that does not answer is an error, never a death.
+func (h *Handlers) live(ctx context.Context, kv jetstream.KeyValue, id string) (bool, error) {
+	_, err := kv.Get(ctx, id)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return false, nil
 	}
-	var hb Heartbeat
-	return json.Unmarshal(e.Value(), &hb) == nil
+	return false, err
 }
 
 // How long the work bucket keeps what it holds: a run's files by checksum for a day

@@ -127,11 +127,12 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 // id). It applies to a queued run, or to a running one whose current attempt is older
 // (a run handed to another worker); started_at keeps the first claim's time. It reports
 // false when the run is over (cancelled meanwhile), a user asked to cancel it, or it is
-// already claimed as attempt or later.
+// already claimed as attempt or later by another worker: the same claim again (its
+// answer was lost) succeeds again.
 func (s *Store) ClaimRun(ctx context.Context, id string, attempt int64, worker string, at time.Time) (bool, error) {
 	res, err := s.exec(ctx, `UPDATE runs SET status = ?, attempts = ?, worker = ?, started_at = COALESCE(started_at, ?)
-		WHERE id = ? AND cancel_requested = ? AND (status = ? OR (status = ? AND attempts < ?))`,
-		StatusRunning, attempt, worker, ms(at), id, false, StatusQueued, StatusRunning, attempt)
+		WHERE id = ? AND cancel_requested = ? AND (status = ? OR (status = ? AND (attempts < ? OR (attempts = ? AND worker = ?))))`,
+		StatusRunning, attempt, worker, ms(at), id, false, StatusQueued, StatusRunning, attempt, attempt, worker)
 	if err != nil {
 		return false, fmt.Errorf("claiming run %s: %w", id, err)
 	}

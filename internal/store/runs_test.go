@@ -77,6 +77,10 @@ func TestToolsAndRuns(t *testing.T) {
 		if ok, _ := s.ClaimRun(ctx, "r_01", 1, "node-b", now); ok {
 			t.Fatal("a running run was claimed twice as the same attempt")
 		}
+		// The same claim again, its answer lost: it is still that worker's.
+		if ok, err := s.ClaimRun(ctx, "r_01", 1, "node-a", now); !ok || err != nil {
+			t.Fatalf("the same claim again = %v, %v; want it granted", ok, err)
+		}
 		fin := now.Add(time.Second)
 		run.Status, run.ErrorSummary, run.FinishedAt = StatusSucceeded, "", &fin
 		run.Stdout, run.StdoutTruncated = []byte("out\x00with nul"), true

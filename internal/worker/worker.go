@@ -360,7 +360,7 @@ func (w *Worker) ask(ctx context.Context, subject string, req any) string {
 	b, _ := json.Marshal(req)
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		rctx, cancel := context.WithTimeout(ctx, dispatch.RequestTimeout+30*time.Second)
 		msg, err := w.nc.RequestWithContext(rctx, subject, b)
 		cancel()
 		if err == nil {

@@ -505,3 +505,26 @@ func TestLeaseDuringClaim(t *testing.T) {
 		t.Fatalf("an attempt another one took over was not called stale: %+v", rep)
 	}
 }
+
+// TestCancelWhenWorkerGone: a user's cancel of a run whose worker is gone ends the run
+// at once; it used to stay "running" until another worker took it.
+func TestCancelWhenWorkerGone(t *testing.T) {
+	c := newCluster(t)
+	b := c.node(t, 0)
+	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
+		t.Fatal(err)
+	}
+	ubc, _ := b.User(t, "ulla", "user")
+	r, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newFakeWorker(t, c.nats) // answers nothing after its claim: as a dead worker
+	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != dispatch.Go {
+		t.Fatalf("claim: attempt %d, %s", attempt, answer)
+	}
+	got, err := ubc.CancelRun(context.Background(), r.RunID)
+	if err != nil || got.Status != "cancelled" {
+		t.Fatalf("cancel of a run whose worker is gone: %s, %v; want cancelled at once", got.Status, err)
+	}
+}

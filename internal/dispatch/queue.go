@@ -243,17 +243,23 @@ func (q *Queue) put(ctx context.Context, sha string, open func() (io.ReadCloser,
 	return nil
 }
 
-// Cancel asks the worker holding run r to stop it. It is best effort: the worker's
-// lease check stops it too, within a third of the ack wait.
-func (q *Queue) Cancel(ctx context.Context, r store.Run) {
+// Cancel asks the worker holding run r to stop it; if the worker does not answer, its
+// lease check stops it within a third of the ack wait. It reports false when no one
+// answers the worker's subject: the worker is gone.
+func (q *Queue) Cancel(ctx context.Context, r store.Run) bool {
 	if r.Worker == "" {
-		return
+		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if _, err := q.nc.RequestWithContext(ctx, CancelSubject(r.Worker), []byte(r.ID)); err != nil {
+	_, err := q.nc.RequestWithContext(ctx, CancelSubject(r.Worker), []byte(r.ID))
+	if errors.Is(err, nats.ErrNoResponders) {
+		return false
+	}
+	if err != nil {
 		q.log.Warn("asking a worker to cancel a run; its lease check will", "run", r.ID, "worker", r.Worker, "error", err)
 	}
+	return true
 }
 
 // Status tells the other API nodes that run id is now status.
@@ -268,8 +274,10 @@ func (q *Queue) Status(id, status string) {
 // the lines the worker kept from before (the backlog), then live ones, each once.
 func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 	var mu sync.Mutex
-	var early []Line  // live lines that came before the backlog
-	last := int64(-1) // the backlog's last line; -1 until it is in
+	var early []Line      // live lines that came before the backlog
+	var earlyBytes int    // their data, bounded as the lines are
+	last := int64(-1)     // the last line passed on; -1 until the backlog is in
+	attempt := r.Attempts // the attempt whose lines are passed on
 	sub, err := q.nc.Subscribe(OutSubject(r.ID), func(m *nats.Msg) {
 		var l Line
 		if json.Unmarshal(m.Data, &l) != nil || l.Type == "status" {
@@ -279,10 +287,16 @@ func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 		defer mu.Unlock()
 		switch {
 		case last < 0:
-			if len(early) < 8192 {
+			if len(early) < 8192 && earlyBytes+len(l.Data) <= 4<<20 {
 				early = append(early, l)
+				earlyBytes += len(l.Data)
 			}
-		case l.Seq > last:
+		case l.Attempt > attempt:
+			// The run's next attempt, on another worker: its lines count from 1 again.
+			attempt, last = l.Attempt, l.Seq
+			deliver(run.Event{Type: l.Type, Data: l.Data})
+		case l.Attempt == attempt && l.Seq > last:
+			last = l.Seq
 			deliver(run.Event{Type: l.Type, Data: l.Data})
 		}
 	})
@@ -306,6 +320,7 @@ func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 		defer mu.Unlock()
 		last = 0
 		for _, l := range b.Lines {
+			attempt = max(attempt, l.Attempt)
 			deliver(run.Event{Type: l.Type, Data: l.Data})
 			last = l.Seq
 		}
@@ -313,12 +328,15 @@ func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 			deliver(run.Event{Type: "notice", Data: "later lines printed before you connected are left out here: only the first ones are kept for late viewers"})
 		}
 		for _, l := range early {
-			if l.Seq > last {
+			if l.Attempt > attempt {
+				attempt, last = l.Attempt, 0
+			}
+			if l.Attempt == attempt && l.Seq > last {
 				deliver(run.Event{Type: l.Type, Data: l.Data})
 				last = l.Seq
 			}
 		}
-		early = nil
+		early, earlyBytes = nil, 0
 	}()
 	return func() { sub.Unsubscribe() }
 }

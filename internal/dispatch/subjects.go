@@ -128,10 +128,11 @@ type LeaseReply struct {
 }
 
 // Line is one output line of a running run, as its worker publishes it; Seq counts
-// the run's lines from 1, so that a node joining late can tell the backlog's lines from
-// live ones.
+// the attempt's lines from 1, so that a node joining late can tell the backlog's lines
+// from live ones.
 type Line struct {
-	Seq  int64  `json:"seq"`
+	Attempt int64 `json:"attempt"` // the attempt that printed it; its Seq counts from 1 again
+	Seq     int64 `json:"seq"`
 	Type string `json:"type"` // "stdout", "stderr" or "notice"
 	Data string `json:"data"`
 }

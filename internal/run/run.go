@@ -76,8 +76,9 @@ type Dispatcher interface {
 	// Dispatch queues job with the files of dir as its input; the caller removes dir.
 	// A queue that filled since Admit gives an ErrBusy error.
 	Dispatch(ctx context.Context, job Job, dir string) error
-	// Cancel asks the worker holding running run r to stop it, best effort.
-	Cancel(ctx context.Context, r store.Run)
+	// Cancel asks the worker holding running run r to stop it. It reports false when
+	// that worker is known to be gone (no one answers its subject).
+	Cancel(ctx context.Context, r store.Run) bool
 	// Status tells the other nodes that run id is now status.
 	Status(id, status string)
 	// Watch passes run r's output lines from its worker to deliver until stop is called,
@@ -438,7 +439,13 @@ func (s *Service) cancelRemote(ctx context.Context, runID string) (bool, error) 
 		s.status(runID, store.StatusCancelled)
 		return true, nil
 	case r.Status == store.StatusRunning:
-		s.remote.Cancel(ctx, r)
+		if !s.remote.Cancel(ctx, r) {
+			// Its worker is gone, and with no other worker free the run would stay
+			// "running" until one comes: it ends here.
+			if _, err := s.End(ctx, runID, store.StatusCancelled, "cancelled"); err != nil {
+				return false, err
+			}
+		}
 		return true, nil
 	}
 	return false, nil

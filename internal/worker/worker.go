@@ -307,7 +307,7 @@ func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64,
 	onLine := func(stream string, line []byte) {
 		w.mu.Lock()
 		h.seq++
-		l := dispatch.Line{Seq: h.seq, Type: stream, Data: string(line)}
+		l := dispatch.Line{Attempt: h.attempt, Seq: h.seq, Type: stream, Data: string(line)}
 		if h.bytes+len(line) <= maxBacklogBytes && len(h.backlog.Lines) < maxBacklogLines {
 			h.backlog.Lines = append(h.backlog.Lines, l)
 			h.bytes += len(line)

@@ -131,10 +131,10 @@ type LeaseReply struct {
 // the attempt's lines from 1, so that a node joining late can tell the backlog's lines
 // from live ones.
 type Line struct {
-	Attempt int64 `json:"attempt"` // the attempt that printed it; its Seq counts from 1 again
-	Seq     int64 `json:"seq"`
-	Type string `json:"type"` // "stdout", "stderr" or "notice"
-	Data string `json:"data"`
+	Attempt int64  `json:"attempt"` // the attempt that printed it; its Seq counts from 1 again
+	Seq     int64  `json:"seq"`
+	Type    string `json:"type"` // "stdout", "stderr" or "notice"
+	Data    string `json:"data"`
 }
 
 // Backlog is a running run's first lines as its worker kept them (up to a cap), for a

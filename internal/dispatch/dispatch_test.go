@@ -220,7 +220,7 @@ func (f *fakeWorker) claim(t *testing.T) (string, int64, string) {
 	var m dispatch.Message
 	json.Unmarshal(msg.Data(), &m)
 	meta, _ := msg.Metadata()
-	return m.Job.Run, int64(meta.NumDelivered), f.ask(t, dispatch.SubjectClaim, dispatch.Claim{Run: m.Job.Run, Attempt: int64(meta.NumDelivered), Worker: "fake"})
+	return m.Job.Run, int64(meta.NumDelivered), f.ask(t, dispatch.ClaimSubject("fake"), dispatch.Claim{Run: m.Job.Run, Attempt: int64(meta.NumDelivered), Worker: "fake"})
 }
 
 func (f *fakeWorker) ask(t *testing.T, subject string, req any) string {
@@ -261,7 +261,7 @@ func TestLateResultDiscarded(t *testing.T) {
 		t.Fatalf("run: %s (%v), attempts %d, state_rev %v, %v", done.Status, done.ErrorSummary, done.Attempts, done.StateRev, err)
 	}
 	// The silent worker's result comes late: refused, and nothing changes.
-	late := fake.ask(t, dispatch.SubjectRecord, dispatch.Record{Run: id, Attempt: 1, Worker: "fake", ReportKey: dispatch.AttemptPrefix(id, 1) + "report.json"})
+	late := fake.ask(t, dispatch.RecordSubject("fake"), dispatch.Record{Run: id, Attempt: 1, Worker: "fake", ReportKey: dispatch.AttemptPrefix(id, 1) + "report.json"})
 	if late != dispatch.Stale {
 		t.Fatalf("a late result was answered %q, want %q: its worker must not acknowledge the message", late, dispatch.Stale)
 	}
@@ -481,7 +481,7 @@ func TestLeaseDuringClaim(t *testing.T) {
 	fake := newFakeWorker(t, c.nats)
 	lease := func(attempt int64) dispatch.LeaseReply {
 		b, _ := json.Marshal(dispatch.Lease{Worker: "fake", Runs: []dispatch.Claim{{Run: r.RunID, Attempt: attempt, Worker: "fake"}}})
-		msg, err := fake.nc.Request(dispatch.SubjectLease, b, 10*time.Second)
+		msg, err := fake.nc.Request(dispatch.LeaseSubject("fake"), b, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -526,5 +526,36 @@ func TestCancelWhenWorkerGone(t *testing.T) {
 	got, err := ubc.CancelRun(context.Background(), r.RunID)
 	if err != nil || got.Status != "cancelled" {
 		t.Fatalf("cancel of a run whose worker is gone: %s, %v; want cancelled at once", got.Status, err)
+	}
+}
+
+// TestForgedRequestsRefused: workers are untrusted. One worker cannot record the run
+// another holds (the API node takes who asks from the subject, which only that worker's
+// NATS user may publish on), nor claim an attempt the queue never delivers.
+func TestForgedRequestsRefused(t *testing.T) {
+	c := newCluster(t)
+	b := c.node(t, 0)
+	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
+		t.Fatal(err)
+	}
+	ubc, _ := b.User(t, "ulla", "user")
+	r, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newFakeWorker(t, c.nats)
+	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != dispatch.Go {
+		t.Fatalf("claim: attempt %d, %s", attempt, answer)
+	}
+	forged := fake.ask(t, dispatch.RecordSubject("evil"), dispatch.Record{Run: r.RunID, Attempt: 1, Worker: "fake",
+		ReportKey: dispatch.AttemptPrefix(r.RunID, 1) + "report.json"})
+	if forged != dispatch.Stale {
+		t.Fatalf("a record of another worker's run was answered %q, want %q", forged, dispatch.Stale)
+	}
+	if got := fake.ask(t, dispatch.ClaimSubject("evil"), dispatch.Claim{Run: r.RunID, Attempt: 99, Worker: "evil"}); got != "" {
+		t.Fatalf("a claim of attempt 99 was answered %q", got)
+	}
+	if got, _ := b.App.Store.GetRun(context.Background(), r.RunID); got.Status != store.StatusRunning || got.Attempts != 1 || got.Worker != "fake" {
+		t.Fatalf("after the forged requests: %s, attempt %d, worker %q", got.Status, got.Attempts, got.Worker)
 	}
 }

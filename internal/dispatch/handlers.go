@@ -55,9 +55,9 @@ func Serve(nc *nats.Conn, stream jetstream.Stream, st *store.Store, runs *run.Se
 		queue   bool
 		fn      nats.MsgHandler
 	}{
-		{SubjectClaim, true, h.request(h.claim)},
-		{SubjectRecord, true, h.request(h.record)},
-		{SubjectLease, true, h.lease},
+		{claimPrefix + "*", true, h.request(h.claim)},
+		{recordPrefix + "*", true, h.request(h.record)},
+		{leasePrefix + "*", true, h.lease},
 		{statusPrefix + "*", false, h.relay},
 		{maxDeliveries, true, h.exhausted},
 	} {
@@ -85,7 +85,7 @@ func (h *Handlers) Close() {
 }
 
 // request answers a worker's request with what fn decides, or with an error to retry.
-func (h *Handlers) request(fn func(ctx context.Context, data []byte) (string, error)) nats.MsgHandler {
+func (h *Handlers) request(fn func(ctx context.Context, worker string, data []byte) (string, error)) nats.MsgHandler {
 	return func(m *nats.Msg) {
 		// One at a time per subscription would make a worker wait behind another's
 		// large artifacts, and ask again elsewhere; at most maxRequests at once.
@@ -94,7 +94,7 @@ func (h *Handlers) request(fn func(ctx context.Context, data []byte) (string, er
 			defer func() { <-h.sem }()
 			ctx, cancel := context.WithTimeout(context.Background(), RequestTimeout)
 			defer cancel()
-			answer, err := fn(ctx, m.Data)
+			answer, err := fn(ctx, workerOf(m.Subject), m.Data)
 			rep := Reply{Answer: answer}
 			if err != nil {
 				h.log.Error("answering a worker", "subject", m.Subject, "error", err)
@@ -113,13 +113,17 @@ const RequestTimeout = 90 * time.Second
 // maxRequests is how many workers' requests an API node answers at once.
 const maxRequests = 64
 
+// workerOf is the worker a request came from: the last token of its subject, which
+// only that worker's NATS user may publish to.
+func workerOf(subject string) string { return subject[strings.LastIndexByte(subject, '.')+1:] }
+
 // claim gives the run to the worker as the attempt it asks for, when it may have it.
-func (h *Handlers) claim(ctx context.Context, data []byte) (string, error) {
+func (h *Handlers) claim(ctx context.Context, worker string, data []byte) (string, error) {
 	var c Claim
-	if err := json.Unmarshal(data, &c); err != nil || c.Run == "" || c.Attempt < 1 {
-		return "", fmt.Errorf("a claim that is not one: %q", data)
+	if err := json.Unmarshal(data, &c); err != nil || c.Run == "" || c.Attempt < 1 || c.Attempt > MaxDeliver {
+		return "", fmt.Errorf("worker %s: a claim that is not one: %.200q", worker, data)
 	}
-	ok, err := h.runs.Claim(ctx, c.Run, c.Attempt, c.Worker)
+	ok, err := h.runs.Claim(ctx, c.Run, c.Attempt, worker)
 	if err != nil {
 		return "", err
 	}
@@ -156,10 +160,10 @@ func (h *Handlers) refusal(ctx context.Context, id string, attempt int64) (strin
 // record keeps an attempt's artifacts and records its report, when the attempt still
 // holds the run. The artifacts are copied from the work bucket under the attempt's own
 // keys, so a losing attempt's copies never touch the winner's.
-func (h *Handlers) record(ctx context.Context, data []byte) (string, error) {
+func (h *Handlers) record(ctx context.Context, worker string, data []byte) (string, error) {
 	var rec Record
-	if err := json.Unmarshal(data, &rec); err != nil || rec.Run == "" || rec.Attempt < 1 {
-		return "", fmt.Errorf("a record that is not one: %q", data)
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Run == "" || rec.Attempt < 1 || rec.Attempt > MaxDeliver {
+		return "", fmt.Errorf("worker %s: a record that is not one: %.200q", worker, data)
 	}
 	prefix := AttemptPrefix(rec.Run, rec.Attempt)
 	if rec.ReportKey != prefix+"report.json" {
@@ -172,7 +176,7 @@ func (h *Handlers) record(ctx context.Context, data []byte) (string, error) {
 		return Final, nil
 	case err != nil:
 		return "", err
-	case r.Attempts != rec.Attempt:
+	case r.Attempts != rec.Attempt || r.Worker != worker:
 		// A later attempt holds the run, or recorded it: this result is late. Never
 		// acknowledged, it cannot remove a message that is the later attempt's.
 		h.metrics.LateResults.Inc()
@@ -321,6 +325,7 @@ func (h *Handlers) lease(m *nats.Msg) {
 	if err := json.Unmarshal(m.Data, &l); err != nil {
 		return
 	}
+	worker := workerOf(m.Subject)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var rep LeaseReply
@@ -331,7 +336,7 @@ func (h *Handlers) lease(m *nats.Msg) {
 			rep.Stale = append(rep.Stale, c.Run)
 		case err != nil:
 			h.log.Error("checking a worker's lease", "run", c.Run, "error", err)
-		case r.Attempts > c.Attempt || store.Terminal(r.Status):
+		case r.Attempts > c.Attempt || store.Terminal(r.Status) || (r.Attempts == c.Attempt && r.Worker != worker):
 			rep.Stale = append(rep.Stale, c.Run)
 		case r.Attempts < c.Attempt:
 			// Its claim is on its way: nothing to say yet.

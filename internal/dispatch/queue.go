@@ -278,9 +278,15 @@ func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 	var earlyBytes int    // their data, bounded as the lines are
 	last := int64(-1)     // the last line passed on; -1 until the backlog is in
 	attempt := r.Attempts // the attempt whose lines are passed on
-	sub, err := q.nc.Subscribe(OutSubject(r.ID), func(m *nats.Msg) {
+	// From any worker: the run's next attempt may be another's. A line from a worker
+	// that does not hold the run is dropped when the run's holder is known (lines are
+	// for viewers only; what is recorded comes from the holder's report).
+	sub, err := q.nc.Subscribe(outPrefix+"*."+r.ID, func(m *nats.Msg) {
 		var l Line
 		if json.Unmarshal(m.Data, &l) != nil || l.Type == "status" {
+			return
+		}
+		if from := strings.TrimSuffix(strings.TrimPrefix(m.Subject, outPrefix), "."+r.ID); r.Worker != "" && l.Attempt <= r.Attempts && from != r.Worker {
 			return
 		}
 		mu.Lock()

@@ -19,15 +19,17 @@ const (
 
 	jobSubjects = "skrip.jobs.*" // the stream's subjects: skrip.jobs.<run>
 
-	// Requests from workers to any API node (queue group "api").
-	SubjectClaim  = "skrip.api.claim"
-	SubjectRecord = "skrip.api.record"
-	SubjectLease  = "skrip.api.lease"
-	apiQueue      = "api"
+	// Requests from workers to any API node (queue group "api"), each followed by the
+	// worker's id: a worker's NATS user may publish only under its own, so the API node
+	// knows who asks from the subject, not from what the worker says.
+	claimPrefix  = "skrip.api.claim."
+	recordPrefix = "skrip.api.record."
+	leasePrefix  = "skrip.api.lease."
+	apiQueue     = "api"
 
-	// outPrefix+<run> carries a running run's output lines from its worker (lossy);
-	// statusPrefix+<run> its status changes from the API node that made them (lossy:
-	// the database is the truth).
+	// outPrefix+<worker>.<run> carries a running run's output lines from its worker
+	// (lossy); statusPrefix+<run> its status changes from the API node that made them
+	// (lossy: the database is the truth).
 	outPrefix    = "skrip.out."
 	statusPrefix = "skrip.st."
 
@@ -45,8 +47,14 @@ const MaxDeliver = 2
 // JobSubject is the subject of run id's message.
 func JobSubject(id string) string { return "skrip.jobs." + id }
 
-// OutSubject is the subject of run id's output lines.
-func OutSubject(id string) string { return outPrefix + id }
+// ClaimSubject, RecordSubject and LeaseSubject are the subjects worker asks API nodes
+// on.
+func ClaimSubject(worker string) string  { return claimPrefix + worker }
+func RecordSubject(worker string) string { return recordPrefix + worker }
+func LeaseSubject(worker string) string  { return leasePrefix + worker }
+
+// OutSubject is the subject of run id's output lines from worker.
+func OutSubject(worker, id string) string { return outPrefix + worker + "." + id }
 
 // CancelSubject is the subject worker id answers cancel requests on.
 func CancelSubject(worker string) string { return workerPrefix + worker + ".cancel" }

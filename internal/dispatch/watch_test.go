@@ -37,7 +37,7 @@ func TestWatchFollowsTheNextAttempt(t *testing.T) {
 	for _, l := range []Line{{1, 1, "stdout", "a1"}, {1, 2, "stdout", "a2"}, {1, 2, "stdout", "a2"}, {1, 3, "stdout", "a3"},
 		{2, 1, "stdout", "b1"}, {2, 2, "stdout", "b2"}, {1, 4, "stdout", "late line of attempt 1"}} {
 		b, _ := json.Marshal(l)
-		nc.Publish(OutSubject("r_w"), b)
+		nc.Publish(OutSubject([]string{"", "w1", "w2"}[l.Attempt], "r_w"), b)
 	}
 	nc.Flush()
 	deadline := time.Now().Add(5 * time.Second)

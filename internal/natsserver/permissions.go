@@ -81,8 +81,8 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 		api + "CONSUMER.MSG.NEXT." + RunsStream + "." + RunsConsumer,
 		"$JS.ACK." + RunsStream + "." + RunsConsumer + ".>",
 		// API nodes' queue group and the run's output lines.
-		"skrip.api.claim", "skrip.api.record", "skrip.api.lease",
-		"skrip.out.*",
+		"skrip.api.claim." + worker, "skrip.api.record." + worker, "skrip.api.lease." + worker,
+		"skrip.out." + worker + ".*",
 		// Its own heartbeat; reading the others' (Get, Watch) for `skrip doctor`. Reads
 		// are direct gets; STREAM.MSG.GET is their fallback on a stream without
 		// allow_direct. A watch is a push ordered consumer with flow control.

@@ -132,12 +132,12 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	claims, err := api.QueueSubscribe("skrip.api.*", "api", func(m *nats.Msg) { m.Respond([]byte("go")) })
+	claims, err := api.QueueSubscribe("skrip.api.>", "api", func(m *nats.Msg) { m.Respond([]byte("go")) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer claims.Unsubscribe()
-	out, err := api.SubscribeSync("skrip.out.*")
+	out, err := api.SubscribeSync("skrip.out.>")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,14 +179,14 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		step("ack", msg.DoubleAck(ctx))
 
 		// Claim, record and lease through the API queue group, and an output line.
-		for _, subj := range []string{"skrip.api.claim", "skrip.api.record", "skrip.api.lease"} {
+		for _, subj := range []string{"skrip.api.claim.w1", "skrip.api.record.w1", "skrip.api.lease.w1"} {
 			reply, err := w.Request(subj, []byte("{}"), 5*time.Second)
 			step(subj, err)
 			if string(reply.Data) != "go" {
 				t.Errorf("%s reply = %q", subj, reply.Data)
 			}
 		}
-		step("output line", w.Publish("skrip.out.r1", []byte("line")))
+		step("output line", w.Publish("skrip.out.w1.r1", []byte("line")))
 		_, err = out.NextMsg(5 * time.Second)
 		step("api receives the output line", err)
 
@@ -307,6 +307,15 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 			defer cancel()
 			_, err = kv.Put(c, "other", []byte("forged"))
 			return err
+		}},
+		{"claim a run as another worker", "skrip.api.claim.other", func() error {
+			return w.Publish("skrip.api.claim.other", []byte("{}"))
+		}},
+		{"record a run as another worker", "skrip.api.record.other", func() error {
+			return w.Publish("skrip.api.record.other", []byte("{}"))
+		}},
+		{"print lines as another worker", "skrip.out.other.r1", func() error {
+			return w.Publish("skrip.out.other.r1", []byte("line"))
 		}},
 		{"queue a run", "skrip.jobs.forged", func() error {
 			return w.Publish("skrip.jobs.forged", []byte("job"))

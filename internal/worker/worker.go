@@ -233,7 +233,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		}
 	}()
 	log := w.log.With("run", id, "attempt", attempt)
-	switch answer := w.ask(ctx, dispatch.SubjectClaim, dispatch.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID}); answer {
+	switch answer := w.ask(ctx, dispatch.ClaimSubject(w.cfg.ID), dispatch.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID}); answer {
 	case dispatch.Go:
 		w.mu.Lock()
 		h.claimed = true
@@ -276,7 +276,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		log.Warn("leaving the run's report in the work bucket; trying again", "error", err)
 		sleep(ctx, 2*time.Second)
 	}
-	switch answer := w.ask(ctx, dispatch.SubjectRecord, dispatch.Record{Run: id, Attempt: attempt, Worker: w.cfg.ID, ReportKey: key}); answer {
+	switch answer := w.ask(ctx, dispatch.RecordSubject(w.cfg.ID), dispatch.Record{Run: id, Attempt: attempt, Worker: w.cfg.ID, ReportKey: key}); answer {
 	case dispatch.Recorded, dispatch.Final:
 		w.ack(msg, log)
 	default:
@@ -303,7 +303,7 @@ func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64,
 	collect := func(ctx context.Context, dir string) ([]run.Artifact, []contract.Output, error) {
 		return run.Collect(ctx, w.work, prefix, dir)
 	}
-	subject := dispatch.OutSubject(id)
+	subject := dispatch.OutSubject(w.cfg.ID, id)
 	onLine := func(stream string, line []byte) {
 		w.mu.Lock()
 		h.seq++
@@ -436,7 +436,7 @@ func (w *Worker) leases(ctx context.Context) {
 		}
 		b, _ := json.Marshal(l)
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		msg, err := w.nc.RequestWithContext(rctx, dispatch.SubjectLease, b)
+		msg, err := w.nc.RequestWithContext(rctx, dispatch.LeaseSubject(w.cfg.ID), b)
 		cancel()
 		var rep dispatch.LeaseReply
 		if err != nil || json.Unmarshal(msg.Data, &rep) != nil {

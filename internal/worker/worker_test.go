@@ -57,7 +57,7 @@ func TestStopWithoutAPINodes(t *testing.T) {
 	}
 	defer rn.Close()
 	// An API node that gives every claim, and never answers a record.
-	claims, err := nc.Subscribe(dispatch.SubjectClaim, func(m *nats.Msg) {
+	claims, err := nc.Subscribe(dispatch.ClaimSubject("w1"), func(m *nats.Msg) {
 		b, _ := json.Marshal(dispatch.Reply{Answer: dispatch.Go})
 		m.Respond(b)
 	})

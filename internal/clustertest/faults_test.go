@@ -2,6 +2,7 @@ package clustertest
 
 import (
 	"context"
+	"fmt"
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
@@ -189,6 +190,19 @@ func (c *skripCluster) waitRunning(t *testing.T, id string) string {
 	}
 	t.Fatalf("run %s never ran", id)
 	return ""
+}
+
+// warnings are the lines the skrip nodes logged at WARN or ERROR.
+func (c *skripCluster) warnings() string {
+	var b strings.Builder
+	for _, n := range c.nodes() {
+		for _, line := range strings.Split(n.proc.Log(1<<20), "\n") {
+			if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+				fmt.Fprintf(&b, "%s: %s\n", n.name, line)
+			}
+		}
+	}
+	return b.String()
 }
 
 func (c *skripCluster) nodes() []*node {
@@ -433,6 +447,9 @@ func testKillNATS(t *testing.T, c *skripCluster) {
 	}
 	t.Logf("killed %s, the files bucket's leader, mid-transfer", leader)
 	wg.Wait()
+	if upErr != nil || runErr != nil {
+		t.Logf("what the nodes logged at WARN and above:\n%s", c.warnings())
+	}
 	if upErr != nil || up.Checksum != "sha256:"+upSum {
 		t.Fatalf("upload: %+v, %v; want sha256 %s", up, upErr, upSum)
 	}

@@ -113,7 +113,10 @@ func (q *Queue) Admit(ctx context.Context) error {
 	if time.Since(q.seenAt) > 200*time.Millisecond {
 		info, err := q.stream.Info(ctx)
 		if err != nil {
-			return fmt.Errorf("asking the run queue's depth: %w", err)
+			// No answer now (a leader being elected): the publish decides, and waits for
+			// one.
+			q.log.Warn("asking the run queue's depth", "error", err)
+			return nil
 		}
 		q.depth, q.seenAt = info.State.Msgs, time.Now()
 	}
@@ -223,7 +226,9 @@ func (q *Queue) put(ctx context.Context, sha string, open func() (io.ReadCloser,
 	if info, err := q.work.Stat(ctx, key); err == nil && time.Since(info.ModTime) < casRefresh {
 		return nil
 	} else if err != nil && !errors.Is(err, blob.ErrNotFound) {
-		return err
+		// No answer (the bucket's leader changing, say): sent again, as if missing. A
+		// Put rides out a leader change; a Stat gives up at its timeout.
+		q.log.Warn("asking the work bucket for a run's file; sending it", "key", key, "error", err)
 	}
 	// Missing, or old enough that CollectWork may take it soon: (re)sent, so that it
 	// outlives the run by a day.

@@ -257,6 +257,12 @@ func (s *Service) submitRemote(ctx context.Context, req Request) (store.Run, err
 		if _, derr := s.st.DeleteQueuedRun(context.WithoutCancel(ctx), r.ID); derr != nil {
 			s.log.Error("removing a run that could not be queued", "run", r.ID, "error", derr)
 		}
+		if !errors.Is(err, ErrBusy) {
+			// The queue did not answer (NATS unreachable, a leader not elected in
+			// time): the client may try again, as after a full queue.
+			s.log.Error("queueing a run", "run", r.ID, "error", err)
+			err = errs.New(ErrBusy, nil, "the run queue did not answer; try again in a moment")
+		}
 		return store.Run{}, err
 	}
 	return r, nil

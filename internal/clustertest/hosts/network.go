@@ -226,9 +226,26 @@ func (h *Host) Cut(ctx context.Context) error {
 	return run(ctx, "ip", "link", "set", h.Veth, "down")
 }
 
-// Heal brings the host's link back up.
+// Heal brings the host's link back up, and returns once the bridge forwards on it
+// again (a port coming up passes through states that drop packets), within 10 s.
 func (h *Host) Heal(ctx context.Context) error {
-	return run(ctx, "ip", "link", "set", h.Veth, "up")
+	if err := run(ctx, "ip", "link", "set", h.Veth, "up"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		oper, _ := os.ReadFile("/sys/class/net/" + h.Veth + "/operstate")
+		port, _ := os.ReadFile("/sys/class/net/" + h.Veth + "/brport/state")
+		// brport/state 3 is BR_STATE_FORWARDING.
+		if strings.TrimSpace(string(oper)) == "up" && strings.TrimSpace(string(port)) == "3" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: the link is %s and its bridge port in state %s 10 s after it was brought up",
+				h.Name, strings.TrimSpace(string(oper)), strings.TrimSpace(string(port)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Procs returns the processes started on the host, in order.

@@ -2,12 +2,12 @@ package clustertest
 
 import (
 	"context"
-	"fmt"
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"

@@ -230,7 +230,7 @@ func age(ctx context.Context, natsURL string, k int) {
 		fatalf("connecting to nats-server: %v", err)
 	}
 	defer nc.Close()
-	st, err := natsblob.New(ctx, nc, natsblob.Config{Bucket: "skrip-work", Node: "bench"})
+	st, err := natsblob.New(ctx, nc, natsblob.Config{Bucket: "skrip-work", Node: "bench", DropMarkers: true}) // as the cluster's nodes open it
 	if err != nil {
 		fatalf("the work bucket: %v", err)
 	}

@@ -221,9 +221,9 @@ func workKeys(ctx context.Context, natsURL string) uint64 {
 	return metaSubjects(ctx, nc, "skrip-work")
 }
 
-// age leaves in the cluster's work bucket what k runs leave there for good: the delete
-// marker of each one's report (its recording node Lists the attempt's prefix and
-// Deletes what is there; nothing sweeps the work bucket's markers).
+// age puts and deletes in the cluster's work bucket what k runs put and delete there:
+// each one's report. Before the fix of 2026-11-26 every delete left a marker for good,
+// which each later record's List read; the bucket now keeps none.
 func age(ctx context.Context, natsURL string, k int) {
 	nc, err := nats.Connect(natsURL)
 	if err != nil {

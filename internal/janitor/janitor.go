@@ -63,6 +63,9 @@ type Config struct {
 	ArtifactsTTL time.Duration
 	// SharedBlobs says that other servers write to the blob store (an external NATS).
 	SharedBlobs bool
+	// Cluster says that every server reaches every sandbox (they live on a cluster's
+	// workers): idle ones are swept by the lease's holder only.
+	Cluster bool
 }
 
 // Janitor removes what has expired.
@@ -244,12 +247,15 @@ func (j *Janitor) expireSandboxes(ctx context.Context) (int, error) {
 }
 
 // RunSandboxes destroys idle agent sandboxes every interval until ctx ends: their idle
-// timeouts are far shorter than the full pass's interval. It runs on every server,
-// lease or not: a server destroys only the sandboxes it holds, which no other can reach.
-// In a cluster every API node reaches every worker's sandboxes and sweeps them all; two
-// at once are safe (a worker removes a box once, its record goes once), only wasteful.
+// timeouts are far shorter than the full pass's interval. Outside a cluster it runs on
+// every server, lease or not: a server destroys only the sandboxes it holds, which no
+// other can reach. In a cluster every API node reaches every worker's sandboxes, and
+// only the lease's holder sweeps them.
 func (j *Janitor) RunSandboxes(ctx context.Context, interval time.Duration) {
 	every(ctx, interval, func() {
+		if j.cfg.Cluster && !j.holds(ctx, "the idle sandbox sweep") {
+			return
+		}
 		j.mu.Lock()
 		n, err := j.expireSandboxes(ctx)
 		j.mu.Unlock()

@@ -283,12 +283,25 @@ func (r *chunkReader) Close() error {
 	}
 	r.done = true
 	r.stop()
-	giveUp := time.Now().Add(r.idle)
-	for r.dropStale(); len(r.stale) > 0 && time.Now().Before(giveUp); r.dropStale() {
-		time.Sleep(100 * time.Millisecond)
+	r.dropStale()
+	if len(r.stale) == 0 {
+		return nil
 	}
+	// A consumer on a node that stopped is deleted once the cluster has elected its
+	// leaders again, which can take longer than a reader should wait: it is tried in
+	// the background for a minute (and its InactiveThreshold removes it anyway).
+	go func() {
+		giveUp := time.Now().Add(staleConsumerPatience)
+		for r.dropStale(); len(r.stale) > 0 && time.Now().Before(giveUp); r.dropStale() {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
 	return nil
 }
+
+// staleConsumerPatience is how long a closed reader keeps trying to delete consumers
+// the cluster could not delete at once.
+const staleConsumerPatience = time.Minute
 
 // stop stops the consumer, which is deleted by dropStale.
 func (r *chunkReader) stop() {

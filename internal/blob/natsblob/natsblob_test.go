@@ -89,6 +89,14 @@ func checkClean(t *testing.T, s *Store) {
 	for subj := range live {
 		t.Errorf("live object's chunks on %s are missing", subj)
 	}
+	// A reader deletes a consumer on a node that stopped in the background, once the
+	// cluster answers again.
+	for deadline := time.Now().Add(staleConsumerPatience); si.State.Consumers != 0 && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		if si, err = stream.Info(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if si.State.Consumers != 0 {
 		t.Errorf("%d consumers left on the bucket's stream, want 0", si.State.Consumers)
 		for ci := range stream.ListConsumers(ctx).Info() {

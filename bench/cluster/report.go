@@ -130,7 +130,7 @@ func report(results []result, res resources, load1, load2 string, idle float64) 
 	}
 	for _, c := range caps {
 		if c.later {
-			fmt.Printf("\nEvery run leaves its report's delete marker in the work bucket for good, and every run's record Lists the whole bucket: %s, the work bucket carries only %.0f runs/s (%.1f workers).\n",
+			fmt.Printf("\nA work bucket that kept every deleted key's marker, and a record that Listed it (the cluster before the fix of 2026-11-26: it now keeps no markers and deletes by key): %s, it would carry only %.0f runs/s (%.1f workers).\n",
 				c.name, c.runs, c.runs/perWorker)
 		}
 	}

@@ -164,6 +164,21 @@ func TestClusterRun(t *testing.T) {
 	}
 }
 
+// queuedRun publishes the counter tool on API node b and submits a run of it as a user,
+// without waiting: with no worker in the cluster it stays queued.
+func queuedRun(t *testing.T, b *apptest.Env) (*client.Client, client.Run) {
+	t.Helper()
+	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
+		t.Fatal(err)
+	}
+	ubc, _ := b.User(t, "ulla", "user")
+	r, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ubc, r
+}
+
 func toStrings(v any) []string {
 	var out []string
 	for _, x := range v.([]any) {
@@ -280,14 +295,7 @@ func TestLateResultDiscarded(t *testing.T) {
 func TestWorkersLost(t *testing.T) {
 	c := newCluster(t)
 	b := c.node(t, 0)
-	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
-		t.Fatal(err)
-	}
-	ubc, _ := b.User(t, "ulla", "user")
-	r, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ubc, r := queuedRun(t, b)
 	fake := newFakeWorker(t, c.nats)
 	for want := int64(1); want <= dispatch.MaxDeliver; want++ {
 		if id, attempt, answer := fake.claim(t); id != r.RunID || attempt != want || answer != dispatch.Go {
@@ -470,14 +478,7 @@ func TestLateViewerGetsBacklog(t *testing.T) {
 func TestLeaseDuringClaim(t *testing.T) {
 	c := newCluster(t)
 	b := c.node(t, 0)
-	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
-		t.Fatal(err)
-	}
-	ubc, _ := b.User(t, "ulla", "user")
-	r, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := queuedRun(t, b)
 	fake := newFakeWorker(t, c.nats)
 	lease := func(attempt int64) dispatch.LeaseReply {
 		b, _ := json.Marshal(dispatch.Lease{Worker: "fake", Runs: []dispatch.Claim{{Run: r.RunID, Attempt: attempt, Worker: "fake"}}})
@@ -511,14 +512,7 @@ func TestLeaseDuringClaim(t *testing.T) {
 func TestCancelWhenWorkerGone(t *testing.T) {
 	c := newCluster(t)
 	b := c.node(t, 0)
-	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
-		t.Fatal(err)
-	}
-	ubc, _ := b.User(t, "ulla", "user")
-	r, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ubc, r := queuedRun(t, b)
 	fake := newFakeWorker(t, c.nats) // answers nothing after its claim: as a dead worker
 	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != dispatch.Go {
 		t.Fatalf("claim: attempt %d, %s", attempt, answer)
@@ -535,14 +529,7 @@ func TestCancelWhenWorkerGone(t *testing.T) {
 func TestForgedRequestsRefused(t *testing.T) {
 	c := newCluster(t)
 	b := c.node(t, 0)
-	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
-		t.Fatal(err)
-	}
-	ubc, _ := b.User(t, "ulla", "user")
-	r, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := queuedRun(t, b)
 	fake := newFakeWorker(t, c.nats)
 	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != dispatch.Go {
 		t.Fatalf("claim: attempt %d, %s", attempt, answer)

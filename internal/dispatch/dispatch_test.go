@@ -225,6 +225,24 @@ func newFakeWorker(t *testing.T, url string) *fakeWorker {
 	return &fakeWorker{nc: nc, cons: cons}
 }
 
+// waitQueueEmpty waits up to 10 s for the run queue to hold no message.
+func (f *fakeWorker) waitQueueEmpty(t *testing.T) {
+	t.Helper()
+	js, _ := jetstream.New(f.nc)
+	stream, _ := js.Stream(context.Background(), dispatch.Stream)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := stream.Info(context.Background())
+		if err == nil && info.State.Msgs == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lost run's message stayed in the queue: %+v, %v", info.State, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // claim takes the next message and claims its run as the attempt its delivery says.
 func (f *fakeWorker) claim(t *testing.T) (string, int64, string) {
 	t.Helper()
@@ -311,19 +329,7 @@ func TestWorkersLost(t *testing.T) {
 	if err != nil || done.Status != "failed" || done.ErrorSummary == nil || !strings.Contains(*done.ErrorSummary, "worker lost") || done.Attempts != 2 {
 		t.Fatalf("run: %s (%v), attempts %d, %v", done.Status, done.ErrorSummary, done.Attempts, err)
 	}
-	js, _ := jetstream.New(fake.nc)
-	stream, _ := js.Stream(context.Background(), dispatch.Stream)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := stream.Info(context.Background())
-		if err == nil && info.State.Msgs == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lost run's message stayed in the queue: %+v, %v", info.State, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	fake.waitQueueEmpty(t)
 }
 
 // TestQueueFull: with no worker, the cluster's queue takes SKRIP_RUNNER_QUEUE runs and
@@ -400,19 +406,7 @@ func TestSweepEndsLostRuns(t *testing.T) {
 	}
 	// Its message leaves the stream with it: past its last delivery it would hold a
 	// place in the queue for good (and with a queue of one, every run would get 503).
-	js, _ := jetstream.New(fake.nc)
-	stream, _ := js.Stream(context.Background(), dispatch.Stream)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := stream.Info(context.Background())
-		if err == nil && info.State.Msgs == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lost run's message stayed in the queue: %+v, %v", info.State, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	fake.waitQueueEmpty(t)
 }
 
 const linesTool = `

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/blobcache"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/dispatch"
 	"github.com/skrip-dev/skrip/internal/metrics"
@@ -49,7 +51,7 @@ type Worker struct {
 	js      jetstream.JetStream
 	work    blob.Store
 	runner  runner.Runner
-	cache   *Cache
+	cache   *blobcache.Cache // the files of runs, by checksum, fetched from the work bucket
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics.Metrics
@@ -104,7 +106,9 @@ func New(nc *nats.Conn, work blob.Store, rn runner.Runner, cfg Config, m *metric
 	if err := os.MkdirAll(w.inputs, 0o755); err != nil {
 		return nil, err
 	}
-	if w.cache, err = NewCache(filepath.Join(cfg.DataDir, "worker", "cache"), cfg.CacheBytes, work, m); err != nil {
+	w.cache, err = blobcache.Open(blobcache.Config{Dir: filepath.Join(cfg.DataDir, "worker", "cache"), MaxBytes: cfg.CacheBytes,
+		Hits: m.CacheHits, Misses: m.CacheMisses})
+	if err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -342,16 +346,28 @@ func (w *Worker) prepare(ctx context.Context, m dispatch.Message, dir string, jo
 		if in.Name == "" || filepath.Base(in.Name) != in.Name || in.Name == "." || in.Name == ".." {
 			return fmt.Errorf("an input file named %q", in.Name)
 		}
-		if err := w.cache.Link(ctx, in.SHA256, filepath.Join(dir, in.Name)); err != nil {
+		if err := w.cache.Link(ctx, in.SHA256, in.Bytes, filepath.Join(dir, in.Name), w.fromWork(in.SHA256)); err != nil {
 			return fmt.Errorf("input file %s: %w", in.Name, err)
 		}
 	}
-	script, err := w.cache.Read(ctx, m.Script.SHA256, m.Script.Bytes)
+	script, err := w.cache.Read(ctx, m.Script.SHA256, m.Script.Bytes, w.fromWork(m.Script.SHA256))
 	if err != nil {
 		return fmt.Errorf("the tool's script: %w", err)
 	}
 	job.Script = script
 	return nil
+}
+
+// fromWork reads the bytes of checksum sha from the work bucket, where the API node
+// that queued the run put them (dispatch.CASKey).
+func (w *Worker) fromWork(sha string) blobcache.Source {
+	return func(ctx context.Context) (io.ReadCloser, error) {
+		rc, _, err := w.work.Get(ctx, dispatch.CASKey(sha), 0, -1)
+		if err != nil {
+			return nil, fmt.Errorf("from the work bucket: %w", err)
+		}
+		return rc, nil
+	}
 }
 
 // ask sends a request to the API nodes until one answers, every 2 s, for up to 10

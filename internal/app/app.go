@@ -22,6 +22,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/fsblob"
 	"github.com/skrip-dev/skrip/internal/blob/natsblob"
+	"github.com/skrip-dev/skrip/internal/blobcache"
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/contract"
@@ -63,6 +64,8 @@ type App struct {
 	Handler http.Handler
 	closers []func() error
 	nc      *nats.Conn // the NATS connection, with SKRIP_BLOB=nats
+	// sessionCache holds session files by checksum, with SKRIP_BLOB=nats.
+	sessionCache *blobcache.Cache
 }
 
 // New opens everything cfg names. The caller must Close the App.
@@ -99,6 +102,16 @@ func (a *App) open(ctx context.Context) error {
 		MaxFileBytes: a.cfg.FilesMaxFileBytes, UserQuotaBytes: a.cfg.FilesUserQuotaBytes, MaxTotalBytes: a.cfg.FilesMaxTotalBytes,
 	}, a.Metrics, a.log)
 	a.Sessions = session.New(st, a.Blobs, a.cfg.SessionFilesTTL, a.log)
+	if a.cfg.Blob == "nats" {
+		// The objects are not files on this disk: runs get the session files by hard
+		// link from a cache beside the input directories, fetched once per checksum.
+		a.sessionCache, err = blobcache.Open(blobcache.Config{Dir: a.cfg.Path("cache", "session-files"), MaxBytes: a.cfg.SessionCacheBytes,
+			Hits: a.Metrics.SessionCacheHits, Misses: a.Metrics.SessionCacheMisses})
+		if err != nil {
+			return fmt.Errorf("opening the session files' cache under %s: %w", a.cfg.Path("cache", "session-files"), err)
+		}
+		a.Sessions.UseCache(a.sessionCache)
+	}
 	if a.Runner, err = OpenRunner(ctx, a.cfg, a.log); err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func (a *App) openCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.Runs.SetDispatcher(dispatch.NewQueue(a.nc, js, stream, work, dcfg, a.log))
+	a.Runs.SetDispatcher(dispatch.NewQueue(a.nc, js, stream, work, a.sessionCache, dcfg, a.Metrics, a.log))
 	boxes, err := dispatch.NewBoxes(ctx, a.nc, js, work, dcfg, a.log)
 	if err != nil {
 		return err

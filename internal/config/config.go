@@ -49,6 +49,7 @@ type Config struct {
 	FilesMaxTotalBytes  int64
 	CleanupInterval     time.Duration
 	SessionFilesTTL     time.Duration
+	SessionCacheBytes   int64
 	RunArtifactsTTL     time.Duration
 	ShutdownGrace       time.Duration
 	Runner              string
@@ -182,6 +183,7 @@ func Settings() []Setting {
 		{Name: "files-user-quota-bytes", Default: "1073741824", Help: "staged bytes one user may hold", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesUserQuotaBytes })},
 		{Name: "files-max-total-bytes", Default: "10737418240", Help: "staged bytes the whole store may hold", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesMaxTotalBytes })},
 		{Name: "session-files-ttl", Default: "24h", Help: "how long a tool session's uploaded files are kept after their last use", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SessionFilesTTL })},
+		{Name: "session-cache-bytes", Default: "2GiB", Help: "with SKRIP_BLOB=nats, size of the cache of session files under the data dir that runs get hard links from (each file is fetched from NATS once); past it the files used least recently go", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.SessionCacheBytes })},
 		{Name: "run-artifacts-ttl", Default: "30d", Help: "how long a run's artifacts are kept after it finished; 0 keeps them for good", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.RunArtifactsTTL })},
 		{Name: "cleanup-interval", Default: "1h", Help: "how often the janitor removes expired files and session files", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.CleanupInterval })},
 		{Name: "runner", Default: "auto", Help: "sandbox for tool runs: auto (docker if the engine answers, else bwrap), bwrap or docker", choices: []string{"auto", "bwrap", "docker"}, bind: str(func(c *Config) *string { return &c.Runner })},

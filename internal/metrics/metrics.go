@@ -19,6 +19,9 @@ type Metrics struct {
 	Runs             *prometheus.CounterVec // by final status
 	RunDuration      prometheus.Histogram
 	QueueDepth       prometheus.Gauge // runs admitted and not yet started
+	// The server's cache of session files, when its blob store is not on its disk.
+	SessionCacheHits   prometheus.Counter // session files linked from the cache
+	SessionCacheMisses prometheus.Counter // session files fetched from the blob store into it
 
 	// In a cluster (docs/cluster.md).
 	DispatchClaims *prometheus.CounterVec // workers' claims answered, by answer
@@ -27,6 +30,8 @@ type Metrics struct {
 	WorkerRuns     prometheus.Gauge       // runs this worker executes now
 	CacheHits      prometheus.Counter     // input files a worker found in its cache
 	CacheMisses    prometheus.Counter     // input files a worker fetched
+	DispatchHashed prometheus.Counter     // input files an API node read whole for their checksum
+	DispatchSent   prometheus.Counter     // files an API node put in the work bucket
 }
 
 // New makes and registers the collectors, with Go and process collectors beside them.
@@ -63,6 +68,12 @@ func New() *Metrics {
 		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skrip_run_queue_depth", Help: "Runs admitted and waiting for a worker.",
 		}),
+		SessionCacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skrip_session_cache_hits_total", Help: "Session files given to a run from this server's cache, by checksum, without reading the blob store.",
+		}),
+		SessionCacheMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skrip_session_cache_misses_total", Help: "Session files this server fetched from the blob store into its cache.",
+		}),
 		DispatchClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skrip_dispatch_claims_total", Help: "Workers' claims of runs this API node answered, by answer: go, final (the run was over) or stale (another attempt holds it).",
 		}, []string{"answer"}),
@@ -81,9 +92,16 @@ func New() *Metrics {
 		CacheMisses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "skrip_worker_cache_misses_total", Help: "Input files this worker fetched from the work bucket.",
 		}),
+		DispatchHashed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skrip_dispatch_inputs_hashed_total", Help: "Input files of runs this API node read whole to learn their checksum (a session file linked from its cache is not read).",
+		}),
+		DispatchSent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skrip_dispatch_files_sent_total", Help: "Files of runs (inputs, session files, scripts) this API node put in the work bucket, not finding them there by checksum.",
+		}),
 	}
 	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.BytesUploaded, m.BytesDownloaded, m.BlobReadErrors, m.JanitorDeletions,
 		m.Runs, m.RunDuration, m.QueueDepth, m.DispatchClaims, m.LateResults, m.WorkerLost, m.WorkerRuns, m.CacheHits, m.CacheMisses,
+		m.SessionCacheHits, m.SessionCacheMisses, m.DispatchHashed, m.DispatchSent,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

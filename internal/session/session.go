@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/blobcache"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/ids"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -51,6 +52,8 @@ type Service struct {
 	log   *slog.Logger
 	now   func() time.Time
 
+	cache *blobcache.Cache // session files by checksum, when blobs are not files on this disk
+
 	mu        sync.Mutex
 	replacing map[string]bool // ids of the sets Replace is storing, not yet in a row
 }
@@ -59,6 +62,12 @@ type Service struct {
 func New(st *store.Store, blobs blob.Store, ttl time.Duration, log *slog.Logger) *Service {
 	return &Service{st: st, blobs: blobs, ttl: ttl, log: log, now: time.Now, replacing: map[string]bool{}}
 }
+
+// UseCache makes Inject give runs the session files from c, a cache on this machine's
+// disk filled from the blob store once per checksum, as hard links: for a blob store
+// whose objects are not files here (NATS), where a snapshot would otherwise be a copy of
+// every byte each run. Call it before the first Inject.
+func (s *Service) UseCache(c *blobcache.Cache) { s.cache = c }
 
 // TTL is how long a file set lives after its last access.
 func (s *Service) TTL() time.Duration { return s.ttl }
@@ -181,9 +190,11 @@ type linker interface {
 	ObjectPath(ctx context.Context, key string) (string, blob.Info, error)
 }
 
-// Inject places a read-only snapshot of the session's files in dir (hard links to the
-// blob store's immutable objects where it can, streamed copies otherwise), touches
-// last_accessed_at, and returns the files.
+// Inject places a read-only snapshot of the session's files in dir, touches
+// last_accessed_at, and returns the files. A file is a hard link to the blob store's
+// immutable object when the store keeps its objects on this disk, else a hard link
+// into the cache (UseCache), which fetches each checksum once and checks the bytes
+// against it; a streamed copy otherwise.
 func (s *Service) Inject(ctx context.Context, k store.SessionKey, dir string) ([]File, error) {
 	files, _, err := s.Files(ctx, k)
 	if err != nil {
@@ -191,16 +202,31 @@ func (s *Service) Inject(ctx context.Context, k store.SessionKey, dir string) ([
 	}
 	for _, f := range files {
 		dst := filepath.Join(dir, f.Name)
-		if l, ok := s.blobs.(linker); ok {
+		l, isLinker := s.blobs.(linker)
+		if isLinker {
 			if src, _, err := l.ObjectPath(ctx, f.Key); err == nil && os.Link(src, dst) == nil {
 				continue
 			}
+		}
+		if s.cache != nil && !isLinker && f.SHA256 != "" {
+			if err := s.cache.Link(ctx, f.SHA256, f.Bytes, dst, s.source(f.Key)); err != nil {
+				return nil, fmt.Errorf("session file %s: %w", f.Name, err)
+			}
+			continue
 		}
 		if err := s.copyOut(ctx, f.Key, dst); err != nil {
 			return nil, fmt.Errorf("session file %s: %w", f.Name, err)
 		}
 	}
 	return files, nil
+}
+
+// source reads the bytes of key from the blob store, for the cache.
+func (s *Service) source(key string) blobcache.Source {
+	return func(ctx context.Context) (io.ReadCloser, error) {
+		rc, _, err := s.blobs.Get(ctx, key, 0, -1)
+		return rc, err
+	}
 }
 
 func (s *Service) copyOut(ctx context.Context, key, dst string) error {

@@ -22,7 +22,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/blobcache"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/store"
 )
@@ -81,21 +83,27 @@ func HeartbeatEvery(ackWait time.Duration) time.Duration {
 // Queue is the run.Dispatcher of an API node: it puts runs on the stream and their
 // files in the work bucket.
 type Queue struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	stream jetstream.Stream
-	work   blob.Store
-	cfg    Config
-	log    *slog.Logger
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	work    blob.Store
+	known   *blobcache.Cache // files whose checksum is known without reading them; may be nil
+	cfg     Config
+	metrics *metrics.Metrics
+	log     *slog.Logger
 
 	mu     sync.Mutex
 	depth  uint64    // messages on the stream when last asked
 	seenAt time.Time // when that was
 }
 
-// NewQueue returns the dispatcher that queues runs on stream (from Setup).
-func NewQueue(nc *nats.Conn, js jetstream.JetStream, stream jetstream.Stream, work blob.Store, cfg Config, log *slog.Logger) *Queue {
-	return &Queue{nc: nc, js: js, stream: stream, work: work, cfg: cfg, log: log}
+// NewQueue returns the dispatcher that queues runs on stream (from Setup). An input
+// file that is a hard link of a file in known (the session files' cache, which checked
+// its bytes against its name) is sent by that checksum without being read; known may
+// be nil.
+func NewQueue(nc *nats.Conn, js jetstream.JetStream, stream jetstream.Stream, work blob.Store, known *blobcache.Cache, cfg Config,
+	m *metrics.Metrics, log *slog.Logger) *Queue {
+	return &Queue{nc: nc, js: js, stream: stream, work: work, known: known, cfg: cfg, metrics: m, log: log}
 }
 
 var _ run.Dispatcher = (*Queue)(nil)
@@ -206,7 +214,16 @@ func (q *Queue) keep(ctx context.Context, b []byte) (string, error) {
 }
 
 // keepFile puts the file at path in the work bucket by its checksum, unless it is there.
+// A session file linked from the cache is known by its checksum and not read: a run
+// with large session files then costs the API node a Stat of the work bucket.
 func (q *Queue) keepFile(ctx context.Context, path string) (Input, error) {
+	if q.known != nil {
+		if fi, err := os.Lstat(path); err == nil {
+			if sha, ok := q.known.Checksum(fi); ok {
+				return Input{SHA256: sha, Bytes: fi.Size()}, q.put(ctx, sha, func() (io.ReadCloser, error) { return os.Open(path) })
+			}
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return Input{}, err
@@ -217,6 +234,7 @@ func (q *Queue) keepFile(ctx context.Context, path string) (Input, error) {
 	if err != nil {
 		return Input{}, err
 	}
+	q.metrics.DispatchHashed.Inc()
 	sha := hex.EncodeToString(h.Sum(nil))
 	return Input{SHA256: sha, Bytes: n}, q.put(ctx, sha, func() (io.ReadCloser, error) { return os.Open(path) })
 }
@@ -241,6 +259,7 @@ func (q *Queue) put(ctx context.Context, sha string, open func() (io.ReadCloser,
 	if err != nil {
 		return err
 	}
+	q.metrics.DispatchSent.Inc()
 	if info.Checksum != "sha256:"+sha {
 		q.work.Delete(context.WithoutCancel(ctx), key)
 		return fmt.Errorf("the file changed while it was sent (%s, not sha256:%s)", info.Checksum, sha)

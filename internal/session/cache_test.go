@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/natsserver"
 )
 
-func natsBlobs(t *testing.T) *natsblob.Store {
+func natsBlobs(t testing.TB) *natsblob.Store {
 	t.Helper()
 	srv, err := natsserver.Start(t.TempDir())
 	if err != nil {
@@ -125,5 +126,50 @@ func TestInjectFromCacheOnNATS(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(in, "big.bin")); err == nil {
 		t.Fatal("the changed bytes reached the run's directory")
+	}
+}
+
+// BenchmarkInjectNATS: a snapshot of 50 MB of session files on the NATS backend, as a
+// streamed copy (no cache) and as hard links of the cache (after its first fill).
+func BenchmarkInjectNATS(b *testing.B) {
+	ctx := context.Background()
+	for _, cached := range []bool{false, true} {
+		name := "copy"
+		if cached {
+			name = "cache"
+		}
+		b.Run(name, func(b *testing.B) {
+			st, _, k := setup(b)
+			blobs := natsBlobs(b)
+			s := New(st, blobs, time.Hour, slog.New(slog.DiscardHandler))
+			data := b.TempDir()
+			if cached {
+				cache, err := blobcache.Open(blobcache.Config{Dir: filepath.Join(data, "cache"), MaxBytes: 1 << 30})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.UseCache(cache)
+			}
+			dir := b.TempDir()
+			os.WriteFile(filepath.Join(dir, "big.bin"), bytes.Repeat([]byte("0123456789"), 5_000_000), 0o644)
+			if err := s.Replace(ctx, k, dir, []string{"big.bin"}); err != nil {
+				b.Fatal(err)
+			}
+			inject := func(i int) {
+				in := filepath.Join(data, "in", fmt.Sprint(i))
+				os.MkdirAll(in, 0o755)
+				if _, err := s.Inject(ctx, k, in); err != nil {
+					b.Fatal(err)
+				}
+				os.RemoveAll(in)
+			}
+			inject(-1) // fills the cache
+			b.SetBytes(50_000_000)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				inject(i)
+			}
+		})
 	}
 }

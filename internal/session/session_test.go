@@ -30,7 +30,7 @@ func (f *failingStore) Put(ctx context.Context, key string, r io.Reader, opts bl
 	return f.Store.Put(ctx, key, r, opts)
 }
 
-func setup(t *testing.T) (*store.Store, *fsblob.Store, store.SessionKey) {
+func setup(t testing.TB) (*store.Store, *fsblob.Store, store.SessionKey) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()

@@ -80,8 +80,8 @@ func Open(cfg Config) (*Cache, error) {
 
 func (c *Cache) path(sha string) string { return filepath.Join(c.cfg.Dir, sha) }
 
-// Link makes dst the file of checksum sha and size bytes (negative: not known),
-// read-only, fetching it from src first when the cache does not have it. dst is a hard
+// Link makes dst the file of checksum sha and size bytes (negative: not known, and a
+// file in the cache is then not checked against a size), read-only, fetching it from src first when the cache does not have it. dst is a hard
 // link of the cache's file, or a copy of it on another filesystem. Bytes that do not
 // match sha or size give an ErrMismatch error and are neither kept nor linked.
 func (c *Cache) Link(ctx context.Context, sha string, size int64, dst string, src Source) error {
@@ -152,7 +152,7 @@ func (c *Cache) get(ctx context.Context, sha string, size int64, src Source) (p 
 	}
 	p = c.path(sha)
 	c.pin(sha)
-	for attempt := 0; ; attempt++ {
+	for {
 		fi, err := os.Lstat(p)
 		if err == nil && fi.Mode().IsRegular() && (size < 0 || fi.Size() == size) {
 			c.remember(fi, sha)
@@ -171,7 +171,7 @@ func (c *Cache) get(ctx context.Context, sha string, size int64, src Source) (p 
 			c.unpin(sha)
 			return "", false, err
 		}
-		if attempt > 0 && fetched {
+		if fetched {
 			c.unpin(sha)
 			return "", false, fmt.Errorf("the cache's %s went as soon as it was fetched", sha)
 		}

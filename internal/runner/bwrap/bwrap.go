@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/seccomp"
@@ -60,12 +62,16 @@ type Runner struct {
 	drop     bool
 	uid, gid int
 	view     string
+	dynmods  string // the favordynmods cgroup hierarchy mounted (limits.go), or empty
 	root     string // what bwrap mounts as the sandbox's root; empty: the host's /usr
 	seccomp  []byte // the BPF program bwrap loads before it execs the tool
-	version  string
-	log      *slog.Logger
-	pending  sync.WaitGroup // cgroups being removed
-	ready    runner.Readiness
+	// shellLimits: the server may not set bwrap's rlimits (mayPrlimit); a shell sets them
+	// before it execs bwrap.
+	shellLimits bool
+	version     string
+	log         *slog.Logger
+	pending     sync.WaitGroup // cgroups being removed
+	ready       runner.Readiness
 }
 
 // maxResultBytes caps how much of result.json is read.
@@ -110,6 +116,7 @@ func Inspect(cfg Config, log *slog.Logger) (*Runner, error) {
 		return nil, fmt.Errorf("%w: skrip runs as root but may not mount (no CAP_SYS_ADMIN), so it cannot give sandboxes their own uid; run skrip serve as an unprivileged user, or let it mount",
 			runner.ErrUnavailable)
 	}
+	r.shellLimits = !mayPrlimit(bw, r.drop)
 	r.version, _ = bwrapVersion(bw)
 	r.ready.Check = r.check
 	return r, nil
@@ -139,7 +146,7 @@ func (r *Runner) probe(ctx context.Context) error {
 	defer c.close()
 	err := r.baseArgs(c)
 	if err == nil {
-		c.args = append(c.args, "--", "/usr/bin/true")
+		c.command = []string{"/usr/bin/true"}
 		cmd := r.command(c)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -200,6 +207,16 @@ func New(cfg Config, log *slog.Logger) (*Runner, error) {
 			return nil, err
 		}
 	}
+	if r.drop && r.limiter.name() == "cgroup v1" {
+		sum := sha256.Sum256([]byte(r.cfg.WorkDir))
+		ns := hex.EncodeToString(sum[:6])
+		dir := filepath.Join(viewParent(), "skrip-cgroup-"+ns)
+		if err := favorDynmods(dir, ns); err != nil {
+			log.Info("cgroup v1 moves keep waiting for RCU (see limits.go)", "error", err)
+		} else {
+			r.dynmods = dir
+		}
+	}
 	return r, nil
 }
 
@@ -218,6 +235,9 @@ func (r *Runner) Name() string { return "bwrap" }
 func (r *Runner) Close() error {
 	r.pending.Wait()
 	r.limiter.close()
+	if r.dynmods != "" {
+		unfavorDynmods(r.dynmods)
+	}
 	if r.view != "" {
 		syscall.Unmount(r.view, syscall.MNT_DETACH)
 		os.Remove(r.view)
@@ -301,7 +321,7 @@ func (r *Runner) baseArgs(c *cmdline) error {
 // root), with c's files, a bare environment, in a process group of its own, killed if the
 // server dies.
 func (r *Runner) command(c *cmdline) *exec.Cmd {
-	cmd := exec.Command(r.bwrap, c.args...)
+	cmd := exec.Command(r.bwrap, append(append(c.args[:len(c.args):len(c.args)], "--"), c.command...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.ExtraFiles = c.files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -430,7 +450,8 @@ func (r *Runner) runArgs(spec runner.Spec, scratch string, m *mounts) (*cmdline,
 		// mount point exists. /tmp and /work/output are mounts of their own and stay writable.
 		"--remount-ro", "/",
 		"--chdir", "/work")
-	c.args = append(setenv(c.args, runner.Env("/tmp/home", spec.Env)), "--", r.python, "-s", "-B", shim.Entry)
+	c.args = setenv(c.args, runner.Env("/tmp/home", spec.Env))
+	c.command = []string{r.python, "-s", "-B", shim.Entry}
 	return c, nil
 }
 
@@ -446,6 +467,42 @@ func (r *Runner) BareCommand(spec runner.Spec, scratch string) (cmd *exec.Cmd, d
 		return nil, nil, err
 	}
 	return r.command(c), func() { c.close(); m.undo() }, nil
+}
+
+// BareLimited is BareCommand run as Run runs it, under spec's limits (cgroups,
+// rlimits, wall time, captured output), without Run's other steps (the output tmpfs,
+// result.json, collecting the output): what benchmarks compare the bare loop with. run
+// may be called once; done undoes what was mounted.
+func (r *Runner) BareLimited(spec runner.Spec, scratch string) (run func(context.Context) (runner.ExecResult, error), done func(), err error) {
+	var m mounts
+	c, err := r.runArgs(spec, scratch, &m)
+	if err != nil {
+		m.undo()
+		return nil, nil, err
+	}
+	run = func(ctx context.Context) (runner.ExecResult, error) {
+		return r.execute(ctx, process{name: spec.ID, cmd: c, limits: spec.Limits, fsize: max(spec.Limits.OutputBytes, maxResultBytes)})
+	}
+	return run, func() { c.close(); m.undo() }, nil
+}
+
+// FloorCommand is the least sandbox a run could be: `bwrap --unshare-all` over the same
+// root, as the same uid, running `python3 -c pass`, with no filter, limits, mounts or
+// shim. Benchmarks launch it as the floor a run's latency is measured against.
+func (r *Runner) FloorCommand() *exec.Cmd {
+	c := &cmdline{args: []string{"--unshare-all", "--die-with-parent"}, command: []string{r.python, "-c", "pass"}}
+	if r.root != "" {
+		c.args = append(c.args, "--ro-bind", r.root, "/")
+	} else {
+		c.args = append(c.args, "--ro-bind", "/usr", "/usr")
+		for _, l := range []string{"bin", "lib", "lib64"} {
+			if _, err := os.Lstat(filepath.Join("/usr", l)); err == nil {
+				c.args = append(c.args, "--symlink", "usr/"+l, "/"+l)
+			}
+		}
+	}
+	c.args = append(c.args, "--proc", "/proc", "--dev", "/dev")
+	return r.command(c)
 }
 
 // process is one sandboxed command line to execute under limits.
@@ -464,11 +521,7 @@ type process struct {
 func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, error) {
 	defer p.cmd.close()
 	l := p.limits
-	owner := [2]int{-1, -1}
-	if r.drop {
-		owner = [2]int{r.uid, r.gid}
-	}
-	g, err := r.limiter.start(p.name, l, owner)
+	g, err := r.limiter.start(p.name, l)
 	if err != nil {
 		return runner.ExecResult{}, err
 	}
@@ -490,10 +543,31 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 	if err != nil {
 		return runner.ExecResult{}, err
 	}
-	p.cmd.args = append([]string{"--json-status-fd", p.cmd.fd(statusW)}, p.cmd.args...)
+	// bwrap reads its options from a pipe (--args) before it does anything else: the
+	// server puts it into its cgroups and sets its rlimits first, then hands it the
+	// options. No shell joins the groups, and nothing the sandbox starts is ever outside
+	// them.
+	argsR, argsW, err := os.Pipe()
+	if err != nil {
+		statusR.Close()
+		statusW.Close()
+		return runner.ExecResult{}, err
+	}
+	defer argsW.Close()
+	opts := append([]string{"--json-status-fd", p.cmd.fd(statusW)}, p.cmd.args...)
+	p.cmd.args = []string{"--args", p.cmd.fd(argsR)}
 	cmd := r.command(p.cmd)
+	limits := g.rlimits()
 	if p.fsize > 0 {
-		wrap(cmd, []string{"/bin/sh", "-c", fmt.Sprintf("ulimit -f %d || exit 125; exec \"$@\"", (p.fsize+511)/512), "sh"})
+		limits = append(limits, rlimit{unix.RLIMIT_FSIZE, "-f", uint64((p.fsize + 511) / 512 * 512)})
+	}
+	if r.shellLimits && len(limits) > 0 {
+		script := ""
+		for _, rl := range limits {
+			script += rl.shell()
+		}
+		wrap(cmd, []string{"/bin/sh", "-c", script + `exec "$@"`, "sh"})
+		limits = nil
 	}
 	g.join(cmd)
 
@@ -514,6 +588,12 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 	p.cmd.close()
 	if err != nil {
 		return runner.ExecResult{}, fmt.Errorf("starting bwrap: %w", err)
+	}
+	if err := r.release(cmd.Process.Pid, g, limits, argsW, opts); err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		<-started
+		return runner.ExecResult{}, err
 	}
 	var timedOut atomic.Bool
 	var once sync.Once
@@ -546,6 +626,32 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 	return res, nil
 }
 
+// release puts the started bwrap pid, waiting for its options, into group g and under
+// limits, then writes it the options, NUL-separated, and closes the pipe.
+func (r *Runner) release(pid int, g group, limits []rlimit, w *os.File, opts []string) error {
+	if err := g.enter(pid); err != nil {
+		return err
+	}
+	for _, l := range limits {
+		if err := l.set(pid); err != nil {
+			return err
+		}
+	}
+	var b bytes.Buffer
+	for _, a := range opts {
+		b.WriteString(a)
+		b.WriteByte(0)
+	}
+	_, err := w.Write(b.Bytes())
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("passing bwrap its options: %w", err)
+	}
+	return nil
+}
+
 // wrap makes cmd run its command line through prefix, which ends by exec'ing it.
 func wrap(cmd *exec.Cmd, prefix []string) {
 	cmd.Args = append(prefix, cmd.Args...)
@@ -558,6 +664,19 @@ func setenv(args []string, env map[string]string) []string {
 		args = append(args, "--setenv", k, env[k])
 	}
 	return args
+}
+
+// mayPrlimit reports whether the server may set the rlimits of bwrap, started from the
+// program bw: as root, with CAP_SYS_RESOURCE (a container's root often lacks it); as
+// another user, when bwrap runs as that user too (it is not setuid).
+func mayPrlimit(bw string, root bool) bool {
+	if root {
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		return unix.Capget(&hdr, &data[0]) == nil && data[0].Effective&(1<<unix.CAP_SYS_RESOURCE) != 0
+	}
+	fi, err := os.Stat(bw)
+	return err == nil && fi.Mode()&os.ModeSetuid == 0
 }
 
 // probeTmpfs reports whether the server may mount a size-capped tmpfs (it is root).

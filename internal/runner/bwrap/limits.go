@@ -22,10 +22,8 @@ import (
 // controllers are mounted, and rlimits as the last resort.
 type limiter interface {
 	name() string
-	// start makes the per-run group, which the sandbox's host uid:gid owner (-1: the
-	// server's own) may join. Its join makes a command start inside the group, so that
-	// no child is ever outside it.
-	start(id string, l runner.Limits, owner [2]int) (group, error)
+	// start makes the per-run group.
+	start(id string, l runner.Limits) (group, error)
 	enforced(l runner.Limits) []runner.Enforced
 	// sweep removes per-run groups a crashed server left behind.
 	sweep()
@@ -33,15 +31,20 @@ type limiter interface {
 	close()
 }
 
+// A group's process is a bwrap that waits for its command line on a pipe (see
+// execute): whatever the group does before it is handed that line, bwrap has not started
+// anything yet, so no child of it is ever outside the group or its limits.
 type group interface {
+	// join prepares cmd, before it starts, to start inside the group (cgroup v2).
 	join(cmd *exec.Cmd)
+	// enter puts pid, the started bwrap still waiting for its command line, into the
+	// group (cgroup v1) or under its rlimits, as the server.
+	enter(pid int) error
+	// rlimits are the per-process limits the group needs beside its own.
+	rlimits() []rlimit
 	oomKilled() bool
 	destroy() error
 }
-
-// joinScript is run by /bin/sh: it writes its own pid into each cgroup.procs file given
-// before "--", then execs the rest. It runs as the sandbox's uid, which owns those files.
-const joinScript = `while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`
 
 // pickLimiter chooses the best limiter this machine offers. ns names this server's
 // groups (a hash of its work dir), so that sweeping never touches another server's runs.
@@ -111,7 +114,7 @@ func (v v2) sweep() {
 	}
 }
 
-func (v v2) start(id string, l runner.Limits, owner [2]int) (group, error) {
+func (v v2) start(id string, l runner.Limits) (group, error) {
 	dir := filepath.Join(v.base, "skrip-"+v.ns+"-"+id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating cgroup %s: %w", dir, err)
@@ -159,6 +162,9 @@ func (g *v2group) join(cmd *exec.Cmd) {
 	cmd.SysProcAttr.UseCgroupFD = true
 	cmd.SysProcAttr.CgroupFD = int(g.fd.Fd())
 }
+
+func (g *v2group) enter(pid int) error { return nil }
+func (g *v2group) rlimits() []rlimit   { return nil }
 
 func (g *v2group) oomKilled() bool {
 	return counter(filepath.Join(g.dir, "memory.events"), "oom_kill") > 0
@@ -221,7 +227,7 @@ func (v v1) sweep() {
 	}
 }
 
-func (v v1) start(id string, l runner.Limits, owner [2]int) (group, error) {
+func (v v1) start(id string, l runner.Limits) (group, error) {
 	g := &v1group{}
 	type w struct{ file, value string }
 	plan := []struct {
@@ -244,12 +250,6 @@ func (v v1) start(id string, l runner.Limits, owner [2]int) (group, error) {
 			return nil, fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
 		g.dirs = append(g.dirs, dir)
-		// The sandbox's uid joins the group itself (see joinScript); writing its pid
-		// there takes no more than owning the file, in cgroup v1.
-		if err := os.Chown(filepath.Join(dir, "cgroup.procs"), owner[0], owner[1]); err != nil {
-			g.destroy()
-			return nil, fmt.Errorf("handing cgroup %s to the sandbox's uid: %w", dir, err)
-		}
 		for _, wr := range p.writes {
 			err := os.WriteFile(filepath.Join(dir, wr.file), []byte(wr.value), 0)
 			// memsw exists only with swap accounting; swappiness is advisory.
@@ -281,12 +281,18 @@ type v1group struct {
 	memory string
 }
 
-func (g *v1group) join(cmd *exec.Cmd) {
-	prefix := []string{"/bin/sh", "-c", joinScript, "sh"}
+func (g *v1group) join(cmd *exec.Cmd) {}
+func (g *v1group) rlimits() []rlimit  { return nil }
+
+// enter writes pid into each cgroup.procs: the server may (it is root, or the sandbox
+// runs as the server's own uid).
+func (g *v1group) enter(pid int) error {
 	for _, d := range g.dirs {
-		prefix = append(prefix, filepath.Join(d, "cgroup.procs"))
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("moving the sandbox into cgroup %s: %w", d, err)
+		}
 	}
-	wrap(cmd, append(prefix, "--"))
+	return nil
 }
 
 func (g *v1group) oomKilled() bool {
@@ -313,7 +319,7 @@ func (rlimits) name() string { return "rlimits" }
 func (rlimits) sweep() {}
 func (rlimits) close() {}
 
-func (rlimits) start(id string, l runner.Limits, owner [2]int) (group, error) {
+func (rlimits) start(id string, l runner.Limits) (group, error) {
 	return rgroup{l: l}, nil
 }
 
@@ -327,14 +333,44 @@ func (rlimits) enforced(l runner.Limits) []runner.Enforced {
 
 type rgroup struct{ l runner.Limits }
 
-func (r rgroup) join(cmd *exec.Cmd) {
-	wrap(cmd, []string{"/bin/sh", "-c", fmt.Sprintf("ulimit -v %d || exit 125; exec \"$@\"", r.l.MemoryBytes/1024), "sh"})
+func (r rgroup) join(cmd *exec.Cmd) {}
+
+// enter sets nothing: execute applies the group's rlimits.
+func (r rgroup) enter(pid int) error { return nil }
+
+func (r rgroup) rlimits() []rlimit {
+	return []rlimit{{unix.RLIMIT_AS, "-v", uint64(r.l.MemoryBytes / 1024 * 1024)}}
 }
 
 func (rgroup) oomKilled() bool { return false }
 func (rgroup) destroy() error  { return nil }
 
 // --- helpers ---
+
+// rlimit is a process limit: its resource, the shell's `ulimit` flag for it, and its
+// value in bytes.
+type rlimit struct {
+	res   int
+	flag  string
+	bytes uint64
+}
+
+// set makes l the soft and hard limit of process pid, as `ulimit` does.
+func (l rlimit) set(pid int) error {
+	if err := unix.Prlimit(pid, l.res, &unix.Rlimit{Cur: l.bytes, Max: l.bytes}, nil); err != nil {
+		return fmt.Errorf("setting the sandbox's ulimit %s: %w", l.flag, err)
+	}
+	return nil
+}
+
+// shell is l as a `ulimit` command (in KiB, or 512-byte blocks for -f).
+func (l rlimit) shell() string {
+	unit := uint64(1024)
+	if l.flag == "-f" {
+		unit = 512
+	}
+	return fmt.Sprintf("ulimit %s %d || exit 125; ", l.flag, l.bytes/unit)
+}
 
 // counter reads "name value" from a flat-keyed cgroup file.
 func counter(path, name string) int64 {
@@ -387,4 +423,39 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// --- cgroup v1: moving a process without waiting ---
+
+// Moving a process into a cgroup v1 takes the kernel's cgroup_threadgroup_rwsem for
+// writing, which by default waits for an RCU grace period whenever no other move happened
+// in the last few milliseconds: 5 to 15 ms, about a third of a no-op run. A cgroup
+// hierarchy mounted with favordynmods (Linux 6.0 and later) switches that lock, for the
+// whole machine, to a mode whose writers do not wait, at the price of a memory barrier in
+// every fork and exit (the kernel's CONFIG_CGROUP_FAVOR_DYNMODS default does the same).
+// The runner mounts one such hierarchy of its own, with no controller and no group in it,
+// while it is open; unmounting it restores the default. A server that may not mount, or a
+// kernel without the option, keeps the default and only waits.
+
+// favorDynmods mounts the hierarchy at dir (what a crashed server left there is detached
+// first).
+func favorDynmods(dir, ns string) error {
+	syscall.Unmount(dir, syscall.MNT_DETACH)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || owner(fi) != 0 {
+		return fmt.Errorf("%s exists and is not root's own directory", dir)
+	}
+	if err := syscall.Mount("cgroup", dir, "cgroup", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "none,name=skrip-"+ns+",favordynmods"); err != nil {
+		os.Remove(dir)
+		return fmt.Errorf("mounting a favordynmods cgroup hierarchy: %w", err)
+	}
+	return nil
+}
+
+// unfavorDynmods unmounts what favorDynmods mounted.
+func unfavorDynmods(dir string) {
+	syscall.Unmount(dir, syscall.MNT_DETACH)
+	os.Remove(dir)
 }

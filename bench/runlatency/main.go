@@ -10,9 +10,10 @@
 //   - the floor: `bwrap --unshare-all … python3 -c pass`, the least a sandboxed Python
 //     costs here.
 //
-// Latency (median, p95) comes from sequential runs with the four kinds interleaved; runs
-// per second at concurrency 1, 2 and 4 from k runs of each kind per point. It prints
-// markdown for docs/BENCHMARKS.md.
+// Latency (median, p95) and CPU time per run (this process's and its children's, which a
+// loaded machine does not inflate as it does wall time) come from sequential runs with the
+// four kinds interleaved; runs per second at concurrency 1, 2 and 4 from k runs of each
+// kind per point. It prints markdown for docs/BENCHMARKS.md.
 //
 //	go run ./bench/runlatency -n 60 -k 40
 package main
@@ -26,8 +27,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/skrip-dev/skrip/bench/benchutil"
@@ -45,6 +48,7 @@ var kinds = []string{"skrip API", "bare loop with limits", "bare loop", "floor"}
 func main() {
 	n := flag.Int("n", 60, "sequential runs of each kind for the latency figures")
 	k := flag.Int("k", 40, "runs of each kind per throughput point")
+	apiProfile := flag.String("cpuprofile", "", "write a CPU profile of API runs alone (after the table) to this file")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "skrip-bench-")
 	if err != nil {
@@ -138,10 +142,12 @@ func main() {
 		}
 	}
 
-	lat := map[string][]time.Duration{}
+	lat, cpu := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for range *n {
 		for _, kind := range kinds {
+			before := cpuTime()
 			lat[kind] = append(lat[kind], run(kind))
+			cpu[kind] = append(cpu[kind], cpuTime()-before)
 		}
 	}
 	rate := map[string]map[int]float64{}
@@ -165,6 +171,19 @@ func main() {
 		}
 	}
 
+	if *apiProfile != "" {
+		f, err := os.Create(*apiProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		for range *n {
+			run("skrip API")
+		}
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+
 	root := cmp.Or(app.BwrapConfig(cfg).Rootfs, "the host's /usr")
 	fmt.Printf("No-op tool, %d sequential runs of each kind (interleaved); throughput from %d runs of each kind per point. Server: SQLite, fs blobs, bwrap with %s limits, %d workers, root %s.\n\n",
 		*n, *k, br.Limiter(), cfg.RunnerConcurrency, root)
@@ -181,6 +200,13 @@ func main() {
 		api := v["skrip API"]
 		fmt.Printf(" %+.1f ms | %+.1f ms | %.2f× |\n", float64(api-v["bare loop"])/1e6, float64(api-v["bare loop with limits"])/1e6, float64(api)/float64(v["floor"]))
 	}
+	fmt.Print("| CPU per run (median) |")
+	v := map[string]time.Duration{}
+	for _, kind := range kinds {
+		v[kind] = pct(cpu[kind], 50)
+		fmt.Printf(" %s |", ms(v[kind]))
+	}
+	fmt.Printf(" %+.1f ms | %+.1f ms | %.2f× |\n", float64(v["skrip API"]-v["bare loop"])/1e6, float64(v["skrip API"]-v["bare loop with limits"])/1e6, float64(v["skrip API"])/float64(v["floor"]))
 	for _, conc := range concs {
 		fmt.Printf("| runs/s at concurrency %d |", conc)
 		for _, kind := range kinds {
@@ -189,6 +215,20 @@ func main() {
 		api := rate["skrip API"][conc]
 		fmt.Printf(" ratio %.2f | ratio %.2f | ratio %.2f |\n", api/rate["bare loop"][conc], api/rate["bare loop with limits"][conc], api/rate["floor"][conc])
 	}
+}
+
+// cpuTime is the CPU time, user and system, this process and the children it waited for
+// have used: the server, the client and the sandboxes, which a loaded machine does not
+// inflate as it does wall time.
+func cpuTime() time.Duration {
+	var self, children syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	var total time.Duration
+	for _, ru := range []syscall.Rusage{self, children} {
+		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return total
 }
 
 func pct(ds []time.Duration, p int) time.Duration {

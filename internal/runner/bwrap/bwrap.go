@@ -62,7 +62,6 @@ type Runner struct {
 	drop     bool
 	uid, gid int
 	view     string
-	dynmods  string // the favordynmods cgroup hierarchy mounted (limits.go), or empty
 	root     string // what bwrap mounts as the sandbox's root; empty: the host's /usr
 	seccomp  []byte // the BPF program bwrap loads before it execs the tool
 	// shellLimits: the server may not set bwrap's rlimits (mayPrlimit); a shell sets them
@@ -70,7 +69,8 @@ type Runner struct {
 	shellLimits bool
 	version     string
 	log         *slog.Logger
-	pending     sync.WaitGroup // cgroups being removed
+	pending     sync.WaitGroup // cgroups being removed, bwraps being parked
+	parking     parking        // bwraps started ahead of runs (park.go)
 	ready       runner.Readiness
 }
 
@@ -207,16 +207,6 @@ func New(cfg Config, log *slog.Logger) (*Runner, error) {
 			return nil, err
 		}
 	}
-	if r.drop && r.limiter.name() == "cgroup v1" {
-		sum := sha256.Sum256([]byte(r.cfg.WorkDir))
-		ns := hex.EncodeToString(sum[:6])
-		dir := filepath.Join(viewParent(), "skrip-cgroup-"+ns)
-		if err := favorDynmods(dir, ns); err != nil {
-			log.Info("cgroup v1 moves keep waiting for RCU (see limits.go)", "error", err)
-		} else {
-			r.dynmods = dir
-		}
-	}
 	return r, nil
 }
 
@@ -233,11 +223,9 @@ func (r *Runner) Name() string { return "bwrap" }
 
 // Close implements runner.Runner: it removes this server's cgroups and its view.
 func (r *Runner) Close() error {
+	r.unparkAll()
 	r.pending.Wait()
 	r.limiter.close()
-	if r.dynmods != "" {
-		unfavorDynmods(r.dynmods)
-	}
 	if r.view != "" {
 		syscall.Unmount(r.view, syscall.MNT_DETACH)
 		os.Remove(r.view)
@@ -279,16 +267,9 @@ func (r *Runner) Limiter() string { return r.limiter.name() }
 // baseArgs starts c with the sandbox every run shares, seccomp filter included;
 // spec-specific mounts follow it.
 func (r *Runner) baseArgs(c *cmdline) error {
-	// The filter goes through a pipe: it is far smaller than a pipe's buffer.
-	pr, pw, err := os.Pipe()
+	pr, err := r.seccompPipe()
 	if err != nil {
 		return err
-	}
-	_, err = pw.Write(r.seccomp)
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		return fmt.Errorf("passing the seccomp filter: %w", err)
 	}
 	c.args = append(c.args, "--unshare-all", "--die-with-parent", "--new-session", "--uid", sandboxUID, "--gid", sandboxUID,
 		"--hostname", "skrip", "--clearenv", "--seccomp", c.fd(pr))
@@ -315,6 +296,22 @@ func (r *Runner) baseArgs(c *cmdline) error {
 		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
 		"--dev", "/dev")
 	return nil
+}
+
+// seccompPipe returns the read end of a pipe that holds the seccomp filter: it is far
+// smaller than a pipe's buffer.
+func (r *Runner) seccompPipe() (*os.File, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = pw.Write(r.seccomp)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return nil, fmt.Errorf("passing the seccomp filter: %w", err)
+	}
+	return pr, nil
 }
 
 // command is c as a process: bwrap started as the sandbox's host uid (when the server is
@@ -366,7 +363,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	}
 	// Every file the run writes is capped at the output limit: /work/result.json lives on
 	// the data disk, and without the server's tmpfs so does /work/output.
-	ex, err := r.execute(ctx, process{name: spec.ID, cmd: c, limits: l, fsize: max(l.OutputBytes, maxResultBytes), onLine: spec.OnLine})
+	ex, err := r.execute(ctx, process{name: spec.ID, cmd: c, limits: l, fsize: max(l.OutputBytes, maxResultBytes), onLine: spec.OnLine, run: true})
 	res := runner.Result{ExecResult: ex}
 	if err != nil {
 		return res, err
@@ -481,7 +478,7 @@ func (r *Runner) BareLimited(spec runner.Spec, scratch string) (run func(context
 		return nil, nil, err
 	}
 	run = func(ctx context.Context) (runner.ExecResult, error) {
-		return r.execute(ctx, process{name: spec.ID, cmd: c, limits: spec.Limits, fsize: max(spec.Limits.OutputBytes, maxResultBytes)})
+		return r.execute(ctx, process{name: spec.ID, cmd: c, limits: spec.Limits, fsize: max(spec.Limits.OutputBytes, maxResultBytes), run: true})
 	}
 	return run, func() { c.close(); m.undo() }, nil
 }
@@ -513,6 +510,7 @@ type process struct {
 	fsize  int64 // bytes any one file may reach (RLIMIT_FSIZE); 0: no limit
 	stdin  io.Reader
 	onLine func(stream string, line []byte)
+	run    bool // a tool run (Run), which parked bwraps may serve
 }
 
 // execute runs p's bwrap command line in a cgroup of its own, kills the whole sandbox at
@@ -521,80 +519,43 @@ type process struct {
 func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, error) {
 	defer p.cmd.close()
 	l := p.limits
-	g, err := r.limiter.start(p.name, l)
-	if err != nil {
-		return runner.ExecResult{}, err
+	if len(p.cmd.files) != 1 {
+		return runner.ExecResult{}, fmt.Errorf("a sandbox's command line passes %d files, want its seccomp filter alone", len(p.cmd.files))
 	}
-	// The kernel frees a cgroup only after the sandbox's pid namespace is torn down, some
-	// milliseconds after the run ended: remove it in the background (Close waits).
-	r.pending.Add(1)
-	defer func() {
-		go func() {
-			defer r.pending.Done()
-			if err := g.destroy(); err != nil {
-				r.log.Warn("removing a sandbox's cgroup", "name", p.name, "error", err)
-			}
-		}()
-	}()
-	// bwrap says on its status descriptor when the sandboxed process has started: an
-	// exit code of 125 before that is a sandbox that could not be set up, after it the
-	// tool's own.
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return runner.ExecResult{}, err
-	}
-	// bwrap reads its options from a pipe (--args) before it does anything else: the
-	// server puts it into its cgroups and sets its rlimits first, then hands it the
-	// options. No shell joins the groups, and nothing the sandbox starts is ever outside
-	// them.
-	argsR, argsW, err := os.Pipe()
-	if err != nil {
-		statusR.Close()
-		statusW.Close()
-		return runner.ExecResult{}, err
-	}
-	defer argsW.Close()
-	opts := append([]string{"--json-status-fd", p.cmd.fd(statusW)}, p.cmd.args...)
-	p.cmd.args = []string{"--args", p.cmd.fd(argsR)}
-	cmd := r.command(p.cmd)
-	limits := g.rlimits()
-	if p.fsize > 0 {
-		limits = append(limits, rlimit{unix.RLIMIT_FSIZE, "-f", uint64((p.fsize + 511) / 512 * 512)})
-	}
-	if r.shellLimits && len(limits) > 0 {
-		script := ""
-		for _, rl := range limits {
-			script += rl.shell()
+	// The options refer to the descriptors spawn gives (park.go): the filter is the
+	// command line's own first file, as there.
+	opts := append([]string{"--json-status-fd", statusFD}, p.cmd.args...)
+	start := time.Now()
+	pr := r.unpark(p)
+	if pr != nil {
+		if err := r.release(pr, opts); err != nil {
+			// A parked bwrap that died (the thread that started it ended, say) is
+			// replaced.
+			r.log.Warn("a parked sandbox could not be used", "error", err)
+			pr.kill()
+			pr = nil
 		}
-		wrap(cmd, []string{"/bin/sh", "-c", script + `exec "$@"`, "sh"})
-		limits = nil
 	}
-	g.join(cmd)
+	if pr == nil {
+		seccomp := p.cmd.files[0]
+		p.cmd.files = nil
+		var err error
+		if pr, err = r.spawn(p.name, l, seccomp, p.cmd.command, p.fsize, p.stdin); err != nil {
+			return runner.ExecResult{}, err
+		}
+		if err := r.release(pr, opts); err != nil {
+			pr.kill()
+			return runner.ExecResult{}, err
+		}
+	}
+	defer r.destroy(pr.g, pr.name)
+	r.refill(p)
 
 	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: p.onLine}
 	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: p.onLine}
-	cmd.Stdin = p.stdin
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = 2 * time.Second
-
-	started := make(chan bool, 1)
-	go func() {
-		b, _ := io.ReadAll(io.LimitReader(statusR, 1<<16))
-		statusR.Close()
-		started <- strings.Contains(string(b), `"child-pid"`)
-	}()
-	start := time.Now()
-	err = cmd.Start()
-	p.cmd.close()
-	if err != nil {
-		return runner.ExecResult{}, fmt.Errorf("starting bwrap: %w", err)
-	}
-	if err := r.release(cmd.Process.Pid, g, limits, argsW, opts); err != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		<-started
-		return runner.ExecResult{}, err
-	}
+	pr.stdout.set(stdout)
+	pr.stderr.set(stderr)
+	cmd := pr.cmd
 	var timedOut atomic.Bool
 	var once sync.Once
 	kill := func() { once.Do(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) }
@@ -603,7 +564,7 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 	waitErr := cmd.Wait()
 	timer.Stop()
 	stop()
-	res := runner.ExecResult{Duration: time.Since(start), TimedOut: timedOut.Load(), OOMKilled: g.oomKilled()}
+	res := runner.ExecResult{Duration: time.Since(start), TimedOut: timedOut.Load(), OOMKilled: pr.g.oomKilled()}
 	stdout.Flush()
 	stderr.Flush()
 	res.Stdout, res.StdoutTruncated = stdout.Bytes()
@@ -620,36 +581,10 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 	default:
 		return res, fmt.Errorf("waiting for bwrap: %w", waitErr)
 	}
-	if childStarted := <-started; res.ExitCode == 125 && !childStarted && !res.TimedOut {
+	if childStarted := <-pr.started; res.ExitCode == 125 && !childStarted && !res.TimedOut {
 		return res, fmt.Errorf("the sandbox could not be set up: %s", strings.TrimSpace(string(res.Stderr)))
 	}
 	return res, nil
-}
-
-// release puts the started bwrap pid, waiting for its options, into group g and under
-// limits, then writes it the options, NUL-separated, and closes the pipe.
-func (r *Runner) release(pid int, g group, limits []rlimit, w *os.File, opts []string) error {
-	if err := g.enter(pid); err != nil {
-		return err
-	}
-	for _, l := range limits {
-		if err := l.set(pid); err != nil {
-			return err
-		}
-	}
-	var b bytes.Buffer
-	for _, a := range opts {
-		b.WriteString(a)
-		b.WriteByte(0)
-	}
-	_, err := w.Write(b.Bytes())
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("passing bwrap its options: %w", err)
-	}
-	return nil
 }
 
 // wrap makes cmd run its command line through prefix, which ends by exec'ing it.

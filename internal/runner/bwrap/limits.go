@@ -125,15 +125,9 @@ func (v v2) start(id string, l runner.Limits) (group, error) {
 		return nil, fmt.Errorf("opening cgroup %s: %w", dir, err)
 	}
 	g := &v2group{dir: dir, fd: os.NewFile(uintptr(fd), dir)}
-	writes := [][2]string{{"memory.max", strconv.FormatInt(l.MemoryBytes, 10)}, {"memory.swap.max", "0"}, {"pids.max", strconv.Itoa(l.Pids)}}
-	if l.CPUs > 0 {
-		writes = append(writes, [2]string{"cpu.max", fmt.Sprintf("%d 100000", int64(l.CPUs*100000))})
-	}
-	for _, w := range writes {
-		if err := os.WriteFile(filepath.Join(dir, w[0]), []byte(w[1]), 0); err != nil && !(w[0] == "memory.swap.max" || w[0] == "cpu.max") {
-			g.destroy()
-			return nil, fmt.Errorf("setting %s: %w", w[0], err)
-		}
+	if err := g.set(l); err != nil {
+		g.destroy()
+		return nil, err
 	}
 	return g, nil
 }
@@ -161,6 +155,20 @@ type v2group struct {
 func (g *v2group) join(cmd *exec.Cmd) {
 	cmd.SysProcAttr.UseCgroupFD = true
 	cmd.SysProcAttr.CgroupFD = int(g.fd.Fd())
+}
+
+// set writes l's limits into the group.
+func (g *v2group) set(l runner.Limits) error {
+	writes := [][2]string{{"memory.max", strconv.FormatInt(l.MemoryBytes, 10)}, {"memory.swap.max", "0"}, {"pids.max", strconv.Itoa(l.Pids)}}
+	if l.CPUs > 0 {
+		writes = append(writes, [2]string{"cpu.max", fmt.Sprintf("%d 100000", int64(l.CPUs*100000))})
+	}
+	for _, w := range writes {
+		if err := os.WriteFile(filepath.Join(g.dir, w[0]), []byte(w[1]), 0); err != nil && !(w[0] == "memory.swap.max" || w[0] == "cpu.max") {
+			return fmt.Errorf("setting %s: %w", w[0], err)
+		}
+	}
+	return nil
 }
 
 func (g *v2group) enter(pid int) error { return nil }
@@ -229,38 +237,24 @@ func (v v1) sweep() {
 
 func (v v1) start(id string, l runner.Limits) (group, error) {
 	g := &v1group{}
-	type w struct{ file, value string }
-	plan := []struct {
-		root   string
-		writes []w
-	}{
-		{v.memory, []w{{"memory.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)}, {"memory.memsw.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)}, {"memory.swappiness", "0"}}},
-		{v.pids, []w{{"pids.max", strconv.Itoa(l.Pids)}}},
-	}
-	if v.cpu != "" && l.CPUs > 0 {
-		plan = append(plan, struct {
-			root   string
-			writes []w
-		}{v.cpu, []w{{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", strconv.FormatInt(int64(l.CPUs*100000), 10)}}})
-	}
-	for _, p := range plan {
-		dir := filepath.Join(p.root, id)
+	for _, c := range []struct {
+		root string
+		dst  *string
+	}{{v.memory, &g.memory}, {v.pids, &g.pids}, {v.cpu, &g.cpu}} {
+		if c.root == "" || (c.root == v.cpu && l.CPUs <= 0) {
+			continue
+		}
+		dir := filepath.Join(c.root, id)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			g.destroy()
 			return nil, fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
 		g.dirs = append(g.dirs, dir)
-		for _, wr := range p.writes {
-			err := os.WriteFile(filepath.Join(dir, wr.file), []byte(wr.value), 0)
-			// memsw exists only with swap accounting; swappiness is advisory.
-			if err != nil && wr.file != "memory.memsw.limit_in_bytes" && wr.file != "memory.swappiness" {
-				g.destroy()
-				return nil, fmt.Errorf("setting %s: %w", wr.file, err)
-			}
-		}
-		if p.root == v.memory {
-			g.memory = dir
-		}
+		*c.dst = dir
+	}
+	if err := g.set(l); err != nil {
+		g.destroy()
+		return nil, err
 	}
 	return g, nil
 }
@@ -277,8 +271,34 @@ func (v v1) enforced(l runner.Limits) []runner.Enforced {
 }
 
 type v1group struct {
-	dirs   []string
-	memory string
+	dirs              []string
+	memory, pids, cpu string // the group's cgroup of each controller ("": none)
+}
+
+// set writes l's limits into the group's cgroups. A group made for a run without a CPU
+// limit has no cpu cgroup.
+func (g *v1group) set(l runner.Limits) error {
+	type w struct{ dir, file, value string }
+	writes := []w{
+		{g.memory, "memory.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)},
+		{g.memory, "memory.memsw.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)},
+		{g.memory, "memory.swappiness", "0"},
+		{g.pids, "pids.max", strconv.Itoa(l.Pids)},
+	}
+	if l.CPUs > 0 {
+		writes = append(writes, w{g.cpu, "cpu.cfs_period_us", "100000"}, w{g.cpu, "cpu.cfs_quota_us", strconv.FormatInt(int64(l.CPUs*100000), 10)})
+	}
+	for _, wr := range writes {
+		if wr.dir == "" {
+			continue
+		}
+		err := os.WriteFile(filepath.Join(wr.dir, wr.file), []byte(wr.value), 0)
+		// memsw exists only with swap accounting; swappiness is advisory.
+		if err != nil && wr.file != "memory.memsw.limit_in_bytes" && wr.file != "memory.swappiness" {
+			return fmt.Errorf("setting %s: %w", wr.file, err)
+		}
+	}
+	return nil
 }
 
 func (g *v1group) join(cmd *exec.Cmd) {}
@@ -423,39 +443,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// --- cgroup v1: moving a process without waiting ---
-
-// Moving a process into a cgroup v1 takes the kernel's cgroup_threadgroup_rwsem for
-// writing, which by default waits for an RCU grace period whenever no other move happened
-// in the last few milliseconds: 5 to 15 ms, about a third of a no-op run. A cgroup
-// hierarchy mounted with favordynmods (Linux 6.0 and later) switches that lock, for the
-// whole machine, to a mode whose writers do not wait, at the price of a memory barrier in
-// every fork and exit (the kernel's CONFIG_CGROUP_FAVOR_DYNMODS default does the same).
-// The runner mounts one such hierarchy of its own, with no controller and no group in it,
-// while it is open; unmounting it restores the default. A server that may not mount, or a
-// kernel without the option, keeps the default and only waits.
-
-// favorDynmods mounts the hierarchy at dir (what a crashed server left there is detached
-// first).
-func favorDynmods(dir, ns string) error {
-	syscall.Unmount(dir, syscall.MNT_DETACH)
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || owner(fi) != 0 {
-		return fmt.Errorf("%s exists and is not root's own directory", dir)
-	}
-	if err := syscall.Mount("cgroup", dir, "cgroup", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "none,name=skrip-"+ns+",favordynmods"); err != nil {
-		os.Remove(dir)
-		return fmt.Errorf("mounting a favordynmods cgroup hierarchy: %w", err)
-	}
-	return nil
-}
-
-// unfavorDynmods unmounts what favorDynmods mounted.
-func unfavorDynmods(dir string) {
-	syscall.Unmount(dir, syscall.MNT_DETACH)
-	os.Remove(dir)
 }

@@ -4,7 +4,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/runner/runnertest"
 )
@@ -72,42 +74,76 @@ func TestRlimitsEitherWay(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// TestFavorDynmods: on cgroup v1, a root server holds a favordynmods hierarchy of its own
-// while the runner is open (so that moving a run into its cgroups does not wait for an
-// RCU grace period), and unmounts it on Close.
-func TestFavorDynmods(t *testing.T) {
+// TestParkedRunsKeepTheirLimits: on cgroup v1 a run takes a bwrap parked in cgroups of its
+// own ahead of time, with the limits of the run before it; the run's own limits are what
+// hold (a smaller memory and pids limit here), and Close ends the parked bwraps.
+func TestParkedRunsKeepTheirLimits(t *testing.T) {
 	r := newRunner(t).(*Runner)
-	if r.Limiter() != "cgroup v1" || !r.drop {
-		t.Skip("cgroup v1 not available to a root server: run the tests as root on a cgroup v1 host")
+	if r.Limiter() != "cgroup v1" {
+		t.Skip("cgroup v1 not available: run the tests as root on a cgroup v1 host")
 	}
-	if r.dynmods == "" {
-		t.Skip("favordynmods not available: Linux 6.0 or later")
+	if o := runnertest.Exec(t, r, "def run_tool(i, o):\n    return 'ok'\n", nil, nil, runnertest.Limits()); o.Parsed.Status != "succeeded" {
+		t.Fatalf("first run: %+v", o.Parsed)
 	}
-	if !mounted(t, r.dynmods, "favordynmods") {
-		t.Fatalf("%s is not a favordynmods cgroup mount", r.dynmods)
+	parked := func() []int {
+		r.parking.mu.Lock()
+		defer r.parking.mu.Unlock()
+		var pids []int
+		for _, pr := range r.parking.procs {
+			pids = append(pids, pr.cmd.Process.Pid)
+		}
+		return pids
 	}
-	if res := runnertest.Exec(t, r, "def run_tool(i, o):\n    return 'ok'\n", nil, nil, runnertest.Limits()); res.Parsed.Status != "succeeded" {
-		t.Fatalf("a run beside it: %+v", res.Parsed)
+	deadline := time.Now().Add(20 * time.Second)
+	for len(parked()) < parkMax && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
 	}
-	r.Close()
-	if mounted(t, r.dynmods, "") {
-		t.Errorf("%s is still mounted after Close", r.dynmods)
+	if n := len(parked()); n != parkMax {
+		t.Fatalf("%d bwraps parked after a run, want %d", n, parkMax)
 	}
-	if _, err := os.Stat(r.dynmods); !os.IsNotExist(err) {
-		t.Errorf("%s is left: %v", r.dynmods, err)
-	}
-}
 
-func mounted(t *testing.T, dir, option string) bool {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		t.Fatal(err)
+	small := runnertest.Limits()
+	small.MemoryBytes, small.Pids = 64<<20, 8
+	o := runnertest.Exec(t, r, `
+import os, time
+def run_tool(input_dir, output_dir):
+    n = 0
+    for _ in range(64):
+        try:
+            if os.fork() == 0:
+                time.sleep(30)
+                os._exit(0)
+            n += 1
+        except OSError:
+            break
+    blocks = []
+    try:
+        for _ in range(128):
+            blocks.append(bytearray(1 << 20))
+    except MemoryError:
+        pass
+    return {"outputs": [{"kind": "json", "value": {"forked": n, "mib": len(blocks)}}]}
+`, nil, nil, small)
+	r.parking.mu.Lock()
+	served := r.parking.served
+	r.parking.mu.Unlock()
+	if served == 0 {
+		t.Fatal("the second run did not take a parked bwrap")
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 3 && f[1] == dir && strings.Contains(f[3], option) {
-			return true
+	if o.Parsed.Status == "succeeded" {
+		v := o.Parsed.Outputs[0].Value.(map[string]any)
+		if v["forked"].(float64) >= float64(small.Pids) || v["mib"].(float64) >= 64 {
+			t.Fatalf("under 64 MiB and 8 pids, the run forked %v and allocated %v MiB", v["forked"], v["mib"])
+		}
+	} else if !o.Result.OOMKilled {
+		t.Fatalf("the run failed, but not for memory: %+v %s", o.Result, o.Result.Stderr)
+	}
+
+	pids := parked()
+	r.Close()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("parked bwrap %d still runs after Close", pid)
 		}
 	}
-	return false
 }

@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -145,5 +146,44 @@ def run_tool(input_dir, output_dir):
 		if err := syscall.Kill(pid, 0); err == nil {
 			t.Errorf("parked bwrap %d still runs after Close", pid)
 		}
+	}
+}
+
+// BenchmarkCgroupV1Move times what parking takes off a run's path (park.go): moving a
+// process into a cgroup v1 after the machine made no such move for 50 ms, which waits for
+// an RCU grace period, against a move right after another one.
+//
+//	go test -run XXX -bench CgroupV1Move ./internal/runner/bwrap
+func BenchmarkCgroupV1Move(b *testing.B) {
+	v, err := newV1("bench" + strconv.Itoa(os.Getpid()))
+	if err != nil {
+		b.Skip("cgroup v1 not available: run as root on a cgroup v1 host")
+	}
+	defer v.close()
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	var groups [2]group
+	for i := range groups {
+		if groups[i], err = v.start("move"+strconv.Itoa(i), runnertest.Limits()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer func() {
+		v.(v1).sweep()
+	}()
+	for _, idle := range []time.Duration{50 * time.Millisecond, 0} {
+		b.Run("after "+idle.String()+" idle", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				time.Sleep(idle)
+				b.StartTimer()
+				if err := groups[i%2].enter(sleeper.Process.Pid); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -31,14 +31,14 @@ type limiter interface {
 	close()
 }
 
-// A group's process is a bwrap that waits for its command line on a pipe (see
-// execute): whatever the group does before it is handed that line, bwrap has not started
-// anything yet, so no child of it is ever outside the group or its limits.
+// A group's process is a bwrap that waits for its options on a pipe (park.go): whatever
+// the group does before bwrap is handed them, bwrap has not started anything yet, so no
+// child of it is ever outside the group or its limits.
 type group interface {
 	// join prepares cmd, before it starts, to start inside the group (cgroup v2).
 	join(cmd *exec.Cmd)
-	// enter puts pid, the started bwrap still waiting for its command line, into the
-	// group (cgroup v1) or under its rlimits, as the server.
+	// enter puts pid, the started bwrap still waiting for its options, into the group
+	// (cgroup v1), as the server.
 	enter(pid int) error
 	// rlimits are the per-process limits the group needs beside its own.
 	rlimits() []rlimit
@@ -279,9 +279,14 @@ type v1group struct {
 // limit has no cpu cgroup.
 func (g *v1group) set(l runner.Limits) error {
 	type w struct{ dir, file, value string }
+	mem := strconv.FormatInt(l.MemoryBytes, 10)
+	// memsw may never be below the memory limit: raising a parked group's limits takes
+	// memsw first, lowering them takes it last; the write that does not fit fails, and
+	// memsw's errors are not fatal.
 	writes := []w{
-		{g.memory, "memory.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)},
-		{g.memory, "memory.memsw.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)},
+		{g.memory, "memory.memsw.limit_in_bytes", mem},
+		{g.memory, "memory.limit_in_bytes", mem},
+		{g.memory, "memory.memsw.limit_in_bytes", mem},
 		{g.memory, "memory.swappiness", "0"},
 		{g.pids, "pids.max", strconv.Itoa(l.Pids)},
 	}

@@ -77,7 +77,8 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TestParkedRunsKeepTheirLimits: on cgroup v1 a run takes a bwrap parked in cgroups of its
 // own ahead of time, with the limits of the run before it; the run's own limits are what
-// hold (a smaller memory and pids limit here), and Close ends the parked bwraps.
+// hold (smaller memory and pids limits, then larger ones again), and Close ends the
+// parked bwraps.
 func TestParkedRunsKeepTheirLimits(t *testing.T) {
 	r := newRunner(t).(*Runner)
 	if r.Limiter() != "cgroup v1" {
@@ -138,6 +139,29 @@ def run_tool(input_dir, output_dir):
 		}
 	} else if !o.Result.OOMKilled {
 		t.Fatalf("the run failed, but not for memory: %+v %s", o.Result, o.Result.Stderr)
+	}
+
+	// Once every parked bwrap has the small limits, one serves a run with the larger ones.
+	for range parkMax {
+		for len(parked()) < parkMax && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if o := runnertest.Exec(t, r, "def run_tool(i, o):\n    return 'ok'\n", nil, nil, small); o.Parsed.Status != "succeeded" {
+			t.Fatalf("a no-op run under the small limits: %+v", o.Parsed)
+		}
+	}
+	for len(parked()) < parkMax && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.parking.mu.Lock()
+	served = r.parking.served
+	r.parking.mu.Unlock()
+	big := runnertest.Exec(t, r, "def run_tool(i, o):\n    b = bytearray(160 << 20)\n    return 'ok'\n", nil, nil, runnertest.Limits())
+	r.parking.mu.Lock()
+	servedBig := r.parking.served
+	r.parking.mu.Unlock()
+	if big.Parsed.Status != "succeeded" || servedBig != served+1 {
+		t.Fatalf("160 MiB under 256 MiB after a run under 64 MiB: %+v (parked bwraps served %d runs, want %d) %s", big.Parsed, servedBig, served+1, big.Result.Stderr)
 	}
 
 	pids := parked()

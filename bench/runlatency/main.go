@@ -1,9 +1,19 @@
 // Command runlatency measures a no-op tool run end to end through skrip's API (upload,
-// queue, sandbox, result.json, database) beside the same shim launched under the same
-// bwrap command line from a Go loop, in one run on one machine: latency (median, p95)
-// and runs per second at concurrency 1, 2 and 4. Both use the root the bwrap runner
-// would (SKRIP_BWRAP_ROOTFS, else the runner rootfs when built, else the host's /usr).
-// It prints markdown for docs/BENCHMARKS.md.
+// queue, sandbox, result.json, database) beside three loops launched from Go in the same
+// process, on the same root (SKRIP_BWRAP_ROOTFS, else the runner rootfs when built, else
+// the host's /usr) and as the same sandbox uid:
+//
+//   - the bare loop: the runner's own bwrap command line (the same mounts, filter,
+//     environment and shim) with no limits;
+//   - the bare loop with limits: the same command line under the run's limits, as the
+//     runner applies them (cgroups, rlimits, wall time, captured output);
+//   - the floor: `bwrap --unshare-all … python3 -c pass`, the least a sandboxed Python
+//     costs here.
+//
+// Latency (median, p95) and CPU time per run (this process's and its children's, which a
+// loaded machine does not inflate as it does wall time) come from sequential runs with the
+// four kinds interleaved; runs per second at concurrency 1, 2 and 4 from k runs of each
+// kind per point. It prints markdown for docs/BENCHMARKS.md.
 //
 //	go run ./bench/runlatency -n 60 -k 40
 package main
@@ -17,8 +27,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/skrip-dev/skrip/bench/benchutil"
@@ -30,9 +42,13 @@ import (
 
 const noop = "def run_tool(input_dir, output_dir):\n    return 'ok'\n"
 
+// kinds of run, in the order of the table's columns.
+var kinds = []string{"skrip API", "bare loop with limits", "bare loop", "floor"}
+
 func main() {
-	n := flag.Int("n", 60, "sequential runs for the latency figures")
-	k := flag.Int("k", 40, "runs per throughput point")
+	n := flag.Int("n", 60, "sequential runs of each kind for the latency figures")
+	k := flag.Int("k", 40, "runs of each kind per throughput point")
+	apiProfile := flag.String("cpuprofile", "", "write a CPU profile of API runs alone (after the table) to this file")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "skrip-bench-")
 	if err != nil {
@@ -48,18 +64,7 @@ func main() {
 	if _, _, err := c.CreateTool(ctx, "noop", "No-op", "", noop, true); err != nil {
 		log.Fatal(err)
 	}
-	apiRun := func() time.Duration {
-		start := time.Now()
-		r, err := c.RunFiles(ctx, "noop", nil, nil, time.Minute)
-		if err != nil || r.Status != "succeeded" {
-			log.Fatalf("run: %v %+v", err, r)
-		}
-		return time.Since(start)
-	}
-	apiRun() // warm up
 
-	// The bare baseline: the runner's own bwrap command line, launched from a Go loop
-	// without the cgroup and rlimit wrappers.
 	bc := app.BwrapConfig(cfg)
 	bc.WorkDir = filepath.Join(dir, "bare")
 	br, err := bwrap.New(bc, slog.New(slog.DiscardHandler))
@@ -67,66 +72,163 @@ func main() {
 		log.Fatal(err)
 	}
 	defer br.Close()
-	bare := func(loops int, id string) []time.Duration {
-		scratch, in := filepath.Join(dir, "bare-"+id), filepath.Join(dir, "bare-"+id+"-input")
-		os.MkdirAll(filepath.Join(scratch, "output"), 0o755)
-		os.MkdirAll(in, 0o755)
-		spec := runner.Spec{ID: id, Script: []byte(noop), InputDir: in, Env: contract.Env(contract.Manifest{}, nil, nil), Limits: app.RunLimits(cfg)}
-		var ds []time.Duration
-		for range loops {
-			cmd, done, err := br.BareCommand(spec, scratch)
+	in := filepath.Join(dir, "bare-input")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	var seq sync.Mutex
+	next := 0
+	// spec is a fresh run of the no-op tool for the bare loops, with its scratch dir.
+	spec := func() (runner.Spec, string) {
+		seq.Lock()
+		next++
+		id := fmt.Sprintf("b%d", next)
+		seq.Unlock()
+		scratch := filepath.Join(dir, "scratch", id)
+		if err := os.MkdirAll(filepath.Join(scratch, "output"), 0o755); err != nil {
+			log.Fatal(err)
+		}
+		return runner.Spec{ID: id, Script: []byte(noop), InputDir: in, Env: contract.Env(contract.Manifest{}, nil, nil), Limits: app.RunLimits(cfg)}, scratch
+	}
+	// run runs one of the kind and returns how long it took, not counting the setup
+	// the runner does before it starts bwrap for the bare loops (as before issue 18).
+	run := func(kind string) time.Duration {
+		switch kind {
+		case "skrip API":
+			start := time.Now()
+			r, err := c.RunFiles(ctx, "noop", nil, nil, time.Minute)
+			if err != nil || r.Status != "succeeded" {
+				log.Fatalf("run: %v %+v", err, r)
+			}
+			return time.Since(start)
+		case "bare loop":
+			s, scratch := spec()
+			defer os.RemoveAll(scratch)
+			cmd, done, err := br.BareCommand(s, scratch)
 			if err != nil {
 				log.Fatalf("bare command: %v", err)
 			}
+			defer done()
 			start := time.Now()
-			err = cmd.Run()
-			ds = append(ds, time.Since(start))
-			done()
-			if err != nil {
+			if err := cmd.Run(); err != nil {
 				log.Fatalf("bare run: %v", err)
 			}
+			return time.Since(start)
+		case "bare loop with limits":
+			s, scratch := spec()
+			defer os.RemoveAll(scratch)
+			exec, done, err := br.BareLimited(s, scratch)
+			if err != nil {
+				log.Fatalf("bare command: %v", err)
+			}
+			defer done()
+			start := time.Now()
+			if res, err := exec(ctx); err != nil || res.ExitCode != 0 {
+				log.Fatalf("bare run with limits: %v %+v", err, res)
+			}
+			return time.Since(start)
+		default:
+			cmd := br.FloorCommand()
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				log.Fatalf("floor: %v %s", err, out)
+			}
+			return time.Since(start)
 		}
-		return ds
 	}
-	bare(3, "warm")
+	for range 3 { // warm up
+		for _, kind := range kinds {
+			run(kind)
+		}
+	}
 
-	var apiLat []time.Duration
+	lat, cpu := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for range *n {
-		apiLat = append(apiLat, apiRun())
+		for _, kind := range kinds {
+			before := cpuTime()
+			lat[kind] = append(lat[kind], run(kind))
+			cpu[kind] = append(cpu[kind], cpuTime()-before)
+		}
 	}
-	bareLat := bare(*n, "lat")
+	rate := map[string]map[int]float64{}
+	concs := []int{1, 2, 4}
+	for _, conc := range concs {
+		for _, kind := range kinds {
+			start := time.Now()
+			var wg sync.WaitGroup
+			for i := range conc {
+				wg.Go(func() {
+					for j := i; j < *k; j += conc {
+						run(kind)
+					}
+				})
+			}
+			wg.Wait()
+			if rate[kind] == nil {
+				rate[kind] = map[int]float64{}
+			}
+			rate[kind][conc] = float64(*k) / time.Since(start).Seconds()
+		}
+	}
+
+	if *apiProfile != "" {
+		f, err := os.Create(*apiProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		for range *n {
+			run("skrip API")
+		}
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 
 	root := cmp.Or(app.BwrapConfig(cfg).Rootfs, "the host's /usr")
-	fmt.Printf("No-op tool, %d sequential runs each; throughput from %d runs per point. Server: SQLite, fs blobs, bwrap with cgroup v1 limits, %d workers, root %s.\n\n", *n, *k, cfg.RunnerConcurrency, root)
-	fmt.Println("| measure | skrip API | bare bwrap loop | difference |")
-	fmt.Println("|---|---|---|---|")
-	am, ap := pct(apiLat, 50), pct(apiLat, 95)
-	bm, bp := pct(bareLat, 50), pct(bareLat, 95)
-	fmt.Printf("| median latency | %s | %s | %+.1f ms |\n", ms(am), ms(bm), float64(am-bm)/1e6)
-	fmt.Printf("| p95 latency | %s | %s | %+.1f ms |\n", ms(ap), ms(bp), float64(ap-bp)/1e6)
-	for _, conc := range []int{1, 2, 4} {
-		start := time.Now()
-		var wg sync.WaitGroup
-		for i := range conc {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := i; j < *k; j += conc {
-					apiRun()
-				}
-			}()
+	fmt.Printf("No-op tool, %d sequential runs of each kind (interleaved); throughput from %d runs of each kind per point. Server: SQLite, fs blobs, bwrap with %s limits, %d workers, root %s.\n\n",
+		*n, *k, br.Limiter(), cfg.RunnerConcurrency, root)
+	fmt.Println("| measure | " + kinds[0] + " | " + kinds[1] + " | " + kinds[2] + " | " + kinds[3] + " | API − bare | API − bare with limits | API ÷ floor |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for _, p := range []int{50, 95} {
+		name := map[int]string{50: "median latency", 95: "p95 latency"}[p]
+		v := map[string]time.Duration{}
+		fmt.Printf("| %s |", name)
+		for _, kind := range kinds {
+			v[kind] = pct(lat[kind], p)
+			fmt.Printf(" %s |", ms(v[kind]))
 		}
-		wg.Wait()
-		apiRate := float64(*k) / time.Since(start).Seconds()
-		start = time.Now()
-		for i := range conc {
-			wg.Add(1)
-			go func() { defer wg.Done(); bare(*k/conc, fmt.Sprintf("tp%d-%d", conc, i)) }()
-		}
-		wg.Wait()
-		bareRate := float64(*k/conc*conc) / time.Since(start).Seconds()
-		fmt.Printf("| runs/s at concurrency %d | %.1f | %.1f | ratio %.2f |\n", conc, apiRate, bareRate, apiRate/bareRate)
+		api := v["skrip API"]
+		fmt.Printf(" %+.1f ms | %+.1f ms | %.2f× |\n", float64(api-v["bare loop"])/1e6, float64(api-v["bare loop with limits"])/1e6, float64(api)/float64(v["floor"]))
 	}
+	fmt.Print("| CPU per run (median) |")
+	v := map[string]time.Duration{}
+	for _, kind := range kinds {
+		v[kind] = pct(cpu[kind], 50)
+		fmt.Printf(" %s |", ms(v[kind]))
+	}
+	fmt.Printf(" %+.1f ms | %+.1f ms | %.2f× |\n", float64(v["skrip API"]-v["bare loop"])/1e6, float64(v["skrip API"]-v["bare loop with limits"])/1e6, float64(v["skrip API"])/float64(v["floor"]))
+	for _, conc := range concs {
+		fmt.Printf("| runs/s at concurrency %d |", conc)
+		for _, kind := range kinds {
+			fmt.Printf(" %.1f |", rate[kind][conc])
+		}
+		api := rate["skrip API"][conc]
+		fmt.Printf(" ratio %.2f | ratio %.2f | ratio %.2f |\n", api/rate["bare loop"][conc], api/rate["bare loop with limits"][conc], api/rate["floor"][conc])
+	}
+}
+
+// cpuTime is the CPU time, user and system, this process and the children it waited for
+// have used: the server, the client and the sandboxes, which a loaded machine does not
+// inflate as it does wall time.
+func cpuTime() time.Duration {
+	var self, children syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	var total time.Duration
+	for _, ru := range []syscall.Rusage{self, children} {
+		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return total
 }
 
 func pct(ds []time.Duration, p int) time.Duration {

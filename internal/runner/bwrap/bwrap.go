@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/seccomp"
@@ -62,10 +64,14 @@ type Runner struct {
 	view     string
 	root     string // what bwrap mounts as the sandbox's root; empty: the host's /usr
 	seccomp  []byte // the BPF program bwrap loads before it execs the tool
-	version  string
-	log      *slog.Logger
-	pending  sync.WaitGroup // cgroups being removed
-	ready    runner.Readiness
+	// shellLimits: the server may not set bwrap's rlimits (mayPrlimit); a shell sets them
+	// before it execs bwrap.
+	shellLimits bool
+	version     string
+	log         *slog.Logger
+	pending     sync.WaitGroup // cgroups being removed, bwraps being parked
+	parking     parking        // bwraps started ahead of runs (park.go)
+	ready       runner.Readiness
 }
 
 // maxResultBytes caps how much of result.json is read.
@@ -110,6 +116,7 @@ func Inspect(cfg Config, log *slog.Logger) (*Runner, error) {
 		return nil, fmt.Errorf("%w: skrip runs as root but may not mount (no CAP_SYS_ADMIN), so it cannot give sandboxes their own uid; run skrip serve as an unprivileged user, or let it mount",
 			runner.ErrUnavailable)
 	}
+	r.shellLimits = !mayPrlimit(bw, r.drop)
 	r.version, _ = bwrapVersion(bw)
 	r.ready.Check = r.check
 	return r, nil
@@ -139,7 +146,7 @@ func (r *Runner) probe(ctx context.Context) error {
 	defer c.close()
 	err := r.baseArgs(c)
 	if err == nil {
-		c.args = append(c.args, "--", "/usr/bin/true")
+		c.command = []string{"/usr/bin/true"}
 		cmd := r.command(c)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -216,6 +223,7 @@ func (r *Runner) Name() string { return "bwrap" }
 
 // Close implements runner.Runner: it removes this server's cgroups and its view.
 func (r *Runner) Close() error {
+	r.unparkAll()
 	r.pending.Wait()
 	r.limiter.close()
 	if r.view != "" {
@@ -259,16 +267,9 @@ func (r *Runner) Limiter() string { return r.limiter.name() }
 // baseArgs starts c with the sandbox every run shares, seccomp filter included;
 // spec-specific mounts follow it.
 func (r *Runner) baseArgs(c *cmdline) error {
-	// The filter goes through a pipe: it is far smaller than a pipe's buffer.
-	pr, pw, err := os.Pipe()
+	pr, err := r.seccompPipe()
 	if err != nil {
 		return err
-	}
-	_, err = pw.Write(r.seccomp)
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		return fmt.Errorf("passing the seccomp filter: %w", err)
 	}
 	c.args = append(c.args, "--unshare-all", "--die-with-parent", "--new-session", "--uid", sandboxUID, "--gid", sandboxUID,
 		"--hostname", "skrip", "--clearenv", "--seccomp", c.fd(pr))
@@ -297,11 +298,27 @@ func (r *Runner) baseArgs(c *cmdline) error {
 	return nil
 }
 
+// seccompPipe returns the read end of a pipe that holds the seccomp filter: it is far
+// smaller than a pipe's buffer.
+func (r *Runner) seccompPipe() (*os.File, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = pw.Write(r.seccomp)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return nil, fmt.Errorf("passing the seccomp filter: %w", err)
+	}
+	return pr, nil
+}
+
 // command is c as a process: bwrap started as the sandbox's host uid (when the server is
 // root), with c's files, a bare environment, in a process group of its own, killed if the
 // server dies.
 func (r *Runner) command(c *cmdline) *exec.Cmd {
-	cmd := exec.Command(r.bwrap, c.args...)
+	cmd := exec.Command(r.bwrap, append(append(c.args[:len(c.args):len(c.args)], "--"), c.command...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.ExtraFiles = c.files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -346,7 +363,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	}
 	// Every file the run writes is capped at the output limit: /work/result.json lives on
 	// the data disk, and without the server's tmpfs so does /work/output.
-	ex, err := r.execute(ctx, process{name: spec.ID, cmd: c, limits: l, fsize: max(l.OutputBytes, maxResultBytes), onLine: spec.OnLine})
+	ex, err := r.execute(ctx, process{name: spec.ID, cmd: c, limits: l, fsize: max(l.OutputBytes, maxResultBytes), onLine: spec.OnLine, run: true})
 	res := runner.Result{ExecResult: ex}
 	if err != nil {
 		return res, err
@@ -430,7 +447,8 @@ func (r *Runner) runArgs(spec runner.Spec, scratch string, m *mounts) (*cmdline,
 		// mount point exists. /tmp and /work/output are mounts of their own and stay writable.
 		"--remount-ro", "/",
 		"--chdir", "/work")
-	c.args = append(setenv(c.args, runner.Env("/tmp/home", spec.Env)), "--", r.python, "-s", "-B", shim.Entry)
+	c.args = setenv(c.args, runner.Env("/tmp/home", spec.Env))
+	c.command = []string{r.python, "-s", "-B", shim.Entry}
 	return c, nil
 }
 
@@ -448,6 +466,42 @@ func (r *Runner) BareCommand(spec runner.Spec, scratch string) (cmd *exec.Cmd, d
 	return r.command(c), func() { c.close(); m.undo() }, nil
 }
 
+// BareLimited is BareCommand run as Run runs it, under spec's limits (cgroups,
+// rlimits, wall time, captured output), without Run's other steps (the output tmpfs,
+// result.json, collecting the output): what benchmarks compare the bare loop with. run
+// may be called once; done undoes what was mounted.
+func (r *Runner) BareLimited(spec runner.Spec, scratch string) (run func(context.Context) (runner.ExecResult, error), done func(), err error) {
+	var m mounts
+	c, err := r.runArgs(spec, scratch, &m)
+	if err != nil {
+		m.undo()
+		return nil, nil, err
+	}
+	run = func(ctx context.Context) (runner.ExecResult, error) {
+		return r.execute(ctx, process{name: spec.ID, cmd: c, limits: spec.Limits, fsize: max(spec.Limits.OutputBytes, maxResultBytes), run: true})
+	}
+	return run, func() { c.close(); m.undo() }, nil
+}
+
+// FloorCommand is the least sandbox a run could be: `bwrap --unshare-all` over the same
+// root, as the same uid, running `python3 -c pass`, with no filter, limits, mounts or
+// shim. Benchmarks launch it as the floor a run's latency is measured against.
+func (r *Runner) FloorCommand() *exec.Cmd {
+	c := &cmdline{args: []string{"--unshare-all", "--die-with-parent"}, command: []string{r.python, "-c", "pass"}}
+	if r.root != "" {
+		c.args = append(c.args, "--ro-bind", r.root, "/")
+	} else {
+		c.args = append(c.args, "--ro-bind", "/usr", "/usr")
+		for _, l := range []string{"bin", "lib", "lib64"} {
+			if _, err := os.Lstat(filepath.Join("/usr", l)); err == nil {
+				c.args = append(c.args, "--symlink", "usr/"+l, "/"+l)
+			}
+		}
+	}
+	c.args = append(c.args, "--proc", "/proc", "--dev", "/dev")
+	return r.command(c)
+}
+
 // process is one sandboxed command line to execute under limits.
 type process struct {
 	name   string // names the cgroup
@@ -456,6 +510,7 @@ type process struct {
 	fsize  int64 // bytes any one file may reach (RLIMIT_FSIZE); 0: no limit
 	stdin  io.Reader
 	onLine func(stream string, line []byte)
+	run    bool // a tool run (Run), which parked bwraps may serve
 }
 
 // execute runs p's bwrap command line in a cgroup of its own, kills the whole sandbox at
@@ -464,57 +519,43 @@ type process struct {
 func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, error) {
 	defer p.cmd.close()
 	l := p.limits
-	owner := [2]int{-1, -1}
-	if r.drop {
-		owner = [2]int{r.uid, r.gid}
+	if len(p.cmd.files) != 1 {
+		return runner.ExecResult{}, fmt.Errorf("a sandbox's command line passes %d files, want its seccomp filter alone", len(p.cmd.files))
 	}
-	g, err := r.limiter.start(p.name, l, owner)
-	if err != nil {
-		return runner.ExecResult{}, err
+	// The options refer to the descriptors spawn gives (park.go): the filter is the
+	// command line's own first file, as there.
+	opts := append([]string{"--json-status-fd", statusFD}, p.cmd.args...)
+	start := time.Now()
+	pr := r.unpark(p)
+	if pr != nil {
+		if err := r.release(pr, opts); err != nil {
+			// A parked bwrap that died (the thread that started it ended, say) is
+			// replaced.
+			r.log.Warn("a parked sandbox could not be used", "error", err)
+			pr.kill()
+			pr = nil
+		}
 	}
-	// The kernel frees a cgroup only after the sandbox's pid namespace is torn down, some
-	// milliseconds after the run ended: remove it in the background (Close waits).
-	r.pending.Add(1)
-	defer func() {
-		go func() {
-			defer r.pending.Done()
-			if err := g.destroy(); err != nil {
-				r.log.Warn("removing a sandbox's cgroup", "name", p.name, "error", err)
-			}
-		}()
-	}()
-	// bwrap says on its status descriptor when the sandboxed process has started: an
-	// exit code of 125 before that is a sandbox that could not be set up, after it the
-	// tool's own.
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return runner.ExecResult{}, err
+	if pr == nil {
+		seccomp := p.cmd.files[0]
+		p.cmd.files = nil
+		var err error
+		if pr, err = r.spawn(p.name, l, seccomp, p.cmd.command, p.fsize, p.stdin); err != nil {
+			return runner.ExecResult{}, err
+		}
+		if err := r.release(pr, opts); err != nil {
+			pr.kill()
+			return runner.ExecResult{}, err
+		}
 	}
-	p.cmd.args = append([]string{"--json-status-fd", p.cmd.fd(statusW)}, p.cmd.args...)
-	cmd := r.command(p.cmd)
-	if p.fsize > 0 {
-		wrap(cmd, []string{"/bin/sh", "-c", fmt.Sprintf("ulimit -f %d || exit 125; exec \"$@\"", (p.fsize+511)/512), "sh"})
-	}
-	g.join(cmd)
+	defer r.destroy(pr.g, pr.name)
+	r.refill(p)
 
 	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: p.onLine}
 	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: p.onLine}
-	cmd.Stdin = p.stdin
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = 2 * time.Second
-
-	started := make(chan bool, 1)
-	go func() {
-		b, _ := io.ReadAll(io.LimitReader(statusR, 1<<16))
-		statusR.Close()
-		started <- strings.Contains(string(b), `"child-pid"`)
-	}()
-	start := time.Now()
-	err = cmd.Start()
-	p.cmd.close()
-	if err != nil {
-		return runner.ExecResult{}, fmt.Errorf("starting bwrap: %w", err)
-	}
+	pr.stdout.set(stdout)
+	pr.stderr.set(stderr)
+	cmd := pr.cmd
 	var timedOut atomic.Bool
 	var once sync.Once
 	kill := func() { once.Do(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) }
@@ -523,7 +564,7 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 	waitErr := cmd.Wait()
 	timer.Stop()
 	stop()
-	res := runner.ExecResult{Duration: time.Since(start), TimedOut: timedOut.Load(), OOMKilled: g.oomKilled()}
+	res := runner.ExecResult{Duration: time.Since(start), TimedOut: timedOut.Load(), OOMKilled: pr.g.oomKilled()}
 	stdout.Flush()
 	stderr.Flush()
 	res.Stdout, res.StdoutTruncated = stdout.Bytes()
@@ -540,7 +581,7 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 	default:
 		return res, fmt.Errorf("waiting for bwrap: %w", waitErr)
 	}
-	if childStarted := <-started; res.ExitCode == 125 && !childStarted && !res.TimedOut {
+	if childStarted := <-pr.started; res.ExitCode == 125 && !childStarted && !res.TimedOut {
 		return res, fmt.Errorf("the sandbox could not be set up: %s", strings.TrimSpace(string(res.Stderr)))
 	}
 	return res, nil
@@ -558,6 +599,19 @@ func setenv(args []string, env map[string]string) []string {
 		args = append(args, "--setenv", k, env[k])
 	}
 	return args
+}
+
+// mayPrlimit reports whether the server may set the rlimits of bwrap, started from the
+// program bw: as root, with CAP_SYS_RESOURCE (a container's root often lacks it); as
+// another user, when bwrap runs as that user too (it is not setuid).
+func mayPrlimit(bw string, root bool) bool {
+	if root {
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		return unix.Capget(&hdr, &data[0]) == nil && data[0].Effective&(1<<unix.CAP_SYS_RESOURCE) != 0
+	}
+	fi, err := os.Stat(bw)
+	return err == nil && fi.Mode()&os.ModeSetuid == 0
 }
 
 // probeTmpfs reports whether the server may mount a size-capped tmpfs (it is root).

@@ -22,10 +22,8 @@ import (
 // controllers are mounted, and rlimits as the last resort.
 type limiter interface {
 	name() string
-	// start makes the per-run group, which the sandbox's host uid:gid owner (-1: the
-	// server's own) may join. Its join makes a command start inside the group, so that
-	// no child is ever outside it.
-	start(id string, l runner.Limits, owner [2]int) (group, error)
+	// start makes the per-run group.
+	start(id string, l runner.Limits) (group, error)
 	enforced(l runner.Limits) []runner.Enforced
 	// sweep removes per-run groups a crashed server left behind.
 	sweep()
@@ -33,15 +31,20 @@ type limiter interface {
 	close()
 }
 
+// A group's process is a bwrap that waits for its options on a pipe (park.go): whatever
+// the group does before bwrap is handed them, bwrap has not started anything yet, so no
+// child of it is ever outside the group or its limits.
 type group interface {
+	// join prepares cmd, before it starts, to start inside the group (cgroup v2).
 	join(cmd *exec.Cmd)
+	// enter puts pid, the started bwrap still waiting for its options, into the group
+	// (cgroup v1), as the server.
+	enter(pid int) error
+	// rlimits are the per-process limits the group needs beside its own.
+	rlimits() []rlimit
 	oomKilled() bool
 	destroy() error
 }
-
-// joinScript is run by /bin/sh: it writes its own pid into each cgroup.procs file given
-// before "--", then execs the rest. It runs as the sandbox's uid, which owns those files.
-const joinScript = `while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`
 
 // pickLimiter chooses the best limiter this machine offers. ns names this server's
 // groups (a hash of its work dir), so that sweeping never touches another server's runs.
@@ -111,7 +114,7 @@ func (v v2) sweep() {
 	}
 }
 
-func (v v2) start(id string, l runner.Limits, owner [2]int) (group, error) {
+func (v v2) start(id string, l runner.Limits) (group, error) {
 	dir := filepath.Join(v.base, "skrip-"+v.ns+"-"+id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating cgroup %s: %w", dir, err)
@@ -122,15 +125,9 @@ func (v v2) start(id string, l runner.Limits, owner [2]int) (group, error) {
 		return nil, fmt.Errorf("opening cgroup %s: %w", dir, err)
 	}
 	g := &v2group{dir: dir, fd: os.NewFile(uintptr(fd), dir)}
-	writes := [][2]string{{"memory.max", strconv.FormatInt(l.MemoryBytes, 10)}, {"memory.swap.max", "0"}, {"pids.max", strconv.Itoa(l.Pids)}}
-	if l.CPUs > 0 {
-		writes = append(writes, [2]string{"cpu.max", fmt.Sprintf("%d 100000", int64(l.CPUs*100000))})
-	}
-	for _, w := range writes {
-		if err := os.WriteFile(filepath.Join(dir, w[0]), []byte(w[1]), 0); err != nil && !(w[0] == "memory.swap.max" || w[0] == "cpu.max") {
-			g.destroy()
-			return nil, fmt.Errorf("setting %s: %w", w[0], err)
-		}
+	if err := g.set(l); err != nil {
+		g.destroy()
+		return nil, err
 	}
 	return g, nil
 }
@@ -159,6 +156,23 @@ func (g *v2group) join(cmd *exec.Cmd) {
 	cmd.SysProcAttr.UseCgroupFD = true
 	cmd.SysProcAttr.CgroupFD = int(g.fd.Fd())
 }
+
+// set writes l's limits into the group.
+func (g *v2group) set(l runner.Limits) error {
+	writes := [][2]string{{"memory.max", strconv.FormatInt(l.MemoryBytes, 10)}, {"memory.swap.max", "0"}, {"pids.max", strconv.Itoa(l.Pids)}}
+	if l.CPUs > 0 {
+		writes = append(writes, [2]string{"cpu.max", fmt.Sprintf("%d 100000", int64(l.CPUs*100000))})
+	}
+	for _, w := range writes {
+		if err := os.WriteFile(filepath.Join(g.dir, w[0]), []byte(w[1]), 0); err != nil && !(w[0] == "memory.swap.max" || w[0] == "cpu.max") {
+			return fmt.Errorf("setting %s: %w", w[0], err)
+		}
+	}
+	return nil
+}
+
+func (g *v2group) enter(pid int) error { return nil }
+func (g *v2group) rlimits() []rlimit   { return nil }
 
 func (g *v2group) oomKilled() bool {
 	return counter(filepath.Join(g.dir, "memory.events"), "oom_kill") > 0
@@ -221,46 +235,26 @@ func (v v1) sweep() {
 	}
 }
 
-func (v v1) start(id string, l runner.Limits, owner [2]int) (group, error) {
+func (v v1) start(id string, l runner.Limits) (group, error) {
 	g := &v1group{}
-	type w struct{ file, value string }
-	plan := []struct {
-		root   string
-		writes []w
-	}{
-		{v.memory, []w{{"memory.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)}, {"memory.memsw.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)}, {"memory.swappiness", "0"}}},
-		{v.pids, []w{{"pids.max", strconv.Itoa(l.Pids)}}},
-	}
-	if v.cpu != "" && l.CPUs > 0 {
-		plan = append(plan, struct {
-			root   string
-			writes []w
-		}{v.cpu, []w{{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", strconv.FormatInt(int64(l.CPUs*100000), 10)}}})
-	}
-	for _, p := range plan {
-		dir := filepath.Join(p.root, id)
+	for _, c := range []struct {
+		root string
+		dst  *string
+	}{{v.memory, &g.memory}, {v.pids, &g.pids}, {v.cpu, &g.cpu}} {
+		if c.root == "" || (c.root == v.cpu && l.CPUs <= 0) {
+			continue
+		}
+		dir := filepath.Join(c.root, id)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			g.destroy()
 			return nil, fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
 		g.dirs = append(g.dirs, dir)
-		// The sandbox's uid joins the group itself (see joinScript); writing its pid
-		// there takes no more than owning the file, in cgroup v1.
-		if err := os.Chown(filepath.Join(dir, "cgroup.procs"), owner[0], owner[1]); err != nil {
-			g.destroy()
-			return nil, fmt.Errorf("handing cgroup %s to the sandbox's uid: %w", dir, err)
-		}
-		for _, wr := range p.writes {
-			err := os.WriteFile(filepath.Join(dir, wr.file), []byte(wr.value), 0)
-			// memsw exists only with swap accounting; swappiness is advisory.
-			if err != nil && wr.file != "memory.memsw.limit_in_bytes" && wr.file != "memory.swappiness" {
-				g.destroy()
-				return nil, fmt.Errorf("setting %s: %w", wr.file, err)
-			}
-		}
-		if p.root == v.memory {
-			g.memory = dir
-		}
+		*c.dst = dir
+	}
+	if err := g.set(l); err != nil {
+		g.destroy()
+		return nil, err
 	}
 	return g, nil
 }
@@ -277,16 +271,53 @@ func (v v1) enforced(l runner.Limits) []runner.Enforced {
 }
 
 type v1group struct {
-	dirs   []string
-	memory string
+	dirs              []string
+	memory, pids, cpu string // the group's cgroup of each controller ("": none)
 }
 
-func (g *v1group) join(cmd *exec.Cmd) {
-	prefix := []string{"/bin/sh", "-c", joinScript, "sh"}
-	for _, d := range g.dirs {
-		prefix = append(prefix, filepath.Join(d, "cgroup.procs"))
+// set writes l's limits into the group's cgroups. A group made for a run without a CPU
+// limit has no cpu cgroup.
+func (g *v1group) set(l runner.Limits) error {
+	type w struct{ dir, file, value string }
+	mem := strconv.FormatInt(l.MemoryBytes, 10)
+	// memsw may never be below the memory limit: raising a parked group's limits takes
+	// memsw first, lowering them takes it last; the write that does not fit fails, and
+	// memsw's errors are not fatal.
+	writes := []w{
+		{g.memory, "memory.memsw.limit_in_bytes", mem},
+		{g.memory, "memory.limit_in_bytes", mem},
+		{g.memory, "memory.memsw.limit_in_bytes", mem},
+		{g.memory, "memory.swappiness", "0"},
+		{g.pids, "pids.max", strconv.Itoa(l.Pids)},
 	}
-	wrap(cmd, append(prefix, "--"))
+	if l.CPUs > 0 {
+		writes = append(writes, w{g.cpu, "cpu.cfs_period_us", "100000"}, w{g.cpu, "cpu.cfs_quota_us", strconv.FormatInt(int64(l.CPUs*100000), 10)})
+	}
+	for _, wr := range writes {
+		if wr.dir == "" {
+			continue
+		}
+		err := os.WriteFile(filepath.Join(wr.dir, wr.file), []byte(wr.value), 0)
+		// memsw exists only with swap accounting; swappiness is advisory.
+		if err != nil && wr.file != "memory.memsw.limit_in_bytes" && wr.file != "memory.swappiness" {
+			return fmt.Errorf("setting %s: %w", wr.file, err)
+		}
+	}
+	return nil
+}
+
+func (g *v1group) join(cmd *exec.Cmd) {}
+func (g *v1group) rlimits() []rlimit  { return nil }
+
+// enter writes pid into each cgroup.procs: the server may (it is root, or the sandbox
+// runs as the server's own uid).
+func (g *v1group) enter(pid int) error {
+	for _, d := range g.dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("moving the sandbox into cgroup %s: %w", d, err)
+		}
+	}
+	return nil
 }
 
 func (g *v1group) oomKilled() bool {
@@ -313,7 +344,7 @@ func (rlimits) name() string { return "rlimits" }
 func (rlimits) sweep() {}
 func (rlimits) close() {}
 
-func (rlimits) start(id string, l runner.Limits, owner [2]int) (group, error) {
+func (rlimits) start(id string, l runner.Limits) (group, error) {
 	return rgroup{l: l}, nil
 }
 
@@ -327,14 +358,44 @@ func (rlimits) enforced(l runner.Limits) []runner.Enforced {
 
 type rgroup struct{ l runner.Limits }
 
-func (r rgroup) join(cmd *exec.Cmd) {
-	wrap(cmd, []string{"/bin/sh", "-c", fmt.Sprintf("ulimit -v %d || exit 125; exec \"$@\"", r.l.MemoryBytes/1024), "sh"})
+func (r rgroup) join(cmd *exec.Cmd) {}
+
+// enter sets nothing: execute applies the group's rlimits.
+func (r rgroup) enter(pid int) error { return nil }
+
+func (r rgroup) rlimits() []rlimit {
+	return []rlimit{{unix.RLIMIT_AS, "-v", uint64(r.l.MemoryBytes / 1024 * 1024)}}
 }
 
 func (rgroup) oomKilled() bool { return false }
 func (rgroup) destroy() error  { return nil }
 
 // --- helpers ---
+
+// rlimit is a process limit: its resource, the shell's `ulimit` flag for it, and its
+// value in bytes.
+type rlimit struct {
+	res   int
+	flag  string
+	bytes uint64
+}
+
+// set makes l the soft and hard limit of process pid, as `ulimit` does.
+func (l rlimit) set(pid int) error {
+	if err := unix.Prlimit(pid, l.res, &unix.Rlimit{Cur: l.bytes, Max: l.bytes}, nil); err != nil {
+		return fmt.Errorf("setting the sandbox's ulimit %s: %w", l.flag, err)
+	}
+	return nil
+}
+
+// shell is l as a `ulimit` command (in KiB, or 512-byte blocks for -f).
+func (l rlimit) shell() string {
+	unit := uint64(1024)
+	if l.flag == "-f" {
+		unit = 512
+	}
+	return fmt.Sprintf("ulimit %s %d || exit 125; ", l.flag, l.bytes/unit)
+}
 
 // counter reads "name value" from a flat-keyed cgroup file.
 func counter(path, name string) int64 {

@@ -259,7 +259,8 @@ func (r *Runner) Exec(ctx context.Context, id string, spec runner.ExecSpec) (run
 		"--bind", src, runner.Workspace,
 		"--remount-ro", "/",
 		"--chdir", runner.Workspace)
-	c.args = append(append(setenv(c.args, runner.Env(runner.Workspace, nil)), "--"), runner.ExecArgv(spec.Cmd)...)
+	c.args = setenv(c.args, runner.Env(runner.Workspace, nil))
+	c.command = runner.ExecArgv(spec.Cmd)
 	var stdin io.Reader
 	if spec.Stdin != nil {
 		stdin = bytes.NewReader(spec.Stdin)

@@ -142,11 +142,13 @@ func (r *Runner) shareTree(dir string) error {
 	})
 }
 
-// cmdline is a bwrap command line being built, with the files it passes by descriptor:
-// files[i] is descriptor 3+i in bwrap.
+// cmdline is a bwrap command line being built: bwrap's options, the command it runs in
+// the sandbox, and the files it passes by descriptor (files[i] is descriptor 3+i in
+// bwrap).
 type cmdline struct {
-	args  []string
-	files []*os.File
+	args    []string
+	command []string
+	files   []*os.File
 }
 
 // fd passes f to bwrap and returns its descriptor number there.

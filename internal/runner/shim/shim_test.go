@@ -524,3 +524,63 @@ func TestWriteTo(t *testing.T) {
 		t.Errorf("Entry %q, Args %v", Entry, Args())
 	}
 }
+
+// TestEncodeIsJSONDumps checks the shim's own JSON writer (it no longer imports json, for
+// start-up time) against json.dumps(ensure_ascii=False, allow_nan=False) on what
+// _jsonable returns, and that the shim starts without importing json, traceback or
+// importlib.util.
+func TestEncodeIsJSONDumps(t *testing.T) {
+	py := python(t)
+	dir := t.TempDir()
+	if err := WriteTo(dir); err != nil {
+		t.Fatal(err)
+	}
+	check := `
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("shim", sys.argv[1])
+shim = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(shim)
+class S(str): pass
+class I(int): pass
+values = [
+    None, True, False, 0, -1, 2**80, I(7), 0.1, -0.0, 1e16, 1.5e-7, 3.0, float("nan"), float("inf"),
+    "", "plain", 'quote " backslash \\ slash /', "\n\r\t\b\f\x00\x01\x1f\x7f", "åäö ✓ 😀", "\udc80 lone",
+    S("sub"), [], {}, [1, [2, [3, {}]]], (1, "t"), {"a": 1, "b": [True, None], "c": {"d": "e"}},
+    {1: "int key", 2.5: "float key", True: "bool key", None: "none key", (1, 2): "tuple key"},
+    {"outputs": [{"kind": "html_sandboxed", "html": "<p>" + "x" * 5000 + "</p>"}], "state": {"n": 3}},
+    object(),
+]
+for v in values:
+    j = shim._jsonable(v, 0, set())
+    want = json.dumps(j, ensure_ascii=False, allow_nan=False)
+    out = []
+    shim._dumps(j, out)
+    if "".join(out) != want:
+        print("MISMATCH", repr(v), "".join(out), want)
+        sys.exit(1)
+    if shim._encode(v) != want.encode("utf-8", "backslashreplace"):
+        print("ENCODE MISMATCH", repr(v))
+        sys.exit(1)
+`
+	out, err := exec.Command(py, "-s", "-B", "-c", check, filepath.Join(dir, "skrip_shim.py")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+
+	script := filepath.Join(dir, "script.py")
+	os.WriteFile(script, []byte("import sys\ndef run_tool(i, o):\n    return ' '.join(m for m in ('json', 'traceback', 'importlib.util', 'collections') if m in sys.modules)\n"), 0o644)
+	result := filepath.Join(dir, "result.json")
+	cmd := exec.Command(py, "-s", "-B", filepath.Join(dir, "skrip_shim.py"))
+	cmd.Env = []string{"SKRIPTOTEKET_SCRIPT_PATH=" + script, "SKRIPTOTEKET_OUTPUT_DIR=" + dir, "SKRIPTOTEKET_RESULT_PATH=" + result}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	b, _ := os.ReadFile(result)
+	var res contract.Result
+	if err := json.Unmarshal(b, &res); err != nil || res.Status != "succeeded" || len(res.Outputs) != 1 {
+		t.Fatalf("result %s: %v", b, err)
+	}
+	if html := res.Outputs[0].HTML; html != "" {
+		t.Errorf("the shim imported %s before the tool ran", html)
+	}
+}

@@ -25,15 +25,18 @@ cannot be encoded, a failed result says so. The exit code is 0 whenever result.j
 written (the status lives in it) and 1 only when writing it failed.
 """
 
-import importlib.machinery
-import importlib.util
-import json
+# Only modules that Python has loaded before the shim starts, or that cost nothing to
+# load: a no-op tool's run is mostly Python's start-up, and json (through re, enum and
+# functools), importlib.util, traceback and collections would double what the shim
+# itself takes. traceback is imported when a tool fails; result.json is written by
+# _dumps below, which gives what json.dumps gives.
 import math
 import os
 import stat
 import sys
-import traceback
-from collections.abc import Mapping
+from _collections_abc import Mapping  # what collections.abc.Mapping is
+
+from _json import encode_basestring as _quote  # what json.dumps uses for str
 
 CONTRACT_VERSION = 2
 MAX_DEPTH = 200  # nesting of the result; deeper values fail it as not serialisable
@@ -60,9 +63,11 @@ def _log(message):
 
 
 def _load_entrypoint(script_path, entrypoint):
-    loader = importlib.machinery.SourceFileLoader("script", script_path)
-    spec = importlib.util.spec_from_file_location("script", script_path, loader=loader)
-    module = importlib.util.module_from_spec(spec)
+    # The functions importlib.util re-exports, from the import system Python starts with.
+    external = sys.modules["_frozen_importlib_external"]
+    loader = external.SourceFileLoader("script", script_path)
+    spec = external.spec_from_file_location("script", script_path, loader=loader)
+    module = sys.modules["_frozen_importlib"].module_from_spec(spec)
     sys.modules["script"] = module
     loader.exec_module(module)
     fn = getattr(module, entrypoint, None)
@@ -111,6 +116,8 @@ def _print_traceback(exc):
             break
         tb = tb.tb_next
     try:
+        import traceback
+
         traceback.clear_frames(exc.__traceback__)  # frees the tool's locals (MemoryError)
         text = "".join(traceback.format_exception(type(exc), exc, tb))
     except BaseException:
@@ -207,8 +214,45 @@ def _jsonable(value, depth, active):
         active.discard(id(value))
 
 
+def _dumps(value, out):
+    """Append to out the JSON text of value, which _jsonable returned, as
+    json.dumps(value, ensure_ascii=False, allow_nan=False) writes it."""
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(_quote(value))
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        out.append(float.__repr__(value))
+    elif isinstance(value, dict):
+        out.append("{")
+        first = True
+        for k, v in value.items():
+            if not first:
+                out.append(", ")
+            first = False
+            out.append(_quote(k))
+            out.append(": ")
+            _dumps(v, out)
+        out.append("}")
+    else:
+        out.append("[")
+        for i, v in enumerate(value):
+            if i:
+                out.append(", ")
+            _dumps(v, out)
+        out.append("]")
+
+
 def _encode(result):
-    text = json.dumps(_jsonable(result, 0, set()), ensure_ascii=False, allow_nan=False)
+    out = []
+    _dumps(_jsonable(result, 0, set()), out)
+    text = "".join(out)
     # Lone surrogates (from undecodable file names) become \udcXX escapes, valid JSON.
     return text.encode("utf-8", "backslashreplace")
 

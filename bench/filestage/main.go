@@ -5,6 +5,7 @@
 // markdown table for docs/BENCHMARKS.md.
 //
 //	go run ./bench/filestage -size 100MiB -runs 5
+//	go run ./bench/filestage -backends fs -runs 7   # fsblob only
 package main
 
 import (
@@ -18,7 +19,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,6 +37,7 @@ func main() {
 	runs := flag.Int("runs", 5, "repetitions; the median is reported")
 	dirFlag := flag.String("dir", "", "working directory (default: a temp dir under ./bench-work)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
+	backends := flag.String("backends", "fs,nats", "the blob backends to measure, comma-separated")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -59,35 +63,56 @@ func main() {
 	writeRandom(src, size)
 	ctx := context.Background()
 
-	ns, err := natsserver.Start(filepath.Join(dir, "nats"), natsserver.WithMaxStore(8*size), natsserver.WithListen("127.0.0.1", -1))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer ns.Shutdown()
-
 	var rows [][]string
 	mb := float64(size) / 1e6
 	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f MB/s", mb/d.Seconds()) }
 	ratio := func(a, b time.Duration) string { return fmt.Sprintf("%.2f", b.Seconds()/a.Seconds()) }
 
-	// fsblob against cp.
-	cp := median(*runs, func(i int) time.Duration {
+	if slices.Contains(strings.Split(*backends, ","), "fs") {
+		rows = append(rows, fsRows(ctx, src, dir, *runs, rate, ratio)...)
+	}
+	if slices.Contains(strings.Split(*backends, ","), "nats") {
+		rows = append(rows, natsRows(ctx, src, dir, size, *runs, rate, ratio)...)
+	}
+
+	fmt.Printf("%s of random bytes, median of %d runs, each pair measured in this one run.\n\n", *sizeFlag, *runs)
+	fmt.Println("| backend | path | skrip | baseline | ratio | baseline 2 | ratio 2 |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+	}
+}
+
+// fsRows measures fsblob against cp (and cp plus sync -f) of the same file.
+func fsRows(ctx context.Context, src, dir string, runs int, rate func(time.Duration) string, ratio func(a, b time.Duration) string) [][]string {
+	cp := median(runs, func(i int) time.Duration {
 		return benchutil.Timed(func() { run("cp", src, filepath.Join(dir, "cp.bin")) })
 	})
-	cpSync := median(*runs, func(i int) time.Duration {
+	cpSync := median(runs, func(i int) time.Duration {
 		return benchutil.Timed(func() {
 			run("cp", src, filepath.Join(dir, "cps.bin"))
 			run("sync", "-f", filepath.Join(dir, "cps.bin"))
 		})
 	})
 	c, stop := serve(ctx, dir, "fs", "")
-	up, down := apiRoundTrips(ctx, c, src, dir, *runs)
-	put := rawPuts(ctx, c, src, *runs)
+	up, down := apiRoundTrips(ctx, c, src, dir, runs)
+	put := rawPuts(ctx, c, src, runs)
 	stop()
-	rows = append(rows,
-		[]string{"fs", "upload (API, multipart POST)", rate(up), "cp " + rate(cp), ratio(up, cp), "cp+fsync " + rate(cpSync), ratio(up, cpSync)},
-		[]string{"fs", "upload (API, raw PUT)", rate(put), "cp " + rate(cp), ratio(put, cp), "cp+fsync " + rate(cpSync), ratio(put, cpSync)},
-		[]string{"fs", "download (API)", rate(down), "cp " + rate(cp), ratio(down, cp), "cp+fsync " + rate(cpSync), ratio(down, cpSync)})
+	return [][]string{
+		{"fs", "upload (API, multipart POST)", rate(up), "cp " + rate(cp), ratio(up, cp), "cp+fsync " + rate(cpSync), ratio(up, cpSync)},
+		{"fs", "upload (API, raw PUT)", rate(put), "cp " + rate(cp), ratio(put, cp), "cp+fsync " + rate(cpSync), ratio(put, cpSync)},
+		{"fs", "download (API)", rate(down), "cp " + rate(cp), ratio(down, cp), "cp+fsync " + rate(cpSync), ratio(down, cpSync)},
+	}
+}
+
+// natsRows measures natsblob against a direct Object Store Put and Get on the same
+// nats-server.
+func natsRows(ctx context.Context, src, dir string, size int64, runs int, rate func(time.Duration) string, ratio func(a, b time.Duration) string) [][]string {
+	ns, err := natsserver.Start(filepath.Join(dir, "nats"), natsserver.WithMaxStore(8*size), natsserver.WithListen("127.0.0.1", -1))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ns.Shutdown()
 
 	// natsblob against direct Object Store Put/Get on the same server.
 	nc, err := ns.Connect()
@@ -99,7 +124,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	dPut := median(*runs, func(i int) time.Duration {
+	dPut := median(runs, func(i int) time.Duration {
 		f, _ := os.Open(src)
 		defer f.Close()
 		return benchutil.Timed(func() {
@@ -108,7 +133,7 @@ func main() {
 			}
 		})
 	})
-	dGet := median(*runs, func(i int) time.Duration {
+	dGet := median(runs, func(i int) time.Duration {
 		out, _ := os.Create(filepath.Join(dir, "direct.bin"))
 		defer out.Close()
 		return benchutil.Timed(func() {
@@ -123,20 +148,14 @@ func main() {
 		})
 	})
 	nc.Close()
-	c, stop = serve(ctx, dir, "nats", ns.ClientURL())
-	up, down = apiRoundTrips(ctx, c, src, dir, *runs)
-	put = rawPuts(ctx, c, src, *runs)
+	c, stop := serve(ctx, dir, "nats", ns.ClientURL())
+	up, down := apiRoundTrips(ctx, c, src, dir, runs)
+	put := rawPuts(ctx, c, src, runs)
 	stop()
-	rows = append(rows,
-		[]string{"nats", "upload (API, multipart POST)", rate(up), "ObjectStore.Put " + rate(dPut), ratio(up, dPut), "", ""},
-		[]string{"nats", "upload (API, raw PUT)", rate(put), "ObjectStore.Put " + rate(dPut), ratio(put, dPut), "", ""},
-		[]string{"nats", "download (API)", rate(down), "ObjectStore.Get " + rate(dGet), ratio(down, dGet), "", ""})
-
-	fmt.Printf("%s of random bytes, median of %d runs, each pair measured in this one run.\n\n", *sizeFlag, *runs)
-	fmt.Println("| backend | path | skrip | baseline | ratio | baseline 2 | ratio 2 |")
-	fmt.Println("|---|---|---|---|---|---|---|")
-	for _, r := range rows {
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+	return [][]string{
+		{"nats", "upload (API, multipart POST)", rate(up), "ObjectStore.Put " + rate(dPut), ratio(up, dPut), "", ""},
+		{"nats", "upload (API, raw PUT)", rate(put), "ObjectStore.Put " + rate(dPut), ratio(put, dPut), "", ""},
+		{"nats", "download (API)", rate(down), "ObjectStore.Get " + rate(dGet), ratio(down, dGet), "", ""},
 	}
 }
 

@@ -35,7 +35,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	mr, err := r.MultipartReader()
+	mr, err := upload.MultipartReader(r)
 	if err != nil {
 		return errs.New(upload.ErrInvalid, nil, "send multipart/form-data with a field named file (or PUT the raw bytes to /api/v1/files/{key})")
 	}
@@ -279,6 +279,31 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.n += int64(n)
+	return n, err
+}
+
+// ReadFrom is how http.ServeContent's copy of the body reaches the connection: a staged
+// file's reader (under the io.LimitedReader of a range) copies itself, which for fsblob
+// is sendfile(2) through the ResponseWriters' own ReadFrom methods.
+func (w *fileWriter) ReadFrom(src io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.held() {
+		return io.Copy(io.Discard, src)
+	}
+	var n int64
+	var err error
+	if lr, ok := src.(*io.LimitedReader); ok {
+		if rd, ok := lr.R.(*staging.Reader); ok {
+			n, err = rd.CopyN(w.ResponseWriter, lr.N)
+			lr.N -= n
+			w.n += n
+			return n, err
+		}
+	}
+	n, err = io.Copy(w.ResponseWriter, src)
+	w.n += n
 	return n, err
 }
 

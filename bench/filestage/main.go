@@ -22,6 +22,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,6 +39,7 @@ func main() {
 	dirFlag := flag.String("dir", "", "working directory (default: a temp dir under ./bench-work)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
 	backends := flag.String("backends", "fs,nats", "the blob backends to measure, comma-separated")
+	cpuLog := flag.Bool("cpulog", false, "print each operation's wall time and CPU time (this process and its children) to stderr")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -62,6 +64,7 @@ func main() {
 	src := filepath.Join(dir, "src.bin")
 	writeRandom(src, size)
 	ctx := context.Background()
+	logCPU = *cpuLog
 
 	var rows [][]string
 	mb := float64(size) / 1e6
@@ -86,17 +89,17 @@ func main() {
 // fsRows measures fsblob against cp (and cp plus sync -f) of the same file.
 func fsRows(ctx context.Context, src, dir string, runs int, rate func(time.Duration) string, ratio func(a, b time.Duration) string) [][]string {
 	cp := median(runs, func(i int) time.Duration {
-		return benchutil.Timed(func() { run("cp", src, filepath.Join(dir, "cp.bin")) })
+		return timed("cp", func() { run("cp", src, filepath.Join(dir, "cp.bin")) })
 	})
 	cpSync := median(runs, func(i int) time.Duration {
-		return benchutil.Timed(func() {
+		return timed("cp+fsync", func() {
 			run("cp", src, filepath.Join(dir, "cps.bin"))
 			run("sync", "-f", filepath.Join(dir, "cps.bin"))
 		})
 	})
 	c, stop := serve(ctx, dir, "fs", "")
-	up, down := apiRoundTrips(ctx, c, src, dir, runs)
-	put := rawPuts(ctx, c, src, runs)
+	up, down := apiRoundTrips(ctx, "fs", c, src, dir, runs)
+	put := rawPuts(ctx, "fs", c, src, runs)
 	stop()
 	return [][]string{
 		{"fs", "upload (API, multipart POST)", rate(up), "cp " + rate(cp), ratio(up, cp), "cp+fsync " + rate(cpSync), ratio(up, cpSync)},
@@ -127,7 +130,7 @@ func natsRows(ctx context.Context, src, dir string, size int64, runs int, rate f
 	dPut := median(runs, func(i int) time.Duration {
 		f, _ := os.Open(src)
 		defer f.Close()
-		return benchutil.Timed(func() {
+		return timed("nats ObjectStore.Put", func() {
 			if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: "direct"}, f); err != nil {
 				log.Fatal(err)
 			}
@@ -136,7 +139,7 @@ func natsRows(ctx context.Context, src, dir string, size int64, runs int, rate f
 	dGet := median(runs, func(i int) time.Duration {
 		out, _ := os.Create(filepath.Join(dir, "direct.bin"))
 		defer out.Close()
-		return benchutil.Timed(func() {
+		return timed("nats ObjectStore.Get", func() {
 			r, err := obs.Get(ctx, "direct")
 			if err != nil {
 				log.Fatal(err)
@@ -149,8 +152,8 @@ func natsRows(ctx context.Context, src, dir string, size int64, runs int, rate f
 	})
 	nc.Close()
 	c, stop := serve(ctx, dir, "nats", ns.ClientURL())
-	up, down := apiRoundTrips(ctx, c, src, dir, runs)
-	put := rawPuts(ctx, c, src, runs)
+	up, down := apiRoundTrips(ctx, "nats", c, src, dir, runs)
+	put := rawPuts(ctx, "nats", c, src, runs)
 	stop()
 	return [][]string{
 		{"nats", "upload (API, multipart POST)", rate(up), "ObjectStore.Put " + rate(dPut), ratio(up, dPut), "", ""},
@@ -169,11 +172,11 @@ func serve(ctx context.Context, dir, blob, natsURL string) (*client.Client, func
 }
 
 // apiRoundTrips uploads src from disk and downloads it back to disk runs times.
-func apiRoundTrips(ctx context.Context, c *client.Client, src, dir string, runs int) (up, down time.Duration) {
+func apiRoundTrips(ctx context.Context, backend string, c *client.Client, src, dir string, runs int) (up, down time.Duration) {
 	up = median(runs, func(i int) time.Duration {
 		f, _ := os.Open(src)
 		defer f.Close()
-		return benchutil.Timed(func() {
+		return timed(backend+" multipart", func() {
 			if _, err := c.Upload(ctx, "src.bin", f, client.UploadOptions{Key: "files/bench"}); err != nil {
 				log.Fatal(err)
 			}
@@ -182,7 +185,7 @@ func apiRoundTrips(ctx context.Context, c *client.Client, src, dir string, runs 
 	down = median(runs, func(i int) time.Duration {
 		out, _ := os.Create(filepath.Join(dir, "down.bin"))
 		defer out.Close()
-		return benchutil.Timed(func() {
+		return timed(backend+" download", func() {
 			if _, err := c.Download(ctx, "files/bench", func(client.FileInfo) (io.Writer, error) { return out, nil }); err != nil {
 				log.Fatal(err)
 			}
@@ -192,17 +195,39 @@ func apiRoundTrips(ctx context.Context, c *client.Client, src, dir string, runs 
 }
 
 // rawPuts uploads src with PUT /api/v1/files/{key}, runs times.
-func rawPuts(ctx context.Context, c *client.Client, src string, runs int) time.Duration {
+func rawPuts(ctx context.Context, backend string, c *client.Client, src string, runs int) time.Duration {
 	return median(runs, func(i int) time.Duration {
 		f, _ := os.Open(src)
 		defer f.Close()
 		st, _ := f.Stat()
-		return benchutil.Timed(func() {
+		return timed(backend+" put", func() {
 			if err := c.Put(ctx, "files/bench-put", f, st.Size(), ""); err != nil {
 				log.Fatal(err)
 			}
 		})
 	})
+}
+
+// logCPU is the -cpulog flag.
+var logCPU bool
+
+// timed runs f and returns how long it took. With -cpulog it also prints the CPU time f
+// took in this process (the server and the client both) and in child processes (cp): on
+// a shared machine that moves less than the wall time.
+func timed(label string, f func()) time.Duration {
+	var s0, c0, s1, c1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &s0)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &c0)
+	d := benchutil.Timed(f)
+	if logCPU {
+		syscall.Getrusage(syscall.RUSAGE_SELF, &s1)
+		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &c1)
+		cpu := func(a, b syscall.Rusage) time.Duration {
+			return time.Duration(b.Utime.Nano() - a.Utime.Nano() + b.Stime.Nano() - a.Stime.Nano())
+		}
+		fmt.Fprintf(os.Stderr, "cpulog %s wall_ms=%.1f cpu_ms=%.1f\n", label, d.Seconds()*1000, (cpu(s0, s1)+cpu(c0, c1)).Seconds()*1000)
+	}
+	return d
 }
 
 func median(n int, f func(int) time.Duration) time.Duration {

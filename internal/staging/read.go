@@ -237,13 +237,14 @@ func (r *Reader) CopyN(w io.Writer, n int64) (int64, error) {
 	if n == 0 {
 		return done, nil
 	}
+	// position may open the bytes again: only then is r.rc the reader to look at.
+	if err := r.position(); err != nil {
+		return done, r.fail(err)
+	}
 	f, ok := r.rc.(*os.File)
 	if !ok {
 		m, err := io.Copy(w, io.LimitReader(r, n))
 		return done + m, err
-	}
-	if err := r.position(); err != nil {
-		return done, r.fail(err)
 	}
 	lr := &io.LimitedReader{R: f, N: n}
 	m, err := io.Copy(w, lr)

@@ -14,9 +14,10 @@ import (
 // large chunks and mime/multipart refills from memory.
 const bodyBufBytes = 256 << 10
 
-// MultipartReader is http.Request.MultipartReader (multipart/form-data only) reading the
-// body through a large buffer. It fails as that does: http.ErrNotMultipart for another
-// content type, http.ErrMissingBoundary for one without a boundary.
+// MultipartReader is http.Request.MultipartReader reading the body through a large
+// buffer. It takes what that takes (multipart/form-data and multipart/mixed) and fails as
+// that does: http.ErrNotMultipart for another content type, http.ErrMissingBoundary for
+// one without a boundary.
 func MultipartReader(r *http.Request) (*multipart.Reader, error) {
 	v := r.Header.Get("Content-Type")
 	if v == "" {
@@ -26,7 +27,7 @@ func MultipartReader(r *http.Request) (*multipart.Reader, error) {
 		return nil, errors.New("missing form body")
 	}
 	d, params, err := mime.ParseMediaType(v)
-	if err != nil || d != "multipart/form-data" {
+	if err != nil || (d != "multipart/form-data" && d != "multipart/mixed") {
 		return nil, http.ErrNotMultipart
 	}
 	boundary, ok := params["boundary"]

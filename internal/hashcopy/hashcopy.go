@@ -1,6 +1,5 @@
 // Package hashcopy copies a stream while computing its SHA-256, overlapping the hashing
-// and the writing with the reading. The blob store uses it on upload and the client on
-// download.
+// with the I/O. The blob store uses it on upload and the client on download.
 package hashcopy
 
 import (
@@ -10,50 +9,21 @@ import (
 	"io"
 )
 
-const (
-	// chunkSize is the size of each buffer passed between reading, writing and hashing.
-	chunkSize = 256 << 10
-	// inFlight is how many chunks can be between reading and the end of hashing: one
-	// being read, one written, one hashed, and one to spare for the stage that runs ahead.
-	inFlight = 4
-)
+// chunkSize is the size of each buffer passed between reading, writing and hashing.
+const chunkSize = 256 << 10
 
-// Copy copies r to w and returns the byte count and sha256. It runs as a pipeline of
-// three goroutines, each chunk read, then written, then hashed, so that the next chunk
-// is read while the last one is written and the one before it hashed: on two cores a
-// large upload costs about the slowest of the three rather than their sum. Each chunk is
-// filled before it is written, since a multipart part or a chunked body returns a few KiB
-// per Read. w sees one Write at a time, in order, from one goroutine, and Copy returns
-// only after the last one.
-//
-// A read error is returned wrapped ("read: …"), a write error as it is, and a cancelled
-// ctx (checked between chunks) as ctx.Err(). Nothing is written after a write error.
+// Copy copies r to w and returns the byte count and sha256. Hashing runs in its
+// own goroutine on the chunk just written while the next one is read, so on two cores a
+// large upload costs about max(hash, I/O) rather than their sum. Each chunk is filled
+// before it is written: a multipart part or a chunked body returns a few KiB per Read.
 func Copy(ctx context.Context, w io.Writer, r io.Reader) (int64, []byte, error) {
+	const inFlight = 3
 	free := make(chan []byte, inFlight)
 	for range inFlight {
 		free <- make([]byte, chunkSize)
 	}
-	toWrite := make(chan []byte, inFlight)
 	toHash := make(chan []byte, inFlight)
-	writeFailed := make(chan struct{}) // closed when a Write failed
-	var size int64                     // bytes written; read once writeErr has been received
-	writeErr := make(chan error, 1)
 	sum := make(chan []byte, 1)
-	go func() {
-		var err error
-		for b := range toWrite {
-			if err == nil {
-				if _, err = w.Write(b); err != nil {
-					close(writeFailed)
-				} else {
-					size += int64(len(b))
-				}
-			}
-			toHash <- b
-		}
-		close(toHash)
-		writeErr <- err
-	}()
 	go func() {
 		h := sha256.New()
 		for b := range toHash {
@@ -62,23 +32,21 @@ func Copy(ctx context.Context, w io.Writer, r io.Reader) (int64, []byte, error) 
 		}
 		sum <- h.Sum(nil)
 	}()
-	readErr := func() error {
+	var size int64
+	err := func() error {
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			var buf []byte
-			select {
-			case buf = <-free:
-			case <-writeFailed:
-				return nil
-			}
+			buf := <-free
 			n, rerr := io.ReadFull(r, buf)
 			if n > 0 {
-				toWrite <- buf[:n]
-			} else {
-				free <- buf
+				if _, err := w.Write(buf[:n]); err != nil {
+					return err
+				}
+				size += int64(n)
 			}
+			toHash <- buf[:n]
 			switch rerr {
 			case nil:
 			case io.EOF, io.ErrUnexpectedEOF:
@@ -88,11 +56,7 @@ func Copy(ctx context.Context, w io.Writer, r io.Reader) (int64, []byte, error) 
 			}
 		}
 	}()
-	close(toWrite)
-	werr := <-writeErr
+	close(toHash)
 	s := <-sum
-	if werr != nil {
-		return size, s, werr
-	}
-	return size, s, readErr
+	return size, s, err
 }

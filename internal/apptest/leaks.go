@@ -2,7 +2,6 @@ package apptest
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -95,18 +94,6 @@ func (tw *teeWriter) Write(b []byte) (int, error) {
 		tw.body.Write(b[:min(len(b), maxChecked-tw.body.Len())])
 	}
 	return tw.ResponseWriter.Write(b)
-}
-
-// ReadFrom keeps net/http's ReadFrom (sendfile for file downloads) reachable, so tests
-// take the path a server without this wrapper takes. Error answers go through Write.
-func (tw *teeWriter) ReadFrom(src io.Reader) (int64, error) {
-	if tw.status == 0 {
-		tw.status = http.StatusOK
-	}
-	if tw.status >= 400 {
-		return io.Copy(struct{ io.Writer }{tw}, src)
-	}
-	return io.Copy(tw.ResponseWriter, src)
 }
 
 func (tw *teeWriter) Unwrap() http.ResponseWriter { return tw.ResponseWriter }

@@ -63,17 +63,6 @@ func (rec *recorder) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// ReadFrom keeps the ReadFrom of net/http's writer reachable, which sends a file's bytes
-// with sendfile(2): a file download's body then never passes through the process.
-func (rec *recorder) ReadFrom(src io.Reader) (int64, error) {
-	if rec.status == 0 {
-		rec.WriteHeader(http.StatusOK)
-	}
-	n, err := io.Copy(rec.ResponseWriter, src)
-	rec.bytes += n
-	return n, err
-}
-
 func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
 
 // Observe gives every request an id (the client's X-Request-Id when it is sane), logs one

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/errs"
@@ -210,59 +209,6 @@ func (r *Reader) Seek(offset int64, whence int) (int64, error) {
 	}
 	r.off = abs
 	return abs, nil
-}
-
-// CopyN copies the next n bytes of the version (fewer at its end) to w and returns how
-// many it copied. It fails as Read does. When the bytes are a local file (fsblob), w is
-// handed the file itself under an io.LimitedReader: a writer that copies from a file in
-// the kernel does, and an HTTP response on a TCP connection sends it with sendfile(2),
-// the bytes never passing through the process. fsblob's objects are immutable and were
-// hashed as they were written, so there is nothing to check on the way out but their
-// length, which CopyN does.
-func (r *Reader) CopyN(w io.Writer, n int64) (int64, error) {
-	if r.err != nil {
-		return 0, r.err
-	}
-	n = max(min(n, r.File.Size-r.off), 0)
-	var done int64
-	if r.off < int64(len(r.head)) && n > 0 {
-		m, err := w.Write(r.head[r.off:min(r.off+n, int64(len(r.head)))])
-		r.off += int64(m)
-		done += int64(m)
-		n -= int64(m)
-		if err != nil {
-			return done, err
-		}
-	}
-	if n == 0 {
-		return done, nil
-	}
-	// position may open the bytes again: only then is r.rc the reader to look at.
-	if err := r.position(); err != nil {
-		return done, r.fail(err)
-	}
-	f, ok := r.rc.(*os.File)
-	if !ok {
-		m, err := io.Copy(w, io.LimitReader(r, n))
-		return done + m, err
-	}
-	lr := &io.LimitedReader{R: f, N: n}
-	m, err := io.Copy(w, lr)
-	r.pos += m
-	r.off += m
-	done += m
-	switch {
-	case err != nil:
-		// The writer or the file failed; the file only when it cannot be read where the
-		// copy stopped. A client that went away is not a read failure.
-		if _, rerr := f.ReadAt(make([]byte, 1), r.pos); rerr != nil && !errors.Is(rerr, io.EOF) {
-			return done, r.fail(rerr)
-		}
-		return done, err
-	case lr.N > 0:
-		return done, r.fail(fmt.Errorf("%w: the bytes end after %d of %d", errShort, r.off, r.File.Size))
-	}
-	return done, nil
 }
 
 // Failed returns the error that ended reading, or nil.

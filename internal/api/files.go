@@ -35,7 +35,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	mr, err := r.MultipartReader()
+	mr, err := upload.MultipartReader(r)
 	if err != nil {
 		return errs.New(upload.ErrInvalid, nil, "send multipart/form-data with a field named file (or PUT the raw bytes to /api/v1/files/{key})")
 	}
@@ -280,6 +280,18 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(p)
 	w.n += int64(n)
 	return n, err
+}
+
+// downloadBufBytes is the buffer a file's bytes go out through. Measured over loopback
+// (a 64 MiB GET, CPU of server and client): io.Copy's 32 KiB took 32-34 ms, 64 KiB 29-31,
+// 256 KiB 26-29 but the client's download (read, hash, write to disk) then ran slower in
+// wall time, and handing an fsblob file to sendfile(2) took 36-44 ms.
+const downloadBufBytes = 64 << 10
+
+// ReadFrom is how http.ServeContent's copy of the body reaches the connection, through a
+// larger buffer than its own.
+func (w *fileWriter) ReadFrom(src io.Reader) (int64, error) {
+	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{src}, make([]byte, downloadBufBytes))
 }
 
 func (w *fileWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

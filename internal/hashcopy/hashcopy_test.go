@@ -41,6 +41,35 @@ func TestCopyErrors(t *testing.T) {
 	}
 }
 
+// TestCopyStopsAtAWriteError: a writer that fails ends the copy of an endless reader,
+// and nothing is written after the failure.
+func TestCopyStopsAtAWriteError(t *testing.T) {
+	boom := errors.New("disk full")
+	w := &countingWriter{failAt: 3, err: boom}
+	n, _, err := Copy(context.Background(), w, endless{})
+	if !errors.Is(err, boom) || w.calls != 3 || n != 2*chunkSize {
+		t.Fatalf("err = %v after %d writes, n = %d; want %v at the third write, n = %d", err, w.calls, n, boom, 2*chunkSize)
+	}
+}
+
+// countingWriter fails its failAt-th Write and every one after, counting them.
+type countingWriter struct {
+	failAt, calls int
+	err           error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.calls++
+	if c.calls >= c.failAt {
+		return 0, c.err
+	}
+	return len(p), nil
+}
+
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) { return len(p), nil }
+
 type failWriter struct{ err error }
 
 func (f failWriter) Write([]byte) (int, error) { return 0, f.err }

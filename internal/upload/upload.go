@@ -424,7 +424,7 @@ func ReadRequest(r *http.Request, dir string, lim Limits, opts Options) (Form, e
 	if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
 		return Form{}, nil
 	}
-	mr, err := r.MultipartReader()
+	mr, err := MultipartReader(r)
 	if err != nil {
 		return Form{}, errs.New(ErrInvalid, nil, "send multipart/form-data with fields files (any number) and inputs (a JSON object)")
 	}

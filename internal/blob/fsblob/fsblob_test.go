@@ -1,7 +1,9 @@
 package fsblob
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"io"
 	"io/fs"
@@ -273,4 +275,35 @@ func TestPing(t *testing.T) {
 
 func BenchmarkPutGet100MiB(b *testing.B) {
 	blobtest.BenchPutGet(b, newTestStore(b), 100<<20)
+}
+
+// TestPutPastWriteback stores objects around and past the sizes at which Put asks the
+// kernel to start writing (writebackBytes) and reads each back whole, with its checksum.
+func TestPutPastWriteback(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, size := range []int{writebackBytes - 1, writebackBytes, 2*writebackBytes + 12345} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i * 7 / 3)
+		}
+		info, err := s.Put(ctx, "files/big", bytes.NewReader(data), blob.PutOptions{})
+		sum := sha256.Sum256(data)
+		if err != nil || info.Size != int64(size) || info.Checksum != blob.FormatSHA256(sum[:]) {
+			t.Fatalf("put of %d bytes = %+v, %v", size, info, err)
+		}
+		rc, _, err := s.Get(ctx, "files/big", 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read back %d of %d bytes, %v", len(got), size, err)
+		}
+	}
 }

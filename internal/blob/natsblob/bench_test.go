@@ -8,17 +8,31 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
 // The benchmarks below put and get objects of two sizes, natsblob's own and nats.go's
-// ObjectStore side by side on the same server, reporting allocations: a run with
-// -benchmem shows per op how they scale with the size, and allocs/MiB that the cost per
-// byte does not grow with it.
+// ObjectStore side by side, on a nats-server in another process (so that the
+// allocations counted are the client's, not the server's), over TCP as with
+// SKRIP_NATS_URL. Allocations per op grow with the size, one message per chunk; what
+// must not grow is allocs/MiB and B/MiB, the cost per byte moved (and the memory held,
+// which TestServerMemoryIsFlatForLargeFiles in internal/cli checks).
 
 var benchSizes = []int64{16 << 20, 128 << 20}
+
+// benchStore opens a bucket on a separate nats-server.
+func benchStore(b *testing.B) *Store {
+	nc, err := nats.Connect(testutil.NATSServer(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	return newTestStore(b, nc, Config{Bucket: "bench"})
+}
 
 // benchSource yields size bytes of a 1 MiB random block repeated.
 func benchSource(b *testing.B, size int64) io.Reader {
@@ -60,7 +74,7 @@ func reportPerMiB(b *testing.B, size int64, run func()) {
 func BenchmarkPut(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(fmt.Sprintf("natsblob/%dMiB", size>>20), func(b *testing.B) {
-			s := newTestStore(b, startServer(b), Config{Bucket: "bench"})
+			s := benchStore(b)
 			reportPerMiB(b, size, func() {
 				if _, err := s.Put(context.Background(), "files/bench", benchSource(b, size), blob.PutOptions{}); err != nil {
 					b.Fatal(err)
@@ -68,7 +82,7 @@ func BenchmarkPut(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("ObjectStore/%dMiB", size>>20), func(b *testing.B) {
-			s := newTestStore(b, startServer(b), Config{Bucket: "bench"})
+			s := benchStore(b)
 			reportPerMiB(b, size, func() {
 				if _, err := s.obs.Put(context.Background(), jetstream.ObjectMeta{Name: "files/bench"}, benchSource(b, size)); err != nil {
 					b.Fatal(err)
@@ -81,7 +95,7 @@ func BenchmarkPut(b *testing.B) {
 func BenchmarkGet(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(fmt.Sprintf("natsblob/%dMiB", size>>20), func(b *testing.B) {
-			s := newTestStore(b, startServer(b), Config{Bucket: "bench"})
+			s := benchStore(b)
 			if _, err := s.Put(context.Background(), "files/bench", benchSource(b, size), blob.PutOptions{}); err != nil {
 				b.Fatal(err)
 			}
@@ -97,7 +111,7 @@ func BenchmarkGet(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("ObjectStore/%dMiB", size>>20), func(b *testing.B) {
-			s := newTestStore(b, startServer(b), Config{Bucket: "bench"})
+			s := benchStore(b)
 			if _, err := s.obs.Put(context.Background(), jetstream.ObjectMeta{Name: "files/bench"}, benchSource(b, size)); err != nil {
 				b.Fatal(err)
 			}
@@ -119,7 +133,7 @@ func BenchmarkGet(b *testing.B) {
 // 50 MB object: both start at the chunk that holds their first byte.
 func BenchmarkRange(b *testing.B) {
 	const size = 50_000_000
-	s := newTestStore(b, startServer(b), Config{Bucket: "bench"})
+	s := benchStore(b)
 	if _, err := s.Put(context.Background(), "files/bench", benchSource(b, size), blob.PutOptions{}); err != nil {
 		b.Fatal(err)
 	}

@@ -24,8 +24,9 @@ import (
 // bounds the transfer and Config.Timeout bounds the wait for each chunk.
 
 const (
-	// chunkPrefetch is how many chunks the consumer buffers ahead of the reader.
-	chunkPrefetch = 16
+	// chunkPrefetch is how many chunks the consumer buffers ahead of the reader: 2 MiB
+	// of Put's chunks.
+	chunkPrefetch = 8
 	// stallCheck is how long a reader waits for a chunk before checking that the
 	// object's chunks are still there.
 	stallCheck = 250 * time.Millisecond
@@ -133,7 +134,7 @@ func (r *chunkReader) start(off int64) error {
 
 // seekSkip is how far past the bytes at hand a forward Seek reads on rather than
 // starting a new consumer, which costs a few requests.
-const seekSkip = 4 * chunkSize
+const seekSkip = 512 << 10
 
 // Seek moves the reader to an offset in the object, as io.Seeker does. A move forward
 // within the chunk at hand, or by less than seekSkip past it, reads on; any other starts a
@@ -190,7 +191,7 @@ func objectChunkSize(info *jetstream.ObjectInfo) uint64 {
 	if info.Opts != nil && info.Opts.ChunkSize > 0 {
 		return uint64(info.Opts.ChunkSize)
 	}
-	return chunkSize
+	return natsChunkSize
 }
 
 // maxSeekProbes bounds the message reads seekChunk makes before it gives up and lets

@@ -1,12 +1,18 @@
 package natsblob
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -69,6 +75,7 @@ func reportPerMiB(b *testing.B, size int64, run func()) {
 	mib := float64(size) / (1 << 20) * float64(n)
 	b.ReportMetric(float64(after.mallocs-before.mallocs)/mib, "allocs/MiB")
 	b.ReportMetric(float64(after.bytes-before.bytes)/mib, "B/MiB")
+	b.ReportMetric(float64((after.cpu-before.cpu).Microseconds())/mib, "cpu-µs/MiB")
 }
 
 func BenchmarkPut(b *testing.B) {
@@ -157,11 +164,47 @@ func BenchmarkRange(b *testing.B) {
 	}
 }
 
-// runtimeStats is the process's allocation totals.
-type runtimeStats struct{ mallocs, bytes uint64 }
+// runtimeStats is the process's allocation totals, and the CPU time it and the
+// nats-server it started have used: wall-clock time on a shared machine is noisy, CPU
+// time much less.
+type runtimeStats struct {
+	mallocs, bytes uint64
+	cpu            time.Duration
+}
 
 func (s *runtimeStats) read() {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	s.mallocs, s.bytes = m.Mallocs, m.TotalAlloc
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		s.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	s.cpu += childrenCPU()
+}
+
+// childrenCPU is the CPU time used so far by the running children of this process (the
+// nats-server testutil starts), from /proc, in clock ticks of 10 ms.
+func childrenCPU() time.Duration {
+	ents, _ := os.ReadDir("/proc")
+	var total time.Duration
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command, which is in parentheses: state ppid ... utime(14) stime(15).
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 13 || f[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	return total
 }

@@ -110,10 +110,12 @@ func (r *chunkReader) start(off int64) error {
 	if uint64(off) >= r.size {
 		k := uint64(off) / r.size
 		seq, err := r.store.seekChunk(r.ctx, r.info, k)
-		if err != nil {
+		if err != nil && r.ctx.Err() != nil {
 			return fmt.Errorf("find chunk %d: %w", k, err)
 		}
-		if seq > 0 {
+		// A seek that failed otherwise (the stream may be electing a leader) leaves the
+		// reader to start at the first chunk, which waits for a leader as any read does.
+		if err == nil && seq > 0 {
 			r.seq = seq - 1 // the consumer starts after r.seq
 			r.left = r.info.Size - k*r.size
 			r.hash, r.whole = nil, r.size

@@ -273,7 +273,8 @@ func testDeleteThenList(t *testing.T, s blob.Store) {
 }
 
 func testGetRange(t *testing.T, s blob.Store) {
-	// Larger than a few backend chunks (JetStream uses 128 KiB) so ranges cross them.
+	// Larger than a few backend chunks (natsblob's are 256 KiB, nats.go's 128 KiB) so
+	// ranges cross them.
 	const size = 300<<10 + 7
 	data := randomBytes(t, size)
 	putBytes(t, s, "files/range", data, "")
@@ -286,6 +287,7 @@ func testGetRange(t *testing.T, s blob.Store) {
 		{0, 1, data[:1]},
 		{10, 20, data[10:30]},
 		{128<<10 - 3, 6, data[128<<10-3 : 128<<10+3]},
+		{256<<10 - 3, 6, data[256<<10-3 : 256<<10+3]},
 		{200 << 10, -1, data[200<<10:]},
 		{100, size, data[100:]},
 		{size - 1, -1, data[size-1:]},

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,8 +24,9 @@ import (
 // bounds the transfer and Config.Timeout bounds the wait for each chunk.
 
 const (
-	// chunkPrefetch is how many chunks the consumer buffers ahead of the reader.
-	chunkPrefetch = 16
+	// chunkPrefetch is how many chunks the consumer buffers ahead of the reader: 2 MiB
+	// of Put's chunks.
+	chunkPrefetch = 8
 	// stallCheck is how long a reader waits for a chunk before checking that the
 	// object's chunks are still there.
 	stallCheck = 250 * time.Millisecond
@@ -40,7 +44,13 @@ type chunkReader struct {
 	cons    jetstream.Consumer
 	iter    jetstream.MessagesContext
 	idle    time.Duration
-	seq     uint64 // the stream sequence of the last chunk received
+	// prefetch is how many chunks the consumer buffers ahead of the reader: chunkPrefetch,
+	// or fewer when the range read spans fewer.
+	prefetch int
+	info     *jetstream.ObjectInfo
+	size     uint64 // the object's chunk size
+	end      uint64 // where the range read ends; 0 once it may go on to the object's end
+	seq      uint64 // the stream sequence of the last chunk received
 	// delivered counts the messages of the current consumer; each has the next
 	// consumer sequence, or one went missing.
 	delivered uint64
@@ -48,13 +58,21 @@ type chunkReader struct {
 
 	left uint64 // bytes of the object not yet received
 	buf  []byte // received bytes not yet read
+	// hash and want check the object's digest when the reader starts at its first
+	// chunk; a reader that starts at a later chunk has both nil (see seekChunk).
 	hash hash.Hash
 	want []byte
-	err  error
-	done bool
+	// whole is, for a reader that starts past the first chunk, the chunk size every
+	// chunk but the last must have; 0 otherwise.
+	whole uint64
+	err   error
+	done  bool
 }
 
-func (s *Store) openChunks(ctx context.Context, info *jetstream.ObjectInfo) (*chunkReader, error) {
+// openChunks opens a reader of info's chunks positioned at byte off, which is below the
+// object's size, for n bytes (all the rest when n < 0). Its consumer buffers no more
+// chunks than the range spans.
+func (s *Store) openChunks(ctx context.Context, info *jetstream.ObjectInfo, off, n int64) (*chunkReader, error) {
 	want, err := jetstream.DecodeObjectDigest(info.Digest)
 	if err != nil {
 		return nil, err
@@ -64,15 +82,221 @@ func (s *Store) openChunks(ctx context.Context, info *jetstream.ObjectInfo) (*ch
 		store:   s,
 		subject: chunkSubject(s.bucket, info.NUID),
 		idle:    s.timeout,
-		left:    info.Size,
-		hash:    sha256.New(),
+		info:    info,
+		size:    objectChunkSize(info),
+		end:     info.Size,
 		want:    want,
+	}
+	if n >= 0 && uint64(off+n) < r.end {
+		r.end = uint64(off + n)
+	}
+	if err := r.start(off); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// start positions the reader at byte off, below the object's size, with a new
+// consumer. When off lies past the first chunk and the chunks are laid out as Put lays
+// them out, the consumer starts at the chunk that holds off (seekChunk) instead of
+// sending every byte before it; otherwise it starts at the first chunk.
+func (r *chunkReader) start(off int64) error {
+	r.stop()
+	r.buf = nil
+	r.seq, r.left = 0, r.info.Size
+	r.hash, r.whole = sha256.New(), 0
+	first := uint64(0) // the chunk the consumer starts at
+	if uint64(off) >= r.size {
+		k := uint64(off) / r.size
+		seq, err := r.store.seekChunk(r.ctx, r.info, k)
+		if err != nil && r.ctx.Err() != nil {
+			return fmt.Errorf("find chunk %d: %w", k, err)
+		}
+		// A seek that failed otherwise (the stream may be electing a leader) leaves the
+		// reader to start at the first chunk, which waits for a leader as any read does.
+		if err == nil && seq > 0 {
+			r.seq = seq - 1 // the consumer starts after r.seq
+			r.left = r.info.Size - k*r.size
+			r.hash, r.whole = nil, r.size
+			off -= int64(k * r.size)
+			first = k
+		}
+	}
+	r.prefetch = chunkPrefetch
+	if r.end > 0 {
+		r.prefetch = int(max(1, min(chunkPrefetch, (r.end-1)/r.size+1-first)))
 	}
 	if err := r.reopen(time.Now().Add(leaderWait)); err != nil {
 		r.dropStale()
-		return nil, fmt.Errorf("open chunks: %w", err)
+		return fmt.Errorf("open chunks: %w", err)
 	}
-	return r, nil
+	return r.skip(off)
+}
+
+// seekSkip is how far past the bytes at hand a forward Seek reads on rather than
+// starting a new consumer, which costs a few requests.
+const seekSkip = 512 << 10
+
+// Seek moves the reader to an offset in the object, as io.Seeker does. A move forward
+// within the chunk at hand, or by less than seekSkip past it, reads on; any other starts a
+// new consumer at the chunk holding the offset (see start), so a reader that jumps ahead,
+// as http.ServeContent does for a Range, receives what it reads, not what it skips. A
+// reader that no longer starts at the first chunk does not check the object's digest
+// (see seekChunk).
+func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.done {
+		return 0, errors.New("natsblob: seek on a closed reader")
+	}
+	pos := int64(r.info.Size-r.left) - int64(len(r.buf))
+	abs := offset
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		abs += pos
+	case io.SeekEnd:
+		abs += int64(r.info.Size)
+	default:
+		return 0, fmt.Errorf("natsblob: seek: invalid whence %d", whence)
+	}
+	if abs < 0 {
+		return 0, fmt.Errorf("natsblob: seek to %d, before the start", abs)
+	}
+	// A Seek may end a range read (r.end) early; the reader then reads on to the
+	// object's end, so it buffers as many chunks as a whole read.
+	r.end = 0
+	var err error
+	switch {
+	case abs == pos:
+	case abs >= int64(r.info.Size):
+		r.stop()
+		r.buf, r.left, r.hash = nil, 0, nil
+	case abs > pos && abs-pos <= int64(len(r.buf))+seekSkip:
+		err = r.skip(abs - pos)
+	default:
+		if err = r.start(abs); err != nil {
+			r.err = err
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("natsblob: seek to %d: %w", abs, err)
+	}
+	return abs, nil
+}
+
+// objectChunkSize is the chunk size info's writer recorded, or nats.go's default, which
+// its writer uses when it records none.
+func objectChunkSize(info *jetstream.ObjectInfo) uint64 {
+	if info.Opts != nil && info.Opts.ChunkSize > 0 {
+		return uint64(info.Opts.ChunkSize)
+	}
+	return natsChunkSize
+}
+
+// maxSeekProbes bounds the message reads seekChunk makes before it gives up and lets
+// the reader start at the first chunk.
+const maxSeekProbes = 64
+
+// seekChunk returns the stream sequence of chunk k (from 0) of info, or 0 when the
+// chunks are not laid out as Put lays them out, and the reader must start at the first.
+//
+// A reader may start at chunk k only when chunk k holds the bytes from k times the chunk
+// size on. Put makes it so: it fills every chunk but the last to the chunk size, and
+// gives chunk k the message ID "<NUID>.<k>" (or "<NUID>.<k>.<n>" when published again
+// after a failure), so each chunk names its index. Other Object Store writers need not:
+// nats.go's Put stores whatever each Read of its source returned, and sets no message
+// ID, so its objects are read from the first chunk.
+//
+// The chunks of one version are stored in order but may be interleaved with other
+// messages of the stream (concurrent uploads, meta messages), so chunk k lies at or
+// after the first chunk's sequence plus k. seekChunk reads the first chunk at or after a
+// sequence (probeChunk) and bisects on the index that message names. With one upload at a
+// time the chunks are contiguous and the first probe finds chunk k.
+//
+// What a reader that starts past the first chunk cannot check is the object's digest,
+// which covers every byte: it checks instead that each chunk has the length the layout
+// says (see next), and relies on JetStream's file store, which checks every stored
+// message's own checksum when it loads it. A read from the first chunk to the end is
+// checked against the digest, as before.
+func (s *Store) seekChunk(ctx context.Context, info *jetstream.ObjectInfo, k uint64) (uint64, error) {
+	if k >= uint64(info.Chunks) {
+		return 0, nil // not Put's layout
+	}
+	subj := chunkSubject(s.bucket, info.NUID)
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	first, err := s.probeChunk(rctx, subj, 1)
+	if err != nil {
+		return 0, err
+	}
+	if i, ok := chunkIndex(first, info.NUID); !ok || i != 0 {
+		return 0, nil
+	}
+	// Chunk k lies in [lo, hi].
+	lo, hi := first.Sequence+k, uint64(math.MaxUint64)
+	guess := lo
+	for range maxSeekProbes {
+		m, err := s.probeChunk(rctx, subj, guess)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, nil // chunks gone: the reader reports it
+		}
+		if err != nil {
+			return 0, err
+		}
+		i, ok := chunkIndex(m, info.NUID)
+		switch {
+		case !ok:
+			return 0, nil
+		case i == k:
+			return m.Sequence, nil
+		case i < k:
+			lo = m.Sequence + (k - i) // chunks i+1..k lie after chunk i
+		default:
+			hi = guess - 1
+		}
+		if hi == math.MaxUint64 {
+			last, err := s.lastStored(rctx, subj)
+			if err != nil {
+				return 0, err
+			}
+			hi = last.Sequence
+		}
+		if lo > hi {
+			return 0, nil
+		}
+		guess = lo + (hi-lo)/2
+	}
+	return 0, nil
+}
+
+// probeChunk returns the first message on subj at or after seq. Any replica may answer
+// (a direct get, which sends the message as it is stored, where the leader's API
+// encodes it in JSON): chunks have the same sequences on every replica, and seekChunk
+// checks the index each names, so only a replica that lags and has none of them is
+// wrong, and then the leader is asked.
+func (s *Store) probeChunk(ctx context.Context, subj string, seq uint64) (*jetstream.RawStreamMsg, error) {
+	m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return s.nextStored(ctx, subj, seq)
+	}
+	return m, err
+}
+
+// chunkIndex reads the index of a chunk of version nuid from its message ID, as Put
+// sets it: "<nuid>.<k>", or "<nuid>.<k>.<n>".
+func chunkIndex(m *jetstream.RawStreamMsg, nuid string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(m.Header.Get(jetstream.MsgIDHeader), nuid+".")
+	if !ok {
+		return 0, false
+	}
+	if i := strings.IndexByte(rest, '.'); i >= 0 {
+		rest = rest[:i]
+	}
+	k, err := strconv.ParseUint(rest, 10, 32)
+	return k, err == nil
 }
 
 // open starts a consumer of the chunks after the last one received: an ephemeral pull
@@ -101,7 +325,7 @@ func (r *chunkReader) open(ctx context.Context) error {
 		r.stale = append(r.stale, cfg.Name)
 		return err
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(chunkPrefetch))
+	iter, err := cons.Messages(jetstream.PullMaxMessages(r.prefetch))
 	if err != nil {
 		r.stale = append(r.stale, cfg.Name)
 		return err
@@ -192,10 +416,15 @@ func (r *chunkReader) next() error {
 	if uint64(len(data)) > r.left {
 		return fmt.Errorf("object holds more bytes than its recorded size")
 	}
+	if r.whole > 0 && uint64(len(data)) != min(r.whole, r.left) {
+		return fmt.Errorf("a chunk holds %d bytes, want %d: the object's chunks are not where its layout says", len(data), min(r.whole, r.left))
+	}
 	r.left -= uint64(len(data))
-	r.hash.Write(data)
-	if r.left == 0 && !bytes.Equal(r.hash.Sum(nil), r.want) {
-		return jetstream.ErrDigestMismatch
+	if r.hash != nil {
+		r.hash.Write(data)
+		if r.left == 0 && !bytes.Equal(r.hash.Sum(nil), r.want) {
+			return jetstream.ErrDigestMismatch
+		}
 	}
 	r.buf = data
 	return nil

@@ -316,3 +316,42 @@ func TestRepairKeepsOrder(t *testing.T) {
 		t.Fatal("verify passed with a stray chunk on the subject")
 	}
 }
+
+// TestSeekSurvivesLeaderChange stops the stream's leader in the middle of a read, then
+// seeks ahead at once, while the stream may still be electing another: the seek's probes
+// may fail, and the reader then starts at the first chunk and skips, waiting for the
+// leader as any read does. The bytes after the seek are right either way.
+func TestSeekSurvivesLeaderChange(t *testing.T) {
+	s, cluster, data := haSetup(t, theStreamLeader.killed())
+	ctx := context.Background()
+	if _, err := s.Put(ctx, "files/big", bytes.NewReader(data), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rc, _, err := s.Get(ctx, "files/big", 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, err := io.CopyN(io.Discard, rc, haSize/3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := theStreamLeader.killed().stop(t, s, cluster, rc); err != nil {
+		t.Fatal(err)
+	}
+	const at = haSize - haSize/4
+	if _, err := rc.(io.Seeker).Seek(at, io.SeekStart); err != nil {
+		t.Fatalf("seek across a leader change: %v", err)
+	}
+	got, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("read after a seek across a leader change: %v", err)
+	}
+	if !bytes.Equal(got, data[at:]) {
+		t.Fatalf("read %d bytes after the seek, want %d (or they differ)", len(got), len(data)-at)
+	}
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitHealthy(t, s)
+	checkClean(t, s)
+}

@@ -161,12 +161,8 @@ func (s *Store) Get(ctx context.Context, key string, off, n int64) (io.ReadClose
 	if off >= bi.Size || n == 0 {
 		return io.NopCloser(strings.NewReader("")), bi, nil
 	}
-	cr, err := s.openChunks(ctx, info)
+	cr, err := s.openChunks(ctx, info, off, n)
 	if err != nil {
-		return nil, blob.Info{}, fmt.Errorf("natsblob: get %s: %w", key, err)
-	}
-	if err := cr.skip(off); err != nil {
-		_ = cr.Close()
 		return nil, blob.Info{}, fmt.Errorf("natsblob: get %s: %w", key, err)
 	}
 	if n < 0 {

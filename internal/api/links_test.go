@@ -338,3 +338,36 @@ func readAll(resp *http.Response) (string, error) {
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
 }
+
+// TestLinksAcrossAPINodes: a link made on one API node of a cluster works on another (the
+// link is in PostgreSQL and the bytes in NATS), and its downloads are counted once for
+// the cluster.
+func TestLinksAcrossAPINodes(t *testing.T) {
+	cfg := apptest.Config(t, apptest.ClusterBackend)
+	one := apptest.Start(t, cfg)
+	cfg.DataDir = t.TempDir()
+	two := apptest.Start(t, cfg)
+	_, u := one.User(t, "ulla", "user")
+	data := randomBytes(t, 70_000)
+	if a := upload(t, one, u.Token, [][2]string{{"key", "files/shared.bin"}}, "shared.bin", data); a.status != 201 {
+		t.Fatal(a.raw)
+	}
+	l := makeLink(t, one, u.Token, "files/shared.bin", `{"ttl": "1h", "max_downloads": 1}`)
+	if l.status != 201 {
+		t.Fatal(l.raw)
+	}
+	token := strings.TrimPrefix(l.body["url"].(string), one.URL)
+	if a := send(t, two, "GET", token, "", "", nil); a.status != 200 || a.raw != string(data) {
+		t.Fatalf("the link on the other node: %d, %d bytes", a.status, len(a.raw))
+	}
+	if a := send(t, one, "GET", token, "", "", nil); a.status != 404 {
+		t.Fatalf("a second download on the first node of a one-download link: %d", a.status)
+	}
+	l2 := makeLink(t, two, u.Token, "files/shared.bin", `{"ttl": "1h"}`)
+	if a := send(t, one, "DELETE", "/api/v1/links/"+l2.body["id"].(string), u.Token, "", nil); a.status != 204 {
+		t.Fatalf("revoking on the other node: %d %s", a.status, a.raw)
+	}
+	if a := send(t, two, "GET", strings.TrimPrefix(l2.body["url"].(string), two.URL), "", "", nil); a.status != 404 {
+		t.Fatalf("a link revoked on the other node: %d", a.status)
+	}
+}

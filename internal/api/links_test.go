@@ -90,6 +90,14 @@ func TestLinksServeAFile(t *testing.T) {
 			t.Fatalf("list before any download: %s", list.raw)
 		}
 
+		// A GET answered 304 sent nothing: its download is given back.
+		if nm := fetch(t, env, "GET", url, "If-None-Match", etag); nm.status != 304 {
+			t.Fatalf("If-None-Match: %d", nm.status)
+		}
+		if list := send(t, env, "GET", "/api/v1/links?key=files/report.bin", u.Token, "", nil); list.body["links"].([]any)[0].(map[string]any)["downloads"] != float64(0) {
+			t.Fatalf("a 304 was counted: %s", list.raw)
+		}
+
 		// Two downloads from the first byte: a whole GET, and a range from 0.
 		full := fetch(t, env, "GET", url)
 		if full.status != 200 || full.raw != string(data) || full.header.Get("X-Checksum") != sum(data) ||

@@ -190,7 +190,7 @@ func Exhausted(l store.FileLink) bool {
 	return l.MaxDownloads != nil && l.Downloads >= *l.MaxDownloads
 }
 
-// UncountLink gives back a download of l that ResolveLink counted and that sent nothing
+// UncountLink gives back a download of l that UseLink counted and that sent nothing
 // (the file's bytes could not be read, the range selected none of them).
 func (s *Service) UncountLink(ctx context.Context, l store.FileLink) error {
 	return s.st.UncountFileLinkDownload(ctx, l.ID)

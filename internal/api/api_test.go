@@ -289,6 +289,17 @@ func TestRawTokensNeverStored(t *testing.T) {
 			t.Fatal(err)
 		}
 		secrets := []string{u.Token, extra, env.AdminToken}
+		// A share link's token too (docs/api.md "Share links").
+		if a := upload(t, env, u.Token, [][2]string{{"key", "files/shared.txt"}}, "shared.txt", []byte("shared")); a.status != 201 {
+			t.Fatal(a.raw)
+		}
+		link := makeLink(t, env, u.Token, "files/shared.txt", `{"ttl": "1h"}`)
+		linkURL, _ := link.body["url"].(string)
+		_, linkToken, ok := strings.Cut(linkURL, "/s/")
+		if !ok {
+			t.Fatalf("a link: %s", link.raw)
+		}
+		secrets = append(secrets, linkToken)
 		if !b.Postgres {
 			for _, name := range []string{"skrip.db", "skrip.db-wal"} {
 				data, err := os.ReadFile(filepath.Join(env.Config.DataDir, name))
@@ -296,7 +307,7 @@ func TestRawTokensNeverStored(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, s := range secrets {
-					for _, part := range []string{s, strings.TrimPrefix(s, "skr_")} {
+					for _, part := range []string{s, strings.TrimPrefix(strings.TrimPrefix(s, "skr_"), "skl_")} {
 						if bytes.Contains(data, []byte(part)) {
 							t.Fatalf("%s holds a raw token", name)
 						}
@@ -310,7 +321,7 @@ func TestRawTokensNeverStored(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		for _, table := range []string{"tokens", "users"} {
+		for _, table := range []string{"tokens", "users", "file_links"} {
 			rows, err := db.Query("SELECT CAST(t.* AS TEXT) FROM " + table + " t")
 			if err != nil {
 				t.Fatal(err)
@@ -321,7 +332,7 @@ func TestRawTokensNeverStored(t *testing.T) {
 				rows.Scan(&row)
 				n++
 				for _, s := range secrets {
-					if strings.Contains(row, strings.TrimPrefix(s, "skr_")) {
+					if strings.Contains(row, strings.TrimPrefix(strings.TrimPrefix(s, "skr_"), "skl_")) {
 						t.Fatalf("table %s holds a raw token: %s", table, row)
 					}
 				}

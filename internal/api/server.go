@@ -88,8 +88,9 @@ func (s *Server) Register(m *http.ServeMux) {
 	m.Handle("POST /api/v1/files", s.authed(s.uploadFile))
 	m.Handle("GET /api/v1/files", s.authed(s.listFiles))
 	m.Handle("PUT /api/v1/files/{key...}", s.authed(s.putFile))
-	m.Handle("GET /api/v1/files/{key...}", s.authed(s.getFile))
+	m.Handle("GET /api/v1/files/{key...}", s.authed(s.getFileOrLinks))
 	m.Handle("DELETE /api/v1/files/{key...}", s.authed(s.deleteFile))
+	s.registerLinks(m)
 
 	m.Handle("POST /api/v1/admin/cleanup", s.authed(s.cleanup))
 

@@ -21,9 +21,10 @@ import (
 )
 
 func (e *env) filesCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "files", Short: "Stage files: upload, download, list, inspect and delete"}
+	cmd := &cobra.Command{Use: "files", Short: "Stage files: upload, download, list, inspect, share and delete"}
 	cmd.PersistentFlags().String("owner", "", "admin: work on the files of this user (id or name) instead of your own")
-	cmd.AddCommand(e.filesUploadCmd(), e.filesDownloadCmd(), e.filesListCmd(), e.filesInfoCmd(), e.filesDeleteCmd())
+	cmd.AddCommand(e.filesUploadCmd(), e.filesDownloadCmd(), e.filesListCmd(), e.filesInfoCmd(), e.filesDeleteCmd(),
+		e.filesLinkCmd(), e.filesLinksCmd(), e.filesUnlinkCmd())
 	return cmd
 }
 
@@ -368,6 +369,7 @@ func (e *env) cleanupCmd() *cobra.Command {
 			fmt.Fprintln(w, "removed")
 			fmt.Fprintf(w, "  expired files\t%d\t%s\n", r.Files, size(r.FileBytes))
 			fmt.Fprintf(w, "  replaced file versions\t%d\tkept a while for readers that had them open\n", r.FileVersions)
+			fmt.Fprintf(w, "  expired share links\t%d\t\n", r.FileLinks)
 			fmt.Fprintf(w, "  expired session file sets\t%d\t%d files, %s\n", r.SessionSets, r.SessionFiles, size(r.SessionBytes))
 			fmt.Fprintf(w, "  expired run artifacts\t%d\tof %d runs, %s\n", r.Artifacts, r.ArtifactRuns, size(r.ArtifactBytes))
 			fmt.Fprintf(w, "  orphan session files\t%d\tno session set refers to them\n", r.OrphanSessionFiles)

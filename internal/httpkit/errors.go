@@ -87,6 +87,8 @@ var errorTable = []row{
 	{ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "", "the request body is larger than the limit"},
 	{blob.ErrInvalidKey, http.StatusBadRequest, "invalid_key", "", "the key must look like files/<name>, using only letters, digits and ._-"},
 	{staging.ErrNotFound, http.StatusNotFound, "not_found", "file_not_found", "there is no such file"},
+	{staging.ErrLinkNotFound, http.StatusNotFound, "not_found", "link_not_found", "this link does not work: it is wrong, has expired, has been used up or was revoked"},
+	{staging.ErrInvalidLink, http.StatusBadRequest, "invalid_request", "invalid_link", "the link's ttl or max_downloads is not valid"},
 	{staging.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "file_too_large", "the file is larger than the limit"},
 	{staging.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "file_store_down", "the file store is not reachable; try again in a moment"},
 	{ErrRange, http.StatusRequestedRangeNotSatisfiable, "range_not_satisfiable", "", "the requested range is outside the file"},

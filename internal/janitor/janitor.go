@@ -29,7 +29,9 @@ type Report struct {
 	FileBytes int64 `json:"file_bytes"`
 	// FileVersions are replaced versions of staged files whose bytes were kept for
 	// readers that had them open, deleted once their grace period passed.
-	FileVersions  int   `json:"file_versions"`
+	FileVersions int `json:"file_versions"`
+	// FileLinks are share links of staged files that expired.
+	FileLinks     int   `json:"file_links"`
 	SessionSets   int   `json:"session_sets"`
 	SessionFiles  int   `json:"session_files"`
 	SessionBytes  int64 `json:"session_bytes"`
@@ -155,6 +157,10 @@ func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 	if err != nil {
 		return r, err
 	}
+	if r.FileLinks, err = j.files.ExpireLinks(ctx); err != nil {
+		return r, err
+	}
+	j.count("file_link", r.FileLinks)
 	sess, err := j.sessions.Expire(ctx)
 	r.SessionSets, r.SessionFiles, r.SessionBytes = sess.Sets, sess.Files, sess.Bytes
 	j.count("session_set", sess.Sets)
@@ -233,7 +239,7 @@ func (j *Janitor) logReport(msg string, r Report) {
 	if r == (Report{}) {
 		return
 	}
-	j.log.Info(msg, "sign_ins", r.SignIns, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "file_versions", r.FileVersions,
+	j.log.Info(msg, "sign_ins", r.SignIns, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "file_versions", r.FileVersions, "file_links", r.FileLinks,
 		"session_sets", r.SessionSets, "session_files", r.SessionFiles, "session_bytes", r.SessionBytes,
 		"artifact_runs", r.ArtifactRuns, "artifacts", r.Artifacts, "artifact_bytes", r.ArtifactBytes,
 		"blob_leftovers", r.BlobLeftovers, "orphan_session_files", r.OrphanSessionFiles, "orphan_artifacts", r.OrphanArtifacts)

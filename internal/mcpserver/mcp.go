@@ -1,5 +1,5 @@
 // Package mcpserver serves skrip's agent sandboxes to AI agents as MCP tools (docs/spec.md §9):
-// the seven tools, their schemas and descriptions, and how API errors reach the agent.
+// the eight tools, their schemas and descriptions, and how API errors reach the agent.
 // It is a thin client of the HTTP API (internal/client); `skrip mcp` runs it over stdio.
 package mcpserver
 
@@ -30,7 +30,7 @@ A typical task: files_list to find the user's files in the staging area; sandbox
 
 Staging and publishing move the bytes on the server: they never pass through your context, so use them for data files of any size, and sandbox_fs_read and sandbox_fs_write only for small text such as scripts, logs and summaries. Every path is relative to /workspace.`
 
-// NewServer returns an MCP server whose seven tools call the skrip server c. version is
+// NewServer returns an MCP server whose eight tools call the skrip server c. version is
 // the version it reports to clients.
 func NewServer(c *client.Client, version string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "skrip", Title: "skrip sandboxes", Version: version},
@@ -93,6 +93,15 @@ func NewServer(c *client.Client, version string) *mcp.Server {
 			"checksum and expiry, and count; never the contents. Copy a file into a sandbox with sandbox_stage_file.",
 		Annotations: &mcp.ToolAnnotations{Title: "List staged files", ReadOnlyHint: true, OpenWorldHint: new(false)},
 	}, t.list)
+	mcp.AddTool(s, &mcp.Tool{
+		Name: "files_share",
+		Description: "Make a share link of a file in skrip's file staging area: a URL that anyone who has it can open to download the file, " +
+			"without signing in, until it expires (ttl, e.g. \"1h\" or \"2d\"; at most the server's limit, 7 days by default, and never past the file's own expiry) " +
+			"or has served max_downloads downloads. Use it when the user asks for a link to hand on; it gives access to this one file only. " +
+			"file_key is a key from files_list or sandbox_publish_file. Returns url, id and expires_at: give the user the url and when it stops working. " +
+			"The url is shown only now; the user can revoke the link with `skrip files unlink <id>`.",
+		Annotations: &mcp.ToolAnnotations{Title: "Share a staged file by link", OpenWorldHint: new(false), DestructiveHint: new(false)},
+	}, t.share)
 	return s
 }
 
@@ -269,4 +278,18 @@ func (t *tools) list(ctx context.Context, _ *mcp.CallToolRequest, in listIn) (*m
 	}
 	out.Count = len(out.Files)
 	return nil, out, nil
+}
+
+type shareIn struct {
+	FileKey      string `json:"file_key" jsonschema:"the staged file's key, as files_list shows it, e.g. \"files/reports/result.csv\""`
+	TTL          string `json:"ttl" jsonschema:"how long the link works, as a duration such as \"30m\", \"24h\" or \"7d\"; at most the server's limit (7d by default)"`
+	MaxDownloads int64  `json:"max_downloads,omitempty" jsonschema:"how many downloads the link allows, 1 or more; no limit when left out"`
+}
+
+func (t *tools) share(ctx context.Context, _ *mcp.CallToolRequest, in shareIn) (*mcp.CallToolResult, client.FileLink, error) {
+	if in.MaxDownloads < 0 {
+		return nil, client.FileLink{}, fmt.Errorf("max_downloads must be 1 or more, got %d; leave it out for no limit", in.MaxDownloads)
+	}
+	l, err := t.c.CreateLink(ctx, in.FileKey, in.TTL, in.MaxDownloads)
+	return nil, l, err
 }

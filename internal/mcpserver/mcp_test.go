@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
@@ -29,6 +30,7 @@ var inputs = map[string]struct{ fields, required []string }{
 	"sandbox_stage_file":   {[]string{"sandbox_id", "file_key", "destination"}, []string{"sandbox_id", "file_key", "destination"}},
 	"sandbox_publish_file": {[]string{"sandbox_id", "source", "file_key"}, []string{"sandbox_id", "source"}},
 	"files_list":           {[]string{"prefix"}, nil},
+	"files_share":          {[]string{"file_key", "ttl", "max_downloads"}, []string{"file_key", "ttl"}},
 }
 
 const csvIn = "name,qty\napple,3\npear,5\n"
@@ -134,7 +136,7 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 // TestMCPSession is the issue's acceptance test: an MCP client session, with the SDK's
-// client over stdio with a real `skrip mcp` process, lists the seven tools, then creates a
+// client over stdio with a real `skrip mcp` process, lists the eight tools, then creates a
 // sandbox, stages a file in, transforms it and publishes the result.
 func TestMCPSession(t *testing.T) {
 	env := startServer(t)
@@ -208,6 +210,18 @@ func TestMCPSession(t *testing.T) {
 	call(t, ctx, cs, "files_list", map[string]any{"prefix": "files/inbox/"}, &listed)
 	if listed.Count != 1 || len(listed.Files) != 1 || listed.Files[0].FileKey != staged.FileKey || listed.Files[0].SizeBytes != int64(len(csvIn)) {
 		t.Errorf("files_list files/inbox/ = %+v, want just %s", listed, staged.FileKey)
+	}
+
+	var shared client.FileLink
+	call(t, ctx, cs, "files_share", map[string]any{"file_key": staged.FileKey, "ttl": "1h", "max_downloads": 1}, &shared)
+	if resp, err := http.Get(shared.URL); err != nil {
+		t.Errorf("files_share gave %+v; GET: %v", shared, err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != csvIn || shared.MaxDownloads == nil || *shared.MaxDownloads != 1 {
+			t.Errorf("files_share gave %+v; GET answered %d %q", shared, resp.StatusCode, b)
+		}
 	}
 
 	var sb client.Sandbox

@@ -43,6 +43,8 @@ type Limits struct {
 	MaxFileBytes   int64
 	UserQuotaBytes int64
 	MaxTotalBytes  int64
+	// LinkMaxTTL is the longest ttl of a share link; 0 is DefaultLinkMaxTTL.
+	LinkMaxTTL time.Duration
 }
 
 // Service stages files.

@@ -151,3 +151,21 @@ func TestRetiredVersions(t *testing.T) {
 		})
 	}
 }
+
+func TestFormatTTL(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		7 * 24 * time.Hour:         "7d",
+		24 * time.Hour:             "1d",
+		time.Hour:                  "1h",
+		90 * time.Minute:           "1h30m",
+		30 * time.Minute:           "30m",
+		25 * time.Hour:             "25h",
+		time.Second:                "1s",
+		time.Hour + 30*time.Second: "1h0m30s",
+		1500 * time.Millisecond:    "1.5s",
+	} {
+		if got := FormatTTL(d); got != want {
+			t.Errorf("FormatTTL(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

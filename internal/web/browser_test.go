@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -507,6 +508,37 @@ func TestBrowser(t *testing.T) {
 		got := download(t, ctx, link)
 		if !bytes.Equal(got, content) {
 			t.Fatalf("downloaded %d bytes; want the %d uploaded", len(got), len(content))
+		}
+		// A share link for one download: the URL the page shows (and copies) downloads the
+		// file with no sign-in, once.
+		var shared, status string
+		run(t, ctx,
+			chromedp.Click("details.share summary", chromedp.ByQuery),
+			chromedp.WaitVisible("form[data-share] [name=max_downloads]", chromedp.ByQuery),
+			chromedp.SetValue("form[data-share] [name=ttl]", "1h", chromedp.ByQuery),
+			chromedp.SendKeys("form[data-share] [name=max_downloads]", "1", chromedp.ByQuery),
+			chromedp.Click("form[data-share] button[type=submit]", chromedp.ByQuery),
+			chromedp.WaitVisible("[data-share-url]", chromedp.ByQuery),
+			chromedp.Value("[data-share-url]", &shared, chromedp.ByQuery),
+			chromedp.Text("[data-share-status]", &status, chromedp.ByQuery),
+		)
+		if !strings.HasPrefix(shared, s.base+"/s/skl_") || !strings.Contains(status, "Anyone with") {
+			t.Fatalf("the share form shows %q and says %q", shared, status)
+		}
+		for i, want := range []int{200, 404} {
+			resp, err := http.Get(shared)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want || (want == 200 && !bytes.Equal(b, content)) {
+				t.Fatalf("download %d through the share link: %d, %d bytes; want %d", i+1, resp.StatusCode, len(b), want)
+			}
+		}
+		if links, err := s.userClient(t, "teacher").Links(context.Background(), "files/notes/anteckningar.txt"); err != nil || len(links) != 1 ||
+			links[0].Downloads != 1 || links[0].ExpiresAt.After(time.Now().Add(time.Hour)) {
+			t.Fatalf("the API lists the page's links as %+v (%v)", links, err)
 		}
 		// Deleting asks first, in the page's language.
 		s.useLang(t, ctx, "sv")

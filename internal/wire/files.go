@@ -32,7 +32,9 @@ type CleanupReport struct {
 	FileBytes int64 `json:"file_bytes"`
 	// FileVersions are replaced versions of staged files whose bytes were kept for
 	// readers that had them open.
-	FileVersions  int   `json:"file_versions"`
+	FileVersions int `json:"file_versions"`
+	// FileLinks are share links of staged files that expired.
+	FileLinks     int   `json:"file_links"`
 	SessionSets   int   `json:"session_sets"`
 	SessionFiles  int   `json:"session_files"`
 	SessionBytes  int64 `json:"session_bytes"`
@@ -46,4 +48,30 @@ type CleanupReport struct {
 	OrphanArtifacts    int   `json:"orphan_artifacts"`
 	SignIns            int64 `json:"sign_ins"`
 	Sandboxes          int   `json:"sandboxes"`
+}
+
+// FileLink is a share link of a staged file (docs/api.md "Share links"). URL is set only
+// in the answer that made the link: the token in it is not stored and cannot be had
+// again. MaxDownloads is null for no limit.
+type FileLink struct {
+	ID           string    `json:"id"`
+	FileKey      string    `json:"file_key"`
+	URL          string    `json:"url,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	MaxDownloads *int64    `json:"max_downloads"`
+	Downloads    int64     `json:"downloads"`
+}
+
+// FileLinkList is the answer of GET /api/v1/files/{key}/links: the file's unexpired
+// links, the newest first.
+type FileLinkList struct {
+	Count int        `json:"count"`
+	Links []FileLink `json:"links"`
+}
+
+// NewFileLink is the body of POST /api/v1/files/{key}/links. TTL is a Go duration or Nd.
+type NewFileLink struct {
+	TTL          string `json:"ttl"`
+	MaxDownloads *int64 `json:"max_downloads,omitempty"`
 }

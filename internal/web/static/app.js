@@ -250,10 +250,48 @@ function setupDelete(button) {
   });
 }
 
+// Share links: make one with the files API and put its URL on the clipboard (or, where
+// the browser does not allow that, selected in a box to copy by hand).
+function setupShare(form) {
+  const button = form.querySelector("button[type=submit]");
+  const box = form.querySelector("[data-share-url]");
+  const status = form.querySelector("[data-share-status]");
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const owner = form.dataset.owner ? "?owner=" + encodeURIComponent(form.dataset.owner) : "";
+    const body = { ttl: form.querySelector("[name=ttl]").value };
+    const max = form.querySelector("[name=max_downloads]").value.trim();
+    if (max) body.max_downloads = Number(max);
+    button.disabled = true; status.textContent = "";
+    try {
+      const res = await fetch("/api/v1/files/" + escapeKey(form.dataset.share) + "/links" + owner, {
+        method: "POST", headers: { "Content-Type": "application/json", "X-CSRF-Token": form.dataset.csrf }, body: JSON.stringify(body) });
+      const answer = await res.json().catch(() => ({}));
+      if (!res.ok) {
+        status.textContent = (answer.error && answer.error.message) || tr("server.answered", { status: res.status });
+        return;
+      }
+      const lang = document.documentElement.lang || undefined;
+      const expires = new Intl.DateTimeFormat(lang, { dateStyle: "medium", timeStyle: "short" }).format(new Date(answer.expires_at));
+      box.value = answer.url; box.hidden = false;
+      form.querySelector("[data-share-label]").hidden = false;
+      let copied = false;
+      try { await navigator.clipboard.writeText(answer.url); copied = true; } catch (e) { /* not allowed here: select it instead */ }
+      if (!copied) { box.focus(); box.select(); }
+      status.textContent = tr(copied ? "files.link_copied" : "files.link_select", { expires: expires });
+    } catch (e) {
+      status.textContent = tr("files.link_no_server");
+    } finally {
+      button.disabled = false;
+    }
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   localTimes(document);
   document.querySelectorAll("form[data-upload]").forEach(setupUpload);
   document.querySelectorAll("form[data-schemas]").forEach(setupJSON);
   document.querySelectorAll("form[data-stage]").forEach(setupStage);
   document.querySelectorAll("[data-delete]").forEach(setupDelete);
+  document.querySelectorAll("form[data-share]").forEach(setupShare);
 });

@@ -1,0 +1,273 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/httpkit"
+	"github.com/skrip-dev/skrip/internal/staging"
+	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/wire"
+)
+
+// Share links (docs/api.md "Share links"). A link is made, listed and revoked through the
+// API, by the file's owner (or an admin, with ?owner=); the link's URL, /s/<token>, needs
+// no sign-in and serves the file through getFile, so Range, HEAD, ETag and the checksum
+// headers work on it as on the API.
+
+// linkPath is where a link's token is served.
+const linkPath = "/s/"
+
+func (s *Server) registerLinks(m *http.ServeMux) {
+	// A pattern cannot go on after {key...}, so the …/links routes are found by the file
+	// routes' handlers below.
+	m.Handle("POST /api/v1/files/{key...}", s.authed(s.postFileSub))
+	m.Handle("GET /api/v1/links", s.authed(s.listLinksByQuery))
+	m.Handle("DELETE /api/v1/links/{id}", s.authed(s.revokeLink))
+	m.HandleFunc("GET "+linkPath+"{token}", s.linkDownload)
+}
+
+// postFileSub is POST /api/v1/files/{key}/links; any other POST under a key is refused
+// as the router would refuse it.
+func (s *Server) postFileSub(w http.ResponseWriter, r *http.Request, u store.User) error {
+	if key, ok := strings.CutSuffix(r.PathValue("key"), "/links"); ok {
+		return s.createLink(w, r, u, key)
+	}
+	allowed := []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete}
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	return errs.New(httpkit.ErrMethod, map[string]any{"allowed": allowed},
+		"%s is not allowed on %s; use %s (or POST to …/links to make a share link)", r.Method, r.URL.Path, strings.Join(allowed, " or "))
+}
+
+// getFileOrLinks is GET /api/v1/files/{key}: the file, or, when the caller has no file
+// under the whole key and it ends in /links, the links of the file before /links. A file
+// of the caller's named …/links is served as before; its links are at GET
+// /api/v1/links?key=.
+func (s *Server) getFileOrLinks(w http.ResponseWriter, r *http.Request, u store.User) error {
+	err := s.getFile(w, r, u)
+	if key, ok := strings.CutSuffix(r.PathValue("key"), "/links"); ok && errors.Is(err, staging.ErrNotFound) {
+		return s.listLinks(w, r, u, key)
+	}
+	return err
+}
+
+func (s *Server) listLinksByQuery(w http.ResponseWriter, r *http.Request, u store.User) error {
+	key := r.URL.Query().Get("key")
+	if key == "" {
+		return errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "key"}, "name the file whose links to list: ?key=files/…")
+	}
+	return s.listLinks(w, r, u, key)
+}
+
+func (s *Server) createLink(w http.ResponseWriter, r *http.Request, u store.User, key string) error {
+	owner, err := s.fileOwner(r, u)
+	if err != nil {
+		return err
+	}
+	var in wire.NewFileLink
+	if err := httpkit.DecodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	ttl, err := parseTTL(in.TTL)
+	if err != nil {
+		return err
+	}
+	l, token, err := s.svc.Staging.CreateLink(r.Context(), staging.NewLink{OwnerID: owner, Key: key, CreatedBy: u.ID, TTL: ttl, MaxDownloads: in.MaxDownloads})
+	if err != nil {
+		return err
+	}
+	out := linkOf(l)
+	out.URL = linkURL(r, token)
+	httpkit.WriteJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+func (s *Server) listLinks(w http.ResponseWriter, r *http.Request, u store.User, key string) error {
+	owner, err := s.fileOwner(r, u)
+	if err != nil {
+		return err
+	}
+	list, err := s.svc.Staging.Links(r.Context(), owner, key)
+	if err != nil {
+		return err
+	}
+	out := wire.FileLinkList{Links: make([]wire.FileLink, 0, len(list))}
+	for _, l := range list {
+		out.Links = append(out.Links, linkOf(l))
+	}
+	out.Count = len(out.Links)
+	httpkit.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) revokeLink(w http.ResponseWriter, r *http.Request, u store.User) error {
+	owner, err := s.fileOwner(r, u)
+	if err != nil {
+		return err
+	}
+	if err := s.svc.Staging.RevokeLink(r.Context(), owner, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func linkOf(l store.FileLink) wire.FileLink {
+	return wire.FileLink{ID: l.ID, FileKey: l.Key, CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, MaxDownloads: l.MaxDownloads, Downloads: l.Downloads}
+}
+
+// linkURL is the address of a link's token on the server r reached: the scheme and host
+// a proxy in front names (X-Forwarded-Proto, X-Forwarded-Host), else r's own.
+func linkURL(r *http.Request, token string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := firstValue(r.Header.Get("X-Forwarded-Proto")); p == "http" || p == "https" {
+		scheme = p
+	}
+	host := r.Host
+	if h := firstValue(r.Header.Get("X-Forwarded-Host")); h != "" {
+		host = h
+	}
+	return scheme + "://" + host + linkPath + token
+}
+
+func firstValue(h string) string {
+	v, _, _ := strings.Cut(h, ",")
+	return strings.TrimSpace(v)
+}
+
+// linkDownload serves the file of the link whose token is in the path, to anyone who has
+// it. It takes no key from the request: the link names the file. A GET from the first
+// byte takes one of the link's downloads before anything is sent, and gets it back when
+// nothing is; a Range that starts after the first byte (a resumed download) and a HEAD
+// take none. Every link that does not work gets the same 404.
+func (s *Server) linkDownload(w http.ResponseWriter, r *http.Request) {
+	if err := s.serveLink(w, r); err != nil {
+		httpkit.WriteError(w, r, s.log, err)
+	}
+}
+
+func (s *Server) serveLink(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	h := w.Header()
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Robots-Tag", "noindex")
+	l, f, err := s.svc.Staging.FindLink(ctx, r.PathValue("token"))
+	if err != nil {
+		return err
+	}
+	use := staging.Download
+	switch {
+	case r.Method == http.MethodHead:
+		use = staging.Probe
+	case resumes(r, f):
+		use = staging.Resume
+	}
+	if l, err = s.svc.Staging.UseLink(ctx, l, use); err != nil {
+		return err
+	}
+	// The file is the link's: the request's query (?owner=) and path name nothing.
+	fr := r.Clone(ctx)
+	fr.URL.RawQuery = ""
+	fr.SetPathValue("key", l.Key)
+	sw := &statusWriter{ResponseWriter: w}
+	err = s.getFile(sw, fr, store.User{ID: l.OwnerID, Role: store.RoleUser})
+	if use == staging.Download && (err != nil || sw.status == http.StatusNotModified) {
+		if uerr := s.svc.Staging.UncountLink(ctx, l); uerr != nil {
+			s.log.Warn("giving back a link's download", "link", l.ID, "error", uerr)
+		}
+	}
+	return linkError(err, f)
+}
+
+// linkError is err of getFile said without the file's key, which the link's holder is not
+// told.
+func linkError(err error, f store.File) error {
+	var e *errs.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, staging.ErrNotFound):
+		return staging.LinkGone()
+	case errors.Is(err, httpkit.ErrRange) && errors.As(err, &e):
+		return errs.New(httpkit.ErrRange, map[string]any{"range": e.Details["range"], "size_bytes": f.Size},
+			"the range %q selects none of the file's %d bytes; ask for bytes=0-%d or a part of it", e.Details["range"], f.Size, max(f.Size-1, 0))
+	case errors.Is(err, httpkit.ErrPrecondition) && errors.As(err, &e):
+		return errs.New(httpkit.ErrPrecondition, map[string]any{"etag": e.Details["etag"]},
+			"the file has changed: its ETag is now %s, not the one If-Match or If-Unmodified-Since names; read it again", e.Details["etag"])
+	case errors.Is(err, staging.ErrUnavailable):
+		return errs.New(staging.ErrUnavailable, nil, "the file store is not reachable; try again in a moment")
+	}
+	return err
+}
+
+// resumes reports whether GET r reads only bytes after the first of f: its Range asks
+// only for such bytes, and an If-Range, if any, names f's ETag (else the whole file is
+// sent).
+func resumes(r *http.Request, f store.File) bool {
+	spec, ok := strings.CutPrefix(r.Header.Get("Range"), "bytes=")
+	if !ok {
+		return false
+	}
+	if ir := r.Header.Get("If-Range"); ir != "" && ir != `"`+strings.TrimPrefix(f.Checksum, "sha256:")+`"` {
+		return false
+	}
+	n := 0
+	for _, ra := range strings.Split(spec, ",") {
+		ra = strings.TrimSpace(ra)
+		if ra == "" {
+			continue
+		}
+		first, last, ok := strings.Cut(ra, "-")
+		if !ok {
+			return false
+		}
+		first, last = strings.TrimSpace(first), strings.TrimSpace(last)
+		var start int64
+		if first == "" {
+			suffix, err := strconv.ParseInt(last, 10, 64)
+			if err != nil {
+				return false
+			}
+			start = f.Size - suffix
+		} else {
+			v, err := strconv.ParseInt(first, 10, 64)
+			if err != nil {
+				return false
+			}
+			start = v
+		}
+		if start <= 0 {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// statusWriter records the status sent.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestFileLinks: a link is made only for a committed file, is found by its token's hash,
+// counts its downloads up to the limit (exactly one of many racing for the last), outlives
+// an overwrite of its file and goes with the file, when revoked or when it expires.
+func TestFileLinks(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		for _, u := range []User{newUser("u_1", "ada", RoleUser), newUser("u_2", "bob", RoleUser)} {
+			if err := s.CreateUser(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commit := func(owner, key, blobKey string) {
+			t.Helper()
+			if _, err := s.ClaimFileKey(ctx, owner, key, now, now.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CommitFile(ctx, File{Key: key, OwnerID: owner, Size: 3, Checksum: "sha256:" + blobKey, BlobKey: blobKey, CreatedAt: now}, 1<<20, 1<<20, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commit("u_1", "files/a", "b_1")
+		one := int64(1)
+		link := func(id, owner, key string, maxDl *int64, expires time.Time) FileLink {
+			return FileLink{ID: id, TokenHash: "h_" + id, OwnerID: owner, Key: key, CreatedBy: owner, CreatedAt: now, ExpiresAt: expires, MaxDownloads: maxDl}
+		}
+		if err := s.CreateFileLink(ctx, link("l_1", "u_1", "files/a", &one, now.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		// Bob has no files/a; a pending claim is no file either.
+		if err := s.CreateFileLink(ctx, link("l_2", "u_2", "files/a", nil, now.Add(time.Hour))); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("a link of a file the owner does not have: err = %v, want ErrNotFound", err)
+		}
+		if _, err := s.ClaimFileKey(ctx, "u_1", "files/pending", now, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateFileLink(ctx, link("l_3", "u_1", "files/pending", nil, now.Add(time.Hour))); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("a link of a pending upload: err = %v, want ErrNotFound", err)
+		}
+		got, err := s.FileLinkByToken(ctx, "h_l_1")
+		if err != nil || got.ID != "l_1" || got.OwnerID != "u_1" || got.Key != "files/a" || got.MaxDownloads == nil || *got.MaxDownloads != 1 ||
+			got.Downloads != 0 || !got.ExpiresAt.Equal(now.Add(time.Hour)) || !got.CreatedAt.Equal(now) {
+			t.Fatalf("FileLinkByToken = %+v, %v", got, err)
+		}
+		if _, err := s.FileLinkByToken(ctx, "h_nope"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("an unknown token: err = %v", err)
+		}
+
+		// Eight downloads race for the one there is.
+		var wg sync.WaitGroup
+		var counted atomic.Int32
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, err := s.CountFileLinkDownload(ctx, "l_1", now)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					counted.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := counted.Load(); n != 1 {
+			t.Fatalf("%d of 8 racing downloads counted at max_downloads 1, want exactly 1", n)
+		}
+		if err := s.UncountFileLinkDownload(ctx, "l_1"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.CountFileLinkDownload(ctx, "l_1", now); !ok || err != nil {
+			t.Fatalf("a download given back could not be counted again: %v, %v", ok, err)
+		}
+		if ok, _ := s.CountFileLinkDownload(ctx, "l_1", now); ok {
+			t.Fatal("a download past max_downloads was counted")
+		}
+
+		// No limit, but an expiry.
+		if err := s.CreateFileLink(ctx, link("l_4", "u_1", "files/a", nil, now.Add(time.Minute))); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if ok, err := s.CountFileLinkDownload(ctx, "l_4", now); !ok || err != nil {
+				t.Fatalf("a link without a limit refused a download: %v, %v", ok, err)
+			}
+		}
+		if ok, _ := s.CountFileLinkDownload(ctx, "l_4", now.Add(time.Minute)); ok {
+			t.Fatal("a download at the link's expiry was counted")
+		}
+		list, err := s.FileLinks(ctx, "u_1", "files/a", now)
+		if err != nil || len(list) != 2 || list[0].ID != "l_4" || list[0].Downloads != 3 || list[1].ID != "l_1" || list[1].Downloads != 1 {
+			t.Fatalf("FileLinks = %+v, %v", list, err)
+		}
+		if list, _ := s.FileLinks(ctx, "u_1", "files/a", now.Add(30*time.Minute)); len(list) != 1 || list[0].ID != "l_1" {
+			t.Fatalf("FileLinks after l_4 expired = %+v", list)
+		}
+		if list, _ := s.FileLinks(ctx, "u_2", "files/a", now); len(list) != 0 {
+			t.Fatalf("bob sees ada's links: %+v", list)
+		}
+
+		// An overwrite keeps the links; the janitor's pass removes the expired one.
+		commit("u_1", "files/a", "b_2")
+		if _, err := s.FileLinkByToken(ctx, "h_l_1"); err != nil {
+			t.Fatalf("the link after its file was overwritten: %v", err)
+		}
+		if n, err := s.DeleteExpiredFileLinks(ctx, now.Add(time.Minute)); n != 1 || err != nil {
+			t.Fatalf("DeleteExpiredFileLinks = %d, %v; want 1", n, err)
+		}
+		if _, err := s.FileLinkByToken(ctx, "h_l_4"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("the expired link after the pass: err = %v", err)
+		}
+
+		// Revoking: only by the link's owner.
+		if err := s.CreateFileLink(ctx, link("l_5", "u_1", "files/a", nil, now.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.DeleteFileLink(ctx, "u_2", "l_5"); ok || err != nil {
+			t.Fatalf("bob revoked ada's link: %v, %v", ok, err)
+		}
+		if ok, err := s.DeleteFileLink(ctx, "u_1", "l_5"); !ok || err != nil {
+			t.Fatalf("DeleteFileLink = %v, %v", ok, err)
+		}
+		if _, err := s.FileLinkByToken(ctx, "h_l_5"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("a revoked link: err = %v", err)
+		}
+
+		// Deleting the file deletes its links, and a new file under the key has none.
+		f, err := s.FileOf(ctx, "u_1", "files/a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.DeleteFile(ctx, f, now); !ok || err != nil {
+			t.Fatalf("DeleteFile = %v, %v", ok, err)
+		}
+		if _, err := s.FileLinkByToken(ctx, "h_l_1"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("the link of a deleted file: err = %v", err)
+		}
+		commit("u_1", "files/a", "b_3")
+		if list, _ := s.FileLinks(ctx, "u_1", "files/a", now); len(list) != 0 {
+			t.Fatalf("a new file under a deleted file's key has its links: %+v", list)
+		}
+	})
+}

@@ -303,7 +303,7 @@ func TestRepairKeepsOrder(t *testing.T) {
 	}
 	whole := bytes.Join(parts, nil)
 	sum := sha256.Sum256(whole)
-	info := &jetstream.ObjectInfo{ObjectMeta: describe("files/repaired", blob.PutOptions{}), Bucket: s.bucket, NUID: id,
+	info := &jetstream.ObjectInfo{ObjectMeta: describe("files/repaired", blob.PutOptions{}, s.chunk), Bucket: s.bucket, NUID: id,
 		Size: uint64(len(whole)), Chunks: 4, Digest: digestPrefix + base64.URLEncoding.EncodeToString(sum[:])}
 	if _, err := s.commit("files/repaired", info); err != nil {
 		t.Fatal(err)

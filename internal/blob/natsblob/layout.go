@@ -15,8 +15,13 @@ const (
 	// and server per MiB fell by about 4% for Put and stayed the same for Get, the
 	// client's allocations per MiB halved, and wall-clock throughput was as fast or
 	// faster; 512 KiB was no better. It stays well below nats-server's default
-	// max_payload of 1 MiB.
+	// max_payload of 1 MiB; a server configured with less gets smaller chunks (fitChunk).
 	chunkSize = 256 << 10
+	// chunkHeadroom is what a chunk's message needs beside its data: subject, message
+	// ID and the protocol's framing, with room to spare.
+	chunkHeadroom = 4 << 10
+	// minChunk is the smallest chunk fitChunk chooses.
+	minChunk = 4 << 10
 	// natsChunkSize is nats.go's default chunk size, which its Put uses when the
 	// object's meta records none.
 	natsChunkSize = 128 << 10
@@ -36,4 +41,15 @@ func chunkSubjects(bucket string) string { return "$O." + bucket + ".C.>" }
 // Only its last message counts; writers roll the subject up.
 func metaSubject(bucket, name string) string {
 	return "$O." + bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+}
+
+// fitChunk is the chunk size for a server that takes messages of at most maxPayload
+// bytes: chunkSize, or the largest power-of-two fraction of it whose message fits. A
+// server configured below nats-server's default would otherwise refuse every chunk.
+func fitChunk(maxPayload int64) int {
+	size := chunkSize
+	for size > minChunk && int64(size+chunkHeadroom) > maxPayload {
+		size /= 2
+	}
+	return size
 }

@@ -65,6 +65,7 @@ type Store struct {
 	node        string
 	exclusive   bool
 	dropMarkers bool
+	chunk       int // the size of the chunks a Put writes (fitChunk)
 
 	inPuts blob.InFlight // NUIDs whose chunks a Put of this store is writing
 
@@ -114,7 +115,8 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 			"bucket", cfg.Bucket, "setting", "SKRIP_NATS_REPLICAS", "bucket_replicas", have, "configured_replicas", cfg.Replicas)
 	}
 	s := &Store{nc: nc, js: js, obs: obs, stream: stream, bucket: cfg.Bucket, timeout: cfg.Timeout,
-		node: cfg.Node, exclusive: cfg.Exclusive, dropMarkers: cfg.DropMarkers, log: cfg.Log}
+		node: cfg.Node, exclusive: cfg.Exclusive, dropMarkers: cfg.DropMarkers, log: cfg.Log,
+		chunk: fitChunk(nc.MaxPayload())}
 	s.noteLeader(stream.CachedInfo())
 	return s, nil
 }

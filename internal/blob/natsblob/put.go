@@ -47,7 +47,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 	defer s.endPut(id)
 	subj := chunkSubject(s.bucket, id)
 	info := &jetstream.ObjectInfo{
-		ObjectMeta: describe(key, opts),
+		ObjectMeta: describe(key, opts, s.chunk),
 		Bucket:     s.bucket,
 		NUID:       id,
 	}
@@ -96,10 +96,10 @@ const (
 	maxLabel = 1024
 )
 
-// describe is the meta of a new object: its name, content type, and what opts say the
-// bytes are, as metadata and a one-line description.
-func describe(key string, opts blob.PutOptions) jetstream.ObjectMeta {
-	m := jetstream.ObjectMeta{Name: key, Opts: &jetstream.ObjectMetaOptions{ChunkSize: chunkSize}}
+// describe is the meta of a new object written in chunks of chunk bytes: its name,
+// content type, and what opts say the bytes are, as metadata and a one-line description.
+func describe(key string, opts blob.PutOptions, chunk int) jetstream.ObjectMeta {
+	m := jetstream.ObjectMeta{Name: key, Opts: &jetstream.ObjectMetaOptions{ChunkSize: uint32(chunk)}}
 	if opts.ContentType != "" {
 		m.Headers = nats.Header{}
 		m.Headers.Set(headerContentType, opts.ContentType)

@@ -131,7 +131,7 @@ func (w *chunkWriter) buffer() []byte {
 		w.free = w.free[:k-1]
 		return buf
 	}
-	return make([]byte, chunkSize)
+	return make([]byte, w.s.chunk)
 }
 
 // publish sends c without waiting for its ack. A failure that a leader change explains is

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -64,4 +67,43 @@ func TestStatementsReused(t *testing.T) {
 			t.Fatalf("a closed store holds %d and %d statements", w, r)
 		}
 	})
+}
+
+// TestStatementPrepareWhileInTransaction: a statement prepared for the first time while a
+// transaction holds SQLite's only writer connection waits for it, and the transaction
+// meanwhile runs statements of its own (it once waited for the preparing one's lock: a
+// deadlock).
+func TestStatementPrepareWhileInTransaction(t *testing.T) {
+	s, err := Open(context.Background(), "", filepath.Join(t.TempDir(), "skrip.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.CreateUser(ctx, newUser("u_a", "author", RoleAuthor)); err != nil {
+		t.Fatal(err)
+	}
+	waits := s.db.Stats().WaitCount
+	prepared := make(chan error, 1)
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		go func() {
+			_, err := s.exec(ctx, "UPDATE users SET role = ? WHERE id = ?", RoleAdmin, "u_a")
+			prepared <- err
+		}()
+		for s.db.Stats().WaitCount == waits { // until the statement waits for the connection
+			runtime.Gosched()
+		}
+		_, err := s.txExec(ctx, tx, "UPDATE users SET name = ? WHERE id = ?", "renamed", "u_a")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-prepared; err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.UserByName(ctx, "renamed")
+	if err != nil || u.Role != RoleAdmin {
+		t.Fatalf("after both updates: %+v, %v", u, err)
+	}
 }

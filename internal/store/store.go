@@ -75,18 +75,32 @@ const maxCachedStmts = 512
 // get returns the statement of q on pool db, preparing it the first time, or nil when
 // it is not to be cached (the cache is full or closed, or preparing failed: the caller
 // runs q on the pool, which reports the error). It takes a connection of db to prepare:
-// never call it in a transaction of db.
+// never call it in a transaction of db. The lock is not held while preparing, which
+// waits for a connection: a transaction holding SQLite's writer connection may be
+// calling lookup.
 func (c *stmtCache) get(ctx context.Context, db *sql.DB, q string) *sql.Stmt {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.stmts[q]; ok {
+	st, ok := c.stmts[q]
+	full := c.closed || len(c.stmts) >= maxCachedStmts
+	c.mu.Unlock()
+	if ok {
 		return st
 	}
-	if c.closed || len(c.stmts) >= maxCachedStmts {
+	if full {
 		return nil
 	}
 	st, err := db.PrepareContext(ctx, q)
 	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if other, ok := c.stmts[q]; ok { // prepared meanwhile
+		st.Close()
+		return other
+	}
+	if c.closed {
+		st.Close()
 		return nil
 	}
 	if c.stmts == nil {

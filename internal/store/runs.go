@@ -165,9 +165,9 @@ func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *Sessio
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		// In PostgreSQL the update locks the run's row until the commit, so a second
 		// record of the same run waits here and then finds it final.
-		res, err := tx.ExecContext(ctx, s.rebind(`UPDATE runs SET status = ?, error_summary = ?, outputs = ?, next_actions = ?, artifacts = ?,
+		res, err := s.txExec(ctx, tx, `UPDATE runs SET status = ?, error_summary = ?, outputs = ?, next_actions = ?, artifacts = ?,
 			state_rev = NULL, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?, cancel_requested = ?
-			WHERE id = ? AND status IN (?, ?) AND attempts = ?`),
+			WHERE id = ? AND status IN (?, ?) AND attempts = ?`,
 			r.Status, r.ErrorSummary, r.Outputs, r.NextActions, r.Artifacts, r.Stdout, r.Stderr,
 			r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), false, r.ID, StatusQueued, StatusRunning, attempt)
 		if err != nil {
@@ -186,18 +186,18 @@ func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *Sessio
 		}
 		if eff.Start {
 			var v int64
-			err := tx.QueryRowContext(ctx, s.rebind(`INSERT INTO tool_sessions (tool_id, user_id, context, state, state_rev, latest_run_id, updated_at)
+			err := s.txQueryRow(ctx, tx, `INSERT INTO tool_sessions (tool_id, user_id, context, state, state_rev, latest_run_id, updated_at)
 				VALUES (?, ?, ?, ?, 1, ?, ?)
 				ON CONFLICT (tool_id, user_id, context) DO UPDATE SET state = excluded.state,
 					state_rev = tool_sessions.state_rev + 1, latest_run_id = excluded.latest_run_id, updated_at = excluded.updated_at
-				RETURNING state_rev`), r.ToolID, r.UserID, r.Context, eff.State, r.ID, at).Scan(&v)
+				RETURNING state_rev`, r.ToolID, r.UserID, r.Context, eff.State, r.ID, at).Scan(&v)
 			if err != nil {
 				return err
 			}
 			rev = &v
 		} else {
-			res, err := tx.ExecContext(ctx, s.rebind(`UPDATE tool_sessions SET state = CASE WHEN ? = '' THEN state ELSE ? END,
-				state_rev = state_rev + 1, latest_run_id = ?, updated_at = ? WHERE tool_id = ? AND user_id = ? AND context = ? AND state_rev = ?`),
+			res, err := s.txExec(ctx, tx, `UPDATE tool_sessions SET state = CASE WHEN ? = '' THEN state ELSE ? END,
+				state_rev = state_rev + 1, latest_run_id = ?, updated_at = ? WHERE tool_id = ? AND user_id = ? AND context = ? AND state_rev = ?`,
 				eff.State, eff.State, r.ID, at, r.ToolID, r.UserID, r.Context, eff.Expected)
 			if err != nil {
 				return err
@@ -208,7 +208,7 @@ func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *Sessio
 			v := eff.Expected + 1
 			rev = &v
 		}
-		_, err = tx.ExecContext(ctx, s.rebind("UPDATE runs SET state_rev = ? WHERE id = ?"), *rev, r.ID)
+		_, err = s.txExec(ctx, tx, "UPDATE runs SET state_rev = ? WHERE id = ?", *rev, r.ID)
 		return err
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -52,6 +53,102 @@ type Store struct {
 	rdb     *sql.DB
 	dialect Dialect
 	where   string // a path or a URL without its password, for messages
+
+	// On SQLite, the prepared statements of db and rdb, by query: the driver prepares
+	// each query anew otherwise, which is most of a short statement's CPU time. pgx
+	// keeps its own cache of prepared statements per connection.
+	wstmts, rstmts stmtCache
+}
+
+// stmtCache holds a pool's prepared statements, each prepared on a connection the first
+// time it runs there, up to maxCachedStmts queries (every query is a constant, so the
+// bound is never reached in practice; past it, queries are prepared each time).
+type stmtCache struct {
+	mu      sync.Mutex
+	stmts   map[string]*sql.Stmt
+	pending map[string]bool // queries first run in a transaction, to prepare after it
+	closed  bool
+}
+
+const maxCachedStmts = 512
+
+// get returns the statement of q on pool db, preparing it the first time, or nil when
+// it is not to be cached (the cache is full or closed, or preparing failed: the caller
+// runs q on the pool, which reports the error). It takes a connection of db to prepare:
+// never call it in a transaction of db. The lock is not held while preparing, which
+// waits for a connection: a transaction holding SQLite's writer connection may be
+// calling lookup.
+func (c *stmtCache) get(ctx context.Context, db *sql.DB, q string) *sql.Stmt {
+	c.mu.Lock()
+	st, ok := c.stmts[q]
+	full := c.closed || len(c.stmts) >= maxCachedStmts
+	c.mu.Unlock()
+	if ok {
+		return st
+	}
+	if full {
+		return nil
+	}
+	st, err := db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if other, ok := c.stmts[q]; ok { // prepared meanwhile
+		st.Close()
+		return other
+	}
+	if c.closed {
+		st.Close()
+		return nil
+	}
+	if c.stmts == nil {
+		c.stmts = map[string]*sql.Stmt{}
+	}
+	c.stmts[q] = st
+	return st
+}
+
+// lookup returns the statement of q if it is prepared, and otherwise notes q for
+// prepareNoted and returns nil: in a transaction on SQLite's single writer connection,
+// preparing on the pool would wait for the transaction's own connection.
+func (c *stmtCache) lookup(q string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.stmts[q]; ok {
+		return st
+	}
+	if !c.closed && len(c.stmts)+len(c.pending) < maxCachedStmts {
+		if c.pending == nil {
+			c.pending = map[string]bool{}
+		}
+		c.pending[q] = true
+	}
+	return nil
+}
+
+// prepareNoted prepares the queries lookup noted, once the transaction is over.
+func (c *stmtCache) prepareNoted(ctx context.Context, db *sql.DB) {
+	c.mu.Lock()
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for q := range pending {
+		c.get(ctx, db, q)
+	}
+}
+
+func (c *stmtCache) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var err error
+	for _, st := range c.stmts {
+		err = errors.Join(err, st.Close())
+	}
+	c.stmts = nil
+	return err
 }
 
 // IsPostgresURL reports whether a database URL selects PostgreSQL.
@@ -104,6 +201,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	rdb.SetMaxOpenConns(8)
+	rdb.SetMaxIdleConns(8) // keep the connections, and the statements prepared on them
 	s := &Store{db: db, rdb: rdb, dialect: SQLite, where: path}
 	if err := db.PingContext(ctx); err != nil {
 		s.Close()
@@ -158,7 +256,7 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	err := s.db.Close()
+	err := errors.Join(s.wstmts.close(), s.rstmts.close(), s.db.Close())
 	if s.rdb != s.db {
 		err = errors.Join(err, s.rdb.Close())
 	}
@@ -214,16 +312,59 @@ func (s *Store) rebind(q string) string {
 }
 
 func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st := s.stmt(ctx, &s.wstmts, s.db, q); st != nil {
+		res, err := st.ExecContext(ctx, args...)
+		return res, mapErr(err)
+	}
 	res, err := s.db.ExecContext(ctx, s.rebind(q), args...)
 	return res, mapErr(err)
 }
 
 func (s *Store) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := s.stmt(ctx, &s.rstmts, s.rdb, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
 	return s.rdb.QueryRowContext(ctx, s.rebind(q), args...)
 }
 
 func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := s.stmt(ctx, &s.rstmts, s.rdb, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return s.rdb.QueryContext(ctx, s.rebind(q), args...)
+}
+
+// stmt returns the cached statement of q on SQLite, or nil: run q on the pool.
+func (s *Store) stmt(ctx context.Context, c *stmtCache, db *sql.DB, q string) *sql.Stmt {
+	if s.dialect != SQLite {
+		return nil
+	}
+	return c.get(ctx, db, q)
+}
+
+// txStmt returns the writer pool's cached statement of q on SQLite, or nil: run q in
+// the transaction. A query not prepared yet is prepared after the transaction.
+func (s *Store) txStmt(q string) *sql.Stmt {
+	if s.dialect != SQLite {
+		return nil
+	}
+	return s.wstmts.lookup(q)
+}
+
+// txExec runs q in tx, with the writer pool's cached statement on SQLite.
+func (s *Store) txExec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
+	if st := s.txStmt(q); st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, s.rebind(q), args...)
+}
+
+// txQueryRow runs q in tx, with the writer pool's cached statement on SQLite.
+func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, q string, args ...any) *sql.Row {
+	if st := s.txStmt(q); st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, s.rebind(q), args...)
 }
 
 // tx runs fn in a transaction on the writer pool.
@@ -231,6 +372,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
+	}
+	if s.dialect == SQLite {
+		defer s.wstmts.prepareNoted(ctx, s.db)
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()

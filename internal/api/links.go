@@ -208,7 +208,8 @@ func linkError(err error, f store.File) error {
 
 // resumes reports whether GET r reads only bytes after the first of f: its Range asks
 // only for such bytes, and an If-Range, if any, names f's ETag (else the whole file is
-// sent).
+// sent). Ranges that together ask for more bytes than the file holds are no resume
+// either: http.ServeContent ignores them and sends the whole file.
 func resumes(r *http.Request, f store.File) bool {
 	spec, ok := strings.CutPrefix(r.Header.Get("Range"), "bytes=")
 	if !ok {
@@ -217,7 +218,7 @@ func resumes(r *http.Request, f store.File) bool {
 	if ir := r.Header.Get("If-Range"); ir != "" && ir != `"`+strings.TrimPrefix(f.Checksum, "sha256:")+`"` {
 		return false
 	}
-	n := 0
+	n, total := 0, int64(0)
 	for _, ra := range strings.Split(spec, ",") {
 		ra = strings.TrimSpace(ra)
 		if ra == "" {
@@ -235,19 +236,26 @@ func resumes(r *http.Request, f store.File) bool {
 				return false
 			}
 			start = f.Size - suffix
+			total += suffix
 		} else {
 			v, err := strconv.ParseInt(first, 10, 64)
 			if err != nil {
 				return false
 			}
 			start = v
+			// What ServeContent counts of this range (bytes past the end are not).
+			end := f.Size - 1
+			if e, err := strconv.ParseInt(last, 10, 64); err == nil && e < end {
+				end = e
+			}
+			total += max(end-start+1, 0)
 		}
 		if start <= 0 {
 			return false
 		}
 		n++
 	}
-	return n > 0
+	return n > 0 && total <= f.Size
 }
 
 // statusWriter records the status sent.

@@ -379,3 +379,28 @@ func TestLinksAcrossAPINodes(t *testing.T) {
 		t.Fatalf("a link revoked on the other node: %d", a.status)
 	}
 }
+
+// TestLinksOverlappingRangesAreADownload: ranges that all start after byte 0 but together
+// ask for more bytes than the file holds are ignored by http.ServeContent, which then
+// sends the whole file with a 200: such a request reads from the first byte, so it takes
+// a download, and a used-up link refuses it. Ranges that fit stay a resume.
+func TestLinksOverlappingRangesAreADownload(t *testing.T) {
+	env := apptest.New(t, apptest.BlobBackends[0])
+	_, u := env.User(t, "ulla", "user")
+	data := randomBytes(t, 10_000)
+	if a := upload(t, env, u.Token, [][2]string{{"key", "files/once.bin"}}, "once.bin", data); a.status != 201 {
+		t.Fatal(a.raw)
+	}
+	url := makeLink(t, env, u.Token, "files/once.bin", `{"ttl": "1h", "max_downloads": 1}`).body["url"].(string)
+	if full := fetch(t, env, "GET", url); full.status != 200 || full.raw != string(data) {
+		t.Fatalf("the one download: %d", full.status)
+	}
+	for _, rng := range []string{"bytes=1-,1-", "bytes=1-9999,1-9999", "bytes=5000-,-9000"} {
+		if a := fetch(t, env, "GET", url, "Range", rng); a.status != 404 {
+			t.Fatalf("Range %s on a used-up link: %d, %d bytes (the file has %d)", rng, a.status, len(a.raw), len(data))
+		}
+	}
+	if a := fetch(t, env, "GET", url, "Range", "bytes=1-4999,5000-"); a.status != 206 {
+		t.Fatalf("a resume in two ranges that fit: %d", a.status)
+	}
+}

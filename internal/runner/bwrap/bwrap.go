@@ -525,6 +525,12 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 	// The options refer to the descriptors spawn gives (park.go): the filter is the
 	// command line's own first file, as there.
 	opts := append([]string{"--json-status-fd", statusFD}, p.cmd.args...)
+	// They go to bwrap NUL-separated (release): a NUL inside one would make it several.
+	for _, o := range opts {
+		if strings.IndexByte(o, 0) >= 0 {
+			return runner.ExecResult{}, fmt.Errorf("a sandbox option holds a NUL byte: %q", o)
+		}
+	}
 	start := time.Now()
 	pr := r.unpark(p)
 	if pr != nil {

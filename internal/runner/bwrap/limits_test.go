@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strconv"
@@ -209,5 +210,23 @@ func BenchmarkCgroupV1Move(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestOptionWithNULRefused: bwrap reads its options from a pipe, NUL-separated, so an
+// option holding a NUL would reach it as several options (here a --setenv value that
+// carries a --bind of the host's root). Such a command line is refused, as exec refused
+// it when the options were bwrap's argv.
+func TestOptionWithNULRefused(t *testing.T) {
+	r := newRunner(t).(*Runner)
+	c := &cmdline{}
+	if err := r.baseArgs(c); err != nil {
+		t.Fatal(err)
+	}
+	c.args = append(c.args, "--setenv", "X", "a\x00--bind\x00/\x00/host")
+	c.command = []string{"/bin/sh", "-c", "test -e /host/proc && echo escaped; true"}
+	res, err := r.execute(context.Background(), process{name: "nul-" + randomHex(4), cmd: c, limits: runnertest.Limits()})
+	if err == nil {
+		t.Fatalf("a NUL in an option was passed on: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
 }

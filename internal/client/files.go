@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -53,36 +55,75 @@ func (c *Client) filePath(key string) string {
 // Upload streams body as a multipart upload named name. The body is never held whole in
 // memory.
 func (c *Client) Upload(ctx context.Context, name string, body io.Reader, opts UploadOptions) (FileInfo, error) {
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		err := func() error {
-			for _, f := range [][2]string{{"key", opts.Key}, {"ttl", opts.TTL}, {"content_type", opts.ContentType}} {
-				if f[1] != "" {
-					if err := mw.WriteField(f[0], f[1]); err != nil {
-						return err
-					}
+	path := "/api/v1/files" + c.ownerQuery("?")
+	var resp *http.Response
+	var err error
+	if size, ok := sizeOf(body); ok {
+		// The framing is small and the body's size known: the request goes out with a
+		// Content-Length, in large writes, rather than chunked through a pipe.
+		var head, tail bytes.Buffer
+		mw := multipart.NewWriter(&head)
+		if err := writeUploadHead(mw, name, opts); err != nil {
+			return FileInfo{}, err
+		}
+		ct := mw.FormDataContentType()
+		tail.WriteString("\r\n--" + mw.Boundary() + "--\r\n")
+		r := io.MultiReader(&head, io.LimitReader(body, size), &tail)
+		resp, err = c.RequestSized(ctx, http.MethodPost, path, r, int64(head.Len())+size+int64(tail.Len()), http.Header{"Content-Type": {ct}})
+	} else {
+		pr, pw := io.Pipe()
+		mw := multipart.NewWriter(pw)
+		go func() {
+			err := writeUploadHead(mw, name, opts)
+			if err == nil {
+				if _, err = io.Copy(pw, body); err == nil {
+					err = mw.Close()
 				}
 			}
-			part, err := mw.CreateFormFile("file", name)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(part, body); err != nil {
-				return err
-			}
-			return mw.Close()
+			pw.CloseWithError(err)
 		}()
-		pw.CloseWithError(err)
-	}()
-	resp, err := c.Request(ctx, http.MethodPost, "/api/v1/files"+c.ownerQuery("?"), pr, http.Header{"Content-Type": {mw.FormDataContentType()}})
-	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer when the server answered early
+		resp, err = c.Request(ctx, http.MethodPost, path, pr, http.Header{"Content-Type": {mw.FormDataContentType()}})
+		pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer when the server answered early
+	}
 	if err != nil {
 		return FileInfo{}, err
 	}
 	defer resp.Body.Close()
 	var fi FileInfo
 	return fi, decode(resp, &fi)
+}
+
+// writeUploadHead writes an upload's form fields and the file part's header.
+func writeUploadHead(mw *multipart.Writer, name string, opts UploadOptions) error {
+	for _, f := range [][2]string{{"key", opts.Key}, {"ttl", opts.TTL}, {"content_type", opts.ContentType}} {
+		if f[1] != "" {
+			if err := mw.WriteField(f[0], f[1]); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := mw.CreateFormFile("file", name)
+	return err
+}
+
+// sizeOf is the number of bytes left in body when it can tell: a regular file's rest
+// from its offset, or a reader that knows its length (bytes.Reader, strings.Reader).
+func sizeOf(body io.Reader) (int64, bool) {
+	switch b := body.(type) {
+	case *os.File:
+		st, err := b.Stat()
+		if err != nil || !st.Mode().IsRegular() {
+			return 0, false
+		}
+		off, err := b.Seek(0, io.SeekCurrent)
+		if err != nil || off > st.Size() {
+			return 0, false
+		}
+		return st.Size() - off, true
+	case interface{ Len() int }:
+		return int64(b.Len()), true
+	}
+	return 0, false
 }
 
 // Put stores size bytes from body under key with a raw PUT (no multipart framing).

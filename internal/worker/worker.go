@@ -72,6 +72,8 @@ type Worker struct {
 type held struct {
 	attempt   int64
 	cancel    context.CancelFunc
+	done      chan struct{} // closed (by release) once its sandbox has ended or never will start
+	doneOnce  sync.Once
 	claimed   bool // an API node gave it to this attempt: from then on the lease check asks about it
 	cancelled bool // a user cancelled it: it ends cancelled and is recorded
 	stale     bool // another attempt holds it now: it is dropped, never acknowledged
@@ -193,6 +195,9 @@ func (w *Worker) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	}
 }
 
+// release tells a later attempt of the run on this worker that h's sandbox is over.
+func (h *held) release() { h.doneOnce.Do(func() { close(h.done) }) }
+
 // handle executes the run of msg, as the attempt its delivery count says.
 func (w *Worker) handle(msg jetstream.Msg) {
 	meta, err := msg.Metadata()
@@ -210,15 +215,33 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	id := m.Job.Run
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h := &held{attempt: attempt, cancel: cancel}
+	h := &held{attempt: attempt, cancel: cancel, done: make(chan struct{})}
+	w.mu.Lock()
+	prev := w.held[id]
+	w.mu.Unlock()
+	if prev != nil {
+		// An earlier attempt of this run still runs here (its acks were lost, and the run
+		// came back to this worker): it has lost the run, and the two would share the
+		// run's sandbox directory and cgroups. Its sandbox ends before this one starts.
+		w.log.Warn("a later attempt of a run this worker still runs came back to it; the earlier one stops",
+			"run", id, "attempt", attempt, "earlier_attempt", prev.attempt)
+		w.mu.Lock()
+		prev.stale = true // dropped, neither acknowledged nor refused: the message is this attempt's now
+		w.mu.Unlock()
+		prev.cancel()
+		<-prev.done
+	}
 	w.mu.Lock()
 	w.held[id] = h
 	w.mu.Unlock()
 	w.metrics.WorkerRuns.Inc()
 	defer func() {
 		w.mu.Lock()
-		delete(w.held, id)
+		if w.held[id] == h {
+			delete(w.held, id)
+		}
 		w.mu.Unlock()
+		h.release()
 		w.metrics.WorkerRuns.Dec()
 	}()
 	// The message stays this worker's while it says so, well within the ack wait.
@@ -323,6 +346,7 @@ func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64,
 		w.nc.Publish(subject, b)
 	}
 	rep := run.Execute(ctx, w.runner, job, dir, collect, onLine)
+	h.release()
 	if rep.Failure != "" {
 		log.Error("the run failed in the worker", "error", rep.Failure)
 	}

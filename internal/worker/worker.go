@@ -314,6 +314,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 // execute runs m's job as attempt; ok is false when the result is not to be recorded:
 // the run was taken over, or the worker is stopping.
 func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64, h *held, log *slog.Logger) (run.Report, bool) {
+	defer h.release() // on every way out: what follows may take long, and needs no sandbox
 	id := m.Job.Run
 	dir, err := os.MkdirTemp(w.inputs, "in-")
 	if err != nil {
@@ -346,7 +347,6 @@ func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64,
 		w.nc.Publish(subject, b)
 	}
 	rep := run.Execute(ctx, w.runner, job, dir, collect, onLine)
-	h.release()
 	if rep.Failure != "" {
 		log.Error("the run failed in the worker", "error", rep.Failure)
 	}

@@ -91,6 +91,7 @@ func (s *Server) Register(m *http.ServeMux) {
 	m.Handle("GET /api/v1/files/{key...}", s.authed(s.getFileOrLinks))
 	m.Handle("DELETE /api/v1/files/{key...}", s.authed(s.deleteFile))
 	s.registerLinks(m)
+	s.registerUploads(m)
 
 	m.Handle("POST /api/v1/admin/cleanup", s.authed(s.cleanup))
 

@@ -101,6 +101,7 @@ func (a *App) open(ctx context.Context) error {
 	a.Files = staging.New(st, a.Blobs, staging.Limits{
 		MaxFileBytes: a.cfg.FilesMaxFileBytes, UserQuotaBytes: a.cfg.FilesUserQuotaBytes, MaxTotalBytes: a.cfg.FilesMaxTotalBytes,
 		LinkMaxTTL: a.cfg.FilesLinkMaxTTL,
+		UploadTTL:  a.cfg.FilesUploadTTL,
 	}, a.Metrics, a.log)
 	a.Sessions = session.New(st, a.Blobs, a.cfg.SessionFilesTTL, a.log)
 	if a.cfg.Blob == "nats" {

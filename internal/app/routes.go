@@ -9,6 +9,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
+	"github.com/skrip-dev/skrip/internal/resumable"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/version"
@@ -36,7 +37,8 @@ func (a *App) routes(st *store.Store) (http.Handler, error) {
 		// files/a/../b would reach files/b. Refuse it instead, also when only the clean
 		// form is under /api/ (//api/..., /x/../api/...): the redirect keeps a PUT's
 		// method and body.
-		if p := r.URL.Path; p != path.Clean(p) && (strings.HasPrefix(p, "/api/") || strings.HasPrefix(path.Clean(p), "/api/")) {
+		// (The resumable uploads' base path ends in a slash, as the tus protocol has it.)
+		if p := r.URL.Path; p != path.Clean(p) && p != resumable.BasePath && (strings.HasPrefix(p, "/api/") || strings.HasPrefix(path.Clean(p), "/api/")) {
 			httpkit.WriteError(w, r, a.log, uncleanPath(p))
 			return
 		}

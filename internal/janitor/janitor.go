@@ -31,7 +31,11 @@ type Report struct {
 	// readers that had them open, deleted once their grace period passed.
 	FileVersions int `json:"file_versions"`
 	// FileLinks are share links of staged files that expired.
-	FileLinks     int   `json:"file_links"`
+	FileLinks int `json:"file_links"`
+	// Uploads are resumable uploads that expired unfinished; UploadBytes the bytes they
+	// had received.
+	Uploads       int   `json:"uploads"`
+	UploadBytes   int64 `json:"upload_bytes"`
 	SessionSets   int   `json:"session_sets"`
 	SessionFiles  int   `json:"session_files"`
 	SessionBytes  int64 `json:"session_bytes"`
@@ -161,6 +165,12 @@ func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 		return r, err
 	}
 	j.count("file_link", r.FileLinks)
+	up, err := j.files.ExpireUploads(ctx)
+	r.Uploads, r.UploadBytes = up.Uploads, up.Bytes
+	j.count("upload", up.Uploads)
+	if err != nil {
+		return r, err
+	}
 	sess, err := j.sessions.Expire(ctx)
 	r.SessionSets, r.SessionFiles, r.SessionBytes = sess.Sets, sess.Files, sess.Bytes
 	j.count("session_set", sess.Sets)
@@ -239,7 +249,7 @@ func (j *Janitor) logReport(msg string, r Report) {
 	if r == (Report{}) {
 		return
 	}
-	j.log.Info(msg, "sign_ins", r.SignIns, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "file_versions", r.FileVersions, "file_links", r.FileLinks,
+	j.log.Info(msg, "sign_ins", r.SignIns, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "file_versions", r.FileVersions, "file_links", r.FileLinks, "uploads", r.Uploads, "upload_bytes", r.UploadBytes,
 		"session_sets", r.SessionSets, "session_files", r.SessionFiles, "session_bytes", r.SessionBytes,
 		"artifact_runs", r.ArtifactRuns, "artifacts", r.Artifacts, "artifact_bytes", r.ArtifactBytes,
 		"blob_leftovers", r.BlobLeftovers, "orphan_session_files", r.OrphanSessionFiles, "orphan_artifacts", r.OrphanArtifacts)

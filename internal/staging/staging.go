@@ -45,6 +45,9 @@ type Limits struct {
 	MaxTotalBytes  int64
 	// LinkMaxTTL is the longest ttl of a share link; 0 is DefaultLinkMaxTTL.
 	LinkMaxTTL time.Duration
+	// UploadTTL is how long an unfinished resumable upload waits for its next bytes; 0
+	// is DefaultUploadTTL.
+	UploadTTL time.Duration
 }
 
 // Service stages files.
@@ -79,6 +82,10 @@ type Upload struct {
 	ContentType string        // "" is application/octet-stream
 	TTL         time.Duration // 0 keeps the file until it is deleted
 	Body        io.Reader
+
+	// uploadID is the resumable upload whose parts Body reads: its reservation is not
+	// counted against its own bytes.
+	uploadID string
 }
 
 // pendingFor is how long a claimed key waits for its bytes before the janitor frees it.
@@ -106,7 +113,7 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 		}
 	}()
 
-	user, total, err := s.st.FileUsage(ctx, up.OwnerID, now)
+	user, total, err := s.usage(ctx, up.OwnerID, up.uploadID, now)
 	if err != nil {
 		return store.File{}, err
 	}
@@ -139,22 +146,28 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 		exp := now.Add(up.TTL)
 		f.ExpiresAt = &exp
 	}
-	// The replaced version's bytes are retired, not deleted: a reader may have opened them.
-	if err := s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now); err != nil {
+	if err := s.commit(ctx, f, displayName(up.Name, key), now); err != nil {
 		s.blobs.Delete(context.WithoutCancel(ctx), blobKey)
-		name := displayName(up.Name, key)
-		switch {
-		case errors.Is(err, store.ErrOverQuota):
-			return store.File{}, errs.New(ErrQuota, map[string]any{"file": name, "quota_bytes": s.limits.UserQuotaBytes},
-				"%s does not fit in your %s quota; delete some files first", name, Size(s.limits.UserQuotaBytes))
-		case errors.Is(err, store.ErrOverTotal):
-			return store.File{}, errs.New(ErrQuota, map[string]any{"file": name, "limit_bytes": s.limits.MaxTotalBytes},
-				"%s does not fit: the file store is full (%s limit); ask an operator", name, Size(s.limits.MaxTotalBytes))
-		}
 		return store.File{}, err
 	}
 	stored = true
 	return f, nil
+}
+
+// commit indexes f, whose bytes are stored, as the version of its key, checking the
+// owner's quota and the store's total once more against everything committed before it.
+// The replaced version's bytes are retired, not deleted: a reader may have opened them.
+func (s *Service) commit(ctx context.Context, f store.File, name string, now time.Time) error {
+	err := s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now)
+	switch {
+	case errors.Is(err, store.ErrOverQuota):
+		return errs.New(ErrQuota, map[string]any{"file": name, "quota_bytes": s.limits.UserQuotaBytes},
+			"%s does not fit in your %s quota; delete some files first", name, Size(s.limits.UserQuotaBytes))
+	case errors.Is(err, store.ErrOverTotal):
+		return errs.New(ErrQuota, map[string]any{"file": name, "limit_bytes": s.limits.MaxTotalBytes},
+			"%s does not fit: the file store is full (%s limit); ask an operator", name, Size(s.limits.MaxTotalBytes))
+	}
+	return err
 }
 
 // makeRoom deletes retired versions' bytes early, the oldest first, when with them the

@@ -34,7 +34,11 @@ type CleanupReport struct {
 	// readers that had them open.
 	FileVersions int `json:"file_versions"`
 	// FileLinks are share links of staged files that expired.
-	FileLinks     int   `json:"file_links"`
+	FileLinks int `json:"file_links"`
+	// Uploads are resumable uploads that expired unfinished; UploadBytes the bytes they
+	// had received.
+	Uploads       int   `json:"uploads"`
+	UploadBytes   int64 `json:"upload_bytes"`
 	SessionSets   int   `json:"session_sets"`
 	SessionFiles  int   `json:"session_files"`
 	SessionBytes  int64 `json:"session_bytes"`
@@ -74,4 +78,18 @@ type FileLinkList struct {
 type NewFileLink struct {
 	TTL          string `json:"ttl"`
 	MaxDownloads *int64 `json:"max_downloads,omitempty"`
+}
+
+// Upload is the answer of GET /api/v1/uploads/{id} (docs/api.md "Resumable uploads"):
+// where a resumable upload stands, and the file it made once finished (null while
+// unfinished, or when that file is gone since).
+type Upload struct {
+	UploadID   string     `json:"upload_id"`
+	Key        string     `json:"key"`
+	Offset     int64      `json:"offset"`
+	SizeBytes  int64      `json:"size_bytes"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	File       *FileInfo  `json:"file"`
 }

@@ -317,3 +317,32 @@ func TestUploadsExpire(t *testing.T) {
 		}
 	})
 }
+
+// TestUploadsAcrossNodes: in a cluster, every request of an upload may reach another API
+// node: the state is in PostgreSQL and the parts in the shared NATS object store, so
+// nothing of it is on one node.
+func TestUploadsAcrossNodes(t *testing.T) {
+	cfg := apptest.Config(t, apptest.ClusterBackend)
+	a := apptest.Start(t, cfg)
+	cfg.DataDir = t.TempDir()
+	b := apptest.Start(t, cfg)
+	_, u := a.User(t, "nora", "user")
+	data := randomBytes(t, 2<<20+3)
+	path, ans := createUpload(t, a, u.Token, len(data), tusMeta("key", "files/spread.bin"))
+	if path == "" {
+		t.Fatalf("create on node a: %d %s", ans.status, ans.raw)
+	}
+	if ans := patchUpload(t, b, u.Token, path, 0, data[:1<<20]); ans.status != 204 {
+		t.Fatalf("PATCH on node b: %d %s", ans.status, ans.raw)
+	}
+	off := uploadOffset(t, a, u.Token, path)
+	if off != 1<<20 {
+		t.Fatalf("node a sees offset %d", off)
+	}
+	if ans := patchUpload(t, a, u.Token, path, off, data[off:]); ans.status != 204 || ans.header.Get("X-Checksum") != sum(data) {
+		t.Fatalf("last PATCH on node a: %d %s", ans.status, ans.raw)
+	}
+	if got := send(t, b, "GET", "/api/v1/files/files/spread.bin", u.Token, "", nil); got.raw != string(data) {
+		t.Fatalf("GET on node b: %d, %d bytes", got.status, len(got.raw))
+	}
+}

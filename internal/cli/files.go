@@ -370,6 +370,7 @@ func (e *env) cleanupCmd() *cobra.Command {
 			fmt.Fprintf(w, "  expired files\t%d\t%s\n", r.Files, size(r.FileBytes))
 			fmt.Fprintf(w, "  replaced file versions\t%d\tkept a while for readers that had them open\n", r.FileVersions)
 			fmt.Fprintf(w, "  expired share links\t%d\t\n", r.FileLinks)
+			fmt.Fprintf(w, "  unfinished resumable uploads\t%d\t%s received\n", r.Uploads, size(r.UploadBytes))
 			fmt.Fprintf(w, "  expired session file sets\t%d\t%d files, %s\n", r.SessionSets, r.SessionFiles, size(r.SessionBytes))
 			fmt.Fprintf(w, "  expired run artifacts\t%d\tof %d runs, %s\n", r.Artifacts, r.ArtifactRuns, size(r.ArtifactBytes))
 			fmt.Fprintf(w, "  orphan session files\t%d\tno session set refers to them\n", r.OrphanSessionFiles)

@@ -268,6 +268,7 @@ func TestFaults(t *testing.T) {
 	t.Run("F2 a NATS node killed mid-upload and mid-run", func(t *testing.T) { testKillNATS(t, c) })
 	t.Run("F5 a rolling restart of every worker", func(t *testing.T) { testRollingRestart(t, c) })
 	t.Run("F6 an agent sandbox whose worker is killed", func(t *testing.T) { testSandboxLost(t, c) })
+	t.Run("F7 an API node killed mid-upload, resumed on the other", func(t *testing.T) { testKillAPIMidUpload(t, c) })
 }
 
 // action submits the steps tool's action through node name, sleeping s seconds, at rev.

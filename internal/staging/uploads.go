@@ -39,9 +39,10 @@ const (
 	// MaxUploadParts is how many requests' bytes one upload may take: each is a blob and
 	// a row, and the file is copied from all of them at the end.
 	MaxUploadParts = 10000
-	// finishHold is how long a server making an upload's file holds it; one that crashes
-	// meanwhile leaves the upload to the next request after it.
-	finishHold = 10 * time.Minute
+	// finishHold is how long a server making an upload's file holds it without renewing
+	// the hold (it renews it every third of that while it copies); one that crashes
+	// meanwhile leaves the upload to the first request after the hold.
+	finishHold = time.Minute
 )
 
 // NewUpload is a resumable upload to create.
@@ -223,7 +224,9 @@ func (s *Service) FinishUpload(ctx context.Context, ownerID, id string, held boo
 		return store.File{}, errs.New(ErrUploadOffset, map[string]any{"upload_id": id},
 			"upload %s is not complete, or another request is making its file now; ask for its offset (HEAD)", id)
 	}
+	stop := s.holdUpload(id)
 	f, parts, err := s.finish(context.WithoutCancel(ctx), u)
+	stop()
 	done := err == nil
 	// A finished upload's time is its file's, which tells that file from a later one
 	// under the same key.
@@ -245,6 +248,29 @@ func (s *Service) FinishUpload(ctx context.Context, ownerID, id string, held boo
 		}
 	}
 	return f, nil
+}
+
+// holdUpload renews this server's hold on upload id until the function it returns is
+// called: a large file's copy may take longer than one hold.
+func (s *Service) holdUpload(id string) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(finishHold / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := s.st.ExtendFinishUpload(context.Background(), id, s.now().Add(finishHold)); err != nil {
+					s.log.Warn("could not renew the hold on an upload being finished", "upload", id, "error", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // finish makes u's file from its parts, and returns it with the parts it was made from.

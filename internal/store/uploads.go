@@ -143,6 +143,12 @@ func (s *Store) BeginFinishUpload(ctx context.Context, id string, now, until tim
 	return n == 1, nil
 }
 
+// ExtendFinishUpload moves the hold on upload id, being finished, to until.
+func (s *Store) ExtendFinishUpload(ctx context.Context, id string, until time.Time) error {
+	_, err := s.exec(ctx, "UPDATE uploads SET finishing_until = ? WHERE id = ? AND finished_at IS NULL AND finishing_until > 0", ms(until), id)
+	return err
+}
+
 // EndFinishUpload lets upload id go after BeginFinishUpload. When its staged file was
 // made (done), the upload is finished at now and its row kept until keepUntil; its parts'
 // rows go (the caller has deleted or taken their bytes).

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/config"
 )
 
 func (e *env) filesCmd() *cobra.Command {
@@ -79,11 +81,21 @@ func size(n int64) string {
 
 func (e *env) filesUploadCmd() *cobra.Command {
 	var opts client.UploadOptions
-	var asJSON bool
+	var asJSON, noResume bool
+	var threshold string
 	cmd := &cobra.Command{
 		Use:   "upload PATH",
 		Short: "Upload a file; prints its key",
+		Long: "Uploads a file to the staging area. A file of --resumable-threshold or more goes up resumably:\n" +
+			"if the connection drops or the command is interrupted, running the same command again goes on\n" +
+			"from where the server stopped (a small state file under the user's cache directory, or\n" +
+			"$SKRIP_CACHE_DIR, remembers the upload until it completes). --no-resume sends the file in one\n" +
+			"request and keeps no state.",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			minSize, err := config.ParseBytes(threshold)
+			if err != nil {
+				return usageErrorf(cmd, "--resumable-threshold %q: %v", threshold, err)
+			}
 			c, err := e.filesClient(cmd)
 			if err != nil {
 				return err
@@ -100,13 +112,18 @@ func (e *env) filesUploadCmd() *cobra.Command {
 			if st.IsDir() {
 				return fmt.Errorf("%s is a directory; upload files one at a time", args[0])
 			}
-			var body io.Reader = f
-			if bar := e.progress(st.Size(), "uploading"); bar != nil {
-				r := progressbar.NewReader(f, bar)
-				body = &r
-				defer bar.Finish()
+			var fi client.FileInfo
+			owner, _ := cmd.Flags().GetString("owner")
+			resumable := !noResume && owner == "" && st.Mode().IsRegular() && st.Size() >= minSize
+			if resumable {
+				fi, err = e.uploadResumable(cmd.Context(), c, f, args[0], st, opts)
+				if errors.Is(err, client.ErrResumableUnsupported) {
+					resumable = false // an older server: one request, as before
+				}
 			}
-			fi, err := c.Upload(cmd.Context(), filepath.Base(args[0]), body, opts)
+			if !resumable {
+				fi, err = e.uploadOnce(cmd.Context(), c, f, args[0], st.Size(), opts)
+			}
 			if err != nil {
 				return err
 			}
@@ -121,7 +138,20 @@ func (e *env) filesUploadCmd() *cobra.Command {
 	cmd.Flags().StringVar(&opts.TTL, "ttl", "", "delete the file after this long, e.g. 90m or 7d")
 	cmd.Flags().StringVar(&opts.ContentType, "content-type", "", "media type; default guessed from the name")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&threshold, "resumable-threshold", "8MiB", "upload files of this size or more resumably (e.g. 8MiB, 0 for every file)")
+	cmd.Flags().BoolVar(&noResume, "no-resume", false, "send the file in one request and keep no state to resume from")
 	return cmd
+}
+
+// uploadOnce sends the file in one multipart request, with a progress bar on a terminal.
+func (e *env) uploadOnce(ctx context.Context, c *client.Client, f *os.File, path string, n int64, opts client.UploadOptions) (client.FileInfo, error) {
+	var body io.Reader = f
+	if bar := e.progress(n, "uploading"); bar != nil {
+		r := progressbar.NewReader(f, bar)
+		body = &r
+		defer bar.Finish()
+	}
+	return c.Upload(ctx, filepath.Base(path), body, opts)
 }
 
 func (e *env) filesDownloadCmd() *cobra.Command {

@@ -49,6 +49,7 @@ func New(files *staging.Service, log *slog.Logger) (*Handler, error) {
 	composer := tusd.NewStoreComposer()
 	composer.UseCore(dataStore{h})
 	composer.UseTerminater(dataStore{h})
+	composer.UseLocker(newLocker(files))
 	tus, err := tusd.NewHandler(tusd.Config{
 		StoreComposer:   composer,
 		BasePath:        BasePath,

@@ -17,7 +17,12 @@ CREATE TABLE uploads (
     created_at      BIGINT NOT NULL,
     expires_at      BIGINT NOT NULL,
     finishing_until BIGINT NOT NULL DEFAULT 0,
-    finished_at     BIGINT
+    finished_at     BIGINT,
+    -- The lock of tus requests on the upload (package resumable): who holds it, until
+    -- when unless renewed, and since when another request wants it.
+    lock_holder     TEXT NOT NULL DEFAULT '',
+    lock_until      BIGINT NOT NULL DEFAULT 0,
+    lock_wanted     BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX uploads_owner ON uploads (owner_id);
 CREATE INDEX uploads_expires ON uploads (expires_at);

@@ -1,0 +1,113 @@
+package resumable
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	tusd "github.com/tus/tusd/v2/pkg/handler"
+
+	"github.com/skrip-dev/skrip/internal/ids"
+	"github.com/skrip-dev/skrip/internal/staging"
+)
+
+// locker is tusd's lock of an upload, kept in the database so that it holds across API
+// nodes: one request at a time writes to an upload or reads its offset. A request that
+// wants a held lock asks its holder to let go, as tusd's own lockers do: the holder stops
+// reading its body, keeps the bytes it had, and answers; then the new request reads the
+// offset those bytes made. So a client that lost its connection and asks for the offset
+// (HEAD) gets the one after every byte the server received, not one from before the
+// dropped request had stored them. The holder on this node is asked at once; one on
+// another node learns it when it renews its lease.
+type locker struct {
+	files *staging.Service
+	mu    sync.Mutex
+	held  map[string]*lock // by upload id, the locks this node holds
+}
+
+// renewEvery is how often a holder renews its lease and looks whether its lock is wanted.
+const renewEvery = 250 * time.Millisecond
+
+func newLocker(files *staging.Service) *locker {
+	return &locker{files: files, held: map[string]*lock{}}
+}
+
+func (l *locker) NewLock(id string) (tusd.Lock, error) {
+	return &lock{l: l, id: id, holder: ids.New("lk")}, nil
+}
+
+type lock struct {
+	l      *locker
+	id     string
+	holder string
+	// Set while held.
+	release func() // asks the request holding it to let go
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// Lock takes the lock, asking its holder to let go, until ctx ends (tusd's
+// AcquireLockTimeout). An upload that does not exist needs no lock: the request goes on
+// to answer 404.
+func (k *lock) Lock(ctx context.Context, requestUnlock func()) error {
+	for {
+		acquired, exists, err := k.l.files.LockUpload(ctx, k.id, k.holder)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return nil
+		}
+		if acquired {
+			k.release, k.stop, k.done = sync.OnceFunc(requestUnlock), make(chan struct{}), make(chan struct{})
+			k.l.mu.Lock()
+			k.l.held[k.id] = k
+			k.l.mu.Unlock()
+			go k.renew()
+			return nil
+		}
+		k.l.mu.Lock()
+		if h := k.l.held[k.id]; h != nil {
+			h.release()
+		}
+		k.l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return tusd.ErrLockTimeout
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// renew keeps the lease until Unlock, and lets go when another request wants the lock
+// or the lease was lost.
+func (k *lock) renew() {
+	defer close(k.done)
+	t := time.NewTicker(renewEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-k.stop:
+			return
+		case <-t.C:
+			held, wanted, err := k.l.files.RenewUploadLock(context.Background(), k.id, k.holder)
+			if err == nil && (!held || wanted) {
+				k.release()
+			}
+		}
+	}
+}
+
+func (k *lock) Unlock() error {
+	if k.stop == nil {
+		return nil
+	}
+	close(k.stop)
+	<-k.done
+	k.l.mu.Lock()
+	if k.l.held[k.id] == k {
+		delete(k.l.held, k.id)
+	}
+	k.l.mu.Unlock()
+	return k.l.files.UnlockUpload(context.Background(), k.id, k.holder)
+}

@@ -203,34 +203,53 @@ function setupJSON(form) {
 
 // The run page (following a run, its next-step forms) is static/run.js.
 
-// Staged files: upload to the files API with progress; delete with a confirmation.
+// Staged files: upload to the files API with progress; delete with a confirmation. A
+// file of TUS_MIN_BYTES or more goes resumably (static/tus.js, loaded by this page), and
+// the page tells of an upload a reload left unfinished.
 function setupStage(form) {
   const progress = form.querySelector("[data-progress]");
   const errorBox = form.querySelector("[data-error]");
+  const status = form.querySelector("[data-upload-status]");
   const button = form.querySelector("button[type=submit]");
+  const resumable = typeof tusUpload === "function";
+  const showProgress = (fraction) => {
+    progress.hidden = false; progress.value = Math.round(100 * fraction); progress.textContent = progress.value + "%";
+  };
+  const fail = (msg) => {
+    errorBox.textContent = msg; errorBox.hidden = false; progress.hidden = true; status.textContent = ""; button.disabled = false;
+  };
+  if (resumable) {
+    const left = tusUnfinished(form.dataset.user);
+    if (left.length) status.textContent = tr("files.unfinished", { name: left[0].name, size: formatSize(left[0].size) });
+  }
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     const file = form.querySelector("input[type=file]").files[0];
     if (!file) return;
     const key = form.querySelector("[name=key]").value.trim();
+    const ttlField = form.querySelector("[name=ttl]");
+    button.disabled = true; errorBox.hidden = true; status.textContent = "";
+    if (resumable && file.size >= TUS_MIN_BYTES) {
+      tusUpload(file, { user: form.dataset.user, csrf: form.dataset.csrf, key: key, ttl: ttlField ? ttlField.value.trim() : "",
+        progress: showProgress, status: (text) => { status.textContent = text; } })
+        .then(() => window.location.reload(), (e) => fail(e.message));
+      return;
+    }
     const body = new FormData();
     if (key) body.append("key", key);
+    if (ttlField && ttlField.value.trim()) body.append("ttl", ttlField.value.trim());
     body.append("file", file);
     const xhr = new XMLHttpRequest();
     xhr.open("POST", "/api/v1/files");
     xhr.setRequestHeader("X-CSRF-Token", form.dataset.csrf);
     xhr.upload.addEventListener("progress", (e) => {
-      if (e.lengthComputable) { progress.hidden = false; progress.value = Math.round(100 * e.loaded / e.total); progress.textContent = progress.value + "%"; }
+      if (e.lengthComputable) showProgress(e.loaded / e.total);
     });
     xhr.addEventListener("load", () => {
       if (xhr.status < 300) { window.location.reload(); return; }
-      errorBox.textContent = apiMessage(xhr); errorBox.hidden = false; progress.hidden = true; button.disabled = false;
+      fail(apiMessage(xhr));
     });
-    xhr.addEventListener("error", () => {
-      errorBox.textContent = tr("files.no_server");
-      errorBox.hidden = false; progress.hidden = true; button.disabled = false;
-    });
-    button.disabled = true; errorBox.hidden = true;
+    xhr.addEventListener("error", () => fail(tr("files.no_server")));
     xhr.send(body);
   });
 }

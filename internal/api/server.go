@@ -17,6 +17,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/resumable"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/staging"
@@ -40,6 +41,7 @@ type Services struct {
 	Workflow  *workflow.Service
 	Sandboxes *sandbox.Service
 	Janitor   *janitor.Janitor
+	Uploads   *resumable.Handler // the tus protocol at /api/v1/uploads/
 }
 
 // Ops is what the operational routes (/healthz, /readyz, /metrics) answer from.

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/skrip-dev/skrip/internal/httpkit"
-	"github.com/skrip-dev/skrip/internal/resumable"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/wire"
 )
@@ -13,10 +12,9 @@ import (
 // protocol's requests go to package resumable once the caller is authenticated, and
 // GET of an upload answers with where it stands as JSON.
 func (s *Server) registerUploads(m *http.ServeMux) {
-	tus, err := resumable.New(s.svc.Staging, s.log)
-	if err != nil {
-		// The handler's configuration is this code's, not the operator's.
-		panic("resumable uploads: " + err.Error())
+	tus := s.svc.Uploads
+	if tus == nil {
+		return
 	}
 	protocol := s.authed(func(w http.ResponseWriter, r *http.Request, u store.User) error {
 		tus.ServeHTTP(w, r)

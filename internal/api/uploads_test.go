@@ -247,7 +247,8 @@ func TestUploadsLimits(t *testing.T) {
 		env := apptest.Start(t, cfg)
 		_, u := env.User(t, "lisa", "user")
 		_, v := env.User(t, "vide", "user")
-		if _, a := createUpload(t, env, u.Token, 1<<20+1, ""); a.status != 413 || a.errCode() != "too_large" {
+		if _, a := createUpload(t, env, u.Token, 1<<20+1, tusMeta("filename", "film.mp4")); a.status != 413 || a.errCode() != "too_large" ||
+			!strings.Contains(a.errMessage(), "film.mp4") || !strings.Contains(a.errMessage(), "1 MiB") {
 			t.Fatalf("over the file size: %d %s", a.status, a.raw)
 		}
 		first, a := createUpload(t, env, u.Token, 1<<20, tusMeta("key", "files/a"))

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,6 +30,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/natsserver"
+	"github.com/skrip-dev/skrip/internal/resumable"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
@@ -58,7 +60,9 @@ type App struct {
 	Workflow *workflow.Service
 	// Sandboxes are the persistent agent sandboxes.
 	Sandboxes *sandbox.Service
-	Metrics   *metrics.Metrics
+	// Uploads serves resumable uploads (the tus protocol at /api/v1/uploads/).
+	Uploads *resumable.Handler
+	Metrics *metrics.Metrics
 	// Handler is what Serve answers with: the API and the web UI. A test may wrap it
 	// before Serve (apptest checks every error body the suites produce).
 	Handler http.Handler
@@ -327,6 +331,8 @@ func sweepInterval(cfg config.Config) time.Duration {
 // shutdown grace for requests in flight.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	srv := a.httpServer(ctx)
+	var inflight sync.WaitGroup
+	srv.Handler = counted(srv.Handler, &inflight)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(jsonErrors{Listener: ln, maxHeaderBytes: int64(srv.MaxHeaderBytes)}) }()
 	jctx, stopJanitor := context.WithCancel(ctx)
@@ -341,11 +347,38 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	a.log.Info("shutting down", "grace", a.cfg.ShutdownGrace.String())
+	// A resumable upload's request under way stops reading now, keeps the bytes it
+	// got and answers 503, rather than holding the shutdown up and then losing them.
+	if a.Uploads != nil {
+		a.Uploads.Interrupt()
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		a.log.Warn("requests still running at the end of the grace period were cut off", "error", err)
 		srv.Close()
+		// A handler cut off goes on until it sees so: one that was taking a resumable
+		// upload's bytes stores those it got, and the upload resumes from there. Give
+		// them that time rather than ending the process under them.
+		ended := make(chan struct{})
+		go func() { inflight.Wait(); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(cutOffWait):
+			a.log.Warn("requests cut off were still running " + cutOffWait.String() + " later")
+		}
 	}
 	return nil
+}
+
+// cutOffWait is how long Serve waits for the handlers of requests it cut off to end.
+const cutOffWait = 10 * time.Second
+
+// counted is h, with the requests it is serving counted in wg.
+func counted(h http.Handler, wg *sync.WaitGroup) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wg.Add(1)
+		defer wg.Done()
+		h.ServeHTTP(w, r)
+	})
 }

@@ -21,8 +21,13 @@ import (
 // the web UI's page when a browser asks outside /api/, and the JSON error otherwise.
 func (a *App) routes(st *store.Store) (http.Handler, error) {
 	mux := http.NewServeMux()
+	uploads, err := resumable.New(a.Files, a.log)
+	if err != nil {
+		return nil, err
+	}
+	a.Uploads = uploads
 	api.New(api.Services{Accounts: a.Accounts, Catalog: a.Catalog, Staging: a.Files, Runs: a.Runs, Workflow: a.Workflow,
-		Sandboxes: a.Sandboxes, Janitor: a.Janitor},
+		Sandboxes: a.Sandboxes, Janitor: a.Janitor, Uploads: uploads},
 		api.Ops{Metrics: a.Metrics, Version: version.Version,
 			Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}, {Name: "runner", Ping: a.Runner.Ping}}},
 		a.log).Register(mux)

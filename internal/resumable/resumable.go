@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	tusd "github.com/tus/tusd/v2/pkg/handler"
@@ -41,19 +42,25 @@ type Handler struct {
 	files *staging.Service
 	tus   *tusd.Handler
 	log   *slog.Logger
+
+	mu          sync.Mutex
+	interrupted bool
+	running     map[*http.Request]context.CancelCauseFunc // the requests under way
 }
 
 // New returns the protocol's handler over files.
 func New(files *staging.Service, log *slog.Logger) (*Handler, error) {
-	h := &Handler{files: files, log: log}
+	h := &Handler{files: files, log: log, running: map[*http.Request]context.CancelCauseFunc{}}
 	composer := tusd.NewStoreComposer()
 	composer.UseCore(dataStore{h})
 	composer.UseTerminater(dataStore{h})
 	composer.UseLocker(newLocker(files))
 	tus, err := tusd.NewHandler(tusd.Config{
-		StoreComposer:   composer,
-		BasePath:        BasePath,
-		MaxSize:         files.Limits().MaxFileBytes,
+		StoreComposer: composer,
+		BasePath:      BasePath,
+		// No MaxSize: tusd would refuse a length over it in words of its own, before
+		// staging names the file and the limit. The limit is announced by the
+		// responseWriter (Tus-Max-Size) and enforced by staging at creation.
 		DisableDownload: true,
 		// Same origin only, as the rest of the API: a page elsewhere gets no CORS headers.
 		Cors: &tusd.CorsConfig{Disable: true},
@@ -79,10 +86,35 @@ func New(files *staging.Service, log *slog.Logger) (*Handler, error) {
 // ServeHTTP serves one request of the protocol under BasePath.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &state{r: r}
-	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
-	rw := &responseWriter{ResponseWriter: w, st: st}
+	ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), stateKey{}, st))
+	defer cancel(nil)
+	r = r.WithContext(ctx)
+	h.mu.Lock()
+	if h.interrupted {
+		cancel(tusd.ErrServerShutdown)
+	}
+	h.running[r] = cancel
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.running, r)
+		h.mu.Unlock()
+	}()
+	rw := &responseWriter{ResponseWriter: w, st: st, maxSize: h.files.Limits().MaxFileBytes}
 	http.StripPrefix(strings.TrimSuffix(BasePath, "/"), h.tus).ServeHTTP(rw, r)
 	rw.flushError()
+}
+
+// Interrupt stops the requests under way, and any that comes after, as tusd does when
+// its server shuts down: a PATCH stops reading, keeps the bytes it got, and answers 503,
+// so its client resumes from there on this server or another.
+func (h *Handler) Interrupt() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.interrupted = true
+	for _, cancel := range h.running {
+		cancel(tusd.ErrServerShutdown)
+	}
 }
 
 // state is what one request's store calls tell the response: the upload's expiry, and
@@ -265,6 +297,7 @@ func (h *Handler) tusError(ctx context.Context, err error) error {
 // extension), and turns tusd's own plain-text errors into the API's JSON envelope.
 type responseWriter struct {
 	http.ResponseWriter
+	maxSize int64
 	st      *state
 	status  int
 	errBody *bytes.Buffer // a plain-text error held back to be answered as JSON
@@ -278,6 +311,7 @@ func (w *responseWriter) WriteHeader(code int) {
 	h := w.Header()
 	if ext := h.Get("Tus-Extension"); ext != "" {
 		h.Set("Tus-Extension", Extensions)
+		h.Set("Tus-Max-Size", strconv.FormatInt(w.maxSize, 10))
 	}
 	if code < 300 && !w.st.expires.IsZero() && w.st.r.Method != http.MethodDelete {
 		h.Set("Upload-Expires", w.st.expires.UTC().Format(http.TimeFormat))

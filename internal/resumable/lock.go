@@ -44,6 +44,32 @@ type lock struct {
 	release func() // asks the request holding it to let go
 	stop    chan struct{}
 	done    chan struct{}
+	// Under l.mu: whether the request is taking bytes (a holder that is not is about to
+	// answer, and is waited for), and whether another request wants the lock.
+	writing, wanted bool
+}
+
+// letGo asks k's request to let go now if it is taking bytes, or once it starts to. It
+// is called with l.mu held: the request set writing under l.mu after tusd had set up
+// its body, so tusd's reading of that body when asked happens after it was set.
+func (k *lock) letGo() {
+	k.wanted = true
+	if k.writing {
+		k.release()
+	}
+}
+
+// writing notes that the request holding upload id's lock on this node is taking bytes:
+// from now on a request that wants the lock stops it.
+func (l *locker) writing(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k := l.held[id]; k != nil {
+		k.writing = true
+		if k.wanted {
+			k.release()
+		}
+	}
 }
 
 // Lock takes the lock, asking its holder to let go, until ctx ends (tusd's
@@ -68,7 +94,7 @@ func (k *lock) Lock(ctx context.Context, requestUnlock func()) error {
 		}
 		k.l.mu.Lock()
 		if h := k.l.held[k.id]; h != nil {
-			h.release()
+			h.letGo()
 		}
 		k.l.mu.Unlock()
 		select {
@@ -92,7 +118,9 @@ func (k *lock) renew() {
 		case <-t.C:
 			held, wanted, err := k.l.files.RenewUploadLock(context.Background(), k.id, k.holder)
 			if err == nil && (!held || wanted) {
-				k.release()
+				k.l.mu.Lock()
+				k.letGo()
+				k.l.mu.Unlock()
 			}
 		}
 	}

@@ -41,6 +41,7 @@ const Extensions = "creation,creation-with-upload,termination,expiration"
 type Handler struct {
 	files *staging.Service
 	tus   *tusd.Handler
+	locks *locker
 	log   *slog.Logger
 
 	mu          sync.Mutex
@@ -54,7 +55,8 @@ func New(files *staging.Service, log *slog.Logger) (*Handler, error) {
 	composer := tusd.NewStoreComposer()
 	composer.UseCore(dataStore{h})
 	composer.UseTerminater(dataStore{h})
-	composer.UseLocker(newLocker(files))
+	h.locks = newLocker(files)
+	composer.UseLocker(h.locks)
 	tus, err := tusd.NewHandler(tusd.Config{
 		StoreComposer: composer,
 		BasePath:      BasePath,
@@ -245,6 +247,7 @@ func (up *upload) GetInfo(ctx context.Context) (tusd.FileInfo, error) {
 }
 
 func (up *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
+	up.h.locks.writing(up.u.ID)
 	n, last, err := up.h.files.WriteUpload(ctx, up.u.OwnerID, up.u.ID, offset, src)
 	if err != nil {
 		return 0, up.h.tusError(ctx, err)

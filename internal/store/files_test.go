@@ -66,7 +66,7 @@ func TestFileOwnerKeysMigration(t *testing.T) {
 				t.Fatalf("bob claims ada's key: %v", err)
 			}
 			if err := s.CommitFile(ctx, File{Key: "files/a", OwnerID: "u_2", Size: 1, Checksum: "sha256:cc", BlobKey: "files/_objects/b_3", CreatedAt: now},
-				1<<20, 1<<20, now); err != nil {
+				0, 1<<20, 1<<20, now); err != nil {
 				t.Fatal(err)
 			}
 			if a2, err := s.FileOf(ctx, "u_1", "files/a"); err != nil || a2.BlobKey != "files/_objects/b_1" {

@@ -399,6 +399,7 @@ func (e *env) cleanupCmd() *cobra.Command {
 			fmt.Fprintln(w, "removed")
 			fmt.Fprintf(w, "  expired files\t%d\t%s\n", r.Files, size(r.FileBytes))
 			fmt.Fprintf(w, "  replaced file versions\t%d\tkept a while for readers that had them open\n", r.FileVersions)
+			fmt.Fprintf(w, "  file versions trimmed\t%d\tkept versions beyond SKRIP_FILES_VERSIONS, retired\n", r.FileVersionsTrimmed)
 			fmt.Fprintf(w, "  expired share links\t%d\t\n", r.FileLinks)
 			fmt.Fprintf(w, "  unfinished resumable uploads\t%d\t%s received\n", r.Uploads, size(r.UploadBytes))
 			fmt.Fprintf(w, "  expired session file sets\t%d\t%d files, %s\n", r.SessionSets, r.SessionFiles, size(r.SessionBytes))

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/skrip-dev/skrip/internal/ids"
 )
 
 // File is the index entry of a staged file. Keys are a per-owner namespace: a file is
@@ -66,6 +68,10 @@ var (
 // expired, are retired at now in the same transaction (see RetiredFileBlobs), and so are
 // the replaced version's bytes when it is not kept.
 func (s *Store) CommitFile(ctx context.Context, f File, keep int, userQuota, maxTotal int64, now time.Time) error {
+	if f.VersionID == "" {
+		// Every committed version has an id: a kept version is named by it.
+		f.VersionID = ids.New("v")
+	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if err := s.lockOwner(ctx, tx, f.OwnerID); err != nil {
 			return err

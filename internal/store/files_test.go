@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +61,10 @@ func TestFileOwnerKeysMigration(t *testing.T) {
 			b, err := s.FileOf(ctx, "u_2", "files/b")
 			if err != nil || b.ExpiresAt == nil || b.ContentType != "text/csv" {
 				t.Fatalf("files/b after the migration: %+v, %v", b, err)
+			}
+			// Migration 00016 gives every file from before it a version id of its own.
+			if !strings.HasPrefix(a.VersionID, "v_") || !strings.HasPrefix(b.VersionID, "v_") || a.VersionID == b.VersionID {
+				t.Fatalf("version ids after the migration: %q and %q", a.VersionID, b.VersionID)
 			}
 			now := time.Now()
 			if _, err := s.ClaimFileKey(ctx, "u_2", "files/a", now, now.Add(time.Hour)); err != nil {

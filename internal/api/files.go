@@ -23,7 +23,7 @@ import (
 // fileOf is staged file f as the API shows it: FileInfo of docs/spec.md §4.
 func fileOf(f store.File) wire.FileInfo {
 	return wire.FileInfo{FileKey: f.Key, Name: f.OriginalName, SizeBytes: f.Size, ContentType: f.ContentType,
-		Checksum: f.Checksum, CreatedAt: f.CreatedAt, ExpiresAt: f.ExpiresAt}
+		Checksum: f.Checksum, CreatedAt: f.CreatedAt, ExpiresAt: f.ExpiresAt, VersionID: f.VersionID}
 }
 
 // uploadFile takes a multipart body: optional key, ttl and content_type fields (or query
@@ -160,7 +160,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	if err != nil {
 		return err
 	}
-	rd, err := s.svc.Staging.Open(r.Context(), owner, r.PathValue("key"))
+	rd, err := s.openFile(r, owner)
 	if err != nil {
 		return err
 	}
@@ -172,6 +172,9 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	h.Set("ETag", `"`+strings.TrimPrefix(f.Checksum, "sha256:")+`"`)
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.OriginalName}))
 	h.Set("X-Created-At", f.CreatedAt.Format(time.RFC3339Nano))
+	if f.VersionID != "" {
+		h.Set("X-Version-Id", f.VersionID)
+	}
 	if f.ExpiresAt != nil {
 		h.Set("X-Expires-At", f.ExpiresAt.Format(time.RFC3339Nano))
 	}
@@ -186,14 +189,14 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	http.ServeContent(fw, r, "", f.CreatedAt, rd)
 	s.ops.Metrics.BytesDownloaded.Add(float64(fw.n))
 	if fw.status == http.StatusPreconditionFailed {
-		for _, k := range []string{"Content-Type", "X-Checksum", "Content-Disposition", "X-Created-At", "X-Expires-At", "Content-Length"} {
+		for _, k := range []string{"Content-Type", "X-Checksum", "Content-Disposition", "X-Created-At", "X-Expires-At", "X-Version-Id", "Content-Length"} {
 			h.Del(k)
 		}
 		return errs.New(httpkit.ErrPrecondition, map[string]any{"key": f.Key, "etag": h.Get("ETag")},
 			"%s has changed: its ETag is now %s, not the one If-Match or If-Unmodified-Since names; read it again", f.Key, h.Get("ETag"))
 	}
 	if fw.status == http.StatusRequestedRangeNotSatisfiable {
-		for _, k := range []string{"Content-Type", "X-Checksum", "ETag", "Content-Disposition", "X-Created-At", "X-Expires-At",
+		for _, k := range []string{"Content-Type", "X-Checksum", "ETag", "Content-Disposition", "X-Created-At", "X-Expires-At", "X-Version-Id",
 			"Last-Modified", "Accept-Ranges", "Content-Length", "X-Content-Type-Options"} {
 			h.Del(k)
 		}

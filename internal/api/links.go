@@ -43,13 +43,16 @@ func (s *Server) postFileSub(w http.ResponseWriter, r *http.Request, u store.Use
 }
 
 // getFileOrLinks is GET /api/v1/files/{key}: the file, or, when the caller has no file
-// under the whole key and it ends in /links, the links of the file before /links. A file
-// of the caller's named …/links is served as before; its links are at GET
-// /api/v1/links?key=.
+// under the whole key and it ends in /links (or /versions), the links (or versions) of
+// the file before it. A file of the caller's named …/links is served as before; its
+// links are at GET /api/v1/links?key= (and the versions at GET /api/v1/file-versions?key=).
 func (s *Server) getFileOrLinks(w http.ResponseWriter, r *http.Request, u store.User) error {
 	err := s.getFile(w, r, u)
 	if key, ok := strings.CutSuffix(r.PathValue("key"), "/links"); ok && errors.Is(err, staging.ErrNotFound) {
 		return s.listLinks(w, r, u, key)
+	}
+	if key, ok := strings.CutSuffix(r.PathValue("key"), "/versions"); ok && errors.Is(err, staging.ErrNotFound) {
+		return s.listVersions(w, r, u, key)
 	}
 	return err
 }

@@ -94,6 +94,7 @@ func (s *Server) Register(m *http.ServeMux) {
 	m.Handle("DELETE /api/v1/files/{key...}", s.authed(s.deleteFile))
 	s.registerLinks(m)
 	s.registerUploads(m)
+	s.registerVersions(m)
 
 	m.Handle("POST /api/v1/admin/cleanup", s.authed(s.cleanup))
 

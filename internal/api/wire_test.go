@@ -81,6 +81,7 @@ func TestAnswersMatchWire(t *testing.T) {
 		{name: "session files", method: "GET", path: "/api/v1/tools/wired/session-files?context=default", status: 200, into: new(wire.SessionFiles)},
 		{name: "upload", method: "POST", path: "/api/v1/files", ctype: fileCT, body: fileBody, status: 201, into: new(wire.FileInfo)},
 		{name: "files", method: "GET", path: "/api/v1/files?limit=1", status: 200, into: new(wire.FileList)},
+		{name: "versions", method: "GET", path: "/api/v1/files/files/in.txt/versions", status: 200, into: new(wire.FileVersionList)},
 		{name: "create sandbox", method: "POST", path: "/api/v1/sandboxes", body: `{"limits":{"pids":64},"idle_timeout":"10m"}`,
 			status: 201, into: new(wire.Sandbox), keep: func(v any) { ids["box"] = v.(*wire.Sandbox).SandboxID }},
 		{name: "sandboxes", method: "GET", path: "/api/v1/sandboxes", status: 200, into: new(wire.SandboxList)},

@@ -106,6 +106,7 @@ func (a *App) open(ctx context.Context) error {
 		MaxFileBytes: a.cfg.FilesMaxFileBytes, UserQuotaBytes: a.cfg.FilesUserQuotaBytes, MaxTotalBytes: a.cfg.FilesMaxTotalBytes,
 		LinkMaxTTL: a.cfg.FilesLinkMaxTTL,
 		UploadTTL:  a.cfg.FilesUploadTTL,
+		Versions:   a.cfg.FilesVersions,
 	}, a.Metrics, a.log)
 	a.Sessions = session.New(st, a.Blobs, a.cfg.SessionFilesTTL, a.log)
 	if a.cfg.Blob == "nats" {

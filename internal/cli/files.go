@@ -26,7 +26,7 @@ func (e *env) filesCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "files", Short: "Stage files: upload, download, list, inspect, share and delete"}
 	cmd.PersistentFlags().String("owner", "", "admin: work on the files of this user (id or name) instead of your own")
 	cmd.AddCommand(e.filesUploadCmd(), e.filesDownloadCmd(), e.filesListCmd(), e.filesInfoCmd(), e.filesDeleteCmd(),
-		e.filesLinkCmd(), e.filesLinksCmd(), e.filesUnlinkCmd())
+		e.filesLinkCmd(), e.filesLinksCmd(), e.filesUnlinkCmd(), e.filesVersionsCmd())
 	return cmd
 }
 
@@ -155,7 +155,7 @@ func (e *env) uploadOnce(ctx context.Context, c *client.Client, f *os.File, path
 }
 
 func (e *env) filesDownloadCmd() *cobra.Command {
-	var out string
+	var out, version string
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "download KEY",
@@ -168,12 +168,13 @@ func (e *env) filesDownloadCmd() *cobra.Command {
 				return err
 			}
 			if out == "-" {
-				_, err := c.Download(cmd.Context(), args[0], func(client.FileInfo) (io.Writer, error) { return e.stdout, nil })
+				_, err := c.DownloadVersion(cmd.Context(), args[0], version, func(client.FileInfo) (io.Writer, error) { return e.stdout, nil })
 				return err
 			}
-			return e.downloadToFile(cmd, c, args[0], out, force)
+			return e.downloadToFile(cmd, c, args[0], version, out, force)
 		},
 	}
+	cmd.Flags().StringVar(&version, "version", "", "a previous version's id, from `skrip files versions KEY`; default the current one")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "where to write: a path, a directory, or - for standard output; default the file's name")
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "overwrite a local file of the same name")
 	return cmd
@@ -188,7 +189,7 @@ func errExists(target string) error {
 // when the checksum matched, so a failed download never leaves a partial file. Without
 // force it refuses a target that exists before the download starts, and moves the file
 // in only if none appeared meanwhile.
-func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out string, force bool) error {
+func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, version, out string, force bool) error {
 	var tmp *os.File
 	var target string
 	var bar *progressbar.ProgressBar
@@ -198,7 +199,7 @@ func (e *env) downloadToFile(cmd *cobra.Command, c *client.Client, key, out stri
 			os.Remove(tmp.Name())
 		}
 	}()
-	fi, err := c.Download(cmd.Context(), key, func(fi client.FileInfo) (io.Writer, error) {
+	fi, err := c.DownloadVersion(cmd.Context(), key, version, func(fi client.FileInfo) (io.Writer, error) {
 		target = out
 		name := filepath.Base(fi.Name)
 		if name == "." || name == "/" || name == "" {
@@ -399,6 +400,7 @@ func (e *env) cleanupCmd() *cobra.Command {
 			fmt.Fprintln(w, "removed")
 			fmt.Fprintf(w, "  expired files\t%d\t%s\n", r.Files, size(r.FileBytes))
 			fmt.Fprintf(w, "  replaced file versions\t%d\tkept a while for readers that had them open\n", r.FileVersions)
+			fmt.Fprintf(w, "  file versions trimmed\t%d\tkept versions beyond SKRIP_FILES_VERSIONS, retired\n", r.FileVersionsTrimmed)
 			fmt.Fprintf(w, "  expired share links\t%d\t\n", r.FileLinks)
 			fmt.Fprintf(w, "  unfinished resumable uploads\t%d\t%s received\n", r.Uploads, size(r.UploadBytes))
 			fmt.Fprintf(w, "  expired session file sets\t%d\t%d files, %s\n", r.SessionSets, r.SessionFiles, size(r.SessionBytes))

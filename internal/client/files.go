@@ -204,6 +204,7 @@ func infoFromHeaders(key string, resp *http.Response) FileInfo {
 	if t, err := time.Parse(time.RFC3339Nano, resp.Header.Get("X-Expires-At")); err == nil {
 		fi.ExpiresAt = &t
 	}
+	fi.VersionID = resp.Header.Get("X-Version-Id")
 	return fi
 }
 
@@ -220,7 +221,17 @@ func (e *ErrChecksum) Error() string {
 // metadata before the first byte is written (for naming the output or sizing a progress
 // bar). A mismatch returns *ErrChecksum after every byte was written.
 func (c *Client) Download(ctx context.Context, key string, start func(FileInfo) (io.Writer, error)) (FileInfo, error) {
-	resp, err := c.Request(ctx, http.MethodGet, c.filePath(key), nil, nil)
+	return c.DownloadVersion(ctx, key, "", start)
+}
+
+// DownloadVersion is Download of the file's version id (from FileVersions); "" is the
+// current one.
+func (c *Client) DownloadVersion(ctx context.Context, key, id string, start func(FileInfo) (io.Writer, error)) (FileInfo, error) {
+	path := c.filePath(key)
+	if id != "" {
+		path = FilePath(key) + "?version=" + url.QueryEscape(id) + c.ownerQuery("&")
+	}
+	resp, err := c.Request(ctx, http.MethodGet, path, nil, nil)
 	if err != nil {
 		return FileInfo{}, err
 	}

@@ -49,6 +49,7 @@ type Config struct {
 	FilesMaxTotalBytes  int64
 	FilesLinkMaxTTL     time.Duration
 	FilesUploadTTL      time.Duration
+	FilesVersions       int
 	CleanupInterval     time.Duration
 	SessionFilesTTL     time.Duration
 	SessionCacheBytes   int64
@@ -186,6 +187,7 @@ func Settings() []Setting {
 		{Name: "files-max-total-bytes", Default: "10737418240", Help: "staged bytes the whole store may hold", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.FilesMaxTotalBytes })},
 		{Name: "files-link-max-ttl", Default: "7d", Help: "longest ttl of a staged file's share link (a link never outlives its file either)", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.FilesLinkMaxTTL })},
 		{Name: "files-upload-ttl", Default: "24h", Help: "how long an unfinished resumable upload (/api/v1/uploads/) waits for its next bytes before the janitor deletes them", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.FilesUploadTTL })},
+		{Name: "files-versions", Default: "0", Help: "previous versions of a staged file kept when its key is overwritten, newest first (they count against the quota and the total); 0 keeps none, and the janitor trims the ones beyond it", kind: kInt, bind: intv(func(c *Config) *int { return &c.FilesVersions })},
 		{Name: "session-files-ttl", Default: "24h", Help: "how long a tool session's uploaded files are kept after their last use", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SessionFilesTTL })},
 		{Name: "session-cache-bytes", Default: "2GiB", Help: "with SKRIP_BLOB=nats, size of the cache of session files under the data dir that runs get hard links from (each file is fetched from NATS once); past it the files used least recently go", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.SessionCacheBytes })},
 		{Name: "run-artifacts-ttl", Default: "30d", Help: "how long a run's artifacts are kept after it finished; 0 keeps them for good", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.RunArtifactsTTL })},

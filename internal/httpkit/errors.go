@@ -87,6 +87,7 @@ var errorTable = []row{
 	{ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "", "the request body is larger than the limit"},
 	{blob.ErrInvalidKey, http.StatusBadRequest, "invalid_key", "", "the key must look like files/<name>, using only letters, digits and ._-"},
 	{staging.ErrNotFound, http.StatusNotFound, "not_found", "file_not_found", "there is no such file"},
+	{staging.ErrNoVersion, http.StatusNotFound, "not_found", "file_version_not_found", "the file has no such version"},
 	{staging.ErrLinkNotFound, http.StatusNotFound, "not_found", "link_not_found", "this link does not work: it is wrong, has expired, has been used up or was revoked"},
 	{staging.ErrInvalidLink, http.StatusBadRequest, "invalid_request", "invalid_link", "the link's ttl or max_downloads is not valid"},
 	{staging.ErrUploadNotFound, http.StatusNotFound, "not_found", "upload_not_found", "there is no such upload"},

@@ -30,6 +30,9 @@ type Report struct {
 	// FileVersions are replaced versions of staged files whose bytes were kept for
 	// readers that had them open, deleted once their grace period passed.
 	FileVersions int `json:"file_versions"`
+	// FileVersionsTrimmed are kept versions of staged files beyond SKRIP_FILES_VERSIONS
+	// (after it was lowered), retired: their bytes go with FileVersions later.
+	FileVersionsTrimmed int `json:"file_versions_trimmed"`
 	// FileLinks are share links of staged files that expired.
 	FileLinks int `json:"file_links"`
 	// Uploads are resumable uploads that expired unfinished; UploadBytes the bytes they
@@ -155,9 +158,10 @@ func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 	var r Report
 	exp, err := j.files.Expire(ctx)
 	r.Files, r.FileBytes = exp.Files, exp.Bytes
-	r.FileVersions = exp.Versions
+	r.FileVersions, r.FileVersionsTrimmed = exp.Versions, exp.Trimmed
 	j.count("file", exp.Files)
 	j.count("file_version", exp.Versions)
+	j.count("file_version_trimmed", exp.Trimmed)
 	if err != nil {
 		return r, err
 	}
@@ -249,7 +253,7 @@ func (j *Janitor) logReport(msg string, r Report) {
 	if r == (Report{}) {
 		return
 	}
-	j.log.Info(msg, "sign_ins", r.SignIns, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "file_versions", r.FileVersions, "file_links", r.FileLinks, "uploads", r.Uploads, "upload_bytes", r.UploadBytes,
+	j.log.Info(msg, "sign_ins", r.SignIns, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "file_versions", r.FileVersions, "file_versions_trimmed", r.FileVersionsTrimmed, "file_links", r.FileLinks, "uploads", r.Uploads, "upload_bytes", r.UploadBytes,
 		"session_sets", r.SessionSets, "session_files", r.SessionFiles, "session_bytes", r.SessionBytes,
 		"artifact_runs", r.ArtifactRuns, "artifacts", r.Artifacts, "artifact_bytes", r.ArtifactBytes,
 		"blob_leftovers", r.BlobLeftovers, "orphan_session_files", r.OrphanSessionFiles, "orphan_artifacts", r.OrphanArtifacts)

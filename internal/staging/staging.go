@@ -48,6 +48,8 @@ type Limits struct {
 	// UploadTTL is how long an unfinished resumable upload waits for its next bytes; 0
 	// is DefaultUploadTTL.
 	UploadTTL time.Duration
+	// Versions is how many previous versions of a file an overwrite keeps; 0 keeps none.
+	Versions int
 }
 
 // Service stages files.
@@ -121,11 +123,10 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 		return store.File{}, err
 	}
 	if existing {
-		// The old file's bytes are freed when the new ones replace them.
-		if old, err := s.st.FileOf(ctx, up.OwnerID, key); err == nil && (old.ExpiresAt == nil || old.ExpiresAt.After(now)) {
-			user -= old.Size
-			total -= old.Size
-		}
+		// The bytes the overwrite frees: the old file's, or the versions it pushes out.
+		freed := s.freedByOverwrite(ctx, up.OwnerID, key, now)
+		user -= freed
+		total -= freed
 	}
 	lr := &limitReader{r: up.Body, name: displayName(up.Name, key), limits: s.limits,
 		userLeft: s.limits.UserQuotaBytes - user, totalLeft: s.limits.MaxTotalBytes - total}
@@ -141,7 +142,7 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 		return store.File{}, err
 	}
 	f := store.File{Key: key, OwnerID: up.OwnerID, Size: info.Size, Checksum: info.Checksum, ContentType: ct,
-		OriginalName: cleanName(up.Name, key), CreatedAt: now, BlobKey: blobKey}
+		OriginalName: cleanName(up.Name, key), CreatedAt: now, BlobKey: blobKey, VersionID: ids.New("v")}
 	if up.TTL > 0 {
 		exp := now.Add(up.TTL)
 		f.ExpiresAt = &exp
@@ -156,13 +157,14 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 
 // commit indexes f, whose bytes are stored, as the version of its key, checking the
 // owner's quota and the store's total once more against everything committed before it.
-// The replaced version's bytes are retired, not deleted: a reader may have opened them.
+// The replaced version is kept (Limits.Versions), or its bytes are retired, not deleted:
+// a reader may have opened them.
 func (s *Service) commit(ctx context.Context, f store.File, name string, now time.Time) error {
-	err := s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now)
+	err := s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.Versions, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now)
 	switch {
 	case errors.Is(err, store.ErrOverQuota):
 		return errs.New(ErrQuota, map[string]any{"file": name, "quota_bytes": s.limits.UserQuotaBytes},
-			"%s does not fit in your %s quota; delete some files first", name, Size(s.limits.UserQuotaBytes))
+			"%s does not fit in your %s quota%s; delete some files first", name, Size(s.limits.UserQuotaBytes), s.versionsCount())
 	case errors.Is(err, store.ErrOverTotal):
 		return errs.New(ErrQuota, map[string]any{"file": name, "limit_bytes": s.limits.MaxTotalBytes},
 			"%s does not fit: the file store is full (%s limit); ask an operator", name, Size(s.limits.MaxTotalBytes))
@@ -280,7 +282,7 @@ func (s *Service) List(ctx context.Context, ownerID, prefix, after string, limit
 	return out, false, nil
 }
 
-// Delete removes ownerID's file under key.
+// Delete removes ownerID's file under key, with its previous versions.
 func (s *Service) Delete(ctx context.Context, ownerID, key string) error {
 	f, err := s.Get(ctx, ownerID, key)
 	if err != nil {
@@ -301,13 +303,18 @@ type Expired struct {
 	Files    int   // live files whose TTL passed
 	Bytes    int64 // their bytes
 	Versions int   // retired versions whose bytes were deleted after RetiredGrace
+	Trimmed  int   // kept versions beyond Limits.Versions, retired
 }
 
-// Expire removes every file whose TTL has passed, every claimed key whose upload never
-// finished, and the bytes of versions retired more than RetiredGrace ago.
+// Expire removes every file whose TTL has passed (with its versions), every claimed key
+// whose upload never finished, the kept versions beyond Limits.Versions, and the bytes of
+// versions retired more than RetiredGrace ago.
 func (s *Service) Expire(ctx context.Context) (Expired, error) {
 	out, err := s.expireFiles(ctx)
 	if err != nil {
+		return out, err
+	}
+	if out.Trimmed, err = s.trimVersions(ctx); err != nil {
 		return out, err
 	}
 	for {

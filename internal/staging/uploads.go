@@ -84,11 +84,10 @@ func (s *Service) CreateUpload(ctx context.Context, nu NewUpload) (store.Upload,
 	if err := s.makeRoom(ctx, total); err != nil {
 		return store.Upload{}, err
 	}
-	if old, err := s.st.FileOf(ctx, nu.OwnerID, key); err == nil && old.Checksum != "" && (old.ExpiresAt == nil || old.ExpiresAt.After(now)) {
-		// The file it replaces frees its bytes.
-		user -= old.Size
-		total -= old.Size
-	}
+	// The file it replaces frees its bytes (or the versions it pushes out, when they are kept).
+	freed := s.freedByOverwrite(ctx, nu.OwnerID, key, now)
+	user -= freed
+	total -= freed
 	lr := limitReader{name: name, limits: s.limits, userLeft: s.limits.UserQuotaBytes - user, totalLeft: s.limits.MaxTotalBytes - total, n: nu.Size}
 	if err := lr.check(); err != nil {
 		return store.Upload{}, err
@@ -293,7 +292,7 @@ func (s *Service) finish(ctx context.Context, u store.Upload) (store.File, []sto
 		// One request brought every byte: its blob is the file, checksum and all.
 		now := s.now()
 		f := store.File{Key: u.Key, OwnerID: u.OwnerID, Size: u.Size, Checksum: parts[0].Checksum, ContentType: u.ContentType,
-			OriginalName: u.Name, CreatedAt: now, BlobKey: parts[0].BlobKey}
+			OriginalName: u.Name, CreatedAt: now, BlobKey: parts[0].BlobKey, VersionID: ids.New("v")}
 		if u.TTL > 0 {
 			exp := now.Add(u.TTL)
 			f.ExpiresAt = &exp

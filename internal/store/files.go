@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/skrip-dev/skrip/internal/ids"
 )
 
 // File is the index entry of a staged file. Keys are a per-owner namespace: a file is
@@ -20,15 +22,18 @@ type File struct {
 	CreatedAt    time.Time
 	ExpiresAt    *time.Time // nil: kept until deleted
 	BlobKey      string     // where this version's bytes are; empty for a pending claim
+	// VersionID names this version (v_<ULID>); it keeps it when a newer one replaces it
+	// and it is kept as a FileVersion. Empty for a pending claim.
+	VersionID string
 }
 
-const fileCols = "key, owner_id, size, checksum, content_type, original_name, created_at, expires_at, blob_key"
+const fileCols = "key, owner_id, size, checksum, content_type, original_name, created_at, expires_at, blob_key, version_id"
 
 func scanFile(row interface{ Scan(...any) error }) (File, error) {
 	var f File
 	var created int64
 	var expires sql.NullInt64
-	if err := row.Scan(&f.Key, &f.OwnerID, &f.Size, &f.Checksum, &f.ContentType, &f.OriginalName, &created, &expires, &f.BlobKey); err != nil {
+	if err := row.Scan(&f.Key, &f.OwnerID, &f.Size, &f.Checksum, &f.ContentType, &f.OriginalName, &created, &expires, &f.BlobKey, &f.VersionID); err != nil {
 		return File{}, mapErr(err)
 	}
 	f.CreatedAt = fromMS(created)
@@ -56,53 +61,76 @@ var (
 
 // CommitFile makes f (whose bytes are already under f.BlobKey) the version of f.Key in
 // f.OwnerID's files, in one transaction that checks, with everything committed before it
-// counted, that the owner's files stay within userQuota and all files within maxTotal (the
-// version it replaces not counted). The replaced version's bytes are retired at now, in
-// the same transaction: see RetiredFileBlobs.
-func (s *Store) CommitFile(ctx context.Context, f File, userQuota, maxTotal int64, now time.Time) error {
+// counted, that the owner's files stay within userQuota and all files within maxTotal.
+// Kept versions count: the key's own are counted as they will be after the commit. The
+// version f replaces becomes the newest of the key's kept versions when keep is above 0
+// and it was live; the versions beyond keep, or all of them when the replaced version had
+// expired, are retired at now in the same transaction (see RetiredFileBlobs), and so are
+// the replaced version's bytes when it is not kept.
+func (s *Store) CommitFile(ctx context.Context, f File, keep int, userQuota, maxTotal int64, now time.Time) error {
+	if f.VersionID == "" {
+		// Every committed version has an id: a kept version is named by it.
+		f.VersionID = ids.New("v")
+	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if s.dialect == Postgres {
-			// One owner's commits run one at a time, so two of them cannot both pass
-			// the quota. (SQLite transactions are serial already.)
-			if _, err := tx.ExecContext(ctx, s.rebind("SELECT id FROM users WHERE id = ? FOR UPDATE"), f.OwnerID); err != nil {
-				return err
-			}
+		if err := s.lockOwner(ctx, tx, f.OwnerID); err != nil {
+			return err
 		}
-		var old string
-		var oldSize int64
-		err := tx.QueryRowContext(ctx, s.rebind("SELECT blob_key, size FROM files WHERE owner_id = ? AND key = ?"), f.OwnerID, f.Key).Scan(&old, &oldSize)
+		old, err := scanFile(tx.QueryRowContext(ctx, s.rebind("SELECT "+fileCols+" FROM files WHERE owner_id = ? AND key = ?"), f.OwnerID, f.Key))
 		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			old = ""
+		case errors.Is(err, ErrNotFound):
+			old = File{}
 		case err != nil:
 			return err
 		}
-		var user, total int64
-		if err := tx.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(SUM(CASE WHEN owner_id = ? THEN size ELSE 0 END), 0), COALESCE(SUM(size), 0)
-			FROM files WHERE checksum <> '' AND NOT (owner_id = ? AND key = ?) AND (expires_at IS NULL OR expires_at > ?)`),
-			f.OwnerID, f.OwnerID, f.Key, ms(now)).Scan(&user, &total); err != nil {
+		versions, err := s.txFileVersions(ctx, tx, f.OwnerID, f.Key)
+		if err != nil {
 			return err
 		}
-		if user+f.Size > userQuota {
-			return fmt.Errorf("%d bytes held, %d more: %w", user, f.Size, ErrOverQuota)
+		kept, gone := versions, []FileVersion(nil) // a commit of the same bytes again replaces nothing
+		if old.BlobKey != f.BlobKey {
+			kept, gone = keptVersions(old, versions, keep, now)
 		}
-		if total+f.Size > maxTotal {
-			return fmt.Errorf("%d bytes stored, %d more: %w", total, f.Size, ErrOverTotal)
+		user, total, err := s.txUsage(ctx, tx, f.OwnerID, f.Key, now)
+		if err != nil {
+			return err
 		}
-		_, err = tx.ExecContext(ctx, s.rebind(`INSERT INTO files (`+fileCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		held := f.Size
+		for _, v := range kept {
+			held += v.Size
+		}
+		if user+held > userQuota {
+			return fmt.Errorf("%d bytes held, %d more: %w", user, held, ErrOverQuota)
+		}
+		if total+held > maxTotal {
+			return fmt.Errorf("%d bytes stored, %d more: %w", total, held, ErrOverTotal)
+		}
+		_, err = tx.ExecContext(ctx, s.rebind(`INSERT INTO files (`+fileCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (owner_id, key) DO UPDATE SET size = excluded.size, checksum = excluded.checksum,
 				content_type = excluded.content_type, original_name = excluded.original_name,
-				created_at = excluded.created_at, expires_at = excluded.expires_at, blob_key = excluded.blob_key`),
-			f.Key, f.OwnerID, f.Size, f.Checksum, f.ContentType, f.OriginalName, ms(f.CreatedAt), expiresArg(f.ExpiresAt), f.BlobKey)
-		if err != nil || old == "" || old == f.BlobKey {
+				created_at = excluded.created_at, expires_at = excluded.expires_at, blob_key = excluded.blob_key,
+				version_id = excluded.version_id`),
+			f.Key, f.OwnerID, f.Size, f.Checksum, f.ContentType, f.OriginalName, ms(f.CreatedAt), expiresArg(f.ExpiresAt), f.BlobKey, f.VersionID)
+		if err != nil {
 			return err
 		}
-		return s.retire(ctx, tx, old, oldSize, now)
+		return s.replaceVersions(ctx, tx, kept, gone, now)
 	})
 	if err != nil {
 		return fmt.Errorf("indexing file %q: %w", f.Key, err)
 	}
 	return nil
+}
+
+// lockOwner makes tx the only one changing ownerID's files until it ends: one owner's
+// commits, deletes and trims run one at a time, so two commits cannot both pass the quota
+// and a version is never both kept and retired. (SQLite transactions are serial already.)
+func (s *Store) lockOwner(ctx context.Context, tx *sql.Tx, ownerID string) error {
+	if s.dialect != Postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, s.rebind("SELECT id FROM users WHERE id = ? FOR UPDATE"), ownerID)
+	return err
 }
 
 // retire records that no file version points to blobKey any more.
@@ -157,11 +185,16 @@ func (s *Store) FileOf(ctx context.Context, ownerID, key string) (File, error) {
 	return f, nil
 }
 
-// FileUsage returns the bytes held by live (unexpired at now) files: of ownerID, and in all.
+// FileUsage returns the bytes held by live (unexpired at now) files and the versions they
+// keep: of ownerID, and in all.
 func (s *Store) FileUsage(ctx context.Context, ownerID string, now time.Time) (user, total int64, err error) {
 	err = s.queryRow(ctx, `SELECT COALESCE(SUM(CASE WHEN owner_id = ? THEN size ELSE 0 END), 0), COALESCE(SUM(size), 0)
 		FROM files WHERE checksum <> '' AND (expires_at IS NULL OR expires_at > ?)`, ownerID, ms(now)).Scan(&user, &total)
-	return user, total, err
+	if err != nil {
+		return 0, 0, err
+	}
+	vu, vt, err := s.versionUsage(ctx, ownerID, now)
+	return user + vu, total + vt, err
 }
 
 // ListFiles returns up to limit live files of ownerID whose key starts with prefix and
@@ -174,18 +207,29 @@ func (s *Store) ListFiles(ctx context.Context, ownerID, prefix, after string, li
 }
 
 // DeleteFile removes f.OwnerID's entry under f.Key if it is still the version f (the same
-// blob key), so a concurrent re-upload is never lost, and retires its bytes at now in the
-// same transaction. It reports whether a row went.
+// blob key), so a concurrent re-upload is never lost, with the versions it kept, and
+// retires all their bytes at now in the same transaction. It reports whether a row went.
 func (s *Store) DeleteFile(ctx context.Context, f File, now time.Time) (bool, error) {
 	var gone bool
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.rebind("DELETE FROM files WHERE owner_id = ? AND key = ? AND blob_key = ? AND checksum = ?"),
-			f.OwnerID, f.Key, f.BlobKey, f.Checksum)
-		if err != nil {
+		if err := s.lockOwner(ctx, tx, f.OwnerID); err != nil {
 			return err
 		}
-		n, _ := res.RowsAffected()
-		if gone = n > 0; !gone || f.BlobKey == "" {
+		var n int
+		err := tx.QueryRowContext(ctx, s.rebind("SELECT COUNT(*) FROM files WHERE owner_id = ? AND key = ? AND blob_key = ? AND checksum = ?"),
+			f.OwnerID, f.Key, f.BlobKey, f.Checksum).Scan(&n)
+		if err != nil || n == 0 {
+			return err
+		}
+		gone = true
+		// The versions first: deleting the file's row deletes their rows too.
+		if err := s.dropVersions(ctx, tx, f.OwnerID, f.Key, now); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.rebind("DELETE FROM files WHERE owner_id = ? AND key = ?"), f.OwnerID, f.Key); err != nil {
+			return err
+		}
+		if f.BlobKey == "" {
 			return nil
 		}
 		return s.retire(ctx, tx, f.BlobKey, f.Size, now)
@@ -209,7 +253,7 @@ func (s *Store) ClaimFileKey(ctx context.Context, ownerID, key string, now, pend
 	// The entry found may be a concurrent upload's claim that it drops before it is read:
 	// then claim again.
 	for range 3 {
-		res, err := s.exec(ctx, `INSERT INTO files (`+fileCols+`) VALUES (?, ?, 0, '', '', '', ?, ?, '') ON CONFLICT (owner_id, key) DO NOTHING`,
+		res, err := s.exec(ctx, `INSERT INTO files (`+fileCols+`) VALUES (?, ?, 0, '', '', '', ?, ?, '', '') ON CONFLICT (owner_id, key) DO NOTHING`,
 			key, ownerID, ms(now), ms(pendingUntil))
 		if err != nil {
 			return false, fmt.Errorf("claiming key %q: %w", key, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,12 +62,16 @@ func TestFileOwnerKeysMigration(t *testing.T) {
 			if err != nil || b.ExpiresAt == nil || b.ContentType != "text/csv" {
 				t.Fatalf("files/b after the migration: %+v, %v", b, err)
 			}
+			// Migration 00016 gives every file from before it a version id of its own.
+			if !strings.HasPrefix(a.VersionID, "v_") || !strings.HasPrefix(b.VersionID, "v_") || a.VersionID == b.VersionID {
+				t.Fatalf("version ids after the migration: %q and %q", a.VersionID, b.VersionID)
+			}
 			now := time.Now()
 			if _, err := s.ClaimFileKey(ctx, "u_2", "files/a", now, now.Add(time.Hour)); err != nil {
 				t.Fatalf("bob claims ada's key: %v", err)
 			}
 			if err := s.CommitFile(ctx, File{Key: "files/a", OwnerID: "u_2", Size: 1, Checksum: "sha256:cc", BlobKey: "files/_objects/b_3", CreatedAt: now},
-				1<<20, 1<<20, now); err != nil {
+				0, 1<<20, 1<<20, now); err != nil {
 				t.Fatal(err)
 			}
 			if a2, err := s.FileOf(ctx, "u_1", "files/a"); err != nil || a2.BlobKey != "files/_objects/b_1" {

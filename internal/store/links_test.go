@@ -26,7 +26,7 @@ func TestFileLinks(t *testing.T) {
 			if _, err := s.ClaimFileKey(ctx, owner, key, now, now.Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.CommitFile(ctx, File{Key: key, OwnerID: owner, Size: 3, Checksum: "sha256:" + blobKey, BlobKey: blobKey, CreatedAt: now}, 1<<20, 1<<20, now); err != nil {
+			if err := s.CommitFile(ctx, File{Key: key, OwnerID: owner, Size: 3, Checksum: "sha256:" + blobKey, BlobKey: blobKey, CreatedAt: now}, 0, 1<<20, 1<<20, now); err != nil {
 				t.Fatal(err)
 			}
 		}

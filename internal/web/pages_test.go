@@ -241,3 +241,50 @@ func TestFilesPageOwner(t *testing.T) {
 		t.Fatalf("a user's view of ada's files answered %d:\n%s", status, body)
 	}
 }
+
+// TestFilesPageVersions: with SKRIP_FILES_VERSIONS=1, the files page shows a file's
+// earlier version with a link that downloads its bytes, for its owner and, with
+// ?owner=, for an admin; a file without one shows none.
+func TestFilesPageVersions(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.FilesVersions = 1
+	env := apptest.Start(t, cfg)
+	ctx := context.Background()
+	ada, err := env.Admin.CreateUser(ctx, "ada", "user", "a good password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := env.Admin.WithFileOwner("ada")
+	for _, text := range []string{"old notes", "new notes"} {
+		if _, err := c.Upload(ctx, "notes.txt", strings.NewReader(text), client.UploadOptions{Key: "files/notes.txt"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Upload(ctx, "single.txt", strings.NewReader("one"), client.UploadOptions{Key: "files/single.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := c.FileVersions(ctx, "files/notes.txt")
+	if err != nil || len(vs) != 2 {
+		t.Fatalf("versions: %v, %v", vs, err)
+	}
+	b := newBrowserless(t, env.URL)
+	b.signIn("ada", "a good password")
+	_, _, body := b.do("GET", "/files", nil, nil)
+	link := `href="/api/v1/files/files/notes.txt?version=` + vs[1].VersionID + `"`
+	if !strings.Contains(body, "1 tidigare version") || !strings.Contains(body, link) || strings.Count(body, `class="versions"`) != 1 {
+		t.Fatalf("the files page lacks the one earlier version and its link %s:\n%s", link, body)
+	}
+	if status, _, got := b.do("GET", "/api/v1/files/files/notes.txt?version="+vs[1].VersionID, nil, nil); status != http.StatusOK || got != "old notes" {
+		t.Fatalf("the version's link answered %d %q", status, got)
+	}
+	root := newBrowserless(t, env.URL)
+	if _, err := env.Admin.CreateUser(ctx, "root", "admin", "a good password"); err != nil {
+		t.Fatal(err)
+	}
+	root.signIn("root", "a good password")
+	_, _, body = root.do("GET", "/files?owner=ada", nil, nil)
+	owned := `href="/api/v1/files/files/notes.txt?owner=` + ada.ID + `&amp;version=` + vs[1].VersionID + `"`
+	if !strings.Contains(body, owned) {
+		t.Fatalf("the admin's view lacks %s:\n%s", owned, body)
+	}
+}

@@ -11,6 +11,8 @@ type FileInfo struct {
 	Checksum    string     `json:"checksum"`
 	CreatedAt   time.Time  `json:"created_at"`
 	ExpiresAt   *time.Time `json:"expires_at"`
+	// VersionID names this version of the file (docs/api.md "Versions").
+	VersionID string `json:"version_id,omitempty"`
 }
 
 // FileList is the answer of GET /api/v1/files: one page in key order. NextCursor is
@@ -33,6 +35,9 @@ type CleanupReport struct {
 	// FileVersions are replaced versions of staged files whose bytes were kept for
 	// readers that had them open.
 	FileVersions int `json:"file_versions"`
+	// FileVersionsTrimmed are kept versions of staged files beyond SKRIP_FILES_VERSIONS
+	// (after it was lowered), retired.
+	FileVersionsTrimmed int `json:"file_versions_trimmed"`
 	// FileLinks are share links of staged files that expired.
 	FileLinks int `json:"file_links"`
 	// Uploads are resumable uploads that expired unfinished; UploadBytes the bytes they

@@ -99,12 +99,15 @@ func (s *Service) CreateUpload(ctx context.Context, nu NewUpload) (store.Upload,
 	}
 	u := store.Upload{ID: ids.New("up"), OwnerID: nu.OwnerID, Key: key, Name: cleanName(nu.Name, key), ContentType: ct, TTL: nu.TTL,
 		Size: nu.Size, CreatedAt: now, ExpiresAt: now.Add(s.UploadTTL())}
-	if err := s.st.CreateUpload(ctx, u, MaxOpenUploads, now); err != nil {
-		if errors.Is(err, store.ErrTooManyUploads) {
-			return store.Upload{}, errs.New(ErrTooManyUploads, map[string]any{"limit": MaxOpenUploads},
-				"you have %d unfinished uploads, as many as one may have; finish or delete some (DELETE /api/v1/uploads/{id}), or wait for them to expire", MaxOpenUploads)
-		}
-		return store.Upload{}, err
+	// The store checks the limits once more, with the insert: the check above may have
+	// raced other creations of the owner's.
+	err = s.st.CreateUpload(ctx, u, store.UploadLimits{MaxOpen: MaxOpenUploads, UserQuota: s.limits.UserQuotaBytes, MaxTotal: s.limits.MaxTotalBytes}, now)
+	if errors.Is(err, store.ErrTooManyUploads) {
+		return store.Upload{}, errs.New(ErrTooManyUploads, map[string]any{"limit": MaxOpenUploads},
+			"you have %d unfinished uploads, as many as one may have; finish or delete some (DELETE /api/v1/uploads/{id}), or wait for them to expire", MaxOpenUploads)
+	}
+	if err != nil {
+		return store.Upload{}, s.limitError(err, name)
 	}
 	return u, nil
 }
@@ -322,11 +325,7 @@ func (s *Service) TerminateUpload(ctx context.Context, ownerID, id string) error
 // terminate forgets u and deletes its parts' bytes, unless a server is finishing it. It
 // reports whether u went.
 func (s *Service) terminate(ctx context.Context, u store.Upload) (bool, error) {
-	parts, err := s.st.UploadParts(ctx, u.ID)
-	if err != nil {
-		return false, err
-	}
-	gone, err := s.st.DeleteUpload(ctx, u.ID, s.now())
+	parts, gone, err := s.st.DeleteUpload(ctx, u.ID, s.now())
 	if err != nil || !gone {
 		return gone, err
 	}

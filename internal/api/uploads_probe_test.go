@@ -11,8 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/store"
 )
 
 // Resumable uploads as an attacker or a careless client uses them: racing requests,
@@ -281,6 +284,176 @@ func TestUploadsRefusedRequests(t *testing.T) {
 			"Upload-Metadata", tusMeta("filename", strings.Repeat("b", 2<<20)))
 		if a.status != http.StatusRequestHeaderFieldsTooLarge || a.errCode() == "" {
 			t.Fatalf("a creation with 2 MiB of metadata: %d %.300s", a.status, a.raw)
+		}
+	})
+}
+
+// TestUploadsFinishOverQuota: an upload whose file no longer fits when it is made (the
+// quota was lowered meanwhile) ends with 507, in one request or several: its bytes go,
+// it answers 404, and its reservation is free for the next upload.
+func TestUploadsFinishOverQuota(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		cfg := apptest.Config(t, b)
+		cfg.FilesMaxFileBytes = 2 << 20
+		cfg.FilesUserQuotaBytes = 3 << 20
+		env := apptest.Start(t, cfg)
+		_, u := env.User(t, "maja", "user")
+		data := randomBytes(t, 3<<19)
+		several, a := createUpload(t, env, u.Token, len(data), tusMeta("key", "files/several"))
+		if several == "" {
+			t.Fatalf("create: %d %s", a.status, a.raw)
+		}
+		if a := patchUpload(t, env, u.Token, several, 0, data[:1<<20]); a.status != http.StatusNoContent {
+			t.Fatalf("PATCH: %d %s", a.status, a.raw)
+		}
+		one, a := createUpload(t, env, u.Token, len(data)/2, tusMeta("key", "files/one"))
+		if one == "" {
+			t.Fatalf("create: %d %s", a.status, a.raw)
+		}
+		env.App.Close()
+		cfg.FilesUserQuotaBytes = 1 << 19
+		env = apptest.Start(t, cfg)
+
+		for _, c := range []struct {
+			path string
+			off  int
+			data []byte
+		}{{several, 1 << 20, data}, {one, 0, data[:len(data)/2]}} {
+			a := patchUpload(t, env, u.Token, c.path, c.off, c.data[c.off:])
+			if a.status != http.StatusInsufficientStorage || a.errCode() != "quota_exceeded" || a.header.Get("X-File-Key") != "" {
+				t.Fatalf("the last PATCH of an upload over the lowered quota: %d %s %v", a.status, a.raw, a.header)
+			}
+			if a := send(t, env, "HEAD", c.path, u.Token, "", nil, "Tus-Resumable", "1.0.0"); a.status != http.StatusNotFound {
+				t.Fatalf("HEAD after the failed finish: %d %v", a.status, a.header)
+			}
+		}
+		if keys := storedKeys(t, env); len(keys) != 0 {
+			t.Fatalf("after the failed finishes the blob store holds %v", keys)
+		}
+		if l := send(t, env, "GET", "/api/v1/files", u.Token, "", nil); strings.Contains(l.raw, "files/several") || strings.Contains(l.raw, "files/one") {
+			t.Fatalf("a file that did not fit is listed: %s", l.raw)
+		}
+		// The reservations went with them.
+		if _, a := createUpload(t, env, u.Token, 1<<19, ""); a.status != http.StatusCreated {
+			t.Fatalf("an upload that fits: %d %s", a.status, a.raw)
+		}
+	})
+}
+
+// TestUploadsFinishInterrupted: a server that stops while it makes an upload's file
+// leaves the upload held until its hold runs out; then the upload gives back its last
+// part, and sending those bytes again makes the file, with every byte once.
+func TestUploadsFinishInterrupted(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		env := apptest.New(t, b)
+		_, u := env.User(t, "nils", "user")
+		data := randomBytes(t, 1<<20+333)
+		path, a := createUpload(t, env, u.Token, len(data), tusMeta("key", "files/held"))
+		if path == "" {
+			t.Fatalf("create: %d %s", a.status, a.raw)
+		}
+		id := strings.TrimPrefix(path, "/api/v1/uploads/")
+		if a := patchUpload(t, env, u.Token, path, 0, data[:1000]); a.status != http.StatusNoContent {
+			t.Fatalf("PATCH: %d %s", a.status, a.raw)
+		}
+		if a := patchUpload(t, env, u.Token, path, 1000, data[1000:2000]); a.status != http.StatusNoContent {
+			t.Fatalf("PATCH: %d %s", a.status, a.raw)
+		}
+		// The last part as the request that stored it left it when its server went away:
+		// recorded, the upload held for a moment.
+		st := env.App.Store
+		ctx := t.Context()
+		blobKey := "files/_objects/b_last"
+		if _, err := env.App.Blobs.Put(ctx, blobKey, bytes.NewReader(data[2000:]), blob.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		if err := st.AddUploadPart(ctx, id, store.UploadPart{Start: 2000, Size: int64(len(data) - 2000), BlobKey: blobKey, Checksum: "x"},
+			10000, now, now.Add(time.Hour), now.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if off := uploadOffset(t, env, u.Token, path); off != len(data) {
+			t.Fatalf("while held the offset is %d", off)
+		}
+		if a := send(t, env, "DELETE", path, u.Token, "", nil, "Tus-Resumable", "1.0.0"); a.status != http.StatusConflict {
+			t.Fatalf("DELETE while held: %d %s", a.status, a.raw)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		if off := uploadOffset(t, env, u.Token, path); off != 2000 {
+			t.Fatalf("after the hold the offset is %d, not 2000", off)
+		}
+		fin := patchUpload(t, env, u.Token, path, 2000, data[2000:])
+		if fin.status != http.StatusNoContent || fin.header.Get("X-Checksum") != sum(data) {
+			t.Fatalf("the last PATCH again: %d %s %v", fin.status, fin.raw, fin.header)
+		}
+		if got := send(t, env, "GET", "/api/v1/files/files/held", u.Token, "", nil); got.raw != string(data) {
+			t.Fatalf("GET: %d, %d bytes", got.status, len(got.raw))
+		}
+		if keys := storedKeys(t, env); len(keys) != 1 {
+			t.Fatalf("the blob store holds %v", keys)
+		}
+	})
+}
+
+// rawRequest sends req as it is on a connection of its own and returns the answer.
+func rawRequest(t *testing.T, env *apptest.Env, req string) (*http.Response, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(env.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// chunked is data as one chunk of a chunked body, and the body's end.
+func chunked(data []byte) string {
+	return fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(data), data)
+}
+
+// TestUploadsChunkedBodies: a PATCH without a Content-Length (chunked) that sends past
+// the upload's length is 413 and makes no file, as one with a Content-Length is; a
+// malformed chunked body is the client's error, not the server's.
+func TestUploadsChunkedBodies(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		env := apptest.New(t, b)
+		_, u := env.User(t, "olga", "user")
+		data := randomBytes(t, 5000)
+		path, a := createUpload(t, env, u.Token, 4000, tusMeta("key", "files/long"))
+		if path == "" {
+			t.Fatalf("create: %d %s", a.status, a.raw)
+		}
+		head := fmt.Sprintf("PATCH %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: %%d\r\n"+
+			"Content-Type: application/offset+octet-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n", path, u.Token)
+		resp, body := rawRequest(t, env, fmt.Sprintf(head, 0)+chunked(data))
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			t.Fatalf("a chunked PATCH of 5000 bytes into 4000: %d %v %s", resp.StatusCode, resp.Header, body)
+		}
+		if got := send(t, env, "GET", "/api/v1/files/files/long", u.Token, "", nil); got.status != http.StatusNotFound {
+			t.Fatalf("a file was made of the first 4000 of 5000 bytes: %d", got.status)
+		}
+		off := uploadOffset(t, env, u.Token, path)
+		resp, body = rawRequest(t, env, fmt.Sprintf(head, off)+"zz\r\nabc\r\n0\r\n\r\n")
+		if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			t.Fatalf("a malformed chunked body: %d %v %s", resp.StatusCode, resp.Header, body)
+		}
+		// A chunked PATCH of the right bytes finishes it.
+		off = uploadOffset(t, env, u.Token, path)
+		resp, body = rawRequest(t, env, fmt.Sprintf(head, off)+chunked(data[off:4000]))
+		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("X-Checksum") != sum(data[:4000]) {
+			t.Fatalf("a chunked last PATCH: %d %v %s", resp.StatusCode, resp.Header, body)
+		}
+		if keys := storedKeys(t, env); len(keys) != 1 {
+			t.Fatalf("the blob store holds %v", keys)
 		}
 	})
 }

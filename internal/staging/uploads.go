@@ -181,10 +181,18 @@ func (s *Service) WriteUpload(ctx context.Context, ownerID, id string, offset in
 			"upload %s has taken %d requests' bytes, as many as one upload may; send the rest in one request", id, MaxUploadParts)
 	}
 	blobKey := "files/_objects/" + ids.New("b")
-	info, err := s.blobs.Put(ctx, blobKey, io.LimitReader(r, u.Size-offset),
+	// A byte more than is left shows a body that goes on past the upload's length: its
+	// bytes are refused rather than cut, so that no file is made of a part of them.
+	left := u.Size - offset
+	info, err := s.blobs.Put(ctx, blobKey, io.LimitReader(r, left+1),
 		blob.PutOptions{ContentType: u.ContentType, FileKey: u.Key, Owner: ownerID, Name: u.Name})
 	if err != nil {
 		return 0, false, err
+	}
+	if info.Size > left {
+		s.deleteBlob(ctx, blobKey, "a part past the upload's length")
+		return 0, false, errs.New(ErrTooLarge, map[string]any{"upload_id": id, "offset": offset, "size_bytes": u.Size},
+			"upload %s has %d bytes left after byte %d, and the request sent more; send at most the bytes left", id, left, offset)
 	}
 	if info.Size == 0 {
 		s.deleteBlob(ctx, blobKey, "an empty part")

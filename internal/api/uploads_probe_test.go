@@ -457,3 +457,132 @@ func TestUploadsChunkedBodies(t *testing.T) {
 		}
 	})
 }
+
+// TestUploadsStalledPatch: a PATCH whose body stops arriving is cut after the idle
+// timeout with 408, and keeps the bytes that came; the next PATCH goes on from there.
+func TestUploadsStalledPatch(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		cfg := apptest.Config(t, b)
+		cfg.HTTPBodyIdleTimeout = time.Second
+		env := apptest.Start(t, cfg)
+		_, u := env.User(t, "pia", "user")
+		data := randomBytes(t, 300_000)
+		path, a := createUpload(t, env, u.Token, len(data), tusMeta("key", "files/slow"))
+		if path == "" {
+			t.Fatalf("create: %d %s", a.status, a.raw)
+		}
+		p := startPatch(t, env, u.Token, path, 0, len(data))
+		p.send(t, data[:100_000])
+		resp := p.answer(t) // the server gives up on the body after a second
+		if resp.StatusCode != http.StatusRequestTimeout || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			t.Fatalf("a stalled PATCH: %d %v", resp.StatusCode, resp.Header)
+		}
+		off := uploadOffset(t, env, u.Token, path)
+		if off != 100_000 {
+			t.Fatalf("after a stalled PATCH the offset is %d", off)
+		}
+		if a := patchUpload(t, env, u.Token, path, off, data[off:]); a.status != http.StatusNoContent || a.header.Get("X-Checksum") != sum(data) {
+			t.Fatalf("the rest: %d %s %v", a.status, a.raw, a.header)
+		}
+	})
+}
+
+// TestUploadsFinishBesidePut: an upload that finishes into a key while a plain PUT is
+// writing it: whichever commits last holds the key, and a PUT that then fails leaves the
+// upload's file as it is.
+func TestUploadsFinishBesidePut(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		env := apptest.New(t, b)
+		_, u := env.User(t, "rut", "user")
+		for _, parts := range []int{1, 2} {
+			key := fmt.Sprintf("files/same%d", parts)
+			// A PUT that sends half its body, then waits.
+			conn, err := net.Dial("tcp", strings.TrimPrefix(env.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			put := randomBytes(t, 200_000)
+			fmt.Fprintf(conn, "PUT /api/v1/files/%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n", key, u.Token, len(put))
+			conn.Write(put[:100_000])
+			time.Sleep(300 * time.Millisecond)
+
+			data := randomBytes(t, 150_000)
+			path, a := createUpload(t, env, u.Token, len(data), tusMeta("key", key))
+			if path == "" {
+				t.Fatalf("create: %d %s", a.status, a.raw)
+			}
+			if parts == 2 {
+				if a := patchUpload(t, env, u.Token, path, 0, data[:1000]); a.status != http.StatusNoContent {
+					t.Fatalf("PATCH: %d %s", a.status, a.raw)
+				}
+			}
+			off := uploadOffset(t, env, u.Token, path)
+			if a := patchUpload(t, env, u.Token, path, off, data[off:]); a.status != http.StatusNoContent || a.header.Get("X-Checksum") != sum(data) {
+				t.Fatalf("last PATCH: %d %s", a.status, a.raw)
+			}
+			// The PUT's client goes away: its upload fails, and the key keeps the file.
+			conn.Close()
+			time.Sleep(300 * time.Millisecond)
+			got := send(t, env, "GET", "/api/v1/files/"+key, u.Token, "", nil)
+			if got.status != 200 || got.raw != string(data) {
+				t.Fatalf("%d parts: GET after the PUT failed: %d, %d bytes", parts, got.status, len(got.raw))
+			}
+			st := send(t, env, "GET", path, u.Token, "", nil)
+			if file, _ := st.body["file"].(map[string]any); file["checksum"] != sum(data) {
+				t.Fatalf("GET the upload: %s", st.raw)
+			}
+		}
+	})
+}
+
+// TestUploadsReopenRace: requests that arrive at once after a held upload's hold ran
+// out all see it reopened: none tells the offset of the part that was given back (a
+// client told the whole length would take the upload for finished).
+func TestUploadsReopenRace(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		env := apptest.New(t, b)
+		_, u := env.User(t, "sven", "user")
+		data := randomBytes(t, 3000)
+		for round := range 5 {
+			path, a := createUpload(t, env, u.Token, len(data), "")
+			if path == "" {
+				t.Fatalf("create: %d %s", a.status, a.raw)
+			}
+			id := strings.TrimPrefix(path, "/api/v1/uploads/")
+			if a := patchUpload(t, env, u.Token, path, 0, data[:1000]); a.status != http.StatusNoContent {
+				t.Fatalf("PATCH: %d %s", a.status, a.raw)
+			}
+			blobKey := fmt.Sprintf("files/_objects/b_last%d", round)
+			if _, err := env.App.Blobs.Put(t.Context(), blobKey, bytes.NewReader(data[1000:]), blob.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			if err := env.App.Store.AddUploadPart(t.Context(), id, store.UploadPart{Start: 1000, Size: 2000, BlobKey: blobKey, Checksum: "x"},
+				10000, now, now.Add(time.Hour), now.Add(300*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(400 * time.Millisecond)
+			var wg sync.WaitGroup
+			offsets := make([]string, 8)
+			for i := range offsets {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req, _ := http.NewRequest("HEAD", env.URL+path, nil)
+					req.Header.Set("Authorization", "Bearer "+u.Token)
+					req.Header.Set("Tus-Resumable", "1.0.0")
+					if resp, err := http.DefaultClient.Do(req); err == nil {
+						offsets[i] = resp.Header.Get("Upload-Offset")
+						resp.Body.Close()
+					}
+				}()
+			}
+			wg.Wait()
+			for _, off := range offsets {
+				if off != "1000" {
+					t.Fatalf("round %d: HEADs at once after the hold ran out tell the offsets %v", round, offsets)
+				}
+			}
+		}
+	})
+}

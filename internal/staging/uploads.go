@@ -144,11 +144,14 @@ func (s *Service) Upload(ctx context.Context, ownerID, id string) (store.Upload,
 	if err != nil {
 		return store.Upload{}, err
 	}
-	if dropped {
-		s.deleteBlob(ctx, last.BlobKey, "the last part of a reopened upload")
-		u.Received -= last.Size
-		u.Parts--
+	if !dropped {
+		// Another request reopened it first (or has since sent the last bytes again):
+		// the upload is no longer as read above.
+		return s.upload(ctx, ownerID, id)
 	}
+	s.deleteBlob(ctx, last.BlobKey, "the last part of a reopened upload")
+	u.Received -= last.Size
+	u.Parts--
 	return u, nil
 }
 

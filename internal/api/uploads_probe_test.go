@@ -586,3 +586,39 @@ func TestUploadsReopenRace(t *testing.T) {
 		}
 	})
 }
+
+// TestUploadsCutCreation: a creation with upload whose request fails (the connection
+// dropped) never told the client its Location: nobody can resume it, so it holds
+// neither bytes nor a reservation, and the client can start over at once.
+func TestUploadsCutCreation(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		cfg := apptest.Config(t, b)
+		cfg.FilesMaxFileBytes = 1 << 20
+		cfg.FilesUserQuotaBytes = 1 << 20
+		env := apptest.Start(t, cfg)
+		_, u := env.User(t, "tilda", "user")
+		data := randomBytes(t, 800<<10)
+		conn, err := net.Dial("tcp", strings.TrimPrefix(env.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /api/v1/uploads/ HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nTus-Resumable: 1.0.0\r\nUpload-Length: %d\r\n"+
+			"Content-Type: application/offset+octet-stream\r\nContent-Length: %d\r\n\r\n", u.Token, len(data), len(data))
+		conn.Write(data[:100<<10])
+		time.Sleep(300 * time.Millisecond)
+		conn.Close()
+		var a answer
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			var path string
+			if path, a = createUpload(t, env, u.Token, len(data), ""); path != "" {
+				break
+			}
+		}
+		if a.status != http.StatusCreated {
+			t.Fatalf("a new creation after a cut one: %d %s", a.status, a.raw)
+		}
+		if keys := storedKeys(t, env); len(keys) != 0 {
+			t.Fatalf("the cut creation left %v", keys)
+		}
+	})
+}

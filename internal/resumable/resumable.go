@@ -109,6 +109,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &responseWriter{ResponseWriter: w, st: st, log: h.log, maxSize: h.files.Limits().MaxFileBytes}
 	http.StripPrefix(strings.TrimSuffix(BasePath, "/"), h.tus).ServeHTTP(rw, r)
 	rw.flushError()
+	if st.created != nil && rw.status >= 400 {
+		h.dropCreated(r.Context(), *st.created)
+	}
+}
+
+// dropCreated deletes an upload whose creation answered with an error: tusd leaves the
+// Location out of that answer (and a client whose connection dropped got none), so
+// nobody can resume it, and it would hold its bytes and reserve its length until it
+// expired.
+func (h *Handler) dropCreated(ctx context.Context, u store.Upload) {
+	err := h.files.TerminateUpload(context.WithoutCancel(ctx), u.OwnerID, u.ID)
+	if err != nil && !errors.Is(err, staging.ErrUploadNotFound) {
+		h.log.Warn("could not delete an upload whose creation failed; it expires", "upload", u.ID, "error", err)
+	}
 }
 
 // Interrupt stops the requests under way, and any that comes after, as tusd does when
@@ -130,6 +144,7 @@ type state struct {
 	body    *countedBody // r's body as the client sent it
 	expires time.Time
 	file    *store.File
+	created *store.Upload // the upload r created
 }
 
 // countedBody counts the bytes read from a request's body.
@@ -198,6 +213,9 @@ func (d dataStore) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Uplo
 	u, err := d.h.files.CreateUpload(ctx, nu)
 	if err != nil {
 		return nil, d.h.tusError(ctx, err)
+	}
+	if st := stateOf(ctx); st != nil {
+		st.created = &u
 	}
 	return d.h.upload(ctx, u), nil
 }

@@ -417,7 +417,7 @@ func (w *responseWriter) flushError() {
 		body.Error.Message = http.StatusText(w.status)
 	}
 	body.Error.Details = map[string]any{"protocol": "tus"}
-	if w.status == http.StatusInternalServerError || httpkit.BodyError(w.st.r) != nil {
+	if w.status == http.StatusInternalServerError {
 		// tusd's 500s are errors it did not expect, such as the request body failing to
 		// be read (the client's, which the API answers as such): answered as the API
 		// answers its own, the text logged and the client given a request id.

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"mime"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tusd "github.com/tus/tusd/v2/pkg/handler"
@@ -88,6 +90,10 @@ func New(files *staging.Service, log *slog.Logger) (*Handler, error) {
 // ServeHTTP serves one request of the protocol under BasePath.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &state{r: r}
+	if r.Body != nil {
+		st.body = &countedBody{ReadCloser: r.Body}
+		r.Body = st.body
+	}
 	ctx, cancel := context.WithCancelCause(context.WithValue(r.Context(), stateKey{}, st))
 	defer cancel(nil)
 	r = r.WithContext(ctx)
@@ -102,9 +108,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		delete(h.running, r)
 		h.mu.Unlock()
 	}()
-	rw := &responseWriter{ResponseWriter: w, st: st, maxSize: h.files.Limits().MaxFileBytes}
+	rw := &responseWriter{ResponseWriter: w, st: st, log: h.log, maxSize: h.files.Limits().MaxFileBytes}
 	http.StripPrefix(strings.TrimSuffix(BasePath, "/"), h.tus).ServeHTTP(rw, r)
 	rw.flushError()
+	if st.created != nil && rw.status >= 400 {
+		h.dropCreated(r.Context(), *st.created)
+	}
+}
+
+// dropCreated deletes an upload whose creation answered with an error: tusd leaves the
+// Location out of that answer (and a client whose connection dropped got none), so
+// nobody can resume it, and it would hold its bytes and reserve its length until it
+// expired.
+func (h *Handler) dropCreated(ctx context.Context, u store.Upload) {
+	err := h.files.TerminateUpload(context.WithoutCancel(ctx), u.OwnerID, u.ID)
+	if err != nil && !errors.Is(err, staging.ErrUploadNotFound) {
+		h.log.Warn("could not delete an upload whose creation failed; it expires", "upload", u.ID, "error", err)
+	}
 }
 
 // Interrupt stops the requests under way, and any that comes after, as tusd does when
@@ -123,8 +143,45 @@ func (h *Handler) Interrupt() {
 // the file its last bytes made.
 type state struct {
 	r       *http.Request
+	body    *countedBody // r's body as the client sent it
 	expires time.Time
 	file    *store.File
+	created *store.Upload // the upload r created
+}
+
+// countedBody counts the bytes read from a request's body.
+type countedBody struct {
+	io.ReadCloser
+	n atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// pastEnd reads a request's bytes as tusd hands them to WriteChunk. tusd stops at the
+// upload's length, and when a body without a Content-Length (chunked) goes on past it,
+// it finds out by reading a byte more from the body, but only tells the client after
+// the upload is stored and finished. pastEnd then gives that byte, so that
+// WriteUpload refuses the request's bytes instead of making a file of their start.
+type pastEnd struct {
+	r     io.Reader
+	body  *countedBody
+	given int64
+	told  bool
+}
+
+func (p *pastEnd) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.given += int64(n)
+	if err == io.EOF && !p.told && p.body != nil && p.body.n.Load() > p.given && len(b) > n {
+		p.told = true
+		b[n] = 0
+		return n + 1, io.EOF
+	}
+	return n, err
 }
 
 type stateKey struct{}
@@ -158,6 +215,9 @@ func (d dataStore) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Uplo
 	u, err := d.h.files.CreateUpload(ctx, nu)
 	if err != nil {
 		return nil, d.h.tusError(ctx, err)
+	}
+	if st := stateOf(ctx); st != nil {
+		st.created = &u
 	}
 	return d.h.upload(ctx, u), nil
 }
@@ -248,7 +308,11 @@ func (up *upload) GetInfo(ctx context.Context) (tusd.FileInfo, error) {
 
 func (up *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
 	up.h.locks.writing(up.u.ID)
-	n, last, err := up.h.files.WriteUpload(ctx, up.u.OwnerID, up.u.ID, offset, src)
+	var body *countedBody
+	if st := stateOf(ctx); st != nil {
+		body = st.body
+	}
+	n, last, err := up.h.files.WriteUpload(ctx, up.u.OwnerID, up.u.ID, offset, &pastEnd{r: src, body: body})
 	if err != nil {
 		return 0, up.h.tusError(ctx, err)
 	}
@@ -302,6 +366,7 @@ type responseWriter struct {
 	http.ResponseWriter
 	maxSize int64
 	st      *state
+	log     *slog.Logger
 	status  int
 	errBody *bytes.Buffer // a plain-text error held back to be answered as JSON
 }
@@ -355,6 +420,12 @@ func (w *responseWriter) flushError() {
 		body.Error.Message = http.StatusText(w.status)
 	}
 	body.Error.Details = map[string]any{"protocol": "tus"}
+	if w.status == http.StatusInternalServerError {
+		// tusd's 500s are errors it did not expect, such as the request body failing to
+		// be read (the client's, which the API answers as such): answered as the API
+		// answers its own, the text logged and the client given a request id.
+		w.status, body = httpkit.ErrorOf(w.st.r, w.log, errors.New(msg))
+	}
 	b, _ := json.Marshal(body)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

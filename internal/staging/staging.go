@@ -160,7 +160,12 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 // The replaced version is kept (Limits.Versions), or its bytes are retired, not deleted:
 // a reader may have opened them.
 func (s *Service) commit(ctx context.Context, f store.File, name string, now time.Time) error {
-	err := s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.Versions, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now)
+	return s.limitError(s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.Versions, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now), name)
+}
+
+// limitError is err as the client is told it when it is the store's ErrOverQuota or
+// ErrOverTotal for the file name; any other err as it is.
+func (s *Service) limitError(err error, name string) error {
 	switch {
 	case errors.Is(err, store.ErrOverQuota):
 		return errs.New(ErrQuota, map[string]any{"file": name, "quota_bytes": s.limits.UserQuotaBytes},

@@ -98,12 +98,15 @@ func (s *Service) CreateUpload(ctx context.Context, nu NewUpload) (store.Upload,
 	}
 	u := store.Upload{ID: ids.New("up"), OwnerID: nu.OwnerID, Key: key, Name: cleanName(nu.Name, key), ContentType: ct, TTL: nu.TTL,
 		Size: nu.Size, CreatedAt: now, ExpiresAt: now.Add(s.UploadTTL())}
-	if err := s.st.CreateUpload(ctx, u, MaxOpenUploads, now); err != nil {
-		if errors.Is(err, store.ErrTooManyUploads) {
-			return store.Upload{}, errs.New(ErrTooManyUploads, map[string]any{"limit": MaxOpenUploads},
-				"you have %d unfinished uploads, as many as one may have; finish or delete some (DELETE /api/v1/uploads/{id}), or wait for them to expire", MaxOpenUploads)
-		}
-		return store.Upload{}, err
+	// The store checks the limits once more, with the insert: the check above may have
+	// raced other creations of the owner's.
+	err = s.st.CreateUpload(ctx, u, store.UploadLimits{MaxOpen: MaxOpenUploads, UserQuota: s.limits.UserQuotaBytes, MaxTotal: s.limits.MaxTotalBytes, Freed: freed}, now)
+	if errors.Is(err, store.ErrTooManyUploads) {
+		return store.Upload{}, errs.New(ErrTooManyUploads, map[string]any{"limit": MaxOpenUploads},
+			"you have %d unfinished uploads, as many as one may have; finish or delete some (DELETE /api/v1/uploads/{id}), or wait for them to expire", MaxOpenUploads)
+	}
+	if err != nil {
+		return store.Upload{}, s.limitError(err, name)
 	}
 	return u, nil
 }
@@ -140,11 +143,14 @@ func (s *Service) Upload(ctx context.Context, ownerID, id string) (store.Upload,
 	if err != nil {
 		return store.Upload{}, err
 	}
-	if dropped {
-		s.deleteBlob(ctx, last.BlobKey, "the last part of a reopened upload")
-		u.Received -= last.Size
-		u.Parts--
+	if !dropped {
+		// Another request reopened it first (or has since sent the last bytes again):
+		// the upload is no longer as read above.
+		return s.upload(ctx, ownerID, id)
 	}
+	s.deleteBlob(ctx, last.BlobKey, "the last part of a reopened upload")
+	u.Received -= last.Size
+	u.Parts--
 	return u, nil
 }
 
@@ -177,10 +183,18 @@ func (s *Service) WriteUpload(ctx context.Context, ownerID, id string, offset in
 			"upload %s has taken %d requests' bytes, as many as one upload may; send the rest in one request", id, MaxUploadParts)
 	}
 	blobKey := "files/_objects/" + ids.New("b")
-	info, err := s.blobs.Put(ctx, blobKey, io.LimitReader(r, u.Size-offset),
+	// A byte more than is left shows a body that goes on past the upload's length: its
+	// bytes are refused rather than cut, so that no file is made of a part of them.
+	left := u.Size - offset
+	info, err := s.blobs.Put(ctx, blobKey, io.LimitReader(r, left+1),
 		blob.PutOptions{ContentType: u.ContentType, FileKey: u.Key, Owner: ownerID, Name: u.Name})
 	if err != nil {
 		return 0, false, err
+	}
+	if info.Size > left {
+		s.deleteBlob(ctx, blobKey, "a part past the upload's length")
+		return 0, false, errs.New(ErrTooLarge, map[string]any{"upload_id": id, "offset": offset, "size_bytes": u.Size},
+			"upload %s has %d bytes left after byte %d, and the request sent more; send at most the bytes left", id, left, offset)
 	}
 	if info.Size == 0 {
 		s.deleteBlob(ctx, blobKey, "an empty part")
@@ -321,11 +335,7 @@ func (s *Service) TerminateUpload(ctx context.Context, ownerID, id string) error
 // terminate forgets u and deletes its parts' bytes, unless a server is finishing it. It
 // reports whether u went.
 func (s *Service) terminate(ctx context.Context, u store.Upload) (bool, error) {
-	parts, err := s.st.UploadParts(ctx, u.ID)
-	if err != nil {
-		return false, err
-	}
-	gone, err := s.st.DeleteUpload(ctx, u.ID, s.now())
+	parts, gone, err := s.st.DeleteUpload(ctx, u.ID, s.now())
 	if err != nil || !gone {
 		return gone, err
 	}

@@ -59,19 +59,58 @@ func scanUpload(row interface{ Scan(...any) error }) (Upload, error) {
 // ErrTooManyUploads means the owner has as many unfinished uploads as one may have.
 var ErrTooManyUploads = errors.New("too many unfinished uploads")
 
-// CreateUpload stores u unless its owner already has maxOpen unfinished uploads that have
-// not expired at now.
-func (s *Store) CreateUpload(ctx context.Context, u Upload, maxOpen int, now time.Time) error {
-	res, err := s.exec(ctx, `INSERT INTO uploads (`+uploadCols+`)
-		SELECT ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, 0, NULL
-		WHERE (SELECT COUNT(*) FROM uploads WHERE owner_id = ? AND finished_at IS NULL AND expires_at > ?) < ?`,
-		u.ID, u.OwnerID, u.Key, u.Name, u.ContentType, u.TTL.Milliseconds(), u.Size, ms(u.CreatedAt), ms(u.ExpiresAt),
-		u.OwnerID, ms(now), maxOpen)
+// UploadLimits bound the uploads of an owner when one is created.
+type UploadLimits struct {
+	MaxOpen   int   // unfinished uploads of one owner
+	UserQuota int64 // bytes of one owner's live files, their kept versions and reservations
+	MaxTotal  int64 // bytes of everyone's
+	// Freed is what the upload's file frees when it replaces the one under its key (the
+	// replaced file, or the versions that then go), counted as free now.
+	Freed int64
+}
+
+// CreateUpload stores u unless, at now, its owner already has lim.MaxOpen unfinished
+// uploads (ErrTooManyUploads), or u's whole size does not fit beside the live files and
+// the other unfinished uploads' reservations in the owner's quota (ErrOverQuota) or the
+// store's total (ErrOverTotal); the live file under u's key does not count, as u
+// replaces it. The checks and the insert are one transaction, and one owner's creations
+// and commits (CommitFile) run one at a time, so creations sent at once cannot together
+// pass a limit.
+func (s *Store) CreateUpload(ctx context.Context, u Upload, lim UploadLimits, now time.Time) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if s.dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, s.rebind("SELECT id FROM users WHERE id = ? FOR UPDATE"), u.OwnerID); err != nil {
+				return err
+			}
+		}
+		var open int
+		var ru, rt int64
+		if err := tx.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(SUM(CASE WHEN owner_id = ? THEN 1 ELSE 0 END), 0),
+				COALESCE(SUM(CASE WHEN owner_id = ? THEN size ELSE 0 END), 0), COALESCE(SUM(size), 0)
+			FROM uploads WHERE finished_at IS NULL AND expires_at > ?`), u.OwnerID, u.OwnerID, ms(now)).Scan(&open, &ru, &rt); err != nil {
+			return err
+		}
+		if open >= lim.MaxOpen {
+			return fmt.Errorf("%d open: %w", open, ErrTooManyUploads)
+		}
+		// Every live file and kept version counts (no key is ""), less what this one frees.
+		fu, ft, err := s.txUsage(ctx, tx, u.OwnerID, "", now)
+		if err != nil {
+			return err
+		}
+		fu, ft = fu-lim.Freed, ft-lim.Freed
+		if fu+ru+u.Size > lim.UserQuota {
+			return fmt.Errorf("%d bytes held, %d reserved, %d more: %w", fu, ru, u.Size, ErrOverQuota)
+		}
+		if ft+rt+u.Size > lim.MaxTotal {
+			return fmt.Errorf("%d bytes stored, %d reserved, %d more: %w", ft, rt, u.Size, ErrOverTotal)
+		}
+		_, err = tx.ExecContext(ctx, s.rebind(`INSERT INTO uploads (`+uploadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, 0, NULL)`),
+			u.ID, u.OwnerID, u.Key, u.Name, u.ContentType, u.TTL.Milliseconds(), u.Size, ms(u.CreatedAt), ms(u.ExpiresAt))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("creating upload %s: %w", u.ID, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("creating upload %s: %d open: %w", u.ID, maxOpen, ErrTooManyUploads)
 	}
 	return nil
 }
@@ -88,11 +127,13 @@ func (s *Store) UploadOf(ctx context.Context, id string) (Upload, error) {
 // UploadParts returns the parts of upload id in the order of their bytes.
 func (s *Store) UploadParts(ctx context.Context, id string) ([]UploadPart, error) {
 	rows, err := s.query(ctx, "SELECT start, size, blob_key, checksum FROM upload_parts WHERE upload_id = ? ORDER BY start", id)
-	return scanAll(rows, err, func(row interface{ Scan(...any) error }) (UploadPart, error) {
-		var p UploadPart
-		err := row.Scan(&p.Start, &p.Size, &p.BlobKey, &p.Checksum)
-		return p, err
-	})
+	return scanAll(rows, err, scanUploadPart)
+}
+
+func scanUploadPart(row interface{ Scan(...any) error }) (UploadPart, error) {
+	var p UploadPart
+	err := row.Scan(&p.Start, &p.Size, &p.BlobKey, &p.Checksum)
+	return p, err
 }
 
 // UploadReservations returns the bytes reserved at now by unfinished uploads other than
@@ -197,9 +238,13 @@ func (s *Store) DropLastUploadPart(ctx context.Context, id string, p UploadPart,
 	return dropped, nil
 }
 
-// DeleteUpload forgets upload id and its parts' rows (the caller has deleted their bytes)
-// unless a server is making its file at now. It reports whether the upload went.
-func (s *Store) DeleteUpload(ctx context.Context, id string, now time.Time) (bool, error) {
+// DeleteUpload forgets upload id and its parts unless a server is making its file at
+// now. It reports whether the upload went, and returns the parts it had then, whose
+// bytes the caller deletes: a part recorded by a request that raced the deletion is
+// among them (its record came first) or never recorded (it came after, and the request
+// deletes its bytes itself).
+func (s *Store) DeleteUpload(ctx context.Context, id string, now time.Time) ([]UploadPart, bool, error) {
+	var parts []UploadPart
 	var gone bool
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := s.txExec(ctx, tx, "DELETE FROM uploads WHERE id = ? AND finishing_until < ?", id, ms(now))
@@ -210,13 +255,19 @@ func (s *Store) DeleteUpload(ctx context.Context, id string, now time.Time) (boo
 			return nil
 		}
 		gone = true
+		// Read after the upload's row is deleted (and locked): a part added before is
+		// committed and seen, one added after finds no upload.
+		rows, err := tx.QueryContext(ctx, s.rebind("SELECT start, size, blob_key, checksum FROM upload_parts WHERE upload_id = ? ORDER BY start"), id)
+		if parts, err = scanAll(rows, err, scanUploadPart); err != nil {
+			return err
+		}
 		_, err = s.txExec(ctx, tx, "DELETE FROM upload_parts WHERE upload_id = ?", id)
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("deleting upload %s: %w", id, err)
+		return nil, false, fmt.Errorf("deleting upload %s: %w", id, err)
 	}
-	return gone, nil
+	return parts, gone, nil
 }
 
 // ExpiredUploads returns up to limit uploads that expired at or before now and that no

@@ -18,7 +18,8 @@ func TestUploadParts(t *testing.T) {
 		now := time.Now().Truncate(time.Millisecond)
 		up := Upload{ID: "up_1", OwnerID: "u_1", Key: "files/a", Name: "a", ContentType: "text/plain", Size: 10,
 			CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		if err := s.CreateUpload(ctx, up, 2, now); err != nil {
+		lim := UploadLimits{MaxOpen: 2, UserQuota: 1 << 20, MaxTotal: 1 << 30}
+		if err := s.CreateUpload(ctx, up, lim, now); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -72,17 +73,25 @@ func TestUploadParts(t *testing.T) {
 		if user, _, _ := s.UploadReservations(ctx, "u_1", "up_1", now); user != 0 {
 			t.Fatalf("reservations without up_1: %d", user)
 		}
-		if err := s.CreateUpload(ctx, Upload{ID: "up_2", OwnerID: "u_1", Size: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, 2, now); err != nil {
+		if err := s.CreateUpload(ctx, Upload{ID: "up_2", OwnerID: "u_1", Size: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, lim, now); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.CreateUpload(ctx, Upload{ID: "up_3", OwnerID: "u_1", Size: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, 2, now); !errors.Is(err, ErrTooManyUploads) {
+		up3 := Upload{ID: "up_3", OwnerID: "u_1", Size: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		if err := s.CreateUpload(ctx, up3, lim, now); !errors.Is(err, ErrTooManyUploads) {
 			t.Fatalf("a third open upload with a cap of 2: %v", err)
+		}
+		// The quota and the total count the reservations (11 bytes), in the same step.
+		if err := s.CreateUpload(ctx, up3, UploadLimits{MaxOpen: 10, UserQuota: 11, MaxTotal: 100}, now); !errors.Is(err, ErrOverQuota) {
+			t.Fatalf("an upload past the quota: %v", err)
+		}
+		if err := s.CreateUpload(ctx, up3, UploadLimits{MaxOpen: 10, UserQuota: 100, MaxTotal: 11}, now); !errors.Is(err, ErrOverTotal) {
+			t.Fatalf("an upload past the total: %v", err)
 		}
 		if exp, _ := s.ExpiredUploads(ctx, now.Add(2*time.Hour), 10); len(exp) != 2 {
 			t.Fatalf("expired: %+v", exp)
 		}
-		if gone, err := s.DeleteUpload(ctx, "up_1", later); err != nil || !gone {
-			t.Fatalf("delete: %v %v", gone, err)
+		if parts, gone, err := s.DeleteUpload(ctx, "up_1", later); err != nil || !gone || len(parts) != 1 || parts[0].Size != 4 {
+			t.Fatalf("delete: %+v %v %v", parts, gone, err)
 		}
 		if parts, _ := s.UploadParts(ctx, "up_1"); len(parts) != 0 {
 			t.Fatalf("parts after delete: %+v", parts)

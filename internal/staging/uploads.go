@@ -139,6 +139,17 @@ func (s *Service) Upload(ctx context.Context, ownerID, id string) (store.Upload,
 		return u, err
 	}
 	last := parts[len(parts)-1]
+	if len(parts) == 1 {
+		// A lone part may be the file's bytes already: the finish committed the file and
+		// then could not record so. Then the upload is finished, and its part is no
+		// longer its to drop.
+		if f, err := s.st.FileOf(ctx, ownerID, u.Key); err == nil && f.BlobKey == last.BlobKey {
+			if err := s.st.EndFinishUpload(ctx, id, true, f.CreatedAt, now.Add(s.UploadTTL())); err != nil {
+				return store.Upload{}, err
+			}
+			return s.upload(ctx, ownerID, id)
+		}
+	}
 	dropped, err := s.st.DropLastUploadPart(ctx, id, last, now)
 	if err != nil {
 		return store.Upload{}, err

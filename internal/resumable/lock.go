@@ -25,6 +25,9 @@ type locker struct {
 	held  map[string]*lock // by upload id, the locks this node holds
 }
 
+// askAfter is how long a request waits for a held lock before it asks the holder to let go.
+const askAfter = 2 * time.Second
+
 // renewEvery is how often a holder renews its lease and looks whether its lock is wanted.
 const renewEvery = 250 * time.Millisecond
 
@@ -76,8 +79,10 @@ func (l *locker) writing(id string) {
 // AcquireLockTimeout). An upload that does not exist needs no lock: the request goes on
 // to answer 404.
 func (k *lock) Lock(ctx context.Context, requestUnlock func()) error {
+	start := time.Now()
 	for {
-		acquired, exists, err := k.l.files.LockUpload(ctx, k.id, k.holder)
+		ask := time.Since(start) >= askAfter
+		acquired, exists, err := k.l.files.LockUpload(ctx, k.id, k.holder, ask)
 		if err != nil {
 			return err
 		}
@@ -92,11 +97,16 @@ func (k *lock) Lock(ctx context.Context, requestUnlock func()) error {
 			go k.renew()
 			return nil
 		}
-		k.l.mu.Lock()
-		if h := k.l.held[k.id]; h != nil {
-			h.letGo()
+		// The holder is first given askAfter to end by itself: a request whose client
+		// went away reads what had already reached the server, stores it and ends; asked
+		// at once, it would stop short and those bytes would be sent again.
+		if ask {
+			k.l.mu.Lock()
+			if h := k.l.held[k.id]; h != nil {
+				h.letGo()
+			}
+			k.l.mu.Unlock()
 		}
-		k.l.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return tusd.ErrLockTimeout

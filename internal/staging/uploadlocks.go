@@ -10,10 +10,11 @@ import (
 const UploadLockLease = 5 * time.Second
 
 // LockUpload takes the lock of upload id for holder (see store.LockUpload): the lock
-// that puts one request at a time on an upload, from any API node.
-func (s *Service) LockUpload(ctx context.Context, id, holder string) (acquired, exists bool, err error) {
+// that puts one request at a time on an upload, from any API node. With ask, a holder on
+// another node is asked to let go.
+func (s *Service) LockUpload(ctx context.Context, id, holder string, ask bool) (acquired, exists bool, err error) {
 	now := s.now()
-	return s.st.LockUpload(ctx, id, holder, now, now.Add(UploadLockLease))
+	return s.st.LockUpload(ctx, id, holder, ask, now, now.Add(UploadLockLease))
 }
 
 // RenewUploadLock keeps holder's lock of upload id for another lease, and reports

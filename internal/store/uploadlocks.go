@@ -2,14 +2,16 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
 
 // LockUpload takes the lock of upload id for holder until until, if no one holds it or
-// its holder let it lapse by now. When another holds it, it notes that someone wants it
-// (RenewUploadLock tells the holder). exists is false when there is no such upload.
-func (s *Store) LockUpload(ctx context.Context, id, holder string, now, until time.Time) (acquired, exists bool, err error) {
+// its holder let it lapse by now. When another holds it and ask is set, it notes that
+// someone wants it (RenewUploadLock tells the holder). exists is false when there is no
+// such upload.
+func (s *Store) LockUpload(ctx context.Context, id, holder string, ask bool, now, until time.Time) (acquired, exists bool, err error) {
 	res, err := s.exec(ctx, "UPDATE uploads SET lock_holder = ?, lock_until = ?, lock_wanted = 0 WHERE id = ? AND (lock_holder = '' OR lock_until < ?)",
 		holder, ms(until), id, ms(now))
 	if err != nil {
@@ -17,6 +19,14 @@ func (s *Store) LockUpload(ctx context.Context, id, holder string, now, until ti
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
 		return true, true, nil
+	}
+	if !ask {
+		var one int
+		err := s.queryRow(ctx, "SELECT 1 FROM uploads WHERE id = ?", id).Scan(&one)
+		if err = mapErr(err); errors.Is(err, ErrNotFound) {
+			return false, false, nil
+		}
+		return false, err == nil, err
 	}
 	res, err = s.exec(ctx, "UPDATE uploads SET lock_wanted = ? WHERE id = ?", ms(now), id)
 	if err != nil {

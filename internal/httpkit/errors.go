@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/blob"
@@ -185,12 +187,25 @@ func AtCapacity(err error) bool {
 	return false
 }
 
+// RetryAfter is the whole seconds a client should wait before trying err's request
+// again, for the Retry-After header: what the error asks for (rounded up), else 5 for a
+// 503 that waiting cures, else 0 (no header).
+func RetryAfter(err error) int {
+	if d := errs.RetryAfterOf(err); d > 0 {
+		return int((d + time.Second - 1) / time.Second)
+	}
+	if AtCapacity(err) {
+		return 5
+	}
+	return 0
+}
+
 // WriteError answers with err's row of the error table, as JSON. An error in no row is a
 // 500: its text goes to log with the request id, and the client gets only the request id.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	status, body := errorOf(r, log, err)
-	if AtCapacity(err) {
-		w.Header().Set("Retry-After", "5")
+	if after := RetryAfter(err); after > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(after))
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skrip"`)

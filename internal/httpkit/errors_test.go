@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/blob"
@@ -126,6 +127,7 @@ func TestWriteError(t *testing.T) {
 		{"store error", fmt.Errorf("tool t_01J: %w", store.ErrNotFound), 500, "internal", "t_01J", true, nil},
 		{"known, wrapped", fmt.Errorf("blob b_01J under /skrip-data/blobs: %w", run.ErrNoArtifact), 404, "not_found", "/skrip-data/blobs", false, nil},
 		{"busy", errs.New(run.ErrBusy, nil, "every worker is busy"), 503, "unavailable", "", false, map[string]string{"Retry-After": "5"}},
+		{"busy, asks to wait", errs.New(run.ErrBusy, nil, "every worker is busy").Retry(2500 * time.Millisecond), 503, "unavailable", "", false, map[string]string{"Retry-After": "3"}},
 		{"unauthenticated", errs.New(account.ErrUnauthenticated, nil, "the token is not valid"), 401, "unauthorized", "", false,
 			map[string]string{"WWW-Authenticate": `Bearer realm="skrip"`}},
 	} {

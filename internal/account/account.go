@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sync"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/auth"
@@ -34,6 +33,11 @@ var (
 	ErrNotFound = errors.New("user not found")
 	// ErrExists means a user of that name already exists.
 	ErrExists = errors.New("user exists")
+	// ErrThrottled means too many sign-ins failed lately for the client's address or the
+	// name: the next must wait (the error's RetryAfter).
+	ErrThrottled = errors.New("sign-in throttled")
+	// ErrBusy means every password check was taken for as long as one may wait.
+	ErrBusy = errors.New("password checks busy")
 )
 
 // MinPasswordLen is the shortest password accepted.
@@ -43,16 +47,23 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
 // Service creates and resolves users and tokens.
 type Service struct {
-	st  *store.Store
-	now func() time.Time
+	st     *store.Store
+	now    func() time.Time
+	limits Limits
+	// hashes bounds the password hashes running at once, and throttle slows down
+	// repeated failed sign-ins.
+	hashes   *gate
+	throttle *throttle
 	// dummyHash is checked against when a name has no password, so that the answer
 	// takes as long as a real check and timing does not tell names apart.
-	dummyHash func() string
+	dummyHash string
 }
 
-// New returns a Service over st.
-func New(st *store.Store) *Service {
-	return &Service{st: st, now: time.Now, dummyHash: sync.OnceValue(func() string { return auth.HashPassword("not a password") })}
+// New returns a Service over st whose password checks keep to limits.
+func New(st *store.Store, limits Limits) *Service {
+	l := limits.withDefaults()
+	return &Service{st: st, now: time.Now, limits: l, hashes: newGate(l.Checks, l.Wait, l.Metrics),
+		throttle: newThrottle(l.Entries, l.MaxDelay), dummyHash: auth.DummyHash()}
 }
 
 // CreateUser validates and stores a new user and issues its first token. The token is
@@ -71,10 +82,12 @@ func (s *Service) CreateUser(ctx context.Context, name, role, password string) (
 	}
 	u := store.User{ID: ids.New("u"), Name: name, Role: role, CreatedAt: s.now()}
 	if password != "" {
-		if err := checkPassword(password); err != nil {
+		if err := validPassword(password); err != nil {
 			return store.User{}, "", err
 		}
-		u.PasswordHash = auth.HashPassword(password)
+		if err := s.hashes.do(ctx, func() { u.PasswordHash = auth.HashPassword(password) }); err != nil {
+			return store.User{}, "", err
+		}
 	}
 	if err := s.st.CreateUser(ctx, u); err != nil {
 		if errors.Is(err, store.ErrConflict) {
@@ -91,13 +104,17 @@ func (s *Service) CreateUser(ctx context.Context, name, role, password string) (
 
 // SetPassword gives a user a new web sign-in password and signs them out of every browser.
 func (s *Service) SetPassword(ctx context.Context, userID, password string) error {
-	if err := checkPassword(password); err != nil {
+	if err := validPassword(password); err != nil {
 		return err
 	}
-	return s.st.SetPassword(ctx, userID, auth.HashPassword(password))
+	var hash string
+	if err := s.hashes.do(ctx, func() { hash = auth.HashPassword(password) }); err != nil {
+		return err
+	}
+	return s.st.SetPassword(ctx, userID, hash)
 }
 
-func checkPassword(password string) error {
+func validPassword(password string) error {
 	if len(password) < MinPasswordLen {
 		return errs.New(ErrInvalid, map[string]any{"field": "password", "min_length": MinPasswordLen},
 			"password must be at least %d characters", MinPasswordLen)
@@ -124,17 +141,23 @@ func (s *Service) Authenticate(ctx context.Context, token string) (store.User, e
 	return u, err
 }
 
-// CheckPassword returns the user named name when password is theirs.
+// CheckPassword returns the user named name when password is theirs. The hash waits for
+// its turn among the password checks (Limits.Checks), and a name without a password is
+// checked against a dummy hash, so that timing does not tell names apart.
 func (s *Service) CheckPassword(ctx context.Context, name, password string) (store.User, error) {
 	u, err := s.st.UserByName(ctx, name)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && u.PasswordHash == "") {
-		auth.CheckPassword(s.dummyHash(), password)
-		return store.User{}, errs.New(ErrUnauthenticated, nil, "wrong name or password")
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.User{}, err
 	}
-	if err := auth.CheckPassword(u.PasswordHash, password); err != nil {
+	hash := u.PasswordHash
+	if err != nil || hash == "" {
+		hash = s.dummyHash
+	}
+	var bad error
+	if err := s.hashes.do(ctx, func() { bad = auth.CheckPassword(hash, password) }); err != nil {
+		return store.User{}, err
+	}
+	if bad != nil || hash == s.dummyHash {
 		return store.User{}, errs.New(ErrUnauthenticated, nil, "wrong name or password")
 	}
 	return u, nil
@@ -146,13 +169,27 @@ const SessionCookie = "skrip_session"
 // SessionTTL is how long a browser sign-in lasts.
 const SessionTTL = 7 * 24 * time.Hour
 
-// SignIn checks name and password and starts a browser session. It returns the user and
-// the session's secret, which goes in the cookie; only its hash is stored.
-func (s *Service) SignIn(ctx context.Context, name, password string) (store.User, string, error) {
+// SignIn checks name and password, given by the client at address client, and starts a
+// browser session. It returns the user and the session's secret, which goes in the
+// cookie; only its hash is stored. After repeated failures for the address or the name,
+// it answers ErrThrottled without checking (a 429 with the wait in its RetryAfter); a
+// sign-in that succeeds clears both.
+func (s *Service) SignIn(ctx context.Context, client, name, password string) (store.User, string, error) {
+	keys := s.signInKeys(client, name)
+	if d, by := s.throttle.wait(s.now(), keys); d > 0 {
+		s.limits.Metrics.SignInThrottled.WithLabelValues(by).Inc()
+		secs := int((d + time.Second - 1) / time.Second)
+		return store.User{}, "", errs.New(ErrThrottled, map[string]any{"retry_after_s": secs, "by": by},
+			"too many failed sign-ins from your address or for this name; try again in %d seconds", secs).Retry(d)
+	}
 	u, err := s.CheckPassword(ctx, name, password)
+	if errors.Is(err, ErrUnauthenticated) {
+		s.throttle.fail(s.now(), keys)
+	}
 	if err != nil {
 		return store.User{}, "", err
 	}
+	s.throttle.reset(keys)
 	secret := auth.NewToken()
 	now := s.now()
 	err = s.st.CreateWebSession(ctx, store.WebSession{Hash: auth.HashToken(secret), UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)})

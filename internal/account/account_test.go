@@ -43,7 +43,7 @@ func TestCreateUser(t *testing.T) {
 		{name: "ada", want: ErrExists}, // the first row took it
 	}
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		s := New(st)
+		s := New(st, Limits{})
 		ctx := context.Background()
 		for _, tc := range cases {
 			u, tok, err := s.CreateUser(ctx, tc.name, tc.role, tc.password)
@@ -89,7 +89,7 @@ func TestCreateUser(t *testing.T) {
 // refused with ErrUnauthenticated.
 func TestTokens(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		s := New(st)
+		s := New(st, Limits{})
 		ctx := context.Background()
 		ada, first, err := s.CreateUser(ctx, "ada", store.RoleAuthor, "")
 		if err != nil {
@@ -138,7 +138,7 @@ func TestTokens(t *testing.T) {
 // password all get the same ErrUnauthenticated.
 func TestSignIn(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		s := New(st)
+		s := New(st, Limits{})
 		clock := time.Now()
 		s.now = func() time.Time { return clock }
 		ctx := context.Background()
@@ -152,7 +152,7 @@ func TestSignIn(t *testing.T) {
 		for _, tc := range []struct{ name, password string }{
 			{"ada", "wrong horse"}, {"nobody", "correct horse"}, {"nopw", ""},
 		} {
-			u, secret, err := s.SignIn(ctx, tc.name, tc.password)
+			u, secret, err := s.SignIn(ctx, "192.0.2.1", tc.name, tc.password)
 			if !errors.Is(err, ErrUnauthenticated) || secret != "" || u.ID != "" {
 				t.Errorf("SignIn(%q, %q) = %+v, %q, %v; want ErrUnauthenticated", tc.name, tc.password, u, secret, err)
 			} else if err.Error() != "wrong name or password" {
@@ -162,7 +162,7 @@ func TestSignIn(t *testing.T) {
 
 		signIn := func(password string) string {
 			t.Helper()
-			u, secret, err := s.SignIn(ctx, "ada", password)
+			u, secret, err := s.SignIn(ctx, "192.0.2.1", "ada", password)
 			if err != nil || u.ID != ada.ID || secret == "" {
 				t.Fatalf("SignIn = %+v, %q, %v", u, secret, err)
 			}
@@ -206,7 +206,7 @@ func TestSignIn(t *testing.T) {
 		if signedIn(kept) {
 			t.Error("a new password left a browser signed in")
 		}
-		if _, _, err := s.SignIn(ctx, "ada", "correct horse"); !errors.Is(err, ErrUnauthenticated) {
+		if _, _, err := s.SignIn(ctx, "192.0.2.1", "ada", "correct horse"); !errors.Is(err, ErrUnauthenticated) {
 			t.Errorf("the old password still signs in: %v", err)
 		}
 
@@ -245,7 +245,7 @@ func TestBootstrap(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		s := New(st)
+		s := New(st, Limits{})
 		dir := t.TempDir()
 		path := filepath.Join(dir, AdminTokenFile)
 		if err := s.Bootstrap(ctx, "", dir, log); err != nil {
@@ -308,7 +308,7 @@ func TestBootstrap(t *testing.T) {
 func TestBootstrapTokenOnAFreshServer(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		s := New(st)
+		s := New(st, Limits{})
 		dir := t.TempDir()
 		const configured = "skr_configured-admin-token-0123"
 		if err := s.Bootstrap(ctx, configured, dir, slog.New(slog.DiscardHandler)); err != nil {

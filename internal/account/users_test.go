@@ -32,7 +32,7 @@ func newPeople(t *testing.T) people {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	p := people{svc: account.New(st), st: st, ulfPassword: "long enough"}
+	p := people{svc: account.New(st, account.Limits{}), st: st, ulfPassword: "long enough"}
 	for _, u := range []struct {
 		into                 *store.User
 		name, role, password string
@@ -208,15 +208,15 @@ func TestUsers(t *testing.T) {
 func TestBrowserUser(t *testing.T) {
 	ctx := context.Background()
 	p := newPeople(t)
-	_, secret, err := p.svc.SignIn(ctx, "ulf", p.ulfPassword)
+	_, secret, err := p.svc.SignIn(ctx, "192.0.2.1", "ulf", p.ulfPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, other, err := p.svc.SignIn(ctx, "ulf", p.ulfPassword)
+	_, other, err := p.svc.SignIn(ctx, "192.0.2.1", "ulf", p.ulfPassword)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, gone, err := p.svc.SignIn(ctx, "ulf", p.ulfPassword)
+	_, gone, err := p.svc.SignIn(ctx, "192.0.2.1", "ulf", p.ulfPassword)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,16 +136,28 @@ func signedInAdmin(t *testing.T, env *apptest.Env) *adminPages {
 	}
 	jar, _ := cookiejar.New(nil)
 	p := &adminPages{t: t, base: env.URL, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	if status, body := p.post("/signin", url.Values{"name": {"admin"}, "password": {"admin-password-1"}, "next": {"/admin/users"}}); status != http.StatusSeeOther {
-		t.Fatalf("sign-in: %d\n%s", status, body)
-	}
-	resp, err := p.c.Get(env.URL + "/admin/users")
+	// The sign-in form's anti-forgery token, which goes with the cookie its page sets.
+	resp, err := p.c.Get(env.URL + "/signin")
 	if err != nil {
 		t.Fatal(err)
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	m := csrfValue.FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no csrf field on the sign-in page:\n%s", page)
+	}
+	p.csrf = string(m[1])
+	if status, body := p.post("/signin", url.Values{"name": {"admin"}, "password": {"admin-password-1"}, "next": {"/admin/users"}}); status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d\n%s", status, body)
+	}
+	resp, err = p.c.Get(env.URL + "/admin/users")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m = csrfValue.FindSubmatch(page)
 	if m == nil {
 		t.Fatalf("no csrf field on the users page:\n%s", page)
 	}

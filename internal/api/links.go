@@ -83,7 +83,7 @@ func (s *Server) createLink(w http.ResponseWriter, r *http.Request, u store.User
 		return err
 	}
 	out := linkOf(l)
-	out.URL = linkURL(r, token)
+	out.URL = s.linkURL(r, token)
 	httpkit.WriteJSON(w, http.StatusCreated, out)
 	return nil
 }
@@ -122,26 +122,11 @@ func linkOf(l store.FileLink) wire.FileLink {
 	return wire.FileLink{ID: l.ID, FileKey: l.Key, CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, MaxDownloads: l.MaxDownloads, Downloads: l.Downloads}
 }
 
-// linkURL is the address of a link's token on the server r reached: the scheme and host
-// a proxy in front names (X-Forwarded-Proto, X-Forwarded-Host), else r's own.
-func linkURL(r *http.Request, token string) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if p := firstValue(r.Header.Get("X-Forwarded-Proto")); p == "http" || p == "https" {
-		scheme = p
-	}
-	host := r.Host
-	if h := firstValue(r.Header.Get("X-Forwarded-Host")); h != "" {
-		host = h
-	}
-	return scheme + "://" + host + linkPath + token
-}
-
-func firstValue(h string) string {
-	v, _, _ := strings.Cut(h, ",")
-	return strings.TrimSpace(v)
+// linkURL is the address of a link's token for the client of r: under SKRIP_PUBLIC_URL
+// when set, else on the host r reached, or the one a trusted proxy names
+// (SKRIP_TRUSTED_PROXIES); another client's X-Forwarded-Host is ignored.
+func (s *Server) linkURL(r *http.Request, token string) string {
+	return s.ops.Front.URL(r, linkPath+token)
 }
 
 // linkDownload serves the file of the link whose token is in the path, to anyone who has

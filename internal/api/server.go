@@ -49,6 +49,9 @@ type Ops struct {
 	Metrics *metrics.Metrics
 	Ready   []Check
 	Version string
+	// Front says whose X-Forwarded-* headers are believed and where users reach the
+	// server, for the links the API builds.
+	Front httpkit.Front
 }
 
 // Server is the HTTP API: handlers that read a request, call one service and write its

@@ -21,6 +21,7 @@ import (
 // the web UI's page when a browser asks outside /api/, and the JSON error otherwise.
 func (a *App) routes(st *store.Store) (http.Handler, error) {
 	mux := http.NewServeMux()
+	front := httpkit.NewFront(a.cfg.PublicURL, a.cfg.TrustedProxies)
 	uploads, err := resumable.New(a.Files, a.log)
 	if err != nil {
 		return nil, err
@@ -28,10 +29,10 @@ func (a *App) routes(st *store.Store) (http.Handler, error) {
 	a.Uploads = uploads
 	api.New(api.Services{Accounts: a.Accounts, Catalog: a.Catalog, Staging: a.Files, Runs: a.Runs, Workflow: a.Workflow,
 		Sandboxes: a.Sandboxes, Janitor: a.Janitor, Uploads: uploads},
-		api.Ops{Metrics: a.Metrics, Version: version.Version,
+		api.Ops{Metrics: a.Metrics, Version: version.Version, Front: front,
 			Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}, {Name: "runner", Ping: a.Runner.Ping}}},
 		a.log).Register(mux)
-	ui, err := web.New(web.Deps{Accounts: a.Accounts, Catalog: a.Catalog, Runs: a.Runs, Workflow: a.Workflow, Staging: a.Files, Log: a.log, Lang: a.cfg.UILang})
+	ui, err := web.New(web.Deps{Accounts: a.Accounts, Catalog: a.Catalog, Runs: a.Runs, Workflow: a.Workflow, Staging: a.Files, Log: a.log, Lang: a.cfg.UILang, Front: front})
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func (a *App) routes(st *store.Store) (http.Handler, error) {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	return httpkit.Observe(root, a.log, a.Metrics, a.cfg.HTTPBodyIdleTimeout), nil
+	return httpkit.Observe(root, a.log, a.Metrics, a.cfg.HTTPBodyIdleTimeout, front), nil
 }
 
 // uncleanPath is the refusal of API path p, which has an empty, . or .. segment.

@@ -56,6 +56,20 @@ func HashPassword(password string) string {
 		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key))
 }
 
+// DummyHash returns a PHC string of HashPassword's form whose key belongs to no password:
+// checking a password against it costs what checking against a real hash costs, and
+// never matches (but for odds of 2^-256). Making it takes no hashing.
+func DummyHash() string {
+	salt, key := make([]byte, 16), make([]byte, argonKeyLen)
+	rand.Read(salt)
+	rand.Read(key)
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
+		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key))
+}
+
+// HashMemory is the memory one password hash or check takes, in bytes (argon2id's m).
+const HashMemory = argonMemory * 1024
+
 // CheckPassword reports whether password matches the PHC string hash.
 func CheckPassword(hash, password string) error {
 	parts := strings.Split(hash, "$")

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -87,6 +88,22 @@ type Config struct {
 	SandboxMaxTotal     int
 	LogLevel            string
 	LogFormat           string
+	// PublicURL is the server's address as its users reach it, for the links it builds;
+	// empty: from each request (its own host, or a trusted proxy's X-Forwarded-Host).
+	PublicURL string
+	// TrustedProxies are the peers whose X-Forwarded-For, -Proto and -Host are believed.
+	TrustedProxies []netip.Prefix
+	// PasswordChecks is how many password hashes (sign-in checks, new passwords) run at
+	// once; PasswordCheckWait how long one waits for its turn before the answer is 503.
+	PasswordChecks    int
+	PasswordCheckWait time.Duration
+	// SignInFailuresPerName and SignInFailuresPerAddress are the failed sign-ins a name
+	// and a client address may have before each further one waits; SignInMaxDelay is the
+	// longest wait, SignInThrottleEntries the names and addresses remembered at once.
+	SignInFailuresPerName    int
+	SignInFailuresPerAddress int
+	SignInMaxDelay           time.Duration
+	SignInThrottleEntries    int
 }
 
 // kind says how a setting's text is parsed.
@@ -219,6 +236,14 @@ func Settings() []Setting {
 		{Name: "sandbox-exec-timeout", Default: "10m", Help: "longest timeout_s one exec in an agent sandbox may ask for", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxExecTimeout })},
 		{Name: "sandbox-max-per-user", Default: "10", Help: "agent sandboxes one user may hold at once", kind: kInt, bind: intv(func(c *Config) *int { return &c.SandboxMaxPerUser })},
 		{Name: "sandbox-max-total", Default: "64", Help: "agent sandboxes this server holds at once; beyond it new ones get 503 with Retry-After", kind: kInt, bind: intv(func(c *Config) *int { return &c.SandboxMaxTotal })},
+		{Name: "public-url", Default: "", Help: "the server's address as its users reach it (https://skrip.example.org), for the links it builds; empty builds them from each request: its own host, or what a trusted proxy names in X-Forwarded-Host and X-Forwarded-Proto", bind: publicURL(func(c *Config) *string { return &c.PublicURL })},
+		{Name: "trusted-proxies", Default: "", Help: "comma-separated addresses or CIDRs (10.0.0.0/8, ::1) of the proxies in front of the server, whose X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host are believed: for the client address that sign-in throttling and the request log use, the Secure cookie flag and the links the server builds; empty trusts no proxy", bind: prefixes(func(c *Config) *[]netip.Prefix { return &c.TrustedProxies })},
+		{Name: "password-checks", Default: "auto", Shown: "the number of CPUs", Help: "password hashes (argon2id, 64 MiB each) that run at once, for sign-ins and new passwords; their memory is at most this times 64 MiB", kind: kCount, bind: atLeastOne(func(c *Config) *int { return &c.PasswordChecks })},
+		{Name: "password-check-wait", Default: "2s", Help: "how long a sign-in or a new password waits for a free password check before the answer is 503 with Retry-After", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.PasswordCheckWait })},
+		{Name: "signin-failures-per-name", Default: "5", Help: "failed sign-ins with one user name before each further one must wait, the wait doubling from 2s up to --signin-max-delay; it fades when the failures stop, and a sign-in that succeeds clears it", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.SignInFailuresPerName })},
+		{Name: "signin-failures-per-address", Default: "20", Help: "failed sign-ins from one client address (an IPv6 /64) before each further one must wait, as for a name (higher, for many people behind one school's address)", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.SignInFailuresPerAddress })},
+		{Name: "signin-max-delay", Default: "1m", Help: "longest wait a throttled name or address is given between failed sign-ins", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.SignInMaxDelay })},
+		{Name: "signin-throttle-entries", Default: "10000", Help: "names and addresses whose failed sign-ins are remembered at once; past it the least recently failed are forgotten", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.SignInThrottleEntries })},
 		{Name: "shutdown-grace", Default: "30s", Help: "how long SIGTERM waits for requests in flight", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
 		{Name: "ui-lang", Default: "sv", Help: "language of the web UI for a browser that asks for neither Swedish nor English: sv or en (a user can pick the other at the foot of every page)", choices: []string{"sv", "en"}, bind: str(func(c *Config) *string { return &c.UILang })},
 		{Name: "log-level", Default: "info", Help: "debug, info, warn or error", choices: []string{"debug", "info", "warn", "error"}, bind: str(func(c *Config) *string { return &c.LogLevel })},
@@ -485,6 +510,60 @@ func count(field func(*Config) *int) func(*Config, string) error {
 			return fmt.Errorf("%q is neither auto nor a whole number", v)
 		}
 		*field(c) = n
+		return nil
+	}
+}
+
+// atLeastOne binds a count (or auto) of at least 1.
+func atLeastOne(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if err := count(field)(c, v); err != nil {
+			return err
+		}
+		if *field(c) < 1 {
+			return fmt.Errorf("%q is less than 1", v)
+		}
+		return nil
+	}
+}
+
+// publicURL binds an absolute http or https URL, or nothing.
+func publicURL(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if v != "" {
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+				return fmt.Errorf("%q is not an http:// or https:// address such as https://skrip.example.org", v)
+			}
+			v = strings.TrimSuffix(v, "/")
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+// prefixes binds a comma-separated list of addresses and CIDRs; an address is a prefix
+// of its full length.
+func prefixes(field func(*Config) *[]netip.Prefix) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []netip.Prefix
+		for _, part := range strings.Split(v, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			if p, err := netip.ParsePrefix(part); err == nil {
+				out = append(out, p.Masked())
+				continue
+			}
+			a, err := netip.ParseAddr(part)
+			if err != nil {
+				return fmt.Errorf("%q is not an address or a CIDR such as 10.0.0.0/8", part)
+			}
+			a = a.Unmap()
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+		*field(c) = out
 		return nil
 	}
 }

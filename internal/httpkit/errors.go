@@ -66,7 +66,7 @@ type row struct {
 
 // atCapacity are the 503s that waiting cures: they carry Retry-After (docs/spec.md §3). Any
 // other 503 says something waiting will not change.
-var atCapacity = []error{run.ErrBusy, sandbox.ErrFull, staging.ErrUnavailable}
+var atCapacity = []error{account.ErrBusy, run.ErrBusy, sandbox.ErrFull, staging.ErrUnavailable}
 
 // errorTable maps every sentinel a handler may return to an HTTP status and an error code
 // (docs/spec.md §3). It is the only place that chooses a status for an error. The first match,
@@ -82,6 +82,8 @@ var errorTable = []row{
 	{account.ErrForbidden, http.StatusForbidden, "forbidden", "role", "your role does not allow this"},
 	{account.ErrNotFound, http.StatusNotFound, "not_found", "user_not_found", "there is no such user"},
 	{account.ErrExists, http.StatusConflict, "conflict", "user_exists", "a user of that name already exists"},
+	{account.ErrThrottled, http.StatusTooManyRequests, "rate_limited", "signin_throttled", "too many sign-ins failed lately from your address or for this name; wait as Retry-After says, then try again"},
+	{account.ErrBusy, http.StatusServiceUnavailable, "unavailable", "passwords_busy", "the server is checking as many passwords as it can at once; try again in a moment"},
 	{ErrNoRoute, http.StatusNotFound, "not_found", "no_route", "nothing was found at this address"},
 	{ErrMethod, http.StatusMethodNotAllowed, "invalid_request", "method", "this method is not allowed here"},
 	{errBodyIdle, http.StatusRequestTimeout, "invalid_request", "body_idle", "the request body stopped arriving; send the request again"},

@@ -142,7 +142,7 @@ func TestWriteError(t *testing.T) {
 					}
 					status, body := ErrorOf(r, log, tc.err)
 					WriteJSON(w, status, body)
-				}), log, metrics.New(), 0)
+				}), log, metrics.New(), 0, Front{})
 				req := httptest.NewRequest("GET", "/api/v1/x", nil)
 				req.Header.Set("X-Request-Id", rid)
 				rec := httptest.NewRecorder()

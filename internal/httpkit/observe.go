@@ -67,8 +67,9 @@ func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
 
 // Observe gives every request an id (the client's X-Request-Id when it is sane), logs one
 // line to log when it ends, counts it by route and code in m, and turns a panic into a
-// 500. A request body that sends nothing for bodyIdle fails (0: never).
-func Observe(next http.Handler, log *slog.Logger, m *metrics.Metrics, bodyIdle time.Duration) http.Handler {
+// 500. A request body that sends nothing for bodyIdle fails (0: never). The log line names
+// the client's address as front sees it (through a trusted proxy, the one it names).
+func Observe(next http.Handler, log *slog.Logger, m *metrics.Metrics, bodyIdle time.Duration, front Front) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rid := r.Header.Get("X-Request-Id")
@@ -110,7 +111,7 @@ func Observe(next http.Handler, log *slog.Logger, m *metrics.Metrics, bodyIdle t
 			attrs := []slog.Attr{
 				slog.String("request_id", rid), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 				slog.String("route", route), slog.Int("status", status), slog.Int64("bytes", rec.bytes),
-				slog.Duration("duration", d),
+				slog.Duration("duration", d), slog.String("client", front.ClientAddr(r)),
 			}
 			if u, ok := UserFrom(r.Context()); ok {
 				attrs = append(attrs, slog.String("user", u.ID))

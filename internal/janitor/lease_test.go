@@ -61,7 +61,7 @@ func TestOneJanitorPerDatabase(t *testing.T) {
 	waitFor(t, "the other server to take over", func() bool { return b.log.count(passed) > 0 })
 	t.Logf("took over %v after the holder's crash (interval %v)", time.Since(took).Round(time.Millisecond), interval)
 	waitFor(t, "the expired sign-in to go", func() bool {
-		_, err := account.New(b.st).SessionUser(ctx, expired)
+		_, err := account.New(b.st, account.Limits{}).SessionUser(ctx, expired)
 		return err != nil
 	})
 

@@ -65,7 +65,7 @@ func newDeps(t *testing.T, st *store.Store, log *slog.Logger) *deps {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &deps{st: st, blobs: blobs, boxes: r, accounts: account.New(st)}
+	d := &deps{st: st, blobs: blobs, boxes: r, accounts: account.New(st, account.Limits{})}
 	d.files = staging.New(st, blobs, staging.Limits{MaxFileBytes: 1 << 20, UserQuotaBytes: 8 << 20, MaxTotalBytes: 16 << 20}, m, log)
 	d.sessions = session.New(st, blobs, sessionTTL, log)
 	limits := runner.Limits{WallTime: time.Minute, MemoryBytes: 256 << 20, Pids: 64, CPUs: 1, TmpBytes: 1 << 20, OutputBytes: 1 << 20, LogBytes: 1 << 10}

@@ -32,6 +32,12 @@ type Metrics struct {
 	CacheMisses    prometheus.Counter     // input files a worker fetched
 	DispatchHashed prometheus.Counter     // input files an API node read whole for their checksum
 	DispatchSent   prometheus.Counter     // files an API node put in the work bucket
+
+	// Password checks and sign-in throttling (docs/operating.md "Limits per user").
+	PasswordHashes        prometheus.Gauge       // password hashes running now
+	PasswordHashesPeak    prometheus.Gauge       // the most that ever ran at once
+	PasswordHashesRefused prometheus.Counter     // sign-ins and new passwords refused for want of a turn (503)
+	SignInThrottled       *prometheus.CounterVec // sign-ins refused with 429, by what was throttled: address or name
 }
 
 // New makes and registers the collectors, with Go and process collectors beside them.
@@ -98,8 +104,21 @@ func New() *Metrics {
 		DispatchSent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "skrip_dispatch_files_sent_total", Help: "Files of runs (inputs, session files, scripts) this API node put in the work bucket, not finding them there by checksum.",
 		}),
+		PasswordHashes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skrip_password_hashes_in_flight", Help: "Password hashes (argon2id) running now; at most SKRIP_PASSWORD_CHECKS.",
+		}),
+		PasswordHashesPeak: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "skrip_password_hashes_peak", Help: "The most password hashes that ran at once since the server started.",
+		}),
+		PasswordHashesRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "skrip_password_checks_refused_total", Help: "Sign-ins and new passwords answered 503 because every password check was busy for SKRIP_PASSWORD_CHECK_WAIT.",
+		}),
+		SignInThrottled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "skrip_signin_throttled_total", Help: "Sign-ins refused with 429 after repeated failures, by what was throttled: address (the client's) or name (the user name's).",
+		}, []string{"by"}),
 	}
-	m.Registry.MustRegister(m.Requests, m.RequestDuration, m.BytesUploaded, m.BytesDownloaded, m.BlobReadErrors, m.JanitorDeletions,
+	m.Registry.MustRegister(m.PasswordHashes, m.PasswordHashesPeak, m.PasswordHashesRefused, m.SignInThrottled,
+		m.Requests, m.RequestDuration, m.BytesUploaded, m.BytesDownloaded, m.BlobReadErrors, m.JanitorDeletions,
 		m.Runs, m.RunDuration, m.QueueDepth, m.DispatchClaims, m.LateResults, m.WorkerLost, m.WorkerRuns, m.CacheHits, m.CacheMisses,
 		m.SessionCacheHits, m.SessionCacheMisses, m.DispatchHashed, m.DispatchSent,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -59,10 +59,22 @@ func (b *browserless) do(method, path string, form url.Values, header http.Heade
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
+// signInToken opens the sign-in page and returns its form's anti-forgery token, which
+// goes with the sign-in cookie the page sets.
+func (b *browserless) signInToken() string {
+	b.t.Helper()
+	_, _, page := b.do("GET", "/signin", nil, nil)
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		b.t.Fatalf("no csrf field on the sign-in page:\n%s", page)
+	}
+	return m[1]
+}
+
 // signIn signs in and returns the page's anti-forgery token.
 func (b *browserless) signIn(name, pw string) string {
 	b.t.Helper()
-	status, h, body := b.do("POST", "/signin", url.Values{"name": {name}, "password": {pw}, "next": {"/files"}}, nil)
+	status, h, body := b.do("POST", "/signin", url.Values{"name": {name}, "password": {pw}, "next": {"/files"}, "csrf": {b.signInToken()}}, nil)
 	if status != http.StatusSeeOther || h.Get("Location") != "/files" {
 		b.t.Fatalf("sign-in answered %d to %q:\n%s", status, h.Get("Location"), body)
 	}
@@ -87,11 +99,11 @@ func TestPagesAndCookies(t *testing.T) {
 		if status != http.StatusSeeOther || h.Get("Location") != "/signin?next=%2Fruns" {
 			t.Fatalf("signed out, /runs answered %d to %q; want the sign-in page", status, h.Get("Location"))
 		}
-		status, _, body := b.do("POST", "/signin", url.Values{"name": {"ada"}, "password": {"wrong password"}}, nil)
+		status, _, body := b.do("POST", "/signin", url.Values{"name": {"ada"}, "password": {"wrong password"}, "csrf": {b.signInToken()}}, nil)
 		if status != http.StatusUnauthorized || !strings.Contains(body, "stämmer inte") {
 			t.Fatalf("a wrong password answered %d:\n%s", status, body)
 		}
-		status, h, _ = b.do("POST", "/signin", url.Values{"name": {"ada"}, "password": {"a good password"}, "next": {"//evil.example/"}}, nil)
+		status, h, _ = b.do("POST", "/signin", url.Values{"name": {"ada"}, "password": {"a good password"}, "next": {"//evil.example/"}, "csrf": {b.signInToken()}}, nil)
 		if status != http.StatusSeeOther || h.Get("Location") != "/" {
 			t.Fatalf("sign-in with an off-site next answered %d to %q; want /", status, h.Get("Location"))
 		}

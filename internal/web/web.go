@@ -48,6 +48,9 @@ type Deps struct {
 	Log      *slog.Logger
 	// Lang is the UI's language ("sv" or "en") for a browser that asks for neither.
 	Lang string
+	// Front says whose X-Forwarded-* headers are believed: for the client address that
+	// sign-in throttling counts and whether cookies are Secure.
+	Front httpkit.Front
 	// CodeMirrorDir is where CodeMirror 5 is installed (Debian's libjs-codemirror);
 	// empty: DefaultCodeMirrorDir. The editor falls back to a plain text box without it.
 	CodeMirrorDir string
@@ -62,7 +65,8 @@ type Handler struct {
 	staging  *staging.Service
 	log      *slog.Logger
 	text     *catalogue
-	lang     string                                   // Deps.Lang
+	lang     string // Deps.Lang
+	front    httpkit.Front
 	pages    map[string]map[string]*template.Template // language → page → template
 	static   http.Handler
 	// codeMirror is CodeMirror's installed directory, nil when it is not installed: the
@@ -83,7 +87,7 @@ func New(d Deps) (*Handler, error) {
 		return nil, fmt.Errorf("web: the UI speaks sv and en, not %q", d.Lang)
 	}
 	h := &Handler{accounts: d.Accounts, catalog: d.Catalog, runs: d.Runs, workflow: d.Workflow, staging: d.Staging, log: d.Log,
-		text: text, lang: d.Lang, pages: map[string]map[string]*template.Template{}}
+		front: d.Front, text: text, lang: d.Lang, pages: map[string]map[string]*template.Template{}}
 	names, err := fs.Glob(assets, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -227,8 +231,7 @@ func (h *Handler) signedIn(fn pageFunc, checkForm bool) http.Handler {
 		if c == nil {
 			if r.Method != http.MethodGet {
 				status, _ := httpkit.ErrorStatus(account.ErrUnauthenticated)
-				l := h.langOf(r)
-				h.render(w, r, status, "signin", nil, map[string]any{"Title": l.T("lists.signin.title"), "Error": l.T("lists.signin.signed_out"), "Next": "/"})
+				h.signInForm(w, r, status, h.langOf(r).T("lists.signin.signed_out"), "", "/")
 				return
 			}
 			http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
@@ -289,7 +292,7 @@ func (h *Handler) pickLang(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: LangCookie, Value: tag, Path: "/", MaxAge: 365 * 24 * 3600,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.front.Secure(r)})
 	back := r.URL.Query().Get("back")
 	// Only a path of this site: never "//host" or "/\host", which browsers take for
 	// another site.

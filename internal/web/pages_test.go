@@ -60,10 +60,13 @@ func (b *browserless) do(method, path string, form url.Values, header http.Heade
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // signInToken opens the sign-in page and returns its form's anti-forgery token, which
-// goes with the sign-in cookie the page sets.
+// goes with the sign-in cookie the page sets ("" when signed in: the page redirects).
 func (b *browserless) signInToken() string {
 	b.t.Helper()
-	_, _, page := b.do("GET", "/signin", nil, nil)
+	status, _, page := b.do("GET", "/signin", nil, nil)
+	if status == http.StatusSeeOther {
+		return ""
+	}
 	m := csrfField.FindStringSubmatch(page)
 	if m == nil {
 		b.t.Fatalf("no csrf field on the sign-in page:\n%s", page)
@@ -71,10 +74,12 @@ func (b *browserless) signInToken() string {
 	return m[1]
 }
 
-// signIn signs in and returns the page's anti-forgery token.
+// signIn signs in, as a browser does (with the form's token, or when signed in already,
+// with its Origin), and returns the page's anti-forgery token.
 func (b *browserless) signIn(name, pw string) string {
 	b.t.Helper()
-	status, h, body := b.do("POST", "/signin", url.Values{"name": {name}, "password": {pw}, "next": {"/files"}, "csrf": {b.signInToken()}}, nil)
+	status, h, body := b.do("POST", "/signin", url.Values{"name": {name}, "password": {pw}, "next": {"/files"}, "csrf": {b.signInToken()}},
+		http.Header{"Origin": {b.base}})
 	if status != http.StatusSeeOther || h.Get("Location") != "/files" {
 		b.t.Fatalf("sign-in answered %d to %q:\n%s", status, h.Get("Location"), body)
 	}

@@ -118,7 +118,7 @@ func (g *gate) leave() {
 // growing delays. Each key has a token bucket from golang.org/x/time/rate holding its
 // free failures, which come back one a minute: a failure takes a token, and one that
 // leaves none makes the key wait before its next attempt. The wait grows, 2s, 4s, 8s, …
-// up to maxDelay, with each failure while the bucket stays empty: the limiter has no
+// up to maxDelay, with each failure after a wait while the bucket stays empty: the limiter has no
 // notion of growth, so these few lines add it. Once the bucket is full again (the
 // failures stopped) the wait starts over, and a sign-in that succeeds forgets the key at
 // once. Keys live in a least-recently-failed list of at most max entries, so a flood of
@@ -136,7 +136,7 @@ type record struct {
 	key   string
 	free  int
 	lim   *rate.Limiter
-	level int       // failures that left the bucket empty since it was last full
+	level int       // waits given since the bucket was last full
 	until time.Time // no attempt before this
 }
 
@@ -197,7 +197,9 @@ func (t *throttle) fail(now time.Time, keys []key) {
 			}
 		}
 		r.lim.AllowN(now, 1)
-		if r.lim.TokensAt(now) < 1 {
+		// The wait grows with each failure after a wait, not with each of a burst that
+		// arrived together: those were let in before the first of them failed.
+		if r.lim.TokensAt(now) < 1 && !now.Before(r.until) {
 			r.level++
 			r.until = now.Add(t.delay(r.level))
 		}

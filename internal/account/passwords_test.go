@@ -88,3 +88,17 @@ func TestSignInKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestThrottleBurst: failures that arrive together (let in before the first of them
+// failed) give one wait, not one each: a flood that ends leaves its victim a short wait.
+func TestThrottleBurst(t *testing.T) {
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	th := newThrottle(100, time.Minute)
+	k := []key{{by: "name", id: "n ada", free: 5}}
+	for range 300 {
+		th.fail(now, k)
+	}
+	if d, _ := th.wait(now, k); d != 2*time.Second {
+		t.Fatalf("after a burst of 300 the wait is %v, want 2s", d)
+	}
+}

@@ -71,8 +71,8 @@ func main() {
 			log.Printf("%s", r.line())
 		}
 	}
-	fmt.Println("| build | flood | peak RSS | /healthz max (median) | answers | flood took | the user signs in |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| build | flood | RSS before | peak RSS | /healthz max (median) | answers | flood took | the user signs in |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		fmt.Println(r.line())
 	}
@@ -81,6 +81,7 @@ func main() {
 // result is one flood against one build.
 type result struct {
 	label, flood string
+	idle         int64 // bytes: VmRSS before the flood
 	peak         int64 // bytes: VmHWM, or the sampled peak when the server was killed
 	killed       atomic.Bool
 	healthMax    time.Duration
@@ -93,6 +94,7 @@ type result struct {
 
 func (r *result) line() string {
 	peak := fmt.Sprintf("%.0f MiB", float64(r.peak)/(1<<20))
+	idle := fmt.Sprintf("%.0f MiB", float64(r.idle)/(1<<20))
 	if r.killed.Load() {
 		peak = "killed at " + peak
 	}
@@ -105,7 +107,7 @@ func (r *result) line() string {
 		ans = append(ans, fmt.Sprintf("%s×%d", k, v))
 	}
 	slices.Sort(ans)
-	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", r.label, r.flood, peak, health, strings.Join(ans, " "),
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |", r.label, r.flood, idle, peak, health, strings.Join(ans, " "),
 		r.took.Round(10*time.Millisecond), r.signIn)
 }
 
@@ -142,6 +144,8 @@ func measure(label, bin, flood string, n int, kill int64) *result {
 
 	r := &result{label: label, flood: map[string]string{"one": "one address", "many": fmt.Sprintf("%d addresses", n)}[flood], answers: map[string]int{}}
 	pid := cmd.Process.Pid
+	time.Sleep(time.Second) // let the user's own hash be collected
+	r.idle = status(pid, "VmRSS")
 
 	// Memory: VmRSS every 10 ms; a server past kill is killed at once.
 	var peak atomic.Int64
@@ -181,7 +185,9 @@ func measure(label, bin, flood string, n int, kill int64) *result {
 			resp, err := hc.Get(base + "/healthz")
 			d := time.Since(start)
 			healthMu.Lock()
-			if err != nil || resp.StatusCode != 200 {
+			if r.killed.Load() {
+				// The server is gone: nothing more to measure.
+			} else if err != nil || resp.StatusCode != 200 {
 				r.healthFailed++
 			} else {
 				health = append(health, d)

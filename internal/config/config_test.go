@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -346,5 +347,45 @@ func TestClusterSettings(t *testing.T) {
 	}
 	if l.NATSWorkBucket != "work2" || l.WorkerCacheBytes != 512<<20 || l.RunAckWait != 3*time.Second {
 		t.Fatalf("work bucket %q, cache %d, ack wait %v", l.NATSWorkBucket, l.WorkerCacheBytes, l.RunAckWait)
+	}
+}
+
+// TestFrontSettings: SKRIP_TRUSTED_PROXIES takes addresses and CIDRs (an address is a
+// prefix of its full length), SKRIP_PUBLIC_URL an http(s) address; anything else is
+// refused at start, naming the setting.
+func TestFrontSettings(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		proxies string
+		public  string
+		err     string
+	}{
+		{env: nil, proxies: "[]"},
+		{env: map[string]string{"SKRIP_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8,::1,::ffff:192.0.2.1,192.168.1.7/16"},
+			proxies: "[127.0.0.1/32 10.0.0.0/8 ::1/128 192.0.2.1/32 192.168.0.0/16]"},
+		{env: map[string]string{"SKRIP_TRUSTED_PROXIES": "10.0.0.0/8,proxy.local"}, err: "trusted-proxies"},
+		{env: map[string]string{"SKRIP_PUBLIC_URL": "https://skrip.example.org/"}, proxies: "[]", public: "https://skrip.example.org"},
+		{env: map[string]string{"SKRIP_PUBLIC_URL": "https://example.org/skrip"}, proxies: "[]", public: "https://example.org/skrip"},
+		{env: map[string]string{"SKRIP_PUBLIC_URL": "skrip.example.org"}, err: "public-url"},
+		{env: map[string]string{"SKRIP_PUBLIC_URL": "ftp://skrip.example.org"}, err: "public-url"},
+		{env: map[string]string{"SKRIP_PASSWORD_CHECKS": "0"}, err: "password-checks"},
+	} {
+		l, err := Load(flags(t), envOf(tc.env))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: err %v, want one naming %s", tc.env, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v", tc.env, err)
+			continue
+		}
+		if got := fmt.Sprint(l.TrustedProxies); got != tc.proxies {
+			t.Errorf("%v: proxies %s, want %s", tc.env, got, tc.proxies)
+		}
+		if l.PublicURL != tc.public {
+			t.Errorf("%v: public URL %q, want %q", tc.env, l.PublicURL, tc.public)
+		}
 	}
 }

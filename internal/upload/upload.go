@@ -178,7 +178,7 @@ func formField(part *multipart.Part, fileField string) (field, filename string, 
 	disp, params, err := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
 	if err != nil && part.Header.Get("Content-Disposition") != "" {
 		return "", "", false, errs.New(ErrInvalid, nil,
-			"a part of the upload has a malformed Content-Disposition header (%v); send multipart/form-data", err)
+			"a part of the upload has a malformed Content-Disposition header; send multipart/form-data")
 	}
 	if disp != "form-data" || params["name"] == "" {
 		return "", "", false, errs.New(ErrInvalid, nil,

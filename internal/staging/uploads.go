@@ -211,7 +211,7 @@ func (s *Service) WriteUpload(ctx context.Context, ownerID, id string, offset in
 	}
 	if u.Parts >= MaxUploadParts {
 		return 0, false, errs.New(ErrUploadOffset, map[string]any{"upload_id": id, "limit": MaxUploadParts},
-			"upload %s has taken %d requests' bytes, as many as one upload may; send the rest in one request", id, MaxUploadParts)
+			"upload %s holds %d parts, as many as one upload may; delete it and upload the file again", id, MaxUploadParts)
 	}
 	chunk := s.partBytes()
 	var stored int64

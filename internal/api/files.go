@@ -363,8 +363,3 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
-
-// copyBody streams src to w; a client that hangs up just ends it.
-func copyBody(w io.Writer, src io.Reader) {
-	io.Copy(w, src)
-}

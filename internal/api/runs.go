@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strconv"
@@ -188,10 +190,18 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, u store.Use
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Name}))
 	h.Set("X-Content-Type-Options", "nosniff")
 	cw := &countingWriter{ResponseWriter: w}
-	if r.Method != http.MethodHead {
-		copyBody(cw, rc)
+	if r.Method == http.MethodHead {
+		return nil
 	}
+	_, err = io.Copy(cw, rc)
 	s.ops.Metrics.BytesDownloaded.Add(float64(cw.n))
+	if err != nil && r.Context().Err() == nil {
+		// The status has gone out: cutting the connection is how the client learns the
+		// body is not whole (bytes that do not match the recorded checksum end here).
+		s.log.LogAttrs(r.Context(), slog.LevelError, "reading a run artifact failed", slog.String("request_id", httpkit.RequestID(r.Context())),
+			slog.String("run", rn.ID), slog.String("path", a.Path), slog.String("blob", a.Key), slog.String("error", err.Error()))
+		panic(http.ErrAbortHandler)
+	}
 	return nil
 }
 

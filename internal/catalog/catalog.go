@@ -49,6 +49,13 @@ const (
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
+// SlugRule says what a slug may be, for messages.
+const SlugRule = "1 to 64 lower-case letters, digits, _ or -, starting with a letter or digit"
+
+// ValidSlug reports whether s is a slug a tool may have. The CLI checks a tool
+// directory's slug with it before it sends anything.
+func ValidSlug(s string) bool { return slugPattern.MatchString(s) }
+
 // Service applies the catalogue's rules over the store.
 type Service struct {
 	st       *store.Store
@@ -165,9 +172,9 @@ func (s *Service) Create(ctx context.Context, u store.User, n NewTool) (store.To
 		return store.Tool{}, store.ToolVersion{}, errs.New(ErrForbidden, map[string]any{"role": u.Role},
 			"creating tools needs the author or admin role; you are %s", u.Role)
 	}
-	if !slugPattern.MatchString(n.Slug) {
+	if !ValidSlug(n.Slug) {
 		return store.Tool{}, store.ToolVersion{}, errs.New(ErrInvalid, map[string]any{"field": "slug", "value": n.Slug, "rule": "pattern"},
-			"slug %q must be 1 to 64 lower-case letters, digits, _ or -, starting with a letter or digit", n.Slug)
+			"slug %q must be "+SlugRule, n.Slug)
 	}
 	info, err := checkInfo(store.Tool{Title: n.Title, Description: n.Description, Summary: n.Summary, UsageInstructions: n.UsageInstructions})
 	if err != nil {

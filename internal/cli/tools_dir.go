@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/contract"
 )
@@ -78,9 +79,16 @@ func readToolDir(dir string) (toolJSON, string, error) {
 	if err := decodeToolJSON(b, &t); err != nil {
 		return toolJSON{}, "", fmt.Errorf("%s: %w", path, err)
 	}
+	// The JSON decoder turns bytes that are not UTF-8 into U+FFFD, so they are looked for
+	// before: sent, a title would show as "�" wherever it appears.
+	if key := notUTF8Key(b); key != "" {
+		return toolJSON{}, "", fmt.Errorf("%s: %s is not UTF-8 text; save tool.json as UTF-8", path, key)
+	}
 	switch {
 	case strings.TrimSpace(t.Slug) == "":
 		return toolJSON{}, "", fmt.Errorf("%s: slug is missing; give the tool a short name such as \"my-tool\"", path)
+	case !catalog.ValidSlug(t.Slug):
+		return toolJSON{}, "", fmt.Errorf("%s: slug %q must be %s", path, t.Slug, catalog.SlugRule)
 	case strings.TrimSpace(t.Title) == "":
 		return toolJSON{}, "", fmt.Errorf("%s: title is missing; give the tool a title people see", path)
 	}
@@ -106,6 +114,24 @@ func readToolDir(dir string) (toolJSON, string, error) {
 		return toolJSON{}, "", fmt.Errorf("%s is not UTF-8 text; a script is Python source", spath)
 	}
 	return t, string(src), nil
+}
+
+// notUTF8Key is the key of tool.json b whose value holds bytes that are not UTF-8, or ""
+// when every value is UTF-8. b is a JSON object decodeToolJSON took.
+func notUTF8Key(b []byte) string {
+	if utf8.Valid(b) {
+		return ""
+	}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(b, &raw) != nil {
+		return "a key"
+	}
+	for _, k := range strings.Split(toolJSONKeys, ", ") {
+		if v, ok := raw[k]; ok && !utf8.Valid(v) {
+			return k
+		}
+	}
+	return "a key" // the bad bytes are in a key itself
 }
 
 // decodeToolJSON decodes tool.json strictly, saying where and which key is wrong.

@@ -5,13 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
@@ -324,4 +330,74 @@ func TestToolsCLI(t *testing.T) {
 		a.fails(t, "nothing to change", "tools", "edit", "hej")
 		u.fails(t, "only the author of hej or an admin may change it", "tools", "edit", "hej", "--title", "Mine")
 	})
+}
+
+// TestToolsImportChecksBeforeSending: a tool.json whose slug is not a slug, or whose
+// strings are not UTF-8, is refused by the CLI with a message naming the file and the
+// key, before it sends any request; so is a path piece of . or .. in other verbs. The
+// server sees no request (counted in front of it); a good directory still imports.
+func TestToolsImportChecksBeforeSending(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	var requests atomic.Int64
+	target, _ := url.Parse(env.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	cli := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		vars := map[string]string{"SKRIP_SERVER": front.URL, "SKRIP_TOKEN": env.AdminToken}
+		code := Main(context.Background(), args, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] })
+		return code, errOut.String()
+	}
+	const script = "def run_tool(input_dir, output_dir):\n    return 'ok'\n"
+	tests := []struct {
+		name, toolJSON string
+		want           []string
+	}{
+		{"slug with dots and slashes", `{"slug": "../../x", "title": "T", "summary": "", "usage_instructions": ""}`,
+			[]string{"tool.json", "slug", `"../../x"`, catalog.SlugRule}},
+		{"upper-case slug", `{"slug": "MyTool", "title": "T", "summary": "", "usage_instructions": ""}`,
+			[]string{"tool.json", "slug", catalog.SlugRule}},
+		{"title not UTF-8", "{\"slug\": \"ok\", \"title\": \"Gr\xf6na\", \"summary\": \"\", \"usage_instructions\": \"\"}",
+			[]string{"tool.json", "title is not UTF-8"}},
+		{"summary not UTF-8", "{\"slug\": \"ok\", \"title\": \"T\", \"summary\": \"\xff\xfe\", \"usage_instructions\": \"\"}",
+			[]string{"tool.json", "summary is not UTF-8"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{"tool.json": tt.toolJSON, "script.py": script})
+			before := requests.Load()
+			code, errOut := cli("tools", "import", dir)
+			if code == 0 {
+				t.Fatalf("imported: %q", errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("message %q lacks %q", errOut, w)
+				}
+			}
+			if n := requests.Load() - before; n != 0 {
+				t.Fatalf("the CLI sent %d requests before refusing", n)
+			}
+		})
+	}
+	for _, args := range [][]string{{"tools", "export", "..", "-o", t.TempDir() + "/x"}, {"tools", "show", ".."}, {"run", ".."}, {"session", "show", "."}} {
+		before := requests.Load()
+		if code, errOut := cli(args...); code == 0 || !strings.Contains(errOut, "never . or ..") {
+			t.Errorf("%v: exit %d, %q", args, code, errOut)
+		}
+		if n := requests.Load() - before; n != 0 {
+			t.Errorf("%v: the CLI sent %d requests", args, n)
+		}
+	}
+	// A good directory is imported through the same front.
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"tool.json": `{"slug": "ok", "title": "Gröna", "summary": "", "usage_instructions": ""}`, "script.py": script})
+	if code, errOut := cli("tools", "import", dir); code != 0 || requests.Load() == 0 {
+		t.Fatalf("good import: %d %q", code, errOut)
+	}
 }

@@ -81,6 +81,9 @@ func (c *Client) Request(ctx context.Context, method, path string, body io.Reade
 // RequestSized is Request with a known body length (sent as Content-Length); -1 means
 // unknown.
 func (c *Client) RequestSized(ctx context.Context, method, path string, body io.Reader, size int64, header http.Header) (*http.Response, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
 	req, err := http.NewRequestWithContext(ctx, method, c.URL(path), body)
 	if err != nil {
 		return nil, err
@@ -114,6 +117,19 @@ func (c *Client) RequestSized(ctx context.Context, method, path string, body io.
 		apiErr.Message += " (pass --token or set SKRIP_TOKEN)"
 	}
 	return nil, apiErr
+}
+
+// checkPath refuses an API path with a piece that is "." or "..": path pieces given by a
+// user (a slug, a key, an id) are escaped, but escaping keeps dots, and such a piece
+// would address another path than the one meant, once the path is cleaned on the way.
+func checkPath(path string) error {
+	p, _, _ := strings.Cut(path, "?")
+	for _, seg := range strings.Split(p, "/") {
+		if u, err := url.PathUnescape(seg); err == nil && (u == "." || u == "..") {
+			return fmt.Errorf("%q cannot be a name on the server: a slug, key or id is never . or ..", u)
+		}
+	}
+	return nil
 }
 
 // Do sends in (when not nil) as JSON and decodes a JSON answer into out (when not nil).

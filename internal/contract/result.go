@@ -96,7 +96,11 @@ func ParseResult(data []byte, p Policy) (Result, error) {
 		if errors.As(err, &te) {
 			return Result{}, violation("result.json is a JSON %s, not an object", listName(te.Value))
 		}
-		return Result{}, violation("result.json is not valid JSON: %v", err)
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return Result{}, violation("result.json is not valid JSON: something is missing or out of place at byte %d", syntax.Offset)
+		}
+		return Result{}, violation("result.json is not valid JSON")
 	}
 	if top == nil {
 		return Result{}, violation("result.json is null, not an object")

@@ -14,7 +14,7 @@ type Metrics struct {
 	RequestDuration  *prometheus.HistogramVec // by route
 	BytesUploaded    prometheus.Counter
 	BytesDownloaded  prometheus.Counter
-	BlobReadErrors   *prometheus.CounterVec // by reason: missing, short, unavailable, failed
+	BlobReadErrors   *prometheus.CounterVec // by reason: missing, short, checksum, unavailable, failed
 	JanitorDeletions *prometheus.CounterVec // by kind
 	Runs             *prometheus.CounterVec // by final status
 	RunDuration      prometheus.Histogram

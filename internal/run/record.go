@@ -17,6 +17,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/hashcopy"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
 )
@@ -151,7 +152,15 @@ func (s *Service) OpenArtifact(ctx context.Context, r store.Run, path string) (A
 			return a, nil, blob.Info{}, errs.New(ErrNoArtifact, map[string]any{"run": r.ID, "path": path},
 				"the artifact %s of run %s is no longer stored: artifacts are kept for the server's SKRIP_RUN_ARTIFACTS_TTL after the run", path, r.ID)
 		}
-		return a, rc, info, err
+		if err != nil {
+			return a, nil, blob.Info{}, err
+		}
+		// Read whole, the bytes are checked against the checksum the run recorded: bytes
+		// changed in the store end the read in hashcopy.ErrMismatch, not in a clean EOF.
+		return a, struct {
+			io.Reader
+			io.Closer
+		}{hashcopy.Verify(rc, info.Size, a.SHA256), rc}, info, nil
 	}
 	return Artifact{}, nil, blob.Info{}, errs.New(ErrNoArtifact, map[string]any{"run": r.ID, "path": path}, "run %s has no artifact %s", r.ID, path)
 }

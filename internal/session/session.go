@@ -21,6 +21,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blobcache"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/hashcopy"
 	"github.com/skrip-dev/skrip/internal/ids"
 	"github.com/skrip-dev/skrip/internal/store"
 )
@@ -214,7 +215,7 @@ func (s *Service) Inject(ctx context.Context, k store.SessionKey, dir string) ([
 			}
 			continue
 		}
-		if err := s.copyOut(ctx, f.Key, dst); err != nil {
+		if err := s.copyOut(ctx, f, dst); err != nil {
 			return nil, fmt.Errorf("session file %s: %w", f.Name, err)
 		}
 	}
@@ -229,8 +230,8 @@ func (s *Service) source(key string) blobcache.Source {
 	}
 }
 
-func (s *Service) copyOut(ctx context.Context, key, dst string) error {
-	rc, _, err := s.blobs.Get(ctx, key, 0, -1)
+func (s *Service) copyOut(ctx context.Context, f File, dst string) error {
+	rc, _, err := s.blobs.Get(ctx, f.Key, 0, -1)
 	if err != nil {
 		return err
 	}
@@ -239,8 +240,11 @@ func (s *Service) copyOut(ctx context.Context, key, dst string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, rc); err != nil {
+	// Checked against the recorded checksum: bytes changed in the store fail the run's
+	// start instead of reaching the tool.
+	if _, err := io.Copy(out, hashcopy.Verify(rc, f.Bytes, f.SHA256)); err != nil {
 		out.Close()
+		os.Remove(dst)
 		return err
 	}
 	return out.Close()

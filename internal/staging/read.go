@@ -10,6 +10,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/hashcopy"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -24,6 +25,13 @@ var errShort = errors.New("the stored bytes are not the recorded size")
 // uploaded under its key meanwhile. It is an io.ReadSeeker over the recorded size. A read
 // is whole or it fails: bytes that are missing, short or unreadable give an error, never a
 // clean io.EOF before the end. Failures are logged and counted when they happen.
+//
+// Bytes read in order from the first are checked against the recorded checksum: when
+// they do not match (the stored bytes were changed after they were written), the read
+// that would hand over the last bytes fails instead (ErrUnreadable, reason "checksum").
+// A file of at most headBytes is checked by Open, before a caller has answered anything.
+// A read that starts elsewhere (a range, a seek) is not checked: the sum is of the whole
+// file, and reading the rest of it to check a few bytes would cost what the range saves.
 type Reader struct {
 	File store.File
 
@@ -34,6 +42,9 @@ type Reader struct {
 	head []byte // the file's first bytes, read by Open
 	off  int64  // where the next Read reads
 	err  error  // the failure every later Read returns
+
+	check  *hashcopy.Check // the bytes read in order from 0 so far, hashed; nil once a read skipped or went back
+	hashed int64           // how many bytes check has seen
 }
 
 // Open opens the live file under key in ownerID's files and checks its bytes before it
@@ -94,7 +105,16 @@ func (s *Service) openVersion(ctx context.Context, f store.File) (*Reader, error
 		}
 		return nil, err
 	}
-	return &Reader{File: f, s: s, ctx: ctx, rc: rc, pos: int64(n), head: head}, nil
+	r := &Reader{File: f, s: s, ctx: ctx, rc: rc, pos: int64(n), head: head, check: hashcopy.NewCheck(f.Size, f.Checksum)}
+	if int64(n) == f.Size {
+		// The whole file is read: check it now, before anything is answered.
+		if err := hashcopy.NewCheck(f.Size, f.Checksum).Add(head); err != nil {
+			rc.Close()
+			return nil, err
+		}
+		r.check = nil
+	}
+	return r, nil
 }
 
 // readFailed logs and counts a failed read of f's bytes at offset off, and returns the
@@ -110,6 +130,8 @@ func (s *Service) readFailed(ctx context.Context, f store.File, off int64, err e
 		reason = "missing"
 	case errors.Is(err, errShort):
 		reason = "short"
+	case errors.Is(err, hashcopy.ErrMismatch):
+		reason = "checksum"
 	case off == 0 && s.blobs.Ping(ctx) != nil:
 		reason = "unavailable"
 	}
@@ -124,8 +146,26 @@ func (s *Service) readFailed(ctx context.Context, f store.File, off int64, err e
 	return fmt.Errorf("%w: %s (owner %s, blob %s) at byte %d: %s: %v", ErrUnreadable, f.Key, f.OwnerID, f.BlobKey, off, reason, err)
 }
 
-// Read reads the next bytes of the version, up to its recorded size.
+// Read reads the next bytes of the version, up to its recorded size. When they are the
+// last bytes of a read in order from the first and the file's checksum does not match,
+// it returns the failure instead of them.
 func (r *Reader) Read(p []byte) (int, error) {
+	start := r.off
+	n, err := r.read(p)
+	if n > 0 && r.check != nil {
+		if start != r.hashed {
+			r.check = nil
+		} else if cerr := r.check.Add(p[:n]); cerr != nil {
+			return 0, r.fail(cerr)
+		} else {
+			r.hashed += int64(n)
+		}
+	}
+	return n, err
+}
+
+// read is Read without the checksum.
+func (r *Reader) read(p []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}

@@ -15,7 +15,8 @@ import (
 
 // Resumable uploads (docs/api.md "Resumable uploads"): a staged file whose bytes arrive
 // over as many requests as the client needs, from any API node. Every request's bytes are
-// stored as a part, a blob of their own, so nothing partial is kept on one node's disk;
+// stored as parts (of at most partBytes each), blobs of their own, so nothing partial is
+// kept on one node's disk and a crash loses at most the part being written;
 // when the last byte is in, the parts become the staged file: a lone part is taken as it
 // is, several are copied into one blob, which computes the checksum over the whole file.
 
@@ -175,11 +176,30 @@ func (s *Service) upload(ctx context.Context, ownerID, id string) (store.Upload,
 	return u, err
 }
 
-// WriteUpload stores the bytes r gives as the part of ownerID's upload id that starts at
-// offset, which must be where the upload stands. The bytes read before r ends are kept,
-// whatever ended it: r ending early is a client that went away, and it resumes from
-// there. It returns how many bytes were stored, and whether they were the last: then the
-// caller holds the upload, and finishes it (FinishUpload with held).
+// minPartBytes and partsPerFile size the parts a request's bytes are stored in: each
+// part is recorded when it is full, so a server killed during a request loses only the
+// part it was writing, and the client resumes after the parts before it. A request's bytes
+// that fit in one part stay one part, which a one-request upload keeps as its file with
+// no copy; more parts are copied into one blob when the upload is finished. partsPerFile
+// parts of the part size hold the largest file a server takes, which leaves most of
+// MaxUploadParts for interrupted requests.
+const (
+	minPartBytes = 8 << 20
+	partsPerFile = 1000
+)
+
+// partBytes is the most bytes of a request stored as one part.
+func (s *Service) partBytes() int64 {
+	return max(minPartBytes, (s.limits.MaxFileBytes+partsPerFile-1)/partsPerFile)
+}
+
+// WriteUpload stores the bytes r gives as the parts of ownerID's upload id that start at
+// offset, which must be where the upload stands. Each part of partBytes is recorded before
+// the next is read, so what a crash interrupts is only the part being written. The bytes
+// read before r ends are kept, whatever ended it: r ending early is a client that went
+// away, and it resumes from there. It returns how many bytes were stored, and whether
+// they were the last: then the caller holds the upload, and finishes it (FinishUpload
+// with held).
 func (s *Service) WriteUpload(ctx context.Context, ownerID, id string, offset int64, r io.Reader) (int64, bool, error) {
 	u, err := s.Upload(ctx, ownerID, id)
 	if err != nil {
@@ -191,37 +211,62 @@ func (s *Service) WriteUpload(ctx context.Context, ownerID, id string, offset in
 	}
 	if u.Parts >= MaxUploadParts {
 		return 0, false, errs.New(ErrUploadOffset, map[string]any{"upload_id": id, "limit": MaxUploadParts},
-			"upload %s has taken %d requests' bytes, as many as one upload may; send the rest in one request", id, MaxUploadParts)
+			"upload %s holds %d parts, as many as one upload may; delete it and upload the file again", id, MaxUploadParts)
 	}
+	chunk := s.partBytes()
+	var stored int64
+	for parts := u.Parts; parts < MaxUploadParts; parts++ {
+		at := offset + stored
+		left := u.Size - at
+		// A byte more than is left shows a body that goes on past the upload's length:
+		// its bytes are refused rather than cut, so that no file is made of a part of them.
+		want, last := chunk, false
+		if left < chunk {
+			want, last = left+1, true
+		}
+		n, err := s.writePart(ctx, u, ownerID, at, io.LimitReader(r, want))
+		stored += n
+		switch {
+		case err != nil:
+			// The parts before are stored and recorded: the client resumes after them.
+			return stored, false, err
+		case n < want || last:
+			// r ended (or, for the last part, gave every byte left).
+			return stored, offset+stored == u.Size, nil
+		}
+	}
+	return stored, offset+stored == u.Size, nil
+}
+
+// writePart stores what r gives as u's part at offset at, and records it. An empty r
+// stores nothing.
+func (s *Service) writePart(ctx context.Context, u store.Upload, ownerID string, at int64, r io.Reader) (int64, error) {
 	blobKey := "files/_objects/" + ids.New("b")
-	// A byte more than is left shows a body that goes on past the upload's length: its
-	// bytes are refused rather than cut, so that no file is made of a part of them.
-	left := u.Size - offset
-	info, err := s.blobs.Put(ctx, blobKey, io.LimitReader(r, left+1),
-		blob.PutOptions{ContentType: u.ContentType, FileKey: u.Key, Owner: ownerID, Name: u.Name})
+	left := u.Size - at
+	info, err := s.blobs.Put(ctx, blobKey, r, blob.PutOptions{ContentType: u.ContentType, FileKey: u.Key, Owner: ownerID, Name: u.Name})
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	if info.Size > left {
 		s.deleteBlob(ctx, blobKey, "a part past the upload's length")
-		return 0, false, errs.New(ErrTooLarge, map[string]any{"upload_id": id, "offset": offset, "size_bytes": u.Size},
-			"upload %s has %d bytes left after byte %d, and the request sent more; send at most the bytes left", id, left, offset)
+		return 0, errs.New(ErrTooLarge, map[string]any{"upload_id": u.ID, "offset": at, "size_bytes": u.Size},
+			"upload %s has %d bytes left after byte %d, and the request sent more; send at most the bytes left", u.ID, left, at)
 	}
 	if info.Size == 0 {
 		s.deleteBlob(ctx, blobKey, "an empty part")
-		return 0, false, nil
+		return 0, nil
 	}
 	now := s.now()
-	p := store.UploadPart{Start: offset, Size: info.Size, BlobKey: blobKey, Checksum: info.Checksum}
-	if err := s.st.AddUploadPart(context.WithoutCancel(ctx), id, p, MaxUploadParts, now, now.Add(s.UploadTTL()), now.Add(finishHold)); err != nil {
+	p := store.UploadPart{Start: at, Size: info.Size, BlobKey: blobKey, Checksum: info.Checksum}
+	if err := s.st.AddUploadPart(context.WithoutCancel(ctx), u.ID, p, MaxUploadParts, now, now.Add(s.UploadTTL()), now.Add(finishHold)); err != nil {
 		s.deleteBlob(ctx, blobKey, "a part another request overtook")
 		if errors.Is(err, store.ErrConflict) {
-			return 0, false, errs.New(ErrUploadOffset, map[string]any{"upload_id": id, "sent_offset": offset},
-				"another request wrote to upload %s at byte %d first: ask for its offset (HEAD) and send from there", id, offset)
+			return 0, errs.New(ErrUploadOffset, map[string]any{"upload_id": u.ID, "sent_offset": at},
+				"another request wrote to upload %s at byte %d first: ask for its offset (HEAD) and send from there", u.ID, at)
 		}
-		return 0, false, err
+		return 0, err
 	}
-	return info.Size, offset+info.Size == u.Size, nil
+	return info.Size, nil
 }
 
 // FinishUpload makes ownerID's upload id, whose bytes are all in, the staged file under

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 
 	"github.com/skrip-dev/skrip/internal/errs"
 )
@@ -20,17 +21,27 @@ func parseInputs(b []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		var syntax *json.SyntaxError
+		// The decoder's own words name Go types; the client gets ours.
+		var (
+			syntax *json.SyntaxError
+			typ    *json.UnmarshalTypeError
+		)
 		switch {
 		case errors.As(err, &syntax):
 			details["offset"] = syntax.Offset
 			return nil, errs.New(ErrInvalid, details,
-				"the inputs field is not valid JSON: %v (at byte %d); %s", syntax, syntax.Offset, example)
+				"the inputs field is not valid JSON: something is missing or out of place at byte %d (a quote, comma or bracket?); %s", syntax.Offset, example)
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, errs.New(ErrInvalid, details,
 				"the inputs field is not valid JSON: it ends in the middle of a value; %s", example)
+		case errors.As(err, &typ) && strings.HasPrefix(typ.Value, "number"):
+			if typ.Field != "" {
+				details["input"] = typ.Field
+			}
+			return nil, errs.New(ErrInvalid, details,
+				"the inputs field holds %s, larger than any number a tool can take (at most 1.8e308 either side of 0)", strings.TrimPrefix(typ.Value, "number "))
 		}
-		return nil, errs.New(ErrInvalid, details, "the inputs field is not valid JSON: %v; %s", err, example)
+		return nil, errs.New(ErrInvalid, details, "the inputs field is not valid JSON; %s", example)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {

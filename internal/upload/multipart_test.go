@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -38,7 +39,7 @@ func TestMultipartReaderTakes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Content-Type %q: %v", ct, err)
 		}
-		if _, err := mr.NextPart(); err != io.EOF {
+		if _, err := nextPart(context.Background(), mr); err != io.EOF {
 			t.Fatalf("Content-Type %q: NextPart = %v, want io.EOF", ct, err)
 		}
 	}
@@ -96,5 +97,57 @@ func TestMultipartReaderCut(t *testing.T) {
 		if !errors.Is(err, want) {
 			t.Fatalf("limit %d: %v; want %v", limit, err, want)
 		}
+	}
+}
+
+// TestMultipartReaderEnd: what follows the closing boundary decides whether the body is
+// whole. A line break is taken; bytes after it, or a body whose transport ends short of
+// its framing, fail both Read and StreamFile, so nothing is kept.
+func TestMultipartReaderEnd(t *testing.T) {
+	const file = "--B\r\nContent-Disposition: form-data; name=\"files\"; filename=\"a.txt\"\r\n\r\nhello\r\n--B--"
+	cut := func(s string) func() io.Reader {
+		return func() io.Reader { return io.MultiReader(strings.NewReader(s), iotest.ErrReader(io.ErrUnexpectedEOF)) }
+	}
+	text := func(s string) func() io.Reader { return func() io.Reader { return strings.NewReader(s) } }
+	tests := []struct {
+		name string
+		rest func() io.Reader
+		ok   bool
+	}{
+		{"nothing", text(""), true},
+		{"crlf", text("\r\n"), true},
+		{"crlf crlf", text("\r\n\r\n"), true}, // the first line break ends the boundary line
+		{"blanks", text("  \t\r\n"), true},
+		{"crlf crlf crlf", text("\r\n\r\n\r\n"), false},
+		{"no line break, bytes", text("x"), false},
+		{"far after", text("\r\n" + strings.Repeat(" ", 100) + "x"), false},
+		{"boundary again", text("\r\n--B--\r\n"), false},
+		{"bytes after", text("\r\nmore bytes"), false},
+		{"a second body", text("\r\n" + file + "\r\n"), false},
+		{"cut short", cut("\r\n"), false},
+		{"cut short at once", cut(""), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// A byte at a time, the boundary is found across reads too.
+			body := func() *Reader {
+				return NewReader(iotest.OneByteReader(io.MultiReader(strings.NewReader(file), tt.rest())), "B")
+			}
+			err := StreamFile(context.Background(), body(), StreamOptions{FileField: "files"}, func(s Stream) error {
+				_, err := io.Copy(io.Discard, s.Body)
+				return err
+			})
+			if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrInvalid)) {
+				t.Errorf("StreamFile: %v, want ok=%v or ErrInvalid", err, tt.ok)
+			}
+			dir := t.TempDir()
+			_, err = Read(context.Background(), body(), dir, Limits{}, Options{})
+			if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrInvalid)) {
+				t.Errorf("Read: %v, want ok=%v or ErrInvalid", err, tt.ok)
+			}
+			if left, _ := os.ReadDir(dir); !tt.ok && len(left) > 0 {
+				t.Errorf("Read kept %d files of a refused body", len(left))
+			}
+		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"slices"
 
 	"github.com/skrip-dev/skrip/internal/errs"
@@ -35,7 +34,7 @@ type Stream struct {
 // Problems with the body itself are *errs.Error values wrapping ErrInvalid or ErrTooLarge:
 // a malformed part, an unknown or repeated field, no file, a text field over its cap. A
 // cancelled ctx gives ctx's error. An error fn returns is returned as it is.
-func StreamFile(ctx context.Context, mr *multipart.Reader, opts StreamOptions, fn func(Stream) error) error {
+func StreamFile(ctx context.Context, mr *Reader, opts StreamOptions, fn func(Stream) error) error {
 	if opts.FileField == "" {
 		opts.FileField = "file"
 	}
@@ -84,7 +83,7 @@ func StreamFile(ctx context.Context, mr *multipart.Reader, opts StreamOptions, f
 type lastPart struct {
 	ctx       context.Context
 	part      io.Reader
-	mr        *multipart.Reader
+	mr        *Reader
 	fileField string
 	done      bool  // the closing boundary was read
 	err       error // the error every Read returns once the body failed

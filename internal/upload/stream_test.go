@@ -24,7 +24,7 @@ type streamed struct {
 // as a store would, keeping what it read only when the read ended cleanly.
 func streamRaw(raw string) (streamed, error) {
 	var got streamed
-	err := StreamFile(context.Background(), multipart.NewReader(strings.NewReader(raw), "B"),
+	err := StreamFile(context.Background(), NewReader(strings.NewReader(raw), "B"),
 		StreamOptions{FileField: "file", TextFields: []string{"key", "ttl"}}, func(s Stream) error {
 			got.called, got.stream = true, s
 			var buf bytes.Buffer

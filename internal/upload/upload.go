@@ -99,7 +99,7 @@ type Options struct {
 //
 // A file part with an empty file name and an empty body is skipped: it is what a browser
 // sends for a file input where no file was chosen.
-func Read(ctx context.Context, mr *multipart.Reader, dir string, lim Limits, opts Options) (Form, error) {
+func Read(ctx context.Context, mr *Reader, dir string, lim Limits, opts Options) (Form, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return Form{}, fmt.Errorf("upload dir: %w", err)
@@ -142,7 +142,7 @@ type reader struct {
 	skipped int             // empty file parts skipped so far
 }
 
-func (r *reader) readAll(ctx context.Context, mr *multipart.Reader) error {
+func (r *reader) readAll(ctx context.Context, mr *Reader) error {
 	for {
 		part, err := nextPart(ctx, mr)
 		if err == io.EOF {
@@ -178,7 +178,7 @@ func formField(part *multipart.Part, fileField string) (field, filename string, 
 	disp, params, err := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
 	if err != nil && part.Header.Get("Content-Disposition") != "" {
 		return "", "", false, errs.New(ErrInvalid, nil,
-			"a part of the upload has a malformed Content-Disposition header (%v); send multipart/form-data", err)
+			"a part of the upload has a malformed Content-Disposition header; send multipart/form-data")
 	}
 	if disp != "form-data" || params["name"] == "" {
 		return "", "", false, errs.New(ErrInvalid, nil,
@@ -200,13 +200,19 @@ func unknownField(field string, accepted []string) error {
 
 // nextPart returns the next part of mr, or a bare io.EOF at the closing boundary. Only a
 // bare io.EOF is the closing boundary: a body that ends early gives an error that wraps
-// io.EOF, which is ErrInvalid like any other malformed body.
-func nextPart(ctx context.Context, mr *multipart.Reader) (*multipart.Part, error) {
+// io.EOF, which is ErrInvalid like any other malformed body. At the closing boundary the
+// rest of the body is read too, and a body with bytes after the boundary, or one that
+// ends short of its Content-Length, is ErrInvalid or the transport's read error instead
+// of io.EOF: so nothing is kept from a body that is not whole.
+func nextPart(ctx context.Context, mr *Reader) (*multipart.Part, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
-	part, err := mr.NextPart()
+	part, err := mr.mr.NextPart()
 	if err == io.EOF {
+		if err := mr.end(ctx); err != nil {
+			return nil, err
+		}
 		return nil, io.EOF
 	}
 	if err != nil {

@@ -67,7 +67,7 @@ func read(t *testing.T, lim Limits, opts Options, parts ...part) (Form, string, 
 	t.Helper()
 	b, boundary := body(t, parts...)
 	dir := t.TempDir()
-	form, err := Read(context.Background(), multipart.NewReader(b, boundary), dir, lim, opts)
+	form, err := Read(context.Background(), NewReader(b, boundary), dir, lim, opts)
 	return form, dir, err
 }
 
@@ -430,7 +430,7 @@ func TestReadBrokenBody(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			form, err := Read(context.Background(), multipart.NewReader(tt.r, tt.boundary), dir, Limits{}, Options{})
+			form, err := Read(context.Background(), NewReader(tt.r, tt.boundary), dir, Limits{}, Options{})
 			checkRejected(t, form, dir, err, ErrInvalid)
 		})
 	}
@@ -457,7 +457,7 @@ func TestReadCancelled(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	r := &cancelAfter{r: b, n: 150_000, cancel: cancel}
-	form, err := Read(ctx, multipart.NewReader(r, boundary), dir, Limits{}, Options{})
+	form, err := Read(ctx, NewReader(r, boundary), dir, Limits{}, Options{})
 	if !errors.Is(err, context.Canceled) || form.Files != nil {
 		t.Fatalf("Read = %+v, %v; want context.Canceled", form, err)
 	}
@@ -473,14 +473,14 @@ func TestReadNeedsEmptyDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, boundary := body(t, file("a.txt", "new"))
-	if _, err := Read(context.Background(), multipart.NewReader(b, boundary), dir, Limits{}, Options{}); err == nil || errors.Is(err, ErrInvalid) {
+	if _, err := Read(context.Background(), NewReader(b, boundary), dir, Limits{}, Options{}); err == nil || errors.Is(err, ErrInvalid) {
 		t.Fatalf("Read into a non-empty dir: %v", err)
 	}
 	if b, err := os.ReadFile(keep); err != nil || string(b) != "keep" {
 		t.Fatalf("the existing file was touched: %q, %v", b, err)
 	}
 	b, boundary = body(t, file("a.txt", "new"))
-	if _, err := Read(context.Background(), multipart.NewReader(b, boundary), filepath.Join(dir, "missing"), Limits{}, Options{}); err == nil {
+	if _, err := Read(context.Background(), NewReader(b, boundary), filepath.Join(dir, "missing"), Limits{}, Options{}); err == nil {
 		t.Fatal("Read into a missing dir succeeded")
 	}
 }
@@ -497,7 +497,7 @@ func TestReadUTF8FileNames(t *testing.T) {
 		io.WriteString(pw, "smörgås")
 		w.Close()
 		dir := t.TempDir()
-		form, err := Read(context.Background(), multipart.NewReader(&buf, w.Boundary()), dir, Limits{}, Options{})
+		form, err := Read(context.Background(), NewReader(&buf, w.Boundary()), dir, Limits{}, Options{})
 		if err != nil || len(form.Files) != 1 || form.Files[0].Name != "Räksmörgås.txt" {
 			t.Fatalf("%s: %+v, %v", disp, form, err)
 		}
@@ -538,7 +538,7 @@ func FuzzRead(f *testing.F) {
 	lim := Limits{MaxFiles: 3, MaxFileBytes: 64, MaxTotalBytes: 100}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		dir := t.TempDir()
-		form, err := Read(context.Background(), multipart.NewReader(bytes.NewReader(raw), "B"), dir, lim, Options{TextFields: []string{"wait"}})
+		form, err := Read(context.Background(), NewReader(bytes.NewReader(raw), "B"), dir, lim, Options{TextFields: []string{"wait"}})
 		if err != nil {
 			var e *errs.Error
 			if !errors.As(err, &e) || !(errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooLarge)) {

@@ -89,6 +89,11 @@ func (a *App) open(ctx context.Context) error {
 	if err := os.MkdirAll(a.cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("creating the data dir %s: %w", a.cfg.DataDir, err)
 	}
+	lock, err := lockDataDir(a.cfg.DataDir, "server")
+	if err != nil {
+		return err
+	}
+	a.closers = append(a.closers, lock.Close)
 	st, err := store.Open(ctx, a.cfg.DatabaseURL, a.cfg.Path("skrip.db"))
 	if err != nil {
 		return err

@@ -190,7 +190,8 @@ func SandboxConfig(cfg config.Config) sandbox.Config {
 	l := RunLimits(cfg)
 	l.WallTime, l.OutputBytes = 0, 0
 	return sandbox.Config{Limits: l, WorkspaceBytes: cfg.SandboxWorkspace, IdleTimeout: cfg.SandboxIdleTimeout,
-		MaxIdleTimeout: max(24*time.Hour, cfg.SandboxIdleTimeout), ExecTimeout: cfg.SandboxExecTimeout, MaxPerUser: cfg.SandboxMaxPerUser, MaxTotal: cfg.SandboxMaxTotal,
+		MaxIdleTimeout: cfg.SandboxMaxIdle, AdminMaxIdleTimeout: max(24*time.Hour, cfg.SandboxIdleTimeout, cfg.SandboxMaxIdle),
+		UserShare: cfg.SandboxUserShare, ExecTimeout: cfg.SandboxExecTimeout, MaxPerUser: cfg.SandboxMaxPerUser, MaxTotal: cfg.SandboxMaxTotal,
 		SpoolDir: cfg.Path("work", "sandbox-uploads"), Node: node(cfg)}
 }
 

@@ -128,6 +128,7 @@ var errorTable = []row{
 	{sandbox.ErrLost, http.StatusGone, "gone", "sandbox_lost", "sandbox lost with its worker; create a new one"},
 	{sandbox.ErrFull, http.StatusServiceUnavailable, "unavailable", "sandboxes_full", "the server holds all the sandboxes it may; try again later"},
 	{sandbox.ErrBudget, http.StatusInsufficientStorage, "quota_exceeded", "sandbox_budget", "the sandboxes' memory budget is used up; delete a sandbox first"},
+	{sandbox.ErrShare, http.StatusInsufficientStorage, "quota_exceeded", "sandbox_share", "your sandboxes reserve all of the memory budget one user may; delete one of them first"},
 	{sandbox.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "sandboxes_off", "agent sandboxes are not available on this server"},
 	{runner.ErrPath, http.StatusBadRequest, "invalid_request", "invalid_path", "the workspace path is not valid"},
 	{runner.ErrNoFile, http.StatusNotFound, "not_found", "workspace_file_not_found", "there is no such file in the workspace"},

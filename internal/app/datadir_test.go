@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/skrip-dev/skrip/internal/app"
 	"github.com/skrip-dev/skrip/internal/apptest"
@@ -118,5 +122,59 @@ func TestDatabaseFileIsPrivate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOneWorkerPerDataDir starts a second `skrip worker` on a running worker's data dir:
+// it is refused, naming the directory and the first, which would otherwise share its
+// worker id and have its run inputs emptied under it by the second's start.
+func TestOneWorkerPerDataDir(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	cfg := apptest.Config(t, apptest.Backend{Blob: "nats"})
+	cfg.NATSURL, cfg.RunnerConcurrency = srv.ClientURL(), 1
+	listen := func() net.Listener {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.RunWorker(ctx, cfg, listen(), quiet) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("the first worker: %v", err)
+		}
+	}()
+	// The first holds the lock once it has written itself into the lock file.
+	lock := filepath.Join(cfg.DataDir, "skrip.lock")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, _ := os.ReadFile(lock); strings.Contains(string(b), "skrip worker") {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the first worker stopped: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first worker did not take the data dir's lock")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	err = app.RunWorker(context.Background(), cfg, listen(), quiet)
+	if !errors.Is(err, app.ErrDataDirInUse) || !strings.Contains(err.Error(), "skrip worker, pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("a second worker on the data dir: %v, want ErrDataDirInUse naming the first", err)
 	}
 }

@@ -170,7 +170,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	h.Set("Content-Type", f.ContentType)
 	h.Set("X-Checksum", f.Checksum)
 	h.Set("ETag", `"`+strings.TrimPrefix(f.Checksum, "sha256:")+`"`)
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.OriginalName}))
+	httpkit.Download(h, f.OriginalName)
 	h.Set("X-Created-At", f.CreatedAt.Format(time.RFC3339Nano))
 	if f.VersionID != "" {
 		h.Set("X-Version-Id", f.VersionID)
@@ -189,15 +189,15 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	http.ServeContent(fw, r, "", f.CreatedAt, rd)
 	s.ops.Metrics.BytesDownloaded.Add(float64(fw.n))
 	if fw.status == http.StatusPreconditionFailed {
-		for _, k := range []string{"Content-Type", "X-Checksum", "Content-Disposition", "X-Created-At", "X-Expires-At", "X-Version-Id", "Content-Length"} {
+		for _, k := range append([]string{"Content-Type", "X-Checksum", "X-Created-At", "X-Expires-At", "X-Version-Id", "Content-Length"}, httpkit.DownloadHeaders...) {
 			h.Del(k)
 		}
 		return errs.New(httpkit.ErrPrecondition, map[string]any{"key": f.Key, "etag": h.Get("ETag")},
 			"%s has changed: its ETag is now %s, not the one If-Match or If-Unmodified-Since names; read it again", f.Key, h.Get("ETag"))
 	}
 	if fw.status == http.StatusRequestedRangeNotSatisfiable {
-		for _, k := range []string{"Content-Type", "X-Checksum", "ETag", "Content-Disposition", "X-Created-At", "X-Expires-At", "X-Version-Id",
-			"Last-Modified", "Accept-Ranges", "Content-Length", "X-Content-Type-Options"} {
+		for _, k := range append([]string{"Content-Type", "X-Checksum", "ETag", "X-Created-At", "X-Expires-At", "X-Version-Id",
+			"Last-Modified", "Accept-Ranges", "Content-Length"}, httpkit.DownloadHeaders...) {
 			h.Del(k)
 		}
 		h.Set("Content-Range", fmt.Sprintf("bytes */%d", f.Size))

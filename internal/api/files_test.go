@@ -140,8 +140,8 @@ func TestFilesRoundTrip(t *testing.T) {
 		}
 		for h, want := range map[string]string{
 			"Content-Length": fmt.Sprint(len(data)), "Content-Type": "text/csv; charset=utf-8", "X-Checksum": sum(data),
-			"ETag": `"` + strings.TrimPrefix(sum(data), "sha256:") + `"`, "Content-Disposition": `attachment; filename="report 2024.csv"`,
-			"Accept-Ranges": "bytes",
+			"ETag": `"` + strings.TrimPrefix(sum(data), "sha256:") + `"`, "Content-Disposition": `attachment; filename="report 2024.csv"; filename*=UTF-8''report%202024.csv`,
+			"Accept-Ranges": "bytes", "X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox",
 		} {
 			if got := g.header.Get(h); got != want {
 				t.Errorf("GET %s = %q, want %q", h, got, want)
@@ -154,7 +154,8 @@ func TestFilesRoundTrip(t *testing.T) {
 		// HEAD: the same headers, no body.
 		h := send(t, env, "HEAD", "/api/v1/files/files/reports/2024/q1.txt", tok, "", nil)
 		if h.status != 200 || h.raw != "" || h.header.Get("Content-Length") != fmt.Sprint(len(raw)) || h.header.Get("X-Checksum") != sum(raw) ||
-			h.header.Get("Content-Disposition") != "attachment; filename=q1.txt" || h.header.Get("ETag") == "" {
+			h.header.Get("Content-Disposition") != `attachment; filename="q1.txt"; filename*=UTF-8''q1.txt` || h.header.Get("ETag") == "" ||
+			h.header.Get("X-Content-Type-Options") != "nosniff" || h.header.Get("Content-Security-Policy") != "sandbox" {
 			t.Fatalf("head: %d %v", h.status, h.header)
 		}
 		// Ranges.

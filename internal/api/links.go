@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -119,7 +120,7 @@ func (s *Server) revokeLink(w http.ResponseWriter, r *http.Request, u store.User
 }
 
 func linkOf(l store.FileLink) wire.FileLink {
-	return wire.FileLink{ID: l.ID, FileKey: l.Key, CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, MaxDownloads: l.MaxDownloads, Downloads: l.Downloads}
+	return wire.FileLink{ID: l.ID, FileKey: l.Key, CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, MaxDownloads: l.MaxDownloads, Downloads: l.Downloads, BytesServed: l.BytesServed}
 }
 
 // linkURL is the address of a link's token for the client of r: under SKRIP_PUBLIC_URL
@@ -130,10 +131,10 @@ func (s *Server) linkURL(r *http.Request, token string) string {
 }
 
 // linkDownload serves the file of the link whose token is in the path, to anyone who has
-// it. It takes no key from the request: the link names the file. A GET from the first
-// byte takes one of the link's downloads before anything is sent, and gets it back when
-// nothing is; a Range that starts after the first byte (a resumed download) and a HEAD
-// take none. Every link that does not work gets the same 404.
+// it. It takes no key from the request: the link names the file. A GET reserves the
+// bytes it will send on the link before anything is sent (staging.UseLink) and gives
+// back what it did not send; a link past its bytes answers 410. A GET from the first byte
+// also counts a download. Every link that does not work gets the same 404.
 func (s *Server) linkDownload(w http.ResponseWriter, r *http.Request) {
 	if err := s.serveLink(w, r); err != nil {
 		httpkit.WriteError(w, r, s.log, err)
@@ -149,27 +150,23 @@ func (s *Server) serveLink(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	use := staging.Download
-	switch {
-	case r.Method == http.MethodHead:
-		use = staging.Probe
-	case resumes(r, f):
-		use = staging.Resume
-	}
-	if l, err = s.svc.Staging.UseLink(ctx, l, use); err != nil {
+	read := linkRead(r, f)
+	if l, err = s.svc.Staging.UseLink(ctx, l, f, read); err != nil {
 		return err
 	}
+	sw := &statusWriter{ResponseWriter: w}
+	// Deferred, so that a read cut short (getFile aborts the connection) gives back the
+	// bytes it did not send too.
+	defer func() {
+		if uerr := s.svc.Staging.ReturnLink(context.WithoutCancel(ctx), l, read, sw.n); uerr != nil {
+			s.log.Warn("giving back a link's unsent bytes", "link", l.ID, "error", uerr)
+		}
+	}()
 	// The file is the link's: the request's query (?owner=) and path name nothing.
 	fr := r.Clone(ctx)
 	fr.URL.RawQuery = ""
 	fr.SetPathValue("key", l.Key)
-	sw := &statusWriter{ResponseWriter: w}
 	err = s.getFile(sw, fr, store.User{ID: l.OwnerID, Role: store.RoleUser})
-	if use == staging.Download && (err != nil || sw.status == http.StatusNotModified) {
-		if uerr := s.svc.Staging.UncountLink(ctx, l); uerr != nil {
-			s.log.Warn("giving back a link's download", "link", l.ID, "error", uerr)
-		}
-	}
 	return linkError(err, f)
 }
 
@@ -194,62 +191,83 @@ func linkError(err error, f store.File) error {
 	return err
 }
 
-// resumes reports whether GET r reads only bytes after the first of f: its Range asks
-// only for such bytes, and an If-Range, if any, names f's ETag (else the whole file is
-// sent). Ranges that together ask for more bytes than the file holds are no resume
-// either: http.ServeContent ignores them and sends the whole file.
-func resumes(r *http.Request, f store.File) bool {
+// linkRead is what r will read of f through getFile, which hands it to
+// http.ServeContent: HEAD reads nothing; a GET without a usable Range, or whose If-Range
+// names another version, the whole file; else the bytes its ranges select, as
+// ServeContent counts them (a range past the end selects nothing, an end past it is cut
+// there, a suffix longer than the file is the file), or the whole file when they add up
+// to more than it, which ServeContent then sends. A Range ServeContent refuses (416)
+// reserves the whole file, all given back when nothing is sent. It is a download when
+// it reads the first byte.
+func linkRead(r *http.Request, f store.File) staging.LinkRead {
+	if r.Method == http.MethodHead {
+		return staging.LinkRead{Probe: true}
+	}
+	whole := staging.LinkRead{Bytes: f.Size, Download: true}
 	spec, ok := strings.CutPrefix(r.Header.Get("Range"), "bytes=")
 	if !ok {
-		return false
+		return whole
 	}
 	if ir := r.Header.Get("If-Range"); ir != "" && ir != `"`+strings.TrimPrefix(f.Checksum, "sha256:")+`"` {
-		return false
+		return whole
 	}
-	n, total := 0, int64(0)
+	var total int64
+	first, n := false, 0
 	for _, ra := range strings.Split(spec, ",") {
 		ra = strings.TrimSpace(ra)
 		if ra == "" {
 			continue
 		}
-		first, last, ok := strings.Cut(ra, "-")
+		a, b, ok := strings.Cut(ra, "-")
 		if !ok {
-			return false
+			return whole
 		}
-		first, last = strings.TrimSpace(first), strings.TrimSpace(last)
-		var start int64
-		if first == "" {
-			suffix, err := strconv.ParseInt(last, 10, 64)
-			if err != nil {
-				return false
+		a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+		var start, end int64
+		if a == "" {
+			suffix, err := strconv.ParseInt(b, 10, 64)
+			if err != nil || suffix < 0 {
+				return whole
 			}
-			start = f.Size - suffix
-			total += suffix
+			if suffix == 0 || f.Size == 0 {
+				continue // usableRange drops it
+			}
+			start, end = f.Size-min(suffix, f.Size), f.Size-1
 		} else {
-			v, err := strconv.ParseInt(first, 10, 64)
-			if err != nil {
-				return false
+			v, err := strconv.ParseInt(a, 10, 64)
+			if err != nil || v < 0 {
+				return whole
 			}
-			start = v
-			// What ServeContent counts of this range (bytes past the end are not).
-			end := f.Size - 1
-			if e, err := strconv.ParseInt(last, 10, 64); err == nil && e < end {
-				end = e
+			start, end = v, f.Size-1
+			if b != "" {
+				e, err := strconv.ParseInt(b, 10, 64)
+				if err != nil || e < start {
+					return whole
+				}
+				end = min(e, end)
 			}
-			total += max(end-start+1, 0)
+			if start >= f.Size {
+				continue // no overlap: ServeContent skips it
+			}
 		}
-		if start <= 0 {
-			return false
-		}
+		total += end - start + 1
+		first = first || start == 0
 		n++
 	}
-	return n > 0 && total <= f.Size
+	switch {
+	case n == 0:
+		return staging.LinkRead{} // nothing selected: 416, nothing sent
+	case total > f.Size:
+		return whole
+	}
+	return staging.LinkRead{Bytes: total, Download: first}
 }
 
-// statusWriter records the status sent.
+// statusWriter records the status and the body bytes sent.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	n      int64
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -263,7 +281,9 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(p)
+	n, err := w.ResponseWriter.Write(p)
+	w.n += int64(n)
+	return n, err
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

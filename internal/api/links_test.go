@@ -30,8 +30,8 @@ func fetch(t *testing.T, env *apptest.Env, method, linkURL string, hdr ...string
 
 // TestLinksServeAFile: a link serves its file with no token, with the API's headers,
 // Range and HEAD; it counts the downloads that start at the first byte up to
-// max_downloads, lets an interrupted download resume after that, and then answers 404
-// as a wrong token does. Revoking and deleting the file end it; overwriting the file
+// max_downloads, and the bytes it serves up to max_downloads × size: resumes go on while
+// bytes are left, and then every request gets 410 link_used_up. Revoking and deleting the file end it; overwriting the file
 // keeps it, serving the new bytes.
 func TestLinksServeAFile(t *testing.T) {
 	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
@@ -107,24 +107,43 @@ func TestLinksServeAFile(t *testing.T) {
 		if first := fetch(t, env, "GET", url, "Range", "bytes=0-99"); first.status != 206 || first.raw != string(data[:100]) {
 			t.Fatalf("range from 0: %d", first.status)
 		}
-		// Used up: a new download and a HEAD get the wrong token's 404; a resume still works.
+		// Both downloads are taken: a new one gets 410 link_used_up, not the wrong token's
+		// 404. 100,125 of the 200,000 bytes two downloads allow are served; a resume may
+		// read the rest and no byte more.
 		wrong := fetch(t, env, "GET", env.URL+"/s/skl_"+strings.Repeat("A", 43))
 		if wrong.status != 404 || wrong.errCode() != "not_found" {
 			t.Fatalf("a wrong token: %d %s", wrong.status, wrong.raw)
 		}
-		if again := fetch(t, env, "GET", url); again.status != 404 || again.raw != wrong.raw {
-			t.Fatalf("a third download of two: %d %s, want %s", again.status, again.raw, wrong.raw)
+		usedUp := func(what string, a answer) {
+			t.Helper()
+			d, _ := a.body["error"].(map[string]any)["details"].(map[string]any)
+			if a.status != 410 || a.errCode() != "gone" || d["reason"] != "link_used_up" || d["limit_bytes"] != float64(200000) ||
+				!strings.Contains(a.errMessage(), "200000 bytes") || strings.Contains(a.raw, "report") {
+				t.Fatalf("%s: %d %s, want 410 link_used_up naming 200000 bytes", what, a.status, a.raw)
+			}
 		}
-		if h := fetch(t, env, "HEAD", url); h.status != 404 {
+		usedUp("a third download of two", fetch(t, env, "GET", url))
+		if resume := fetch(t, env, "GET", url, "Range", "bytes=100-", "If-Range", etag); resume.status != 410 {
+			t.Fatalf("a resume of 99,900 bytes with 99,875 left: %d", resume.status)
+		}
+		if resume := fetch(t, env, "GET", url, "Range", "bytes=225-", "If-Range", etag); resume.status != 206 || resume.raw != string(data[225:]) {
+			t.Fatalf("a resume within what is left: %d", resume.status)
+		}
+		if h := fetch(t, env, "HEAD", url); h.status != 200 {
+			t.Fatalf("HEAD with 100 bytes left: %d", h.status)
+		}
+		if resume := fetch(t, env, "GET", url, "Range", "bytes=99900-"); resume.status != 206 || resume.raw != string(data[99900:]) {
+			t.Fatalf("the last 100 bytes: %d", resume.status)
+		}
+		// Every byte is served: ranges of any shape, and a HEAD, get 410.
+		usedUp("a range of one byte", fetch(t, env, "GET", url, "Range", "bytes=99999-"))
+		usedUp("bytes=1-", fetch(t, env, "GET", url, "Range", "bytes=1-"))
+		usedUp("a suffix longer than the file", fetch(t, env, "GET", url, "Range", "bytes=-999999"))
+		if h := fetch(t, env, "HEAD", url); h.status != 410 {
 			t.Fatalf("HEAD of a used-up link: %d", h.status)
 		}
-		if resume := fetch(t, env, "GET", url, "Range", "bytes=100-", "If-Range", etag); resume.status != 206 || resume.raw != string(data[100:]) {
-			t.Fatalf("resuming on a used-up link: %d", resume.status)
-		}
-		// An If-Range that no longer matches would send the whole file: that is a download.
-		if stale := fetch(t, env, "GET", url, "Range", "bytes=100-", "If-Range", `"0000"`); stale.status != 404 {
-			t.Fatalf("a resume with a stale If-Range on a used-up link: %d", stale.status)
-		}
+		// An If-Range that no longer matches would send the whole file.
+		usedUp("a resume with a stale If-Range", fetch(t, env, "GET", url, "Range", "bytes=100-", "If-Range", `"0000"`))
 		if list := send(t, env, "GET", "/api/v1/links?key=files/report.bin", u.Token, "", nil); list.body["links"].([]any)[0].(map[string]any)["downloads"] != float64(2) {
 			t.Fatalf("list after two downloads: %s", list.raw)
 		}
@@ -231,7 +250,7 @@ func TestLinksLastDownloadRace(t *testing.T) {
 				switch s {
 				case 200:
 					ok++
-				case 404:
+				case 410:
 				default:
 					t.Fatalf("round %d: statuses %v", round, statuses)
 				}
@@ -368,8 +387,26 @@ func TestLinksAcrossAPINodes(t *testing.T) {
 	if a := send(t, two, "GET", token, "", "", nil); a.status != 200 || a.raw != string(data) {
 		t.Fatalf("the link on the other node: %d, %d bytes", a.status, len(a.raw))
 	}
-	if a := send(t, one, "GET", token, "", "", nil); a.status != 404 {
-		t.Fatalf("a second download on the first node of a one-download link: %d", a.status)
+	// The bytes are counted once for the cluster: the probe's used-up link served
+	// bytes=1- and bytes=-999999 again and again.
+	for _, c := range []struct {
+		env *apptest.Env
+		rng string
+	}{{one, ""}, {one, "bytes=1-"}, {two, "bytes=-999999"}, {two, "bytes=69999-"}} {
+		if a := send(t, c.env, "GET", token, "", "", nil, "Range", c.rng); a.status != 410 || a.errCode() != "gone" {
+			t.Fatalf("Range %q on a used-up one-download link: %d %s", c.rng, a.status, a.raw)
+		}
+	}
+	// A download cut short resumes on another node, within the link's bytes.
+	cut := strings.TrimPrefix(makeLink(t, one, u.Token, "files/shared.bin", `{"ttl": "1h", "max_downloads": 1}`).body["url"].(string), one.URL)
+	if a := send(t, one, "GET", cut, "", "", nil, "Range", "bytes=0-9999"); a.status != 206 || a.raw != string(data[:10000]) {
+		t.Fatalf("the first 10000 bytes: %d", a.status)
+	}
+	if a := send(t, two, "GET", cut, "", "", nil, "Range", "bytes=10000-"); a.status != 206 || a.raw != string(data[10000:]) {
+		t.Fatalf("the resume on the other node: %d %s", a.status, a.raw)
+	}
+	if a := send(t, one, "GET", cut, "", "", nil, "Range", "bytes=69999-"); a.status != 410 {
+		t.Fatalf("a byte more: %d", a.status)
 	}
 	l2 := makeLink(t, two, u.Token, "files/shared.bin", `{"ttl": "1h"}`)
 	if a := send(t, one, "DELETE", "/api/v1/links/"+l2.body["id"].(string), u.Token, "", nil); a.status != 204 {
@@ -382,8 +419,8 @@ func TestLinksAcrossAPINodes(t *testing.T) {
 
 // TestLinksOverlappingRangesAreADownload: ranges that all start after byte 0 but together
 // ask for more bytes than the file holds are ignored by http.ServeContent, which then
-// sends the whole file with a 200: such a request reads from the first byte, so it takes
-// a download, and a used-up link refuses it. Ranges that fit stay a resume.
+// sends the whole file with a 200: such a request reserves the whole file, and a link
+// with less left refuses it. Ranges that fit are a resume of what is left.
 func TestLinksOverlappingRangesAreADownload(t *testing.T) {
 	env := apptest.New(t, apptest.BlobBackends[0])
 	_, u := env.User(t, "ulla", "user")
@@ -392,15 +429,18 @@ func TestLinksOverlappingRangesAreADownload(t *testing.T) {
 		t.Fatal(a.raw)
 	}
 	url := makeLink(t, env, u.Token, "files/once.bin", `{"ttl": "1h", "max_downloads": 1}`).body["url"].(string)
-	if full := fetch(t, env, "GET", url); full.status != 200 || full.raw != string(data) {
-		t.Fatalf("the one download: %d", full.status)
+	if first := fetch(t, env, "GET", url, "Range", "bytes=0-0"); first.status != 206 || first.raw != string(data[:1]) {
+		t.Fatalf("the download's first byte: %d", first.status)
 	}
 	for _, rng := range []string{"bytes=1-,1-", "bytes=1-9999,1-9999", "bytes=5000-,-9000"} {
-		if a := fetch(t, env, "GET", url, "Range", rng); a.status != 404 {
-			t.Fatalf("Range %s on a used-up link: %d, %d bytes (the file has %d)", rng, a.status, len(a.raw), len(data))
+		if a := fetch(t, env, "GET", url, "Range", rng); a.status != 410 {
+			t.Fatalf("Range %s with 9999 bytes left: %d, %d bytes (the file has %d)", rng, a.status, len(a.raw), len(data))
 		}
 	}
 	if a := fetch(t, env, "GET", url, "Range", "bytes=1-4999,5000-"); a.status != 206 {
 		t.Fatalf("a resume in two ranges that fit: %d", a.status)
+	}
+	if a := fetch(t, env, "GET", url, "Range", "bytes=1-1"); a.status != 410 {
+		t.Fatalf("a byte past the link's: %d", a.status)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strconv"
 	"time"
@@ -187,8 +186,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, u store.Use
 	h.Set("Content-Length", strconv.FormatInt(info.Size, 10))
 	h.Set("X-Checksum", "sha256:"+a.SHA256)
 	h.Set("ETag", `"`+a.SHA256+`"`)
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Name}))
-	h.Set("X-Content-Type-Options", "nosniff")
+	httpkit.Download(h, a.Name)
 	cw := &countingWriter{ResponseWriter: w}
 	if r.Method == http.MethodHead {
 		return nil

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"path"
 	"strconv"
@@ -209,7 +208,7 @@ func (s *Server) getSandboxFile(w http.ResponseWriter, r *http.Request, u store.
 	h := w.Header()
 	h.Set("Content-Type", partType("", r.PathValue("path")))
 	h.Set("Content-Length", strconv.FormatInt(size, 10))
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(r.PathValue("path"))}))
+	httpkit.Download(h, path.Base(r.PathValue("path")))
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -397,7 +398,10 @@ func TestSandboxStageAndPublish(t *testing.T) {
 
 func TestSandboxIdleTimeout(t *testing.T) {
 	apptest.EachOf(t, boxBackends, func(t *testing.T, b apptest.Backend) {
-		env := apptest.New(t, b)
+		cfg := apptest.Config(t, b)
+		// Small workspaces: the admin holds six sandboxes, within one user's share.
+		cfg.SandboxWorkspace = 16 << 20
+		env := apptest.Start(t, cfg)
 		ctx := context.Background()
 		staged, err := env.Admin.Upload(ctx, "in.txt", strings.NewReader("staged"), client.UploadOptions{})
 		if err != nil {
@@ -587,4 +591,51 @@ func TestSandboxStageVerifiesChecksum(t *testing.T) {
 			t.Errorf("%s: input/ holds %q (%v), want only data.csv", c.name, res.Stdout, err)
 		}
 	}
+}
+
+// TestSandboxUserShare: one user's sandboxes reserve at most SKRIP_SANDBOX_USER_SHARE of
+// the memory budget (on a cluster, of its workers' budgets together). Past it that user
+// gets 507 naming what they reserve, the share and the budget, while another user still
+// gets a sandbox. A user who is not an admin may ask for an idle timeout up to
+// SKRIP_SANDBOX_MAX_IDLE; more is refused naming the cap, and an admin may ask for more.
+func TestSandboxUserShare(t *testing.T) {
+	apptest.EachOf(t, boxBackends, func(t *testing.T, b apptest.Backend) {
+		cfg := apptest.Config(t, b)
+		cfg.SandboxWorkspace = 4 << 20
+		one := runner.WorkspaceMemory(cfg.SandboxWorkspace)
+		cfg.SandboxMemoryBudget = 8 * one
+		cfg.SandboxUserShare = 0.25 // two workspaces
+		cfg.SandboxMaxIdle = time.Hour
+		env := apptest.Start(t, cfg)
+		_, alice := env.User(t, "alice", "user")
+		_, bob := env.User(t, "bob", "user")
+
+		a := send(t, env, "POST", "/api/v1/sandboxes", alice.Token, "application/json", strings.NewReader(`{"idle_timeout": "24h"}`))
+		if a.status != 400 || a.errCode() != "invalid_request" || !strings.Contains(a.errMessage(), "1h") || !strings.Contains(a.errMessage(), "SKRIP_SANDBOX_MAX_IDLE") {
+			t.Fatalf("a user's idle_timeout of 24h over a cap of 1h: %d %s", a.status, a.raw)
+		}
+		a = send(t, env, "POST", "/api/v1/sandboxes", alice.Token, "application/json", strings.NewReader(`{"idle_timeout": "1h"}`))
+		if a.status != 201 || a.body["idle_timeout_s"] != 3600.0 {
+			t.Fatalf("a user's idle_timeout at the cap: %d %s", a.status, a.raw)
+		}
+		newSandbox(t, env, alice.Token, `{}`)
+
+		a = send(t, env, "POST", "/api/v1/sandboxes", alice.Token, "application/json", strings.NewReader(`{}`))
+		d, _ := a.body["error"].(map[string]any)["details"].(map[string]any)
+		if a.status != 507 || a.errCode() != "quota_exceeded" || d["reason"] != "sandbox_share" ||
+			d["reserved_bytes"] != float64(2*one) || d["budget_bytes"] != float64(8*one) || d["share"] != 0.25 || d["share_bytes"] != float64(2*one) {
+			t.Fatalf("a third workspace past a share of two: %d %s", a.status, a.raw)
+		}
+		for _, want := range []string{runner.HumanBytes(2 * one), runner.HumanBytes(8 * one), "SKRIP_SANDBOX_USER_SHARE 0.25"} {
+			if !strings.Contains(a.errMessage(), want) {
+				t.Errorf("the refusal %q does not name %q", a.errMessage(), want)
+			}
+		}
+		// Others are not refused on alice's account, an admin included, who may ask for a
+		// longer idle timeout.
+		newSandbox(t, env, bob.Token, `{}`)
+		if a := send(t, env, "POST", "/api/v1/sandboxes", env.AdminToken, "application/json", strings.NewReader(`{"idle_timeout": "24h"}`)); a.status != 201 {
+			t.Fatalf("an admin's sandbox idle for up to 24h: %d %s", a.status, a.raw)
+		}
+	})
 }

@@ -89,6 +89,11 @@ func (a *App) open(ctx context.Context) error {
 	if err := os.MkdirAll(a.cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("creating the data dir %s: %w", a.cfg.DataDir, err)
 	}
+	lock, err := lockDataDir(a.cfg.DataDir, "server")
+	if err != nil {
+		return err
+	}
+	a.closers = append(a.closers, lock.Close)
 	st, err := store.Open(ctx, a.cfg.DatabaseURL, a.cfg.Path("skrip.db"))
 	if err != nil {
 		return err
@@ -187,7 +192,8 @@ func SandboxConfig(cfg config.Config) sandbox.Config {
 	l := RunLimits(cfg)
 	l.WallTime, l.OutputBytes = 0, 0
 	return sandbox.Config{Limits: l, WorkspaceBytes: cfg.SandboxWorkspace, IdleTimeout: cfg.SandboxIdleTimeout,
-		MaxIdleTimeout: max(24*time.Hour, cfg.SandboxIdleTimeout), ExecTimeout: cfg.SandboxExecTimeout, MaxPerUser: cfg.SandboxMaxPerUser, MaxTotal: cfg.SandboxMaxTotal,
+		MaxIdleTimeout: cfg.SandboxMaxIdle, AdminMaxIdleTimeout: max(24*time.Hour, cfg.SandboxIdleTimeout, cfg.SandboxMaxIdle),
+		UserShare: cfg.SandboxUserShare, ExecTimeout: cfg.SandboxExecTimeout, MaxPerUser: cfg.SandboxMaxPerUser, MaxTotal: cfg.SandboxMaxTotal,
 		SpoolDir: cfg.Path("work", "sandbox-uploads"), Node: node(cfg)}
 }
 

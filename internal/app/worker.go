@@ -48,6 +48,11 @@ func RunWorker(ctx context.Context, cfg config.Config, ln net.Listener, log *slo
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("creating the data dir %s: %w", cfg.DataDir, err)
 	}
+	lock, err := lockDataDir(cfg.DataDir, "worker")
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	id := cfg.Worker()
 	// Its user may read replies only under its own inbox prefix (natsserver.Permissions),
 	// and it pings often, so that a cut off worker notices within seconds.

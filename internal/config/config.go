@@ -86,6 +86,8 @@ type Config struct {
 	SandboxExecTimeout  time.Duration
 	SandboxMaxPerUser   int
 	SandboxMaxTotal     int
+	SandboxUserShare    float64
+	SandboxMaxIdle      time.Duration
 	LogLevel            string
 	LogFormat           string
 	// PublicURL is the server's address as its users reach it, for the links it builds;
@@ -230,7 +232,7 @@ func Settings() []Setting {
 		{Name: "upload-max-files", Default: "20", Help: "files in one run's upload", kind: kInt, bind: intv(func(c *Config) *int { return &c.UploadMaxFiles })},
 		{Name: "upload-max-file-bytes", Default: "20000000", Help: "largest file in a run's upload", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.UploadMaxFileBytes })},
 		{Name: "upload-max-total-bytes", Default: "50000000", Help: "all files of a run's upload together", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.UploadMaxTotalBytes })},
-		{Name: "sandbox-idle-timeout", Default: "15m", Help: "an agent sandbox unused this long is destroyed (a sandbox may ask for less or up to 24h)", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxIdleTimeout })},
+		{Name: "sandbox-idle-timeout", Default: "15m", Help: "an agent sandbox unused this long is destroyed (a sandbox may ask for less, or for more up to SKRIP_SANDBOX_MAX_IDLE, and an admin's up to 24h)", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxIdleTimeout })},
 		{Name: "sandbox-workspace-bytes", Default: "1073741824", Help: "largest /workspace of an agent sandbox (a sandbox may ask for less)", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.SandboxWorkspace })},
 		{Name: "sandbox-memory-budget", Default: "0", Shown: "half of the machine's memory", Help: "memory the /workspace tmpfs of every agent sandbox may take together; 0 is half of the machine's memory, and more than 80% of it is refused", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.SandboxMemoryBudget })},
 		{Name: "sandbox-exec-timeout", Default: "10m", Help: "longest timeout_s one exec in an agent sandbox may ask for", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.SandboxExecTimeout })},
@@ -244,6 +246,8 @@ func Settings() []Setting {
 		{Name: "signin-failures-per-address", Default: "20", Help: "failed sign-ins from one client address (an IPv6 /64) before each further one must wait, as for a name (higher, for many people behind one school's address)", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.SignInFailuresPerAddress })},
 		{Name: "signin-max-delay", Default: "1m", Help: "longest wait a throttled name or address is given between failed sign-ins", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.SignInMaxDelay })},
 		{Name: "signin-throttle-entries", Default: "10000", Help: "names and addresses whose failed sign-ins are remembered at once; past it the least recently failed are forgotten", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.SignInThrottleEntries })},
+		{Name: "sandbox-user-share", Default: "0.25", Help: "share of the sandboxes' memory budget the workspaces of one user's sandboxes may reserve together, from above 0 to 1 (in a cluster, of all workers' budgets together); a user may always reserve one workspace of SKRIP_SANDBOX_WORKSPACE_BYTES, budget permitting", kind: kFloat, bind: fraction(func(c *Config) *float64 { return &c.SandboxUserShare })},
+		{Name: "sandbox-max-idle", Default: "1h", Help: "longest idle_timeout a user who is not an admin may ask for an agent sandbox; more is refused (an admin may ask for up to 24h, or SKRIP_SANDBOX_IDLE_TIMEOUT when longer)", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.SandboxMaxIdle })},
 		{Name: "shutdown-grace", Default: "30s", Help: "how long SIGTERM waits for requests in flight", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
 		{Name: "ui-lang", Default: "sv", Help: "language of the web UI for a browser that asks for neither Swedish nor English: sv or en (a user can pick the other at the foot of every page)", choices: []string{"sv", "en"}, bind: str(func(c *Config) *string { return &c.UILang })},
 		{Name: "log-level", Default: "info", Help: "debug, info, warn or error", choices: []string{"debug", "info", "warn", "error"}, bind: str(func(c *Config) *string { return &c.LogLevel })},
@@ -492,6 +496,18 @@ func f64(field func(*Config) *float64) func(*Config, string) error {
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil || n <= 0 {
 			return fmt.Errorf("%q is not a positive number", v)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// fraction binds a share of something: a number above 0 and at most 1.
+func fraction(field func(*Config) *float64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(n > 0 && n <= 1) {
+			return fmt.Errorf("%q is not a share above 0 and at most 1, such as 0.25", v)
 		}
 		*field(c) = n
 		return nil

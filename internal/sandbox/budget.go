@@ -78,17 +78,87 @@ func (s *Service) Reserved(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// createReserved inserts b's record when its workspace fits in the memory budget beside
-// those of this server's other sandboxes. Creates of this server take turns here: the
-// sum read is the sum the record is added to.
-func (s *Service) createReserved(ctx context.Context, b *store.Sandbox, quota int64) error {
+// ShareSetting names the setting of one user's share of the budget, for messages.
+const ShareSetting = "SKRIP_SANDBOX_USER_SHARE"
+
+// One user's sandboxes reserve at most a share of the budget (docs/spec.md §12): without
+// it, one user holding SKRIP_SANDBOX_MAX_PER_USER sandboxes idle for a day could reserve
+// the whole budget, and everyone else's create got 507. The share is never less than one
+// workspace of the largest size, so that on a small machine a user may still hold one
+// sandbox of the default size while the budget has room.
+
+// shareOf is the memory one user's workspaces may reserve together out of budget.
+func (s *Service) shareOf(budget int64) int64 {
+	if s.cfg.UserShare <= 0 {
+		return budget
+	}
+	return max(int64(float64(budget)*s.cfg.UserShare), footprint(s.cfg.WorkspaceBytes))
+}
+
+// checkHeld refuses a sandbox to owner, who holds as many in list as one user may
+// (store.ErrTooMany, as the insert would). It is asked before the budget and the share,
+// since it says more than they do.
+func (s *Service) checkHeld(owner store.User, list []store.Sandbox) error {
+	held := 0
+	for _, o := range list {
+		if o.OwnerID == owner.ID {
+			held++
+		}
+	}
+	if held >= s.cfg.MaxPerUser {
+		return store.ErrTooMany
+	}
+	return nil
+}
+
+// checkShare refuses a workspace of quota bytes for owner when, beside the workspaces of
+// owner's sandboxes in list that count (those the budget covers), it would pass one
+// user's share of budget.
+func (s *Service) checkShare(owner store.User, list []store.Sandbox, counts func(store.Sandbox) bool, budget, quota int64) error {
+	var reserved int64
+	for _, o := range list {
+		if o.OwnerID == owner.ID && counts(o) {
+			reserved += footprint(LimitsOf(o).WorkspaceBytes)
+		}
+	}
+	share, need := s.shareOf(budget), footprint(quota)
+	if reserved+need <= share {
+		return nil
+	}
+	free := max(share-reserved, 0)
+	fits := largestFitting(free)
+	hint := "delete one of your sandboxes (skrip sandbox rm ID), or wait for an idle one to be destroyed"
+	if fits > 0 {
+		hint = fmt.Sprintf("ask for a workspace of at most %s (limits.workspace_bytes %d), or %s", runner.HumanBytes(fits), fits, hint)
+	}
+	return errs.New(ErrShare, map[string]any{"setting": ShareSetting, "share": s.cfg.UserShare, "share_bytes": share, "budget_bytes": budget,
+		"reserved_bytes": reserved, "workspace_bytes": quota, "needed_bytes": need, "available_bytes": free, "largest_workspace_bytes": fits},
+		"your sandboxes' workspaces already reserve %s of the %s one user may (%s %g of the %s memory budget), and a workspace of %s, which takes up to %s with its files' metadata, does not fit; %s",
+		runner.HumanBytes(reserved), runner.HumanBytes(share), ShareSetting, s.cfg.UserShare, runner.HumanBytes(budget),
+		runner.HumanBytes(quota), runner.HumanBytes(need), hint)
+}
+
+// createReserved inserts b's record when its workspace fits in its owner's share of the
+// memory budget and in the budget, beside those of this server's other sandboxes.
+// Creates of this server take turns here: the sums read are the sums the record is added
+// to.
+func (s *Service) createReserved(ctx context.Context, b *store.Sandbox, owner store.User, quota int64) error {
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
 	if s.cluster != nil {
-		return s.place(ctx, b, quota)
+		return s.place(ctx, b, owner, quota)
 	}
-	reserved, err := s.Reserved(ctx)
+	list, err := s.st.Sandboxes(ctx, "")
 	if err != nil {
+		return err
+	}
+	var reserved int64
+	for _, o := range list {
+		if o.Node == s.cfg.Node {
+			reserved += footprint(LimitsOf(o).WorkspaceBytes)
+		}
+	}
+	if err := s.checkHeld(owner, list); err != nil {
 		return err
 	}
 	need, budget := footprint(quota), s.cfg.MemoryBudget
@@ -103,6 +173,9 @@ func (s *Service) createReserved(ctx context.Context, b *store.Sandbox, quota in
 			"workspace_bytes": quota, "needed_bytes": need, "available_bytes": free, "largest_workspace_bytes": fits},
 			"the workspaces of this server's sandboxes already take %s of its %s memory budget (%s), and a workspace of %s, which takes up to %s with its files' metadata, does not fit; %s",
 			runner.HumanBytes(reserved), runner.HumanBytes(budget), BudgetSetting, runner.HumanBytes(quota), runner.HumanBytes(need), hint)
+	}
+	if err := s.checkShare(owner, list, func(o store.Sandbox) bool { return o.Node == s.cfg.Node }, budget, quota); err != nil {
+		return err
 	}
 	return s.st.CreateSandbox(ctx, *b, s.cfg.MaxPerUser, s.cfg.MaxTotal)
 }

@@ -72,6 +72,7 @@ func testMemoryBudget(t *testing.T, runnerName string) {
 	cfg.SandboxWorkspace = 8 << 20
 	full := runner.WorkspaceMemory(cfg.SandboxWorkspace) // 8 MiB of files and 2 MiB of metadata
 	cfg.SandboxMemoryBudget = 3 * full
+	cfg.SandboxUserShare = 1 // the budget itself is under test: one user may take it all
 	cfg.SandboxMaxPerUser, cfg.SandboxMaxTotal = 100, 100
 	env := apptest.Start(t, cfg)
 	ctx := context.Background()
@@ -162,6 +163,7 @@ func TestMemoryBudgetAcrossRestarts(t *testing.T) {
 		cfg.SandboxWorkspace = 4 << 20
 		one := runner.WorkspaceMemory(cfg.SandboxWorkspace)
 		cfg.SandboxMemoryBudget = 3 * one
+		cfg.SandboxUserShare = 1 // the budget itself is under test: one user may take it all
 		ctx := context.Background()
 		start := func() *app.App {
 			a, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler))

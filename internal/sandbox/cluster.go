@@ -114,8 +114,10 @@ func (s *Service) expireRemote(ctx context.Context, e *entry, cur store.Sandbox)
 
 // place chooses b's worker in a cluster and inserts its record there: a live worker
 // with room for another sandbox whose budget holds b's workspace beside its other
-// sandboxes', the one holding the fewest. The caller holds createMu.
-func (s *Service) place(ctx context.Context, b *store.Sandbox, quota int64) error {
+// sandboxes', the one holding the fewest. The owner's share is of the cluster's budget,
+// the live workers' budgets together, since the owner's sandboxes may be on any of them.
+// The caller holds createMu.
+func (s *Service) place(ctx context.Context, b *store.Sandbox, owner store.User, quota int64) error {
 	workers, err := s.cluster.Workers(ctx)
 	if err != nil {
 		return err
@@ -131,6 +133,9 @@ func (s *Service) place(ctx context.Context, b *store.Sandbox, quota int64) erro
 	for _, o := range list {
 		count[o.Node]++
 		reserved[o.Node] += footprint(LimitsOf(o).WorkspaceBytes)
+	}
+	if err := s.checkHeld(owner, list); err != nil {
+		return err
 	}
 	need := footprint(quota)
 	var best *Worker
@@ -162,6 +167,13 @@ func (s *Service) place(ctx context.Context, b *store.Sandbox, quota int64) erro
 			"available_bytes": mostFree, "largest_workspace_bytes": fits},
 			"no worker of the cluster has room in its memory budget (%s) for a workspace of %s, which takes up to %s with its files' metadata; %s",
 			BudgetSetting, runner.HumanBytes(quota), runner.HumanBytes(need), hint)
+	}
+	var total int64
+	for _, w := range workers {
+		total += w.Budget
+	}
+	if err := s.checkShare(owner, list, func(store.Sandbox) bool { return true }, total, quota); err != nil {
+		return err
 	}
 	b.Node, b.Runner = best.ID, best.Runner
 	return s.st.CreateSandbox(ctx, *b, s.cfg.MaxPerUser, s.cfg.MaxTotal)

@@ -40,6 +40,10 @@ var (
 	// ErrBudget means a new sandbox's workspace does not fit in the server's memory
 	// budget beside the others' (507).
 	ErrBudget = errors.New("sandbox memory budget exceeded")
+	// ErrShare means a new sandbox's workspace does not fit in its owner's share of the
+	// memory budget beside the owner's other sandboxes (507): one user cannot reserve the
+	// budget the others need.
+	ErrShare = errors.New("sandbox share exceeded")
 	// ErrUnavailable means this server's runner cannot keep sandboxes at all (503, and
 	// no use retrying).
 	ErrUnavailable = errors.New("agent sandboxes unavailable")
@@ -51,14 +55,20 @@ type Config struct {
 	// stderr kept per exec.
 	Limits         runner.Limits
 	WorkspaceBytes int64
-	IdleTimeout    time.Duration // the default
-	MaxIdleTimeout time.Duration
-	ExecTimeout    time.Duration // the longest one exec may ask for
-	MaxPerUser     int
-	MaxTotal       int // on this server
+	IdleTimeout    time.Duration // the default, and a non-admin's at most MaxIdleTimeout
+	// MaxIdleTimeout is the longest idle timeout a user who is not an admin may ask for
+	// (SKRIP_SANDBOX_MAX_IDLE); AdminMaxIdleTimeout an admin's.
+	MaxIdleTimeout      time.Duration
+	AdminMaxIdleTimeout time.Duration
+	ExecTimeout         time.Duration // the longest one exec may ask for
+	MaxPerUser          int
+	MaxTotal            int // on this server
 	// MemoryBudget is the memory the workspaces of this server's sandboxes may reserve
 	// together (see MemoryBudget).
 	MemoryBudget int64
+	// UserShare is the share of the budget one user's workspaces may reserve together
+	// (SKRIP_SANDBOX_USER_SHARE, above 0 and at most 1; 0 is no limit): see shareOf.
+	UserShare float64
 	// SpoolDir holds uploads into sandboxes while their bodies arrive.
 	SpoolDir string
 	// Node names this server: a box lives on the server that made it.
@@ -179,13 +189,9 @@ func (s *Service) Create(ctx context.Context, owner store.User, req CreateReques
 	if l.WorkspaceBytes, err = lower("workspace_bytes", req.WorkspaceBytes, l.WorkspaceBytes); err != nil {
 		return store.Sandbox{}, err
 	}
-	idle := c.IdleTimeout
-	if req.IdleTimeout != 0 {
-		if req.IdleTimeout < time.Second || req.IdleTimeout > c.MaxIdleTimeout {
-			return store.Sandbox{}, errs.New(ErrInvalid, map[string]any{"field": "idle_timeout", "value": req.IdleTimeout.String(), "max": c.MaxIdleTimeout.String()},
-				"idle_timeout %s is not allowed: it must be from 1s to %s", req.IdleTimeout, c.MaxIdleTimeout)
-		}
-		idle = req.IdleTimeout
+	idle, err := c.idleTimeout(owner, req.IdleTimeout)
+	if err != nil {
+		return store.Sandbox{}, err
 	}
 	limits, _ := json.Marshal(l)
 	now := s.now()
@@ -197,7 +203,7 @@ func (s *Service) Create(ctx context.Context, owner store.User, req CreateReques
 	defer s.release(b.ID, e)
 	e.lock(context.Background())
 	defer e.unlock()
-	if err := s.createReserved(ctx, &b, l.WorkspaceBytes); err != nil {
+	if err := s.createReserved(ctx, &b, owner, l.WorkspaceBytes); err != nil {
 		switch {
 		case errors.Is(err, store.ErrTooMany):
 			return store.Sandbox{}, errs.New(ErrTooMany, map[string]any{"max": c.MaxPerUser},
@@ -226,6 +232,37 @@ func (s *Service) Create(ctx context.Context, owner store.User, req CreateReques
 	}
 	s.log.Info("sandbox created", "sandbox", b.ID, "owner", owner.ID, "runner", b.Runner, "node", b.Node)
 	return b, nil
+}
+
+// MaxIdleSetting names the setting of a non-admin's longest idle timeout, for messages.
+const MaxIdleSetting = "SKRIP_SANDBOX_MAX_IDLE"
+
+// idleTimeout is the idle timeout of owner's new sandbox that asked for asked (0: the
+// default). A sandbox idle for a day holds its workspace's memory for a day, so a user who
+// is not an admin may ask for at most MaxIdleTimeout, and gets at most that by default;
+// asking for more is refused with the cap, not quietly cut to it, so the caller knows when
+// the sandbox will go.
+func (c Config) idleTimeout(owner store.User, asked time.Duration) (time.Duration, error) {
+	admin := owner.Role == store.RoleAdmin
+	most := c.MaxIdleTimeout
+	if admin {
+		most = c.AdminMaxIdleTimeout
+	}
+	if asked == 0 {
+		return min(c.IdleTimeout, most), nil
+	}
+	details := map[string]any{"field": "idle_timeout", "value": staging.FormatTTL(asked), "max": staging.FormatTTL(most)}
+	switch {
+	case asked > most && !admin:
+		details["setting"] = MaxIdleSetting
+		return 0, errs.New(ErrInvalid, details,
+			"idle_timeout %s is more than the %s a sandbox of yours may wait unused on this server (%s: only an admin may ask for more); ask for %s or less",
+			staging.FormatTTL(asked), staging.FormatTTL(most), MaxIdleSetting, staging.FormatTTL(most))
+	case asked < time.Second || asked > most:
+		return 0, errs.New(ErrInvalid, details,
+			"idle_timeout %s is not allowed: it must be from 1s to %s", staging.FormatTTL(asked), staging.FormatTTL(most))
+	}
+	return asked, nil
 }
 
 // lower returns the limit a sandbox asked for in field, or max when it asked for none

@@ -22,11 +22,15 @@ import (
 // so neither the key nor the database gives it away.
 
 var (
-	// ErrLinkNotFound means a link token or id that leads nowhere: unknown, expired, used
-	// up, revoked, or its file gone. Which of these is never said (404).
+	// ErrLinkNotFound means a link token or id that leads nowhere: unknown, expired,
+	// revoked, or its file gone. Which of these is never said (404).
 	ErrLinkNotFound = errors.New("link not found")
 	// ErrInvalidLink means a link request with a bad ttl or max_downloads (400).
 	ErrInvalidLink = errors.New("invalid link")
+	// ErrLinkUsedUp means a link has served all the bytes its max_downloads allow, or
+	// would pass them with this request (410). It is told apart from ErrLinkNotFound: the
+	// holder had the right token, and learns only that it is spent.
+	ErrLinkUsedUp = errors.New("link used up")
 )
 
 // LinkTokenPrefix starts every share link token.
@@ -117,24 +121,8 @@ func (s *Service) RevokeLink(ctx context.Context, ownerID, id string) error {
 
 // LinkGone is the one answer to every link that does not lead to a file.
 func LinkGone() error {
-	return errs.New(ErrLinkNotFound, nil, "this link does not work: it is wrong, has expired, has been used up or was revoked; ask whoever shared it for a new one")
+	return errs.New(ErrLinkNotFound, nil, "this link does not work: it is wrong, has expired or was revoked; ask whoever shared it for a new one")
 }
-
-// LinkUse is what a request through a link does with the file.
-type LinkUse int
-
-// The uses of a link.
-const (
-	// Download reads the file from its first byte: it takes one of the link's downloads.
-	Download LinkUse = iota
-	// Resume reads only bytes after the first (a Range that starts later): it takes no
-	// download, and works on a link that has used all its downloads, so that an
-	// interrupted download can finish.
-	Resume
-	// Probe reads no bytes (HEAD): it takes no download, and a link that has used all
-	// its downloads refuses it as it refuses a new download.
-	Probe
-)
 
 // FindLink returns the unexpired link that token names and the live file it serves.
 // Every failure to find them (a token unknown, expired, revoked, its file gone) is the
@@ -163,37 +151,80 @@ func (s *Service) FindLink(ctx context.Context, token string) (store.FileLink, s
 	return l, f, nil
 }
 
-// UseLink lets l be used for use, or refuses with ErrLinkNotFound. A Download takes one
-// of the link's downloads in one conditional UPDATE, so of two racing for the last one
-// exactly one has it; a download that then sends nothing gives it back with UncountLink.
-func (s *Service) UseLink(ctx context.Context, l store.FileLink, use LinkUse) (store.FileLink, error) {
-	switch use {
-	case Probe:
-		if Exhausted(l) {
+// LinkRead is what one request through a link reads of its file.
+type LinkRead struct {
+	// Bytes is the body bytes the request will send, reserved before it sends any.
+	Bytes int64
+	// Download is set when it reads from the file's first byte: a download, counted in
+	// the link's Downloads. A request for later bytes only (a resume) counts none.
+	Download bool
+	// Probe is a HEAD: it reads nothing, and a used-up link refuses it as it refuses a GET.
+	Probe bool
+}
+
+// A link's max_downloads limits the bytes it serves: at most max_downloads × the file's
+// size in all, whatever ranges ask for them (docs/spec.md §4b). Counting downloads alone
+// let a used-up link serve the file again as "resumes": bytes=1- sent all but one byte,
+// as often as asked. So every request reserves the bytes it will send before it sends
+// any, in one conditional UPDATE across API nodes, and gives back what it did not send.
+
+// UseLink lets read go through l to f, or refuses with ErrLinkUsedUp when its bytes (or
+// its download) do not fit in what l has left; on success it returns l as counted.
+func (s *Service) UseLink(ctx context.Context, l store.FileLink, f store.File, read LinkRead) (store.FileLink, error) {
+	if read.Probe {
+		if UsedUp(l, f) {
+			return store.FileLink{}, linkUsedUp(l, f)
+		}
+		return l, nil
+	}
+	ok, err := s.st.ReserveFileLinkRead(ctx, l.ID, s.now(), read.Bytes, f.Size, read.Download)
+	if err != nil {
+		return store.FileLink{}, err
+	}
+	if !ok {
+		if l.MaxDownloads == nil || !l.ExpiresAt.After(s.now()) {
+			// Revoked or expired since it was found.
 			return store.FileLink{}, LinkGone()
 		}
-	case Download:
-		ok, err := s.st.CountFileLinkDownload(ctx, l.ID, s.now())
-		if err != nil {
-			return store.FileLink{}, err
+		if cur, err := s.st.FileLinkByToken(ctx, l.TokenHash); err == nil {
+			l = cur // the counts as they are, for the message
 		}
-		if !ok {
-			return store.FileLink{}, LinkGone()
-		}
+		return store.FileLink{}, linkUsedUp(l, f)
+	}
+	l.BytesServed += read.Bytes
+	if read.Download {
 		l.Downloads++
 	}
 	return l, nil
 }
 
-// Exhausted reports whether l has used all its downloads.
-func Exhausted(l store.FileLink) bool {
-	return l.MaxDownloads != nil && l.Downloads >= *l.MaxDownloads
+// ReturnLink gives back the part of read's reservation on l that was not sent: sent of
+// its bytes went out, and a download that sent nothing is not counted.
+func (s *Service) ReturnLink(ctx context.Context, l store.FileLink, read LinkRead, sent int64) error {
+	unsent := max(read.Bytes-sent, 0)
+	uncount := read.Download && sent == 0
+	if unsent == 0 && !uncount {
+		return nil
+	}
+	return s.st.ReturnFileLinkRead(ctx, l.ID, unsent, uncount)
 }
 
-// UncountLink gives back a download of l that UseLink counted and that sent nothing
-// (the file's bytes could not be read, the range selected none of them).
-func (s *Service) UncountLink(ctx context.Context, l store.FileLink) error {
-	return s.st.UncountFileLinkDownload(ctx, l.ID)
+// UsedUp reports whether l has served all that its max_downloads allow of f.
+func UsedUp(l store.FileLink, f store.File) bool {
+	if l.MaxDownloads == nil {
+		return false
+	}
+	return l.Downloads >= *l.MaxDownloads && l.BytesServed >= *l.MaxDownloads*f.Size
+}
+
+// linkUsedUp is the refusal of a request past l's bytes.
+func linkUsedUp(l store.FileLink, f store.File) error {
+	limit := *l.MaxDownloads * f.Size
+	return errs.New(ErrLinkUsedUp, map[string]any{"max_downloads": *l.MaxDownloads, "size_bytes": f.Size, "limit_bytes": limit,
+		"served_bytes": l.BytesServed},
+		"this link has been used up: it may serve %d download(s) of the file's %d bytes, %d bytes in all, resumed downloads included, and has served %d; "+
+			"a download cut short may resume where it stopped (a Range from there), else ask whoever shared it for a new link",
+		*l.MaxDownloads, f.Size, limit, l.BytesServed)
 }
 
 // ExpireLinks removes the links that have expired, and returns how many went.

@@ -19,16 +19,17 @@ type FileLink struct {
 	CreatedAt    time.Time
 	ExpiresAt    time.Time
 	MaxDownloads *int64 // nil: no limit
-	Downloads    int64
+	Downloads    int64  // the requests that read the file from its first byte
+	BytesServed  int64  // body bytes reserved by requests, less those they did not send
 }
 
-const linkCols = "id, token_hash, owner_id, key, created_by, created_at, expires_at, max_downloads, downloads"
+const linkCols = "id, token_hash, owner_id, key, created_by, created_at, expires_at, max_downloads, downloads, bytes_served"
 
 func scanLink(row interface{ Scan(...any) error }) (FileLink, error) {
 	var l FileLink
 	var created, expires int64
 	var maxDl sql.NullInt64
-	if err := row.Scan(&l.ID, &l.TokenHash, &l.OwnerID, &l.Key, &l.CreatedBy, &created, &expires, &maxDl, &l.Downloads); err != nil {
+	if err := row.Scan(&l.ID, &l.TokenHash, &l.OwnerID, &l.Key, &l.CreatedBy, &created, &expires, &maxDl, &l.Downloads, &l.BytesServed); err != nil {
 		return FileLink{}, mapErr(err)
 	}
 	l.CreatedAt, l.ExpiresAt = fromMS(created), fromMS(expires)
@@ -48,7 +49,7 @@ func (s *Store) CreateFileLink(ctx context.Context, l FileLink) error {
 	// One statement, so a file deleted meanwhile leaves no row rather than failing on the
 	// foreign key.
 	res, err := s.exec(ctx, `INSERT INTO file_links (`+linkCols+`)
-		SELECT ?, ?, owner_id, key, ?, ?, ?, ?, 0 FROM files WHERE owner_id = ? AND key = ? AND checksum <> ''`,
+		SELECT ?, ?, owner_id, key, ?, ?, ?, ?, 0, 0 FROM files WHERE owner_id = ? AND key = ? AND checksum <> ''`,
 		l.ID, l.TokenHash, l.CreatedBy, ms(l.CreatedAt), ms(l.ExpiresAt), maxDl, l.OwnerID, l.Key)
 	if err != nil {
 		return fmt.Errorf("creating a link of %q: %w", l.Key, err)
@@ -76,25 +77,39 @@ func (s *Store) FileLinkByToken(ctx context.Context, tokenHash string) (FileLink
 	return l, nil
 }
 
-// CountFileLinkDownload counts one download of link id if, at now, it has not expired and
-// has a download left, in one conditional UPDATE: of two downloads racing for the last
-// one, exactly one is counted. It reports whether this one was.
-func (s *Store) CountFileLinkDownload(ctx context.Context, id string, now time.Time) (bool, error) {
-	res, err := s.exec(ctx, `UPDATE file_links SET downloads = downloads + 1
-		WHERE id = ? AND expires_at > ? AND (max_downloads IS NULL OR downloads < max_downloads)`, id, ms(now))
-	if err != nil {
-		return false, fmt.Errorf("counting a download of link %s: %w", id, err)
+// ReserveFileLinkRead reserves n body bytes of a file of size bytes for a request
+// through link id, and counts a download when download is set (the request reads from
+// the first byte), if at now the link has not expired and, when it has a limit, the bytes
+// fit in max_downloads × size beside those served already and a download is left. It is
+// one conditional UPDATE: of requests racing on several API nodes for the last bytes,
+// only those that fit are counted. It reports whether this one was.
+func (s *Store) ReserveFileLinkRead(ctx context.Context, id string, now time.Time, n, size int64, download bool) (bool, error) {
+	dl := 0
+	if download {
+		dl = 1
 	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	res, err := s.exec(ctx, `UPDATE file_links SET bytes_served = bytes_served + ?, downloads = downloads + ?
+		WHERE id = ? AND expires_at > ?
+		AND (max_downloads IS NULL OR (bytes_served + ? <= max_downloads * ? AND (? = 0 OR downloads < max_downloads)))`,
+		n, dl, id, ms(now), n, size, dl)
+	if err != nil {
+		return false, fmt.Errorf("reserving a read of link %s: %w", id, err)
+	}
+	k, _ := res.RowsAffected()
+	return k == 1, nil
 }
 
-// UncountFileLinkDownload gives back a download that CountFileLinkDownload counted and
-// that sent nothing.
-func (s *Store) UncountFileLinkDownload(ctx context.Context, id string) error {
-	_, err := s.exec(ctx, "UPDATE file_links SET downloads = downloads - 1 WHERE id = ? AND downloads > 0", id)
+// ReturnFileLinkRead gives back n reserved bytes that a request did not send, and its
+// download when download is set (it sent nothing).
+func (s *Store) ReturnFileLinkRead(ctx context.Context, id string, n int64, download bool) error {
+	dl := 0
+	if download {
+		dl = 1
+	}
+	_, err := s.exec(ctx, `UPDATE file_links SET bytes_served = CASE WHEN bytes_served > ? THEN bytes_served - ? ELSE 0 END,
+		downloads = CASE WHEN downloads > ? THEN downloads - ? ELSE 0 END WHERE id = ?`, n, n, dl, dl, id)
 	if err != nil {
-		return fmt.Errorf("giving back a download of link %s: %w", id, err)
+		return fmt.Errorf("giving back a read of link %s: %w", id, err)
 	}
 	return nil
 }

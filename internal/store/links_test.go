@@ -57,14 +57,14 @@ func TestFileLinks(t *testing.T) {
 			t.Fatalf("an unknown token: err = %v", err)
 		}
 
-		// Eight downloads race for the one there is.
+		// Eight downloads of a 100-byte file race for the one there is.
 		var wg sync.WaitGroup
 		var counted atomic.Int32
 		for range 8 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, err := s.CountFileLinkDownload(ctx, "l_1", now)
+				ok, err := s.ReserveFileLinkRead(ctx, "l_1", now, 100, 100, true)
 				if err != nil {
 					t.Error(err)
 				}
@@ -77,14 +77,31 @@ func TestFileLinks(t *testing.T) {
 		if n := counted.Load(); n != 1 {
 			t.Fatalf("%d of 8 racing downloads counted at max_downloads 1, want exactly 1", n)
 		}
-		if err := s.UncountFileLinkDownload(ctx, "l_1"); err != nil {
+		if err := s.ReturnFileLinkRead(ctx, "l_1", 100, true); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := s.CountFileLinkDownload(ctx, "l_1", now); !ok || err != nil {
+		if ok, err := s.ReserveFileLinkRead(ctx, "l_1", now, 100, 100, true); !ok || err != nil {
 			t.Fatalf("a download given back could not be counted again: %v, %v", ok, err)
 		}
-		if ok, _ := s.CountFileLinkDownload(ctx, "l_1", now); ok {
+		if ok, _ := s.ReserveFileLinkRead(ctx, "l_1", now, 0, 100, true); ok {
 			t.Fatal("a download past max_downloads was counted")
+		}
+		// Cut after 40 bytes: the 60 not sent come back, and a resume may read them, and
+		// no byte more, whatever range asks.
+		if err := s.ReturnFileLinkRead(ctx, "l_1", 60, false); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s.ReserveFileLinkRead(ctx, "l_1", now, 61, 100, false); ok {
+			t.Fatal("61 bytes were reserved where 60 were left")
+		}
+		if ok, err := s.ReserveFileLinkRead(ctx, "l_1", now, 60, 100, false); !ok || err != nil {
+			t.Fatalf("the 60 bytes left could not be reserved: %v, %v", ok, err)
+		}
+		if ok, _ := s.ReserveFileLinkRead(ctx, "l_1", now, 1, 100, false); ok {
+			t.Fatal("a byte past max_downloads × size was reserved")
+		}
+		if l, _ := s.FileLinkByToken(ctx, "h_l_1"); l.BytesServed != 100 || l.Downloads != 1 {
+			t.Fatalf("after one whole download: %+v", l)
 		}
 
 		// No limit, but an expiry.
@@ -92,11 +109,11 @@ func TestFileLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 3 {
-			if ok, err := s.CountFileLinkDownload(ctx, "l_4", now); !ok || err != nil {
+			if ok, err := s.ReserveFileLinkRead(ctx, "l_4", now, 100, 100, true); !ok || err != nil {
 				t.Fatalf("a link without a limit refused a download: %v, %v", ok, err)
 			}
 		}
-		if ok, _ := s.CountFileLinkDownload(ctx, "l_4", now.Add(time.Minute)); ok {
+		if ok, _ := s.ReserveFileLinkRead(ctx, "l_4", now.Add(time.Minute), 0, 100, false); ok {
 			t.Fatal("a download at the link's expiry was counted")
 		}
 		list, err := s.FileLinks(ctx, "u_1", "files/a", now)

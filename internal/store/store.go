@@ -183,6 +183,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("creating the database directory: %w", err)
 	}
+	if err := privateFiles(path); err != nil {
+		return nil, err
+	}
 	params := url.Values{}
 	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
 		params.Add("_pragma", p)
@@ -208,6 +211,33 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("opening SQLite database %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// privateFiles makes the database file path readable by this user alone (0600), whatever
+// the umask: it holds password hashes and token hashes. It creates the file when missing,
+// so that SQLite, which gives its -wal and -shm files the mode of the database file, makes
+// those 0600 too; and it tightens the files an earlier server left more open.
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening SQLite database %s: %w", path, err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		info, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("checking SQLite database file %s: %w", p, err)
+		}
+		if info.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return fmt.Errorf("making SQLite database file %s private (0600): %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 func openPostgres(ctx context.Context, databaseURL string) (*Store, error) {

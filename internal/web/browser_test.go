@@ -532,7 +532,7 @@ func TestBrowser(t *testing.T) {
 		if !strings.HasPrefix(shared, s.base+"/s/skl_") || !strings.Contains(status, "Anyone with") {
 			t.Fatalf("the share form shows %q and says %q", shared, status)
 		}
-		for i, want := range []int{200, 404} {
+		for i, want := range []int{200, 410} {
 			resp, err := http.Get(shared)
 			if err != nil {
 				t.Fatal(err)

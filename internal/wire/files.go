@@ -61,7 +61,8 @@ type CleanupReport struct {
 
 // FileLink is a share link of a staged file (docs/api.md "Share links"). URL is set only
 // in the answer that made the link: the token in it is not stored and cannot be had
-// again. MaxDownloads is null for no limit.
+// again. MaxDownloads is null for no limit; else the link serves at most MaxDownloads ×
+// the file's size bytes, and BytesServed is how many it has.
 type FileLink struct {
 	ID           string    `json:"id"`
 	FileKey      string    `json:"file_key"`
@@ -70,6 +71,7 @@ type FileLink struct {
 	ExpiresAt    time.Time `json:"expires_at"`
 	MaxDownloads *int64    `json:"max_downloads"`
 	Downloads    int64     `json:"downloads"`
+	BytesServed  int64     `json:"bytes_served"`
 }
 
 // FileLinkList is the answer of GET /api/v1/files/{key}/links: the file's unexpired

@@ -152,3 +152,20 @@ func (s *Store) RunQueueState(ctx context.Context, id string) (QueueState, error
 	}
 	return st, nil
 }
+
+// LastDispatched returns when the scheduler last sent a run of each of users, among
+// their runs made after since; a user with none is left out.
+func (s *Store) LastDispatched(ctx context.Context, users []string, since time.Time) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	for _, u := range users {
+		var at sql.NullInt64
+		err := s.queryRow(ctx, "SELECT MAX(dispatched_at) FROM runs WHERE user_id = ? AND created_at > ?", u, ms(since)).Scan(&at)
+		if err != nil {
+			return nil, fmt.Errorf("runs of %s: %w", u, mapErr(err))
+		}
+		if at.Valid {
+			out[u] = fromMS(at.Int64)
+		}
+	}
+	return out, nil
+}

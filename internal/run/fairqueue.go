@@ -85,3 +85,42 @@ func (q *fairQueue) close() {
 	q.closed = true
 	q.ready.Broadcast()
 }
+
+// userLocks serialise one user's admissions on this node, so that the count that
+// refuses a user at the cap before anything of the run is made (admitUser) is exact
+// here: seventy runs of one user at once make eight runs and seventy-less-eight 429s,
+// not a race for the queue's slots that other users would lose too. Across nodes the
+// insert's own count is exact (store.AdmitRun).
+type userLocks struct {
+	mu sync.Mutex
+	m  map[string]*userLock
+}
+
+type userLock struct {
+	sync.Mutex
+	users int // holding or waiting
+}
+
+// lock takes user id's lock and returns its release.
+func (l *userLocks) lock(id string) func() {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*userLock{}
+	}
+	ul := l.m[id]
+	if ul == nil {
+		ul = &userLock{}
+		l.m[id] = ul
+	}
+	ul.users++
+	l.mu.Unlock()
+	ul.Lock()
+	return func() {
+		ul.Unlock()
+		l.mu.Lock()
+		if ul.users--; ul.users == 0 {
+			delete(l.m, id)
+		}
+		l.mu.Unlock()
+	}
+}

@@ -69,6 +69,7 @@ type Service struct {
 
 	slots    chan struct{} // one per admitted run, queued or running
 	jobs     *fairQueue    // the admitted runs waiting for a worker of this node
+	admits   userLocks     // one user's admissions, one at a time
 	stopping atomic.Bool
 	mu       sync.Mutex
 	active   map[string]*job
@@ -201,11 +202,16 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 	if s.stopping.Load() {
 		return store.Run{}, errs.New(ErrBusy, nil, "the server is shutting down; try again in a moment")
 	}
+	unlock := func() {}
+	if s.cfg.PerUser > 0 {
+		unlock = sync.OnceFunc(s.admits.lock(req.User.ID))
+		defer unlock()
+	}
 	if err := s.admitUser(ctx, req.User.ID); err != nil {
 		return store.Run{}, err
 	}
 	if s.remote != nil {
-		return s.submitRemote(ctx, req)
+		return s.submitRemote(ctx, req, unlock)
 	}
 	select {
 	case s.slots <- struct{}{}:
@@ -247,8 +253,9 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 	return r, nil
 }
 
-// submitRemote admits a run into the cluster's queue.
-func (s *Service) submitRemote(ctx context.Context, req Request) (store.Run, error) {
+// submitRemote admits a run into the cluster's queue; admitted releases the user's
+// admission lock once the run is made, before its files are sent.
+func (s *Service) submitRemote(ctx context.Context, req Request, admitted func()) (store.Run, error) {
 	defer os.RemoveAll(req.InputDir) // in the work bucket once dispatched
 	if err := s.remote.Admit(ctx); err != nil {
 		return store.Run{}, err
@@ -267,6 +274,7 @@ func (s *Service) submitRemote(ctx context.Context, req Request) (store.Run, err
 	if err := s.create(ctx, r, s.cfg.Queue); err != nil {
 		return store.Run{}, err
 	}
+	admitted()
 	if err := s.remote.Dispatch(ctx, exec, req.InputDir); err != nil {
 		// Never queued: the run goes, as one refused at the door would have. (Before has
 		// run: the session's files are the new ones, as after any admitted run.)

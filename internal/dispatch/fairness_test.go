@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/client"
+	"github.com/skrip-dev/skrip/internal/dispatch"
 )
 
 // TestFairAcrossAPINodes: SKRIP_RUNS_PER_USER holds for the cluster, not per node, and
@@ -85,5 +86,30 @@ func TestFairAcrossAPINodes(t *testing.T) {
 	}
 	if users[1] != "bo" {
 		t.Errorf("the runs started in the order %v; want bo's second, right after ada's first", users)
+	}
+}
+
+// TestSweepSendsAgain: a run the scheduler marked sent whose message never reached the
+// stream (its node died between the two) is not lost: the sweep holds it again, and the
+// scheduler sends it to the next worker with a free slot.
+func TestSweepSendsAgain(t *testing.T) {
+	c := newCluster(t)
+	b := c.node(t, 0) // no worker yet: the run waits in the database
+	ctx := context.Background()
+	if _, _, err := b.Admin.CreateTool(ctx, "counter", "Counter", "", counterTool, true); err != nil {
+		t.Fatal(err)
+	}
+	ubc, _ := b.User(t, "ulla", "user")
+	r, err := ubc.RunFiles(ctx, "counter", nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its scheduler marked it sent, a while ago, and stopped before publishing it.
+	if ok, err := b.App.Store.MarkDispatched(ctx, r.RunID, true, time.Now().Add(-5*time.Minute)); err != nil || !ok {
+		t.Fatalf("marking the run sent: %v, %v", ok, err)
+	}
+	fake := newFakeWorker(t, c.nats)
+	if id, attempt, answer := fake.claim(t); id != r.RunID || attempt != 1 || answer != dispatch.Go {
+		t.Fatalf("fake claim = %s, attempt %d, %s; want %s, 1, go", id, attempt, answer, r.RunID)
 	}
 }

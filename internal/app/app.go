@@ -144,7 +144,7 @@ func (a *App) open(ctx context.Context) error {
 		conc = 0 // runs go to the cluster's queue, this node's worker among others
 	}
 	a.Runs, err = run.New(st, a.Blobs, a.Runner, run.Config{
-		Limits: RunLimits(a.cfg), Concurrency: conc, Queue: a.cfg.RunnerQueue,
+		Limits: RunLimits(a.cfg), Concurrency: conc, Queue: a.cfg.RunnerQueue, PerUser: a.cfg.RunsPerUser,
 		WorkDir: a.cfg.Path("work", "inputs"), Policy: contract.DefaultPolicy(),
 		Uploads:        upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes},
 		Node:           node(a.cfg),

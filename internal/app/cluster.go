@@ -45,7 +45,8 @@ func (a *App) openCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.Runs.SetDispatcher(dispatch.NewQueue(a.nc, js, stream, work, a.sessionCache, dcfg, a.Metrics, a.log))
+	queue := dispatch.NewQueue(a.nc, js, stream, a.Store, work, a.sessionCache, dcfg, a.Metrics, a.log)
+	a.Runs.SetDispatcher(queue)
 	boxes, err := dispatch.NewBoxes(ctx, a.nc, js, work, dcfg, a.log)
 	if err != nil {
 		return err
@@ -60,6 +61,17 @@ func (a *App) openCluster(ctx context.Context) error {
 	swept := make(chan struct{})
 	go func() { defer close(swept); a.sweep(sctx, h, work) }()
 	a.closers = append(a.closers, func() error { stopSweep(); <-swept; return nil })
+	// The runs wait in the database; one node of the cluster sends them to the workers,
+	// users in turn.
+	schedCtx, stopSched := context.WithCancel(context.Background())
+	scheduled := make(chan struct{})
+	go func() {
+		defer close(scheduled)
+		lease := a.Store.Lease(dispatch.ScheduleLease)
+		defer lease.Release()
+		queue.Schedule(schedCtx, lease)
+	}()
+	a.closers = append(a.closers, func() error { stopSched(); <-scheduled; return nil })
 	conc := concurrency(a.cfg)
 	if conc == 0 {
 		return nil

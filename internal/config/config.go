@@ -74,6 +74,7 @@ type Config struct {
 	// for auto, and 0 for none (cluster mode only: see CheckServe).
 	RunnerConcurrency   int
 	RunnerQueue         int
+	RunsPerUser         int
 	WorkerID            string
 	RunAckWait          time.Duration
 	WorkerCacheBytes    int64
@@ -226,6 +227,7 @@ func Settings() []Setting {
 		{Name: "run-log-bytes", Default: "200000", Help: "bytes of stdout and of stderr kept per run", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunLogBytes })},
 		{Name: "runner-concurrency", Default: "auto", Help: "runs executing at once on this server: auto is the number of CPUs; 0 runs none here, leaving them to workers, and `skrip serve` refuses it outside cluster mode (SKRIP_NATS_URL set, SKRIP_BLOB=nats and a postgres:// SKRIP_DATABASE_URL)", kind: kCount, bind: count(func(c *Config) *int { return &c.RunnerConcurrency })},
 		{Name: "runner-queue", Default: "64", Help: "runs waiting for a worker before new ones get 503", kind: kInt, bind: intv(func(c *Config) *int { return &c.RunnerQueue })},
+		{Name: "runs-per-user", Default: "8", Help: "runs one user may have queued and running at once, in the whole cluster; past it that user's new runs get 429 (0: no cap)", kind: kInt, bind: intv(func(c *Config) *int { return &c.RunsPerUser })},
 		{Name: "worker-id", Default: "", Shown: "a hash of the host name and the data dir", Help: "name of this worker among a cluster's, in its heartbeat and on the runs it claims", bind: str(func(c *Config) *string { return &c.WorkerID })},
 		{Name: "run-ack-wait", Default: "30s", Help: "in cluster mode, how long a worker may go silent before its run is given to another worker (at least 1s)", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.RunAckWait })},
 		{Name: "worker-cache-bytes", Default: "2GiB", Help: "size of a worker's cache of input files, session files and tool scripts under the data dir", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.WorkerCacheBytes })},

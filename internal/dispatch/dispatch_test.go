@@ -222,6 +222,27 @@ func newFakeWorker(t *testing.T, url string) *fakeWorker {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A worker's heartbeat says it has a slot, and the scheduler sends a run only to a
+	// slot. It is put under a name of its own: the tests of a lost worker need "fake",
+	// the name it claims as, gone from the registry.
+	kv, err := js.KeyValue(context.Background(), dispatch.Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	beating := make(chan struct{})
+	t.Cleanup(func() { stop(); <-beating })
+	go func() {
+		defer close(beating)
+		for ctx.Err() == nil {
+			b, _ := json.Marshal(dispatch.Heartbeat{Worker: "fake-slot", Concurrency: 1, At: time.Now()})
+			kv.Put(ctx, "fake-slot", b)
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
 	return &fakeWorker{nc: nc, cons: cons}
 }
 

@@ -80,12 +80,14 @@ func HeartbeatEvery(ackWait time.Duration) time.Duration {
 	return max(ackWait/6, 500*time.Millisecond)
 }
 
-// Queue is the run.Dispatcher of an API node: it puts runs on the stream and their
-// files in the work bucket.
+// Queue is the run.Dispatcher of an API node: it puts runs' files in the work bucket
+// and holds their messages in the database, and its Schedule sends them on the stream,
+// users in turn, as workers have room.
 type Queue struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	stream  jetstream.Stream
+	st      *store.Store
 	work    blob.Store
 	known   *blobcache.Cache // files whose checksum is known without reading them; may be nil
 	cfg     Config
@@ -97,13 +99,14 @@ type Queue struct {
 	seenAt time.Time // when that was
 }
 
-// NewQueue returns the dispatcher that queues runs on stream (from Setup). An input
+// NewQueue returns the dispatcher that queues runs for stream (from Setup), holding them
+// in st until Schedule sends them. An input
 // file that is a hard link of a file in known (the session files' cache, which checked
 // its bytes against its name) is sent by that checksum without being read; known may
 // be nil.
-func NewQueue(nc *nats.Conn, js jetstream.JetStream, stream jetstream.Stream, work blob.Store, known *blobcache.Cache, cfg Config,
+func NewQueue(nc *nats.Conn, js jetstream.JetStream, stream jetstream.Stream, st *store.Store, work blob.Store, known *blobcache.Cache, cfg Config,
 	m *metrics.Metrics, log *slog.Logger) *Queue {
-	return &Queue{nc: nc, js: js, stream: stream, work: work, known: known, cfg: cfg, metrics: m, log: log}
+	return &Queue{nc: nc, js: js, stream: stream, st: st, work: work, known: known, cfg: cfg, metrics: m, log: log}
 }
 
 var _ run.Dispatcher = (*Queue)(nil)
@@ -135,8 +138,9 @@ func (q *Queue) Admit(ctx context.Context) error {
 }
 
 // Dispatch puts job's script and the files of dir in the work bucket (a file already
-// there by its checksum is not sent again) and queues the job. A full stream is an
-// ErrBusy error.
+// there by its checksum is not sent again) and holds the job's message in the database,
+// where the scheduler takes it from (Schedule): on the stream, one user's runs would
+// wait ahead of everyone else's.
 func (q *Queue) Dispatch(ctx context.Context, job run.Job, dir string) error {
 	msg := Message{Job: job}
 	msg.Job.Script = nil
@@ -165,12 +169,22 @@ func (q *Queue) Dispatch(ctx context.Context, job run.Job, dir string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := q.st.HoldRun(ctx, job.Run, string(data)); err != nil {
+		return err
+	}
+	// (A run no longer queued was cancelled meanwhile: nothing is to be sent.)
+	q.kick()
+	return nil
+}
+
+// publish puts run id's message data on the stream. A full stream is an ErrBusy error.
+func (q *Queue) publish(ctx context.Context, id string, data []byte) error {
 	// The run id is the message id: a publish tried again (its answer was lost while
 	// the stream changed leader, say) queues the run once.
 	wait := 100 * time.Millisecond
 	deadline := time.Now().Add(publishPatience)
 	for {
-		_, err = q.js.Publish(ctx, JobSubject(job.Run), data, jetstream.WithMsgID(job.Run))
+		_, err := q.js.Publish(ctx, JobSubject(id), data, jetstream.WithMsgID(id))
 		var apiErr *jetstream.APIError
 		switch {
 		case err == nil:
@@ -178,11 +192,11 @@ func (q *Queue) Dispatch(ctx context.Context, job run.Job, dir string) error {
 		case errors.As(err, &apiErr) && apiErr.ErrorCode == errFull && strings.Contains(apiErr.Description, "maximum messages"):
 			return q.busy()
 		case ctx.Err() != nil || time.Now().After(deadline) || (apiErr != nil && apiErr.ErrorCode != errNoLeader):
-			return fmt.Errorf("queueing run %s: %w", job.Run, err)
+			return fmt.Errorf("queueing run %s: %w", id, err)
 		}
-		q.log.Warn("queueing a run; trying again", "run", job.Run, "error", err)
+		q.log.Warn("queueing a run; trying again", "run", id, "error", err)
 		if !sleepCtx(ctx, wait) {
-			return fmt.Errorf("queueing run %s: %w", job.Run, ctx.Err())
+			return fmt.Errorf("queueing run %s: %w", id, ctx.Err())
 		}
 		wait = min(2*wait, 2*time.Second)
 	}

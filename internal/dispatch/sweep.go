@@ -22,8 +22,11 @@ const SweepLease = "dispatch-sweep"
 //     worker was lost and the advisory's handler did not end it);
 //   - a running run on its last attempt whose worker has been gone from the registry for
 //     longer than the registry's TTL;
-//   - a queued run older than grace whose message never reached the stream (its API node
-//     stopped between making it and queueing it).
+//   - a queued run older than grace whose message never reached the database (its API
+//     node stopped between making it and holding it).
+//
+// And it sends again a queued run the scheduler marked sent whose message is not on the
+// stream (the scheduler's node stopped between marking and publishing it).
 //
 // One node of the cluster runs it at a time (SweepLease); any may, since every change is
 // conditional.
@@ -85,8 +88,8 @@ func (h *Handlers) orphaned(ctx context.Context, kv jetstream.KeyValue, r store.
 		seq = msg.Sequence
 	}
 	switch {
-	case r.Status == store.StatusQueued && gone && time.Since(r.CreatedAt) > queuedGrace:
-		return "not queued: the server that took it stopped before it reached the queue; run it again", 0, nil
+	case r.Status == store.StatusQueued && gone:
+		return h.unsent(ctx, r)
 	case r.Status == store.StatusQueued:
 		return "", 0, nil
 	case gone:
@@ -102,6 +105,32 @@ func (h *Handlers) orphaned(ctx context.Context, kv jetstream.KeyValue, r store.
 	}
 	return "", 0, nil
 }
+
+// unsent says why queued run r, which has no message on the stream, is to fail, or ""
+// when it waits in the database for the scheduler; one the scheduler marked sent long
+// enough ago that its publish cannot still be on its way is held again, to be sent
+// anew.
+func (h *Handlers) unsent(ctx context.Context, r store.Run) (string, uint64, error) {
+	qs, err := h.st.RunQueueState(ctx, r.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", 0, nil
+	case err != nil:
+		return "", 0, err
+	case !qs.Held && time.Since(r.CreatedAt) > queuedGrace:
+		return "not queued: the server that took it stopped before it reached the queue; run it again", 0, nil
+	case qs.Held && qs.DispatchedAt != nil && time.Since(*qs.DispatchedAt) > resendGrace:
+		if ok, err := h.st.MarkDispatched(ctx, r.ID, false, time.Now()); err != nil || !ok {
+			return "", 0, err
+		}
+		h.log.Warn("a run marked sent never reached the queue; it is sent again", "run", r.ID)
+	}
+	return "", 0, nil
+}
+
+// resendGrace is how long after the scheduler marked a run sent its message may still
+// be missing from the stream: its publish tries for publishPatience.
+const resendGrace = 3 * publishPatience
 
 // queuedGrace is how long a run may be queued with no message on the stream: its API
 // node may still be sending its files and publishing it (a minute and more for large

@@ -106,6 +106,7 @@ var errorTable = []row{
 	{upload.ErrInvalid, http.StatusBadRequest, "invalid_upload", "", "the upload is not valid multipart/form-data"},
 	{upload.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "upload_too_large", "the upload is larger than the limit"},
 	{run.ErrBusy, http.StatusServiceUnavailable, "unavailable", "runs_busy", "the server is running all the tools it can; try again in a moment"},
+	{run.ErrUserRuns, http.StatusTooManyRequests, "rate_limited", "runs_per_user", "you have as many runs waiting or running as one user may; wait for one to finish"},
 	{run.ErrNotFound, http.StatusNotFound, "not_found", "run_not_found", "there is no such run"},
 	{run.ErrNoArtifact, http.StatusNotFound, "not_found", "artifact_not_found", "the run has no such artifact"},
 	{run.ErrInvalidQuery, http.StatusBadRequest, "invalid_request", "run_query", "the runs query is not valid"},

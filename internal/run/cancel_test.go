@@ -70,7 +70,8 @@ func TestCancelAsTheWorkerTakesTheRun(t *testing.T) {
 		s.mu.Unlock()
 		j.canceled.Store(true) // Cancel, first: the job is flagged and its context ended
 		j.cancel()
-		s.execute(<-s.jobs) // the worker takes it and starts the run
+		next, _ := s.jobs.pop()
+		s.execute(next) // the worker takes it and starts the run
 		s.retire(j)
 		if ok, err := st.CancelQueuedRun(ctx, queued.ID, "cancelled", s.now()); err != nil || ok {
 			t.Fatalf("Cancel's CancelQueuedRun = %v, %v; the interleaving needs it to find the run started", ok, err)

@@ -31,15 +31,26 @@ import (
 // ErrBusy means the queue is full or the server is stopping (503 with Retry-After).
 var ErrBusy = errors.New("at capacity")
 
+// ErrUserRuns means the user has as many runs queued and running as one may
+// (SKRIP_RUNS_PER_USER): 429 with Retry-After, for that user alone.
+var ErrUserRuns = errors.New("too many runs of one user")
+
+// userRunsRetry is how long a user at the cap is asked to wait: about as long as a
+// short run takes, after which one of theirs has likely ended.
+const userRunsRetry = 5 * time.Second
+
 // Config sets the run service's limits and capacity.
 type Config struct {
 	Limits      runner.Limits // of a production run
 	Concurrency int           // runs executing at once
-	Queue       int           // runs waiting beyond those
+	Queue       int           // runs waiting beyond those; in a cluster, queued and running in all
 	WorkDir     string        // per-run input directories
 	Policy      contract.Policy
 	Uploads     upload.Limits // of a run's multipart upload (ReadUpload)
 	Node        string        // this server's node id, recorded as the worker of the runs it claims
+	// PerUser is how many runs one user may have queued and running at once, counted in
+	// the database, so across a cluster's nodes (SKRIP_RUNS_PER_USER); 0 is no cap.
+	PerUser int
 	// SessionWritten, when set, is told each session revision a recorded run wrote
 	// (the session keeps editor sessions' steps from it).
 	SessionWritten func(ctx context.Context, k store.SessionKey, rev int64)
@@ -57,7 +68,8 @@ type Service struct {
 	now     func() time.Time
 
 	slots    chan struct{} // one per admitted run, queued or running
-	jobs     chan *job
+	jobs     *fairQueue    // the admitted runs waiting for a worker of this node
+	admits   userLocks     // one user's admissions, one at a time
 	stopping atomic.Bool
 	mu       sync.Mutex
 	active   map[string]*job
@@ -112,7 +124,7 @@ func New(st *store.Store, blobs blob.Store, r runner.Runner, cfg Config, m *metr
 		return nil, err
 	}
 	s := &Service{st: st, blobs: blobs, runner: r, cfg: cfg, metrics: m, log: log, hub: newHub(), now: time.Now,
-		slots: make(chan struct{}, cfg.Concurrency+cfg.Queue), jobs: make(chan *job, cfg.Concurrency+cfg.Queue),
+		slots: make(chan struct{}, cfg.Concurrency+cfg.Queue), jobs: newFairQueue(),
 		active: map[string]*job{}, watches: map[string]*watch{}}
 	for range cfg.Concurrency {
 		s.workers.Add(1)
@@ -190,8 +202,16 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 	if s.stopping.Load() {
 		return store.Run{}, errs.New(ErrBusy, nil, "the server is shutting down; try again in a moment")
 	}
+	unlock := func() {}
+	if s.cfg.PerUser > 0 {
+		unlock = sync.OnceFunc(s.admits.lock(req.User.ID))
+		defer unlock()
+	}
+	if err := s.admitUser(ctx, req.User.ID); err != nil {
+		return store.Run{}, err
+	}
 	if s.remote != nil {
-		return s.submitRemote(ctx, req)
+		return s.submitRemote(ctx, req, unlock)
 	}
 	select {
 	case s.slots <- struct{}{}:
@@ -213,7 +233,7 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 	if err != nil {
 		return store.Run{}, err
 	}
-	if err := s.st.CreateRun(ctx, r); err != nil {
+	if err := s.create(ctx, r, 0); err != nil {
 		return store.Run{}, err
 	}
 	jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -226,15 +246,16 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 		return store.Run{}, errs.New(ErrBusy, nil, "the server is shutting down; try again in a moment")
 	}
 	s.active[r.ID] = j
-	s.jobs <- j // never blocks: a slot was reserved
+	s.jobs.push(j) // a slot was reserved
 	s.mu.Unlock()
 	admitted = true
 	s.metrics.QueueDepth.Inc()
 	return r, nil
 }
 
-// submitRemote admits a run into the cluster's queue.
-func (s *Service) submitRemote(ctx context.Context, req Request) (store.Run, error) {
+// submitRemote admits a run into the cluster's queue; admitted releases the user's
+// admission lock once the run is made, before its files are sent.
+func (s *Service) submitRemote(ctx context.Context, req Request, admitted func()) (store.Run, error) {
 	defer os.RemoveAll(req.InputDir) // in the work bucket once dispatched
 	if err := s.remote.Admit(ctx); err != nil {
 		return store.Run{}, err
@@ -248,9 +269,12 @@ func (s *Service) submitRemote(ctx context.Context, req Request) (store.Run, err
 	if err != nil {
 		return store.Run{}, err
 	}
-	if err := s.st.CreateRun(ctx, r); err != nil {
+	// The cluster's runs wait in the database (the dispatcher's scheduler sends them to
+	// the workers in turn), so its queue's size is counted there too.
+	if err := s.create(ctx, r, s.cfg.Queue); err != nil {
 		return store.Run{}, err
 	}
+	admitted()
 	if err := s.remote.Dispatch(ctx, exec, req.InputDir); err != nil {
 		// Never queued: the run goes, as one refused at the door would have. (Before has
 		// run: the session's files are the new ones, as after any admitted run.)
@@ -266,6 +290,42 @@ func (s *Service) submitRemote(ctx context.Context, req Request) (store.Run, err
 		return store.Run{}, err
 	}
 	return r, nil
+}
+
+// admitUser refuses a run of user id when the user has as many runs queued and running
+// as one may, before anything of the run is made (Before is not called). create counts
+// again, exactly, as it inserts the run.
+func (s *Service) admitUser(ctx context.Context, id string) error {
+	if s.cfg.PerUser <= 0 {
+		return nil
+	}
+	n, err := s.st.UnfinishedRuns(ctx, id)
+	if err != nil {
+		return err
+	}
+	if n >= s.cfg.PerUser {
+		return s.userBusy()
+	}
+	return nil
+}
+
+func (s *Service) userBusy() error {
+	return errs.New(ErrUserRuns, map[string]any{"limit": s.cfg.PerUser},
+		"you have %d runs waiting or running, as many as one user may at once; wait for one to finish, then try again", s.cfg.PerUser).Retry(userRunsRetry)
+}
+
+// create stores queued run r, unless its user's runs or, with total above 0, all
+// runs queued and running are at their cap.
+func (s *Service) create(ctx context.Context, r store.Run, total int) error {
+	err := s.st.AdmitRun(ctx, r, store.RunCaps{PerUser: s.cfg.PerUser, Total: total})
+	switch {
+	case errors.Is(err, store.ErrUserRuns):
+		return s.userBusy()
+	case errors.Is(err, store.ErrAllRuns):
+		return errs.New(ErrBusy, map[string]any{"queue": total},
+			"every worker is busy and %d runs are waiting or running; try again in a few seconds", total)
+	}
+	return err
 }
 
 // newRun is the queued run req asks for, and what executes it.
@@ -307,10 +367,15 @@ func (s *Service) job(r store.Run, req Request) (Job, error) {
 
 func (s *Service) worker() {
 	defer s.workers.Done()
-	for j := range s.jobs {
+	for {
+		j, ok := s.jobs.pop()
+		if !ok {
+			return
+		}
 		s.metrics.QueueDepth.Dec()
 		s.execute(j)
 		s.retire(j)
+		s.jobs.done(j)
 	}
 }
 
@@ -528,7 +593,7 @@ func (s *Service) Shutdown(grace time.Duration) {
 		s.mu.Unlock()
 		return
 	}
-	close(s.jobs)
+	s.jobs.close()
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.workers.Wait(); close(done) }()

@@ -268,14 +268,23 @@ func (h *Handler) statusOf(err error) (int, string) { return httpkit.ErrorStatus
 // sentence written for the user, never an internal error's text), and for the server's
 // own failure only the request id to report, its text going to the log.
 func (h *Handler) message(r *http.Request, err error) string {
-	status, reason, msg, _ := httpkit.Describe(err)
+	status, code, msg, details := httpkit.Describe(err)
 	l := h.langOf(r)
 	if status == http.StatusInternalServerError {
 		httpkit.LogInternal(r, h.log, err)
 		return l.T("error.internal", "RequestID", httpkit.RequestID(r.Context()))
 	}
+	reason, _ := details["reason"].(string)
+	if reason == "" {
+		reason = code
+	}
 	if id := "error." + reason; reason != "" && l.Has(id) {
-		return l.T(id)
+		// The details (the limit, the value) fill the sentence: {{.limit}}.
+		var args []any
+		for k, v := range details {
+			args = append(args, k, v)
+		}
+		return l.T(id, args...)
 	}
 	return msg
 }

@@ -40,6 +40,10 @@ type Config struct {
 	Policy      contract.Policy
 	Uploads     upload.Limits // of a run's multipart upload (ReadUpload)
 	Node        string        // this server's node id, recorded as the worker of the runs it claims
+	// UserQuotaBytes and MaxTotalBytes bound what runs keep (Quota), beside everything
+	// else their users and everyone hold; 0 keeps everything.
+	UserQuotaBytes int64
+	MaxTotalBytes  int64
 	// SessionWritten, when set, is told each session revision a recorded run wrote
 	// (the session keeps editor sessions' steps from it).
 	SessionWritten func(ctx context.Context, k store.SessionKey, rev int64)
@@ -357,7 +361,7 @@ func (s *Service) execute(j *job) {
 func (s *Service) executeHere(j *job) Report {
 	id := j.run.ID
 	collect := func(ctx context.Context, dir string) ([]Artifact, []contract.Output, error) {
-		return Collect(ctx, s.blobs, "runs/"+id+"/output/", dir)
+		return Collect(ctx, s.blobs, "runs/"+id+"/output/", dir, s.Quota(j.run))
 	}
 	onLine := func(stream string, line []byte) { s.hub.publish(id, Event{Type: stream, Data: string(line)}) }
 	rep := Execute(j.ctx, s.runner, j.job, j.req.InputDir, collect, onLine)

@@ -113,7 +113,7 @@ func (s *Store) replaceVersions(ctx context.Context, tx *sql.Tx, kept, gone []Fi
 				return err
 			}
 		}
-		if err := s.retire(ctx, tx, v.BlobKey, v.Size, now); err != nil {
+		if err := s.retire(ctx, tx, v.OwnerID, v.BlobKey, v.Size, now); err != nil {
 			return err
 		}
 	}
@@ -181,7 +181,7 @@ func (s *Store) TrimFileVersions(ctx context.Context, keep, limit int, now time.
 				return nil
 			}
 			n++
-			return s.retire(ctx, tx, v.BlobKey, v.Size, now)
+			return s.retire(ctx, tx, v.OwnerID, v.BlobKey, v.Size, now)
 		})
 		if err != nil {
 			return n, fmt.Errorf("trimming version %s of %q: %w", v.ID, v.Key, err)

@@ -91,10 +91,13 @@ func (s *Store) CommitFile(ctx context.Context, f File, keep int, userQuota, max
 		if old.BlobKey != f.BlobKey {
 			kept, gone = keptVersions(old, versions, keep, now)
 		}
-		user, total, err := s.txUsage(ctx, tx, f.OwnerID, f.Key, now)
+		// Everything else the owner holds counts, old bytes not yet freed included; the
+		// key's own file and versions are counted as they will be after the commit.
+		u, total, err := s.usage(ctx, tx, f.OwnerID, usageExcept{key: f.Key}, now)
 		if err != nil {
 			return err
 		}
+		user := u.Total() - u.Uploads // an upload's reservation is for the file it makes
 		held := f.Size
 		for _, v := range kept {
 			held += v.Size
@@ -133,10 +136,11 @@ func (s *Store) lockOwner(ctx context.Context, tx *sql.Tx, ownerID string) error
 	return err
 }
 
-// retire records that no file version points to blobKey any more.
-func (s *Store) retire(ctx context.Context, tx *sql.Tx, blobKey string, size int64, now time.Time) error {
-	_, err := tx.ExecContext(ctx, s.rebind("INSERT INTO retired_file_blobs (blob_key, size, retired_at) VALUES (?, ?, ?) ON CONFLICT (blob_key) DO NOTHING"),
-		blobKey, size, ms(now))
+// retire records that no file version points to blobKey any more. Its bytes count
+// against ownerID's quota until they are deleted.
+func (s *Store) retire(ctx context.Context, tx *sql.Tx, ownerID, blobKey string, size int64, now time.Time) error {
+	_, err := tx.ExecContext(ctx, s.rebind("INSERT INTO retired_file_blobs (blob_key, size, retired_at, owner_id) VALUES (?, ?, ?, ?) ON CONFLICT (blob_key) DO NOTHING"),
+		blobKey, size, ms(now), ownerID)
 	return err
 }
 
@@ -152,15 +156,17 @@ type RetiredBlob struct {
 // version finishes whole, until the caller deletes them and drops them here.
 func (s *Store) RetiredFileBlobs(ctx context.Context, before time.Time, limit int) ([]RetiredBlob, error) {
 	rows, err := s.query(ctx, "SELECT blob_key, size, retired_at FROM retired_file_blobs WHERE retired_at <= ? ORDER BY retired_at, blob_key LIMIT ?", ms(before), limit)
-	return scanAll(rows, err, func(row interface{ Scan(...any) error }) (RetiredBlob, error) {
-		var b RetiredBlob
-		var at int64
-		if err := row.Scan(&b.BlobKey, &b.Size, &at); err != nil {
-			return RetiredBlob{}, err
-		}
-		b.RetiredAt = fromMS(at)
-		return b, nil
-	})
+	return scanAll(rows, err, scanRetired)
+}
+
+func scanRetired(row interface{ Scan(...any) error }) (RetiredBlob, error) {
+	var b RetiredBlob
+	var at int64
+	if err := row.Scan(&b.BlobKey, &b.Size, &at); err != nil {
+		return RetiredBlob{}, err
+	}
+	b.RetiredAt = fromMS(at)
+	return b, nil
 }
 
 // DropRetiredFileBlob forgets a retired blob whose bytes are deleted.
@@ -232,7 +238,7 @@ func (s *Store) DeleteFile(ctx context.Context, f File, now time.Time) (bool, er
 		if f.BlobKey == "" {
 			return nil
 		}
-		return s.retire(ctx, tx, f.BlobKey, f.Size, now)
+		return s.retire(ctx, tx, f.OwnerID, f.BlobKey, f.Size, now)
 	})
 	if err != nil {
 		return false, fmt.Errorf("deleting file %q: %w", f.Key, err)

@@ -93,12 +93,14 @@ func (s *Store) CreateUpload(ctx context.Context, u Upload, lim UploadLimits, no
 		if open >= lim.MaxOpen {
 			return fmt.Errorf("%d open: %w", open, ErrTooManyUploads)
 		}
-		// Every live file and kept version counts (no key is ""), less what this one frees.
-		fu, ft, err := s.txUsage(ctx, tx, u.OwnerID, "", now)
+		// Everything the owner holds counts (no key is ""), old bytes not yet freed and
+		// runs' and sessions' bytes included, less what this one frees; the reservations
+		// are counted above.
+		uu, all, err := s.usage(ctx, tx, u.OwnerID, usageExcept{}, now)
 		if err != nil {
 			return err
 		}
-		fu, ft = fu-lim.Freed, ft-lim.Freed
+		fu, ft := uu.Total()-uu.Uploads-lim.Freed, all-rt-lim.Freed
 		if fu+ru+u.Size > lim.UserQuota {
 			return fmt.Errorf("%d bytes held, %d reserved, %d more: %w", fu, ru, u.Size, ErrOverQuota)
 		}

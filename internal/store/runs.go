@@ -64,14 +64,16 @@ type Run struct {
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
-	// HeldBytes is what the finished run holds against its user's quota (its kept
-	// artifacts, outputs and logs): RecordRun writes it; it is not read back here.
+	// HeldBytes is what the run holds against its user's quota: while it runs, what its
+	// attempt reserved for artifacts (ReserveRunBytes); once recorded, its kept
+	// artifacts, outputs and logs (RecordRun); 0 once its artifacts expire or it ends
+	// without keeping any.
 	HeldBytes int64
 }
 
 const runCols = `id, tool_id, version_id, user_id, context, kind, action_id, action_label, status, error_summary, inputs, outputs,
 	next_actions, artifacts, input_manifest, state_rev, attempts, worker, expected_rev, cancel_requested, stdout, stderr, stdout_truncated, stderr_truncated,
-	created_at, started_at, finished_at`
+	created_at, started_at, finished_at, held_bytes`
 
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var r Run
@@ -79,7 +81,7 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var created int64
 	if err := row.Scan(&r.ID, &r.ToolID, &r.VersionID, &r.UserID, &r.Context, &r.Kind, &r.ActionID, &r.ActionLabel, &r.Status, &r.ErrorSummary,
 		&r.Inputs, &r.Outputs, &r.NextActions, &r.Artifacts, &r.InputManifest, &rev, &r.Attempts, &r.Worker, &expected, &r.CancelRequested, &r.Stdout, &r.Stderr,
-		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished); err != nil {
+		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished, &r.HeldBytes); err != nil {
 		return Run{}, mapErr(err)
 	}
 	r.CreatedAt = fromMS(created)
@@ -116,10 +118,10 @@ func nullInt(v *int64) any {
 
 // CreateRun inserts a new run.
 func (s *Store) CreateRun(ctx context.Context, r Run) error {
-	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.ActionLabel, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
 		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Attempts, r.Worker, nullInt(r.ExpectedRev), r.CancelRequested, r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
-		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt))
+		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt), r.HeldBytes)
 	if err != nil {
 		return fmt.Errorf("creating run: %w", err)
 	}

@@ -175,13 +175,6 @@ func (s *Store) DropRetiredFileBlob(ctx context.Context, blobKey string) error {
 	return err
 }
 
-// RetiredFileBytes is the size of every retired blob together.
-func (s *Store) RetiredFileBytes(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.queryRow(ctx, "SELECT COALESCE(SUM(size), 0) FROM retired_file_blobs").Scan(&n)
-	return n, err
-}
-
 // FileOf returns ownerID's entry under key, expired or pending or not.
 func (s *Store) FileOf(ctx context.Context, ownerID, key string) (File, error) {
 	f, err := scanFile(s.queryRow(ctx, "SELECT "+fileCols+" FROM files WHERE owner_id = ? AND key = ?", ownerID, key))
@@ -189,18 +182,6 @@ func (s *Store) FileOf(ctx context.Context, ownerID, key string) (File, error) {
 		return File{}, fmt.Errorf("file %q: %w", key, err)
 	}
 	return f, nil
-}
-
-// FileUsage returns the bytes held by live (unexpired at now) files and the versions they
-// keep: of ownerID, and in all.
-func (s *Store) FileUsage(ctx context.Context, ownerID string, now time.Time) (user, total int64, err error) {
-	err = s.queryRow(ctx, `SELECT COALESCE(SUM(CASE WHEN owner_id = ? THEN size ELSE 0 END), 0), COALESCE(SUM(size), 0)
-		FROM files WHERE checksum <> '' AND (expires_at IS NULL OR expires_at > ?)`, ownerID, ms(now)).Scan(&user, &total)
-	if err != nil {
-		return 0, 0, err
-	}
-	vu, vt, err := s.versionUsage(ctx, ownerID, now)
-	return user + vu, total + vt, err
 }
 
 // ListFiles returns up to limit live files of ownerID whose key starts with prefix and

@@ -138,14 +138,6 @@ func scanUploadPart(row interface{ Scan(...any) error }) (UploadPart, error) {
 	return p, err
 }
 
-// UploadReservations returns the bytes reserved at now by unfinished uploads other than
-// except: ownerID's, and everyone's.
-func (s *Store) UploadReservations(ctx context.Context, ownerID, except string, now time.Time) (user, total int64, err error) {
-	err = s.queryRow(ctx, `SELECT COALESCE(SUM(CASE WHEN owner_id = ? THEN size ELSE 0 END), 0), COALESCE(SUM(size), 0)
-		FROM uploads WHERE finished_at IS NULL AND expires_at > ? AND id <> ?`, ownerID, ms(now), except).Scan(&user, &total)
-	return user, total, err
-}
-
 // AddUploadPart records part p of upload id, whose bytes are stored, if the upload still
 // has p.Start bytes, is not finished or being finished at now, and has fewer than maxParts
 // parts; it moves the upload's expiry to expiresAt. When p completes the upload, the

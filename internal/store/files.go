@@ -91,13 +91,14 @@ func (s *Store) CommitFile(ctx context.Context, f File, keep int, userQuota, max
 		if old.BlobKey != f.BlobKey {
 			kept, gone = keptVersions(old, versions, keep, now)
 		}
-		// Everything else the owner holds counts, old bytes not yet freed included; the
-		// key's own file and versions are counted as they will be after the commit.
-		u, total, err := s.usage(ctx, tx, f.OwnerID, usageExcept{key: f.Key}, now)
+		// Everything else the owner holds counts, old bytes not yet freed included, but
+		// no upload's reservation (usageExcept.reservations); the key's own file and
+		// versions are counted as they will be after the commit.
+		u, total, err := s.usage(ctx, tx, f.OwnerID, usageExcept{key: f.Key, reservations: true}, now)
 		if err != nil {
 			return err
 		}
-		user := u.Total() - u.Uploads // an upload's reservation is for the file it makes
+		user := u.Total()
 		held := f.Size
 		for _, v := range kept {
 			held += v.Size

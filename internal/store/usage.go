@@ -29,6 +29,10 @@ type usageExcept struct {
 	key     string      // the owner's file under key and its versions
 	upload  string      // the reservation of this upload
 	session *SessionKey // this session's file set
+	// reservations leaves out every unfinished upload's reservation, the owner's and
+	// everyone's: a commit is checked beside what is stored. Each reservation was checked
+	// when its upload was created, and the one being finished is its file.
+	reservations bool
 }
 
 type rowQuerier interface {
@@ -73,6 +77,9 @@ func (s *Store) usage(ctx context.Context, q rowQuerier, ownerID string, ex usag
 	).Scan(&u.Files, &files, &u.Versions, &versions, &u.Uploads, &uploads, &u.Runs, &runs, &u.SessionFiles, &sessions, &u.Retained, &retained)
 	if err != nil {
 		return Usage{}, 0, fmt.Errorf("summing the usage of %s: %w", ownerID, err)
+	}
+	if ex.reservations {
+		u.Uploads, uploads = 0, 0
 	}
 	return u, files + versions + uploads + runs + sessions + retained, nil
 }

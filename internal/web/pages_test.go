@@ -349,6 +349,7 @@ func TestAccountPage(t *testing.T) {
 		`<th scope="row">Totalt</th><td class="nowrap" data-bytes="3845696">3,8 MB</td>`,
 		`<th scope="row">Kvar av kvoten</th><td class="nowrap" data-bytes="6154304">6,2 MB</td>`,
 		`<a class="who" href="/account" aria-current="page">ada<span`,
+		`Frigör plats: <a href="/files">ta bort filer i filarkivet</a>`,
 	} {
 		if !strings.Contains(body, row) {
 			t.Fatalf("the account page lacks %s:\n%s", row, body)

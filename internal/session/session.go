@@ -22,6 +22,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blobcache"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/ids"
+	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -219,7 +220,8 @@ func (s *Service) fits(ctx context.Context, k store.SessionKey, dir string, name
 func (s *Service) quotaError(ctx context.Context, k store.SessionKey, n int64, cause error) error {
 	if errors.Is(cause, store.ErrOverTotal) {
 		return errs.New(ErrQuota, map[string]any{"bytes": n, "limit_bytes": s.maxTotal},
-			"the files of this run (%s) do not fit: the file store is full (%s limit); ask an operator", human(n), human(s.maxTotal))
+			"the files of this run (%s) do not fit: the file store is full (%s limit); ask an operator",
+			runner.HumanBytes(n), runner.HumanBytes(s.maxTotal))
 	}
 	var used int64
 	if u, _, err := s.st.UserUsage(ctx, k.UserID, s.now()); err == nil {
@@ -230,21 +232,7 @@ func (s *Service) quotaError(ctx context.Context, k store.SessionKey, n int64, c
 	}
 	return errs.New(ErrQuota, map[string]any{"bytes": n, "quota_bytes": s.userQuota, "used_bytes": used},
 		"the files of this run (%s) do not fit in your %s quota: you use %s of it already; delete some files or old sessions' files first",
-		human(n), human(s.userQuota), human(used))
-}
-
-// human formats a byte count in binary units: "100 MiB", "1.5 GiB".
-func human(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	v, i := float64(n), 0
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	if v == float64(int64(v)) {
-		return fmt.Sprintf("%d %s", int64(v), units[i])
-	}
-	return fmt.Sprintf("%.1f %s", v, units[i])
+		runner.HumanBytes(n), runner.HumanBytes(s.userQuota), runner.HumanBytes(used))
 }
 
 // Files returns the session's current files and touches last_accessed_at; no set is an

@@ -15,8 +15,18 @@ func userOf(u store.User) wire.User {
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request, u store.User) error {
-	httpkit.WriteJSON(w, http.StatusOK, userOf(u))
+	use, err := s.svc.Staging.Usage(r.Context(), u.ID)
+	if err != nil {
+		return err
+	}
+	httpkit.WriteJSON(w, http.StatusOK, wire.Me{User: userOf(u), Usage: usageOf(use, s.svc.Staging.Limits().UserQuotaBytes)})
 	return nil
+}
+
+// usageOf is u in the API's words, beside the quota.
+func usageOf(u store.Usage, quota int64) wire.Usage {
+	return wire.Usage{Files: u.Files, Versions: u.Versions, Uploads: u.Uploads, Runs: u.Runs, SessionFiles: u.SessionFiles,
+		Retained: u.Retained, Total: u.Total(), Quota: quota}
 }
 
 func (s *Server) createUser(w http.ResponseWriter, r *http.Request, caller store.User) error {

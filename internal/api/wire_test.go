@@ -53,7 +53,7 @@ func TestAnswersMatchWire(t *testing.T) {
 		into         any         // a pointer to the wire type of the answer
 		keep         func(v any) // records the ids later rows name in their paths
 	}{
-		{name: "me", method: "GET", path: "/api/v1/me", status: 200, into: new(wire.User)},
+		{name: "me", method: "GET", path: "/api/v1/me", status: 200, into: new(wire.Me)},
 		{name: "create user", method: "POST", path: "/api/v1/users", body: `{"name":"ulla","role":"user","password":"hemligt-lösen-1"}`,
 			status: 201, into: new(wire.CreatedUser), keep: func(v any) { ids["user"] = v.(*wire.CreatedUser).ID }},
 		{name: "users", method: "GET", path: "/api/v1/users", status: 200, into: new(wire.UserList)},

@@ -116,6 +116,7 @@ func (a *App) open(ctx context.Context) error {
 		Versions:   a.cfg.FilesVersions,
 	}, a.Metrics, a.log)
 	a.Sessions = session.New(st, a.Blobs, a.cfg.SessionFilesTTL, a.log)
+	a.Sessions.UseQuota(a.cfg.FilesUserQuotaBytes, a.cfg.FilesMaxTotalBytes)
 	if a.cfg.Blob == "nats" {
 		// The objects are not files on this disk: runs get the session files by hard
 		// link from a cache beside the input directories, fetched once per checksum.
@@ -149,6 +150,8 @@ func (a *App) open(ctx context.Context) error {
 		Uploads:        upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes},
 		Node:           node(a.cfg),
 		SessionWritten: a.Sessions.Recorded,
+		UserQuotaBytes: a.cfg.FilesUserQuotaBytes,
+		MaxTotalBytes:  a.cfg.FilesMaxTotalBytes,
 	}, a.Metrics, a.log)
 	if err != nil {
 		return err

@@ -191,11 +191,13 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 	if err != nil {
 		return "", err
 	}
-	kept, err := h.keepArtifacts(ctx, rec, rep.Artifacts)
+	q := h.runs.Quota(r)
+	kept, err := h.keepArtifacts(ctx, rec, rep.Artifacts, q)
 	if err != nil {
-		h.drop(kept)
+		h.drop(ctx, kept, q)
 		return "", err
 	}
+	rep.Notices = append(rep.Notices, q.Notice()...)
 	// What the attempt left in the work bucket, by key: listing the bucket would read
 	// every key in it.
 	left := []string{rec.ReportKey}
@@ -205,7 +207,7 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 	rep.Artifacts = kept
 	ok, err := h.runs.Record(ctx, rec.Run, rec.Attempt, rep)
 	if err != nil || !ok {
-		h.drop(kept)
+		h.drop(ctx, kept, q)
 	}
 	if err != nil {
 		return "", err
@@ -244,8 +246,10 @@ func (h *Handlers) report(ctx context.Context, key string, r store.Run) (run.Rep
 }
 
 // keepArtifacts copies an attempt's artifacts from the work bucket into the files
-// store, checking each one's checksum, and returns them with their new keys.
-func (h *Handlers) keepArtifacts(ctx context.Context, rec Record, arts []run.Artifact) ([]run.Artifact, error) {
+// store, checking each one's checksum and size, and returns them with their new keys.
+// An artifact that does not fit in q (the run's user's quota) is not copied: the run
+// keeps what fits and q's notice names the rest.
+func (h *Handlers) keepArtifacts(ctx context.Context, rec Record, arts []run.Artifact, q *run.Quota) ([]run.Artifact, error) {
 	prefix := AttemptPrefix(rec.Run, rec.Attempt) + "out/"
 	call := nuid.Next()
 	var kept []run.Artifact
@@ -256,7 +260,15 @@ func (h *Handlers) keepArtifacts(ctx context.Context, rec Record, arts []run.Art
 		// Each record call copies under keys of its own: two calls for one attempt (a
 		// worker asking again) never delete each other's copies.
 		key := fmt.Sprintf("runs/%s/a%d-%s/output/%s", rec.Run, rec.Attempt, call, strings.TrimPrefix(a.Key, prefix))
-		if err := h.copy(ctx, a.Key, key, a.SHA256); err != nil {
+		ok, err := q.Reserve(ctx, a.Path, a.Bytes)
+		if err != nil {
+			return kept, fmt.Errorf("run %s: keeping %s: %w", rec.Run, a.Path, err)
+		}
+		if !ok {
+			continue
+		}
+		if err := h.copy(ctx, a.Key, key, a.SHA256, a.Bytes); err != nil {
+			q.Release(ctx, a.Bytes)
 			return kept, fmt.Errorf("run %s: keeping %s: %w", rec.Run, a.Path, err)
 		}
 		a.Key = key
@@ -266,28 +278,30 @@ func (h *Handlers) keepArtifacts(ctx context.Context, rec Record, arts []run.Art
 }
 
 // copy copies object from of the work bucket to key to of the files store, when its
-// bytes have checksum sha.
-func (h *Handlers) copy(ctx context.Context, from, to, sha string) error {
+// bytes are size bytes with checksum sha: the quota reserved size, so no more is stored.
+func (h *Handlers) copy(ctx context.Context, from, to, sha string, size int64) error {
 	rc, _, err := h.work.Get(ctx, from, 0, -1)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	info, err := h.files.Put(ctx, to, rc, blob.PutOptions{ContentType: run.ContentType(to)})
+	info, err := h.files.Put(ctx, to, io.LimitReader(rc, size+1), blob.PutOptions{ContentType: run.ContentType(to)})
 	if err != nil {
 		return err
 	}
-	if info.Checksum != "sha256:"+sha {
+	if info.Checksum != "sha256:"+sha || info.Size != size {
 		h.files.Delete(context.WithoutCancel(ctx), to)
-		return fmt.Errorf("its bytes have %s, not the sha256:%s reported", info.Checksum, sha)
+		return fmt.Errorf("its bytes have %s (%d bytes), not the sha256:%s (%d bytes) reported", info.Checksum, info.Size, sha, size)
 	}
 	return nil
 }
 
-// drop deletes artifacts copied for a result that was not recorded.
-func (h *Handlers) drop(arts []run.Artifact) {
+// drop deletes artifacts copied for a result that was not recorded, and gives back
+// what q reserved for them.
+func (h *Handlers) drop(ctx context.Context, arts []run.Artifact, q *run.Quota) {
 	for _, a := range arts {
 		h.files.Delete(context.Background(), a.Key)
+		q.Release(ctx, a.Bytes)
 	}
 }
 

@@ -124,6 +124,7 @@ var errorTable = []row{
 	{session.ErrInvalidContext, http.StatusBadRequest, "invalid_request", "invalid_context", "the session context is not valid"},
 	{session.ErrConflict, http.StatusConflict, "conflict", "state_rev", "the session changed in the meantime; reload it and try again"},
 	{session.ErrNoSession, http.StatusNotFound, "not_found", "no_session", "there is no session for this tool yet; run the tool first"},
+	{session.ErrQuota, http.StatusInsufficientStorage, "quota_exceeded", "session_files_quota", "the run's files do not fit in the storage quota"},
 	{session.ErrNoStep, http.StatusNotFound, "not_found", "no_step", "the session keeps no such step to go back to"},
 	{sandbox.ErrNotFound, http.StatusNotFound, "not_found", "sandbox_not_found", "there is no such sandbox"},
 	{sandbox.ErrInvalid, http.StatusBadRequest, "invalid_request", "invalid_sandbox", "the sandbox request is not valid"},

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -60,10 +61,11 @@ func (k *skipped) notice(why string) []contract.Output {
 
 // Collect stores the regular files under dir in blobs as a run's artifacts, at keys
 // under prefix ("runs/<run>/output/"). Symlinks, devices
-// and anything else are not kept, nor files past the first MaxArtifacts; one notice per
-// kind names them: nothing is dropped silently, and no tool can grow the run's record
-// by leaving many files behind.
-func Collect(ctx context.Context, blobs blob.Store, prefix, dir string) ([]Artifact, []contract.Output, error) {
+// and anything else are not kept, nor files past the first MaxArtifacts, nor files that
+// do not fit in q (nil: no quota, as on a worker, whose API node applies it); one notice
+// per kind names them: nothing is dropped silently, and no tool can grow the run's
+// record by leaving many files behind.
+func Collect(ctx context.Context, blobs blob.Store, prefix, dir string, q *Quota) ([]Artifact, []contract.Output, error) {
 	var arts []Artifact
 	var links, special, over skipped
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -92,14 +94,21 @@ func Collect(ctx context.Context, blobs blob.Store, prefix, dir string) ([]Artif
 			over.add(rel)
 			return nil
 		}
+		ok, err := q.Reserve(ctx, "output/"+rel, info.Size())
+		if err != nil || !ok {
+			return err
+		}
 		f, err := os.Open(p)
 		if err != nil {
+			q.Release(ctx, info.Size())
 			return err
 		}
 		defer f.Close()
 		key := fmt.Sprintf("%s%04d-%s", prefix, len(arts), blob.SafeSegment(filepath.Base(rel)))
-		bi, err := blobs.Put(ctx, key, f, blob.PutOptions{ContentType: ContentType(rel)})
+		// The sandbox has ended: the file keeps the size it was reserved at.
+		bi, err := blobs.Put(ctx, key, io.LimitReader(f, info.Size()), blob.PutOptions{ContentType: ContentType(rel)})
 		if err != nil {
+			q.Release(ctx, info.Size())
 			return fmt.Errorf("storing output/%s: %w", rel, err)
 		}
 		arts = append(arts, Artifact{Path: "output/" + rel, Name: filepath.Base(rel), Bytes: bi.Size,
@@ -110,6 +119,7 @@ func Collect(ctx context.Context, blobs blob.Store, prefix, dir string) ([]Artif
 	notices = append(notices, links.notice("symbolic links; only regular files are kept")...)
 	notices = append(notices, special.notice("not regular files")...)
 	notices = append(notices, over.notice(fmt.Sprintf("a run keeps at most %d artifacts", MaxArtifacts))...)
+	notices = append(notices, q.Notice()...)
 	return arts, notices, err
 }
 

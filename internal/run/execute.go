@@ -143,6 +143,7 @@ func (s *Service) record(ctx context.Context, r store.Run, attempt int64, out ou
 	if res := out.result; res != nil {
 		r.Stdout, r.StdoutTruncated, r.Stderr, r.StderrTruncated = res.Stdout, res.StdoutTruncated, res.Stderr, res.StderrTruncated
 	}
+	r.HeldBytes = heldBytes(r, out.artifacts)
 	rev, ok, err := s.st.RecordRun(ctx, r, attempt, out.session)
 	if err != nil || !ok {
 		return false, err
@@ -168,4 +169,17 @@ func (s *Service) End(ctx context.Context, id, status, summary string) (bool, er
 		s.status(id, status)
 	}
 	return ok, err
+}
+
+// heldBytes is what finished run r holds against its user's quota: its kept artifacts
+// (reserved as they were stored) and the outputs and logs of its record. The record's
+// part is bounded by the policy and the log caps, so it is counted, not refused.
+func heldBytes(r store.Run, arts []Artifact) int64 {
+	n := int64(len(r.Outputs) + len(r.NextActions) + len(r.Stdout) + len(r.Stderr))
+	for _, a := range arts {
+		if a.Key != "" {
+			n += a.Bytes
+		}
+	}
+	return n
 }

@@ -20,7 +20,8 @@ type Expired struct {
 }
 
 // ExpireArtifacts deletes the artifacts of runs that finished more than ttl ago. The run
-// stays, and each artifact stays listed with expired_at set and no blob. The row is
+// stays, and each artifact stays listed with expired_at set and no blob; what the run
+// held no longer counts against its user's quota. The row is
 // changed before the blobs go: a crash in between leaves blobs no row names, which
 // SweepOrphans removes. ttl 0 keeps artifacts for good.
 func (s *Service) ExpireArtifacts(ctx context.Context, ttl time.Duration) (Expired, error) {
@@ -32,6 +33,10 @@ func (s *Service) ExpireArtifacts(ctx context.Context, ttl time.Duration) (Expir
 	after := ""
 	for {
 		runs, err := s.st.RunsWithStoredArtifacts(ctx, now.Add(-ttl), after, 200)
+		if err == nil && len(runs) == 0 {
+			// Runs that kept no artifacts hold their record until then too.
+			_, err = s.st.ReleaseFinishedRuns(ctx, now.Add(-ttl))
+		}
 		if err != nil || len(runs) == 0 {
 			return out, err
 		}

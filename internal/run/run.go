@@ -51,6 +51,10 @@ type Config struct {
 	// PerUser is how many runs one user may have queued and running at once, counted in
 	// the database, so across a cluster's nodes (SKRIP_RUNS_PER_USER); 0 is no cap.
 	PerUser int
+	// UserQuotaBytes and MaxTotalBytes bound what runs keep (Quota), beside everything
+	// else their users and everyone hold; 0 keeps everything.
+	UserQuotaBytes int64
+	MaxTotalBytes  int64
 	// SessionWritten, when set, is told each session revision a recorded run wrote
 	// (the session keeps editor sessions' steps from it).
 	SessionWritten func(ctx context.Context, k store.SessionKey, rev int64)
@@ -422,7 +426,7 @@ func (s *Service) execute(j *job) {
 func (s *Service) executeHere(j *job) Report {
 	id := j.run.ID
 	collect := func(ctx context.Context, dir string) ([]Artifact, []contract.Output, error) {
-		return Collect(ctx, s.blobs, "runs/"+id+"/output/", dir)
+		return Collect(ctx, s.blobs, "runs/"+id+"/output/", dir, s.Quota(j.run))
 	}
 	onLine := func(stream string, line []byte) { s.hub.publish(id, Event{Type: stream, Data: string(line)}) }
 	rep := Execute(j.ctx, s.runner, j.job, j.req.InputDir, collect, onLine)

@@ -23,6 +23,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/hashcopy"
 	"github.com/skrip-dev/skrip/internal/ids"
+	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -32,6 +33,9 @@ var (
 	ErrConflict = errors.New("session conflict")
 	// ErrNoSession means the tool has no session for this user and context.
 	ErrNoSession = errors.New("no session")
+	// ErrQuota means a run's uploads, as the session's new files, would pass their
+	// user's quota or the store's total (507).
+	ErrQuota = errors.New("session files over quota")
 )
 
 // MaxContextLen is the longest context name.
@@ -55,6 +59,10 @@ type Service struct {
 
 	cache *blobcache.Cache // session files by checksum, when blobs are not files on this disk
 
+	// userQuota and maxTotal bound a new file set beside everything else (UseQuota); 0
+	// does not check.
+	userQuota, maxTotal int64
+
 	mu        sync.Mutex
 	replacing map[string]bool // ids of the sets Replace is storing, not yet in a row
 }
@@ -69,6 +77,11 @@ func New(st *store.Store, blobs blob.Store, ttl time.Duration, log *slog.Logger)
 // whose objects are not files here (NATS), where a snapshot would otherwise be a copy of
 // every byte each run. Call it before the first Inject.
 func (s *Service) UseCache(c *blobcache.Cache) { s.cache = c }
+
+// UseQuota makes Replace refuse a file set that does not fit beside everything else its
+// user holds in userQuota, or beside everyone's in maxTotal (SPEC §12). Call it before
+// the first Replace.
+func (s *Service) UseQuota(userQuota, maxTotal int64) { s.userQuota, s.maxTotal = userQuota, maxTotal }
 
 // TTL is how long a file set lives after its last access.
 func (s *Service) TTL() time.Duration { return s.ttl }
@@ -127,6 +140,9 @@ func (s *Service) Replace(ctx context.Context, k store.SessionKey, dir string, n
 		delete(s.replacing, setID)
 		s.mu.Unlock()
 	}()
+	if err := s.fits(ctx, k, dir, names); err != nil {
+		return err
+	}
 	prefix := fmt.Sprintf("sessions/%s/%s/%s/%s/", k.ToolID, k.UserID, ContextDir(k.Context), setID)
 	var files []File
 	var total int64
@@ -153,15 +169,71 @@ func (s *Service) Replace(ctx context.Context, k store.SessionKey, dir string, n
 	}
 	b, _ := json.Marshal(files)
 	now := s.now()
-	old, err := s.st.SwapSessionFiles(ctx, store.FileSet{SessionKey: k, SetID: setID, Files: string(b), Bytes: total, CreatedAt: now, LastAccessedAt: now})
+	old, err := s.st.SwapSessionFiles(ctx, store.FileSet{SessionKey: k, SetID: setID, Files: string(b), Bytes: total, CreatedAt: now, LastAccessedAt: now},
+		s.userQuota, s.maxTotal, now)
 	if err != nil {
 		undo()
+		if errors.Is(err, store.ErrOverQuota) || errors.Is(err, store.ErrOverTotal) {
+			return s.quotaError(ctx, k, total, err)
+		}
 		return err
 	}
 	if old != nil {
 		s.deleteBlobs(ctx, *old)
 	}
 	return nil
+}
+
+// fits refuses, before any byte is stored, a set of the files names of dir that does not
+// fit beside what its user holds now (the set it replaces not counted). SwapSessionFiles
+// checks again, atomically, when the set is stored.
+func (s *Service) fits(ctx context.Context, k store.SessionKey, dir string, names []string) error {
+	if s.userQuota <= 0 {
+		return nil
+	}
+	var n int64
+	for _, name := range names {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		n += info.Size()
+	}
+	u, total, err := s.st.UserUsage(ctx, k.UserID, s.now())
+	if err != nil {
+		return err
+	}
+	var current int64
+	if set, err := s.st.SessionFiles(ctx, k); err == nil {
+		current = set.Bytes
+	}
+	switch {
+	case u.Total()-current+n > s.userQuota:
+		return s.quotaError(ctx, k, n, store.ErrOverQuota)
+	case total-current+n > s.maxTotal:
+		return s.quotaError(ctx, k, n, store.ErrOverTotal)
+	}
+	return nil
+}
+
+// quotaError is the refusal of a file set of n bytes for k's user: cause is the store's
+// ErrOverQuota or ErrOverTotal.
+func (s *Service) quotaError(ctx context.Context, k store.SessionKey, n int64, cause error) error {
+	if errors.Is(cause, store.ErrOverTotal) {
+		return errs.New(ErrQuota, map[string]any{"bytes": n, "limit_bytes": s.maxTotal},
+			"the files of this run (%s) do not fit: the file store is full (%s limit); ask an operator",
+			runner.HumanBytes(n), runner.HumanBytes(s.maxTotal))
+	}
+	var used int64
+	if u, _, err := s.st.UserUsage(ctx, k.UserID, s.now()); err == nil {
+		used = u.Total()
+		if set, err := s.st.SessionFiles(ctx, k); err == nil {
+			used -= set.Bytes // replaced by the new set
+		}
+	}
+	return errs.New(ErrQuota, map[string]any{"bytes": n, "quota_bytes": s.userQuota, "used_bytes": used},
+		"the files of this run (%s) do not fit in your %s quota: you use %s of it already; delete some files or old sessions' files first",
+		runner.HumanBytes(n), runner.HumanBytes(s.userQuota), runner.HumanBytes(used))
 }
 
 // Files returns the session's current files and touches last_accessed_at; no set is an

@@ -73,6 +73,12 @@ func New(st *store.Store, blobs blob.Store, limits Limits, m *metrics.Metrics, l
 // janitor deletes them after it, or sooner when an upload needs the room (makeRoom).
 const RetiredGrace = 15 * time.Minute
 
+// Usage is what ownerID holds now, by kind: everything their quota counts.
+func (s *Service) Usage(ctx context.Context, ownerID string) (store.Usage, error) {
+	u, _, err := s.st.UserUsage(ctx, ownerID, s.now())
+	return u, err
+}
+
 // Limits returns the caps in force.
 func (s *Service) Limits() Limits { return s.limits }
 
@@ -119,7 +125,7 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 	if err != nil {
 		return store.File{}, err
 	}
-	if err := s.makeRoom(ctx, total); err != nil {
+	if user, total, err = s.makeRoom(ctx, up.OwnerID, user, total); err != nil {
 		return store.File{}, err
 	}
 	if existing {
@@ -158,9 +164,17 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 // commit indexes f, whose bytes are stored, as the version of its key, checking the
 // owner's quota and the store's total once more against everything committed before it.
 // The replaced version is kept (Limits.Versions), or its bytes are retired, not deleted:
-// a reader may have opened them.
+// a reader may have opened them; when they pass the quota they are freed at once.
 func (s *Service) commit(ctx context.Context, f store.File, name string, now time.Time) error {
-	return s.limitError(s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.Versions, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now), name)
+	if err := s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.Versions, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now); err != nil {
+		return s.limitError(err, name)
+	}
+	// The replaced version's bytes are retired, and count until they are freed: free
+	// them now when they pass the quota.
+	if err := s.freeRetired(context.WithoutCancel(ctx), f.OwnerID); err != nil {
+		s.log.Warn("could not free the old bytes of an overwrite early; the janitor will", "key", f.Key, "error", err)
+	}
+	return nil
 }
 
 // limitError is err as the client is told it when it is the store's ErrOverQuota or
@@ -178,15 +192,75 @@ func (s *Service) limitError(err error, name string) error {
 }
 
 // makeRoom deletes retired versions' bytes early, the oldest first, when with them the
-// store could not take one more file of the largest size on top of total live bytes:
-// retired bytes only ever use room no upload needs. A download still reading such a
-// version then fails (the connection is cut), never returning other bytes.
-func (s *Service) makeRoom(ctx context.Context, total int64) error {
-	retired, err := s.st.RetiredFileBytes(ctx)
-	if err != nil || retired == 0 || total+retired+s.limits.MaxFileBytes <= s.limits.MaxTotalBytes {
+// owner (user bytes held, every kind counted, retired ones included) could not take one
+// more file of the largest size within their quota, or the store (total) within its
+// total: retired bytes count until they are freed (SPEC §12), and they only ever use
+// room no upload needs. A download still reading such a version then fails (the
+// connection is cut), never returning other bytes. It returns user and total after.
+func (s *Service) makeRoom(ctx context.Context, ownerID string, user, total int64) (int64, int64, error) {
+	for user+s.limits.MaxFileBytes > s.limits.UserQuotaBytes {
+		batch, err := s.st.OwnerRetiredBlobs(ctx, ownerID, 100)
+		if err != nil || len(batch) == 0 {
+			break
+		}
+		for _, b := range batch {
+			if err := s.dropRetired(ctx, b); err != nil {
+				return user, total, err
+			}
+			user, total = user-b.Size, total-b.Size
+			if user+s.limits.MaxFileBytes <= s.limits.UserQuotaBytes {
+				break
+			}
+		}
+	}
+	if total+s.limits.MaxFileBytes <= s.limits.MaxTotalBytes {
+		return user, total, nil
+	}
+	for total+s.limits.MaxFileBytes > s.limits.MaxTotalBytes {
+		batch, err := s.st.RetiredFileBlobs(ctx, s.now(), 100)
+		if err != nil || len(batch) == 0 {
+			return user, total, err
+		}
+		for _, b := range batch {
+			if err := s.dropRetired(ctx, b); err != nil {
+				return user, total, err
+			}
+			if total -= b.Size; total+s.limits.MaxFileBytes <= s.limits.MaxTotalBytes {
+				return user, total, nil
+			}
+		}
+	}
+	return user, total, nil
+}
+
+// freeRetired deletes ownerID's retired bytes, the oldest first, while ownerID holds
+// more than the quota, and anyone's while the store holds more than its total: what a
+// commit that retired the version it replaced leaves, so that an overwrite never holds
+// more than the quota, old bytes included.
+func (s *Service) freeRetired(ctx context.Context, ownerID string) error {
+	u, total, err := s.st.UserUsage(ctx, ownerID, s.now())
+	if err != nil {
 		return err
 	}
-	for total+retired+s.limits.MaxFileBytes > s.limits.MaxTotalBytes {
+	user := u.Total()
+	if user <= s.limits.UserQuotaBytes && total <= s.limits.MaxTotalBytes {
+		return nil
+	}
+	for user > s.limits.UserQuotaBytes {
+		batch, err := s.st.OwnerRetiredBlobs(ctx, ownerID, 100)
+		if err != nil || len(batch) == 0 {
+			break
+		}
+		for _, b := range batch {
+			if err := s.dropRetired(ctx, b); err != nil {
+				return err
+			}
+			if user, total = user-b.Size, total-b.Size; user <= s.limits.UserQuotaBytes {
+				break
+			}
+		}
+	}
+	for total > s.limits.MaxTotalBytes {
 		batch, err := s.st.RetiredFileBlobs(ctx, s.now(), 100)
 		if err != nil || len(batch) == 0 {
 			return err
@@ -195,7 +269,7 @@ func (s *Service) makeRoom(ctx context.Context, total int64) error {
 			if err := s.dropRetired(ctx, b); err != nil {
 				return err
 			}
-			if retired -= b.Size; total+retired+s.limits.MaxFileBytes <= s.limits.MaxTotalBytes {
+			if total -= b.Size; total <= s.limits.MaxTotalBytes {
 				return nil
 			}
 		}

@@ -142,8 +142,8 @@ func TestRetiredVersions(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if n, _ := s.st.RetiredFileBytes(ctx); n != 0 {
-				t.Fatalf("%d retired bytes kept while an upload needed their room", n)
+			if u, _ := s.Usage(ctx, "u_1"); u.Retained != 0 {
+				t.Fatalf("%d retired bytes kept while an upload needed their room", u.Retained)
 			}
 			if left, _ := s.blobs.List(ctx, ""); len(left) != 2 {
 				t.Fatalf("the blob store holds %d objects, want the 2 live ones", len(left))

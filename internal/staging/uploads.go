@@ -82,7 +82,7 @@ func (s *Service) CreateUpload(ctx context.Context, nu NewUpload) (store.Upload,
 	if err != nil {
 		return store.Upload{}, err
 	}
-	if err := s.makeRoom(ctx, total); err != nil {
+	if user, total, err = s.makeRoom(ctx, nu.OwnerID, user, total); err != nil {
 		return store.Upload{}, err
 	}
 	// The file it replaces frees its bytes (or the versions it pushes out, when they are kept).
@@ -115,12 +115,8 @@ func (s *Service) CreateUpload(ctx context.Context, nu NewUpload) (store.Upload,
 // usage is the bytes held at now by live files and reserved by unfinished uploads other
 // than except: ownerID's, and everyone's.
 func (s *Service) usage(ctx context.Context, ownerID, except string, now time.Time) (user, total int64, err error) {
-	user, total, err = s.st.FileUsage(ctx, ownerID, now)
-	if err != nil {
-		return 0, 0, err
-	}
-	ru, rt, err := s.st.UploadReservations(ctx, ownerID, except, now)
-	return user + ru, total + rt, err
+	u, total, err := s.st.UsageBesideUpload(ctx, ownerID, except, now)
+	return u.Total(), total, err
 }
 
 // Upload returns ownerID's upload id. An upload whose bytes are all in but whose file no

@@ -113,7 +113,7 @@ func (s *Store) replaceVersions(ctx context.Context, tx *sql.Tx, kept, gone []Fi
 				return err
 			}
 		}
-		if err := s.retire(ctx, tx, v.BlobKey, v.Size, now); err != nil {
+		if err := s.retire(ctx, tx, v.OwnerID, v.BlobKey, v.Size, now); err != nil {
 			return err
 		}
 	}
@@ -128,30 +128,6 @@ func (s *Store) dropVersions(ctx context.Context, tx *sql.Tx, ownerID, key strin
 		return err
 	}
 	return s.replaceVersions(ctx, tx, nil, versions, now)
-}
-
-// liveVersions selects the owner and size of every kept version of a live file at ?.
-const liveVersions = `SELECT v.owner_id, v.size FROM file_versions v JOIN files f ON f.owner_id = v.owner_id AND f.key = v.key
-	WHERE f.checksum <> '' AND (f.expires_at IS NULL OR f.expires_at > ?)`
-
-// versionUsage returns the bytes of the versions live files keep: of ownerID's, and in all.
-func (s *Store) versionUsage(ctx context.Context, ownerID string, now time.Time) (user, total int64, err error) {
-	err = s.queryRow(ctx, `SELECT COALESCE(SUM(CASE WHEN owner_id = ? THEN size ELSE 0 END), 0), COALESCE(SUM(size), 0)
-		FROM (`+liveVersions+`) held`, ownerID, ms(now)).Scan(&user, &total)
-	return user, total, err
-}
-
-// txUsage returns, inside tx, the bytes held at now by live files and their versions,
-// except the file (ownerID, key) and its versions: of ownerID's, and in all.
-func (s *Store) txUsage(ctx context.Context, tx *sql.Tx, ownerID, key string, now time.Time) (user, total int64, err error) {
-	err = tx.QueryRowContext(ctx, s.rebind(`SELECT COALESCE(SUM(CASE WHEN owner_id = ? THEN size ELSE 0 END), 0), COALESCE(SUM(size), 0) FROM (
-			SELECT owner_id, key, size FROM files WHERE checksum <> '' AND (expires_at IS NULL OR expires_at > ?)
-			UNION ALL
-			SELECT v.owner_id, v.key, v.size FROM file_versions v JOIN files f ON f.owner_id = v.owner_id AND f.key = v.key
-				WHERE f.checksum <> '' AND (f.expires_at IS NULL OR f.expires_at > ?)
-		) held WHERE NOT (owner_id = ? AND key = ?)`),
-		ownerID, ms(now), ms(now), ownerID, key).Scan(&user, &total)
-	return user, total, err
 }
 
 // TrimFileVersions retires up to limit kept versions beyond the keep newest of their key
@@ -181,7 +157,7 @@ func (s *Store) TrimFileVersions(ctx context.Context, keep, limit int, now time.
 				return nil
 			}
 			n++
-			return s.retire(ctx, tx, v.BlobKey, v.Size, now)
+			return s.retire(ctx, tx, v.OwnerID, v.BlobKey, v.Size, now)
 		})
 		if err != nil {
 			return n, fmt.Errorf("trimming version %s of %q: %w", v.ID, v.Key, err)

@@ -57,11 +57,11 @@ func TestFileVersions(t *testing.T) {
 		}
 		usage := func(owner string) int64 {
 			t.Helper()
-			u, _, err := s.FileUsage(ctx, owner, now)
+			u, _, err := s.UserUsage(ctx, owner, now)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return u
+			return u.Files + u.Versions
 		}
 
 		for n := 1; n <= 4; n++ {

@@ -91,10 +91,14 @@ func (s *Store) CommitFile(ctx context.Context, f File, keep int, userQuota, max
 		if old.BlobKey != f.BlobKey {
 			kept, gone = keptVersions(old, versions, keep, now)
 		}
-		user, total, err := s.txUsage(ctx, tx, f.OwnerID, f.Key, now)
+		// Everything else the owner holds counts, old bytes not yet freed included, but
+		// no upload's reservation (usageExcept.reservations); the key's own file and
+		// versions are counted as they will be after the commit.
+		u, total, err := s.usage(ctx, tx, f.OwnerID, usageExcept{key: f.Key, reservations: true}, now)
 		if err != nil {
 			return err
 		}
+		user := u.Total()
 		held := f.Size
 		for _, v := range kept {
 			held += v.Size
@@ -133,10 +137,11 @@ func (s *Store) lockOwner(ctx context.Context, tx *sql.Tx, ownerID string) error
 	return err
 }
 
-// retire records that no file version points to blobKey any more.
-func (s *Store) retire(ctx context.Context, tx *sql.Tx, blobKey string, size int64, now time.Time) error {
-	_, err := tx.ExecContext(ctx, s.rebind("INSERT INTO retired_file_blobs (blob_key, size, retired_at) VALUES (?, ?, ?) ON CONFLICT (blob_key) DO NOTHING"),
-		blobKey, size, ms(now))
+// retire records that no file version points to blobKey any more. Its bytes count
+// against ownerID's quota until they are deleted.
+func (s *Store) retire(ctx context.Context, tx *sql.Tx, ownerID, blobKey string, size int64, now time.Time) error {
+	_, err := tx.ExecContext(ctx, s.rebind("INSERT INTO retired_file_blobs (blob_key, size, retired_at, owner_id) VALUES (?, ?, ?, ?) ON CONFLICT (blob_key) DO NOTHING"),
+		blobKey, size, ms(now), ownerID)
 	return err
 }
 
@@ -152,28 +157,23 @@ type RetiredBlob struct {
 // version finishes whole, until the caller deletes them and drops them here.
 func (s *Store) RetiredFileBlobs(ctx context.Context, before time.Time, limit int) ([]RetiredBlob, error) {
 	rows, err := s.query(ctx, "SELECT blob_key, size, retired_at FROM retired_file_blobs WHERE retired_at <= ? ORDER BY retired_at, blob_key LIMIT ?", ms(before), limit)
-	return scanAll(rows, err, func(row interface{ Scan(...any) error }) (RetiredBlob, error) {
-		var b RetiredBlob
-		var at int64
-		if err := row.Scan(&b.BlobKey, &b.Size, &at); err != nil {
-			return RetiredBlob{}, err
-		}
-		b.RetiredAt = fromMS(at)
-		return b, nil
-	})
+	return scanAll(rows, err, scanRetired)
+}
+
+func scanRetired(row interface{ Scan(...any) error }) (RetiredBlob, error) {
+	var b RetiredBlob
+	var at int64
+	if err := row.Scan(&b.BlobKey, &b.Size, &at); err != nil {
+		return RetiredBlob{}, err
+	}
+	b.RetiredAt = fromMS(at)
+	return b, nil
 }
 
 // DropRetiredFileBlob forgets a retired blob whose bytes are deleted.
 func (s *Store) DropRetiredFileBlob(ctx context.Context, blobKey string) error {
 	_, err := s.exec(ctx, "DELETE FROM retired_file_blobs WHERE blob_key = ?", blobKey)
 	return err
-}
-
-// RetiredFileBytes is the size of every retired blob together.
-func (s *Store) RetiredFileBytes(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.queryRow(ctx, "SELECT COALESCE(SUM(size), 0) FROM retired_file_blobs").Scan(&n)
-	return n, err
 }
 
 // FileOf returns ownerID's entry under key, expired or pending or not.
@@ -183,18 +183,6 @@ func (s *Store) FileOf(ctx context.Context, ownerID, key string) (File, error) {
 		return File{}, fmt.Errorf("file %q: %w", key, err)
 	}
 	return f, nil
-}
-
-// FileUsage returns the bytes held by live (unexpired at now) files and the versions they
-// keep: of ownerID, and in all.
-func (s *Store) FileUsage(ctx context.Context, ownerID string, now time.Time) (user, total int64, err error) {
-	err = s.queryRow(ctx, `SELECT COALESCE(SUM(CASE WHEN owner_id = ? THEN size ELSE 0 END), 0), COALESCE(SUM(size), 0)
-		FROM files WHERE checksum <> '' AND (expires_at IS NULL OR expires_at > ?)`, ownerID, ms(now)).Scan(&user, &total)
-	if err != nil {
-		return 0, 0, err
-	}
-	vu, vt, err := s.versionUsage(ctx, ownerID, now)
-	return user + vu, total + vt, err
 }
 
 // ListFiles returns up to limit live files of ownerID whose key starts with prefix and
@@ -232,7 +220,7 @@ func (s *Store) DeleteFile(ctx context.Context, f File, now time.Time) (bool, er
 		if f.BlobKey == "" {
 			return nil
 		}
-		return s.retire(ctx, tx, f.BlobKey, f.Size, now)
+		return s.retire(ctx, tx, f.OwnerID, f.BlobKey, f.Size, now)
 	})
 	if err != nil {
 		return false, fmt.Errorf("deleting file %q: %w", f.Key, err)

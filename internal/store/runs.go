@@ -64,11 +64,16 @@ type Run struct {
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
+	// HeldBytes is what the run holds against its user's quota: while it runs, what its
+	// attempt reserved for artifacts (ReserveRunBytes); once recorded, its kept
+	// artifacts, outputs and logs (RecordRun); 0 once its artifacts expire or it ends
+	// without keeping any.
+	HeldBytes int64
 }
 
 const runCols = `id, tool_id, version_id, user_id, context, kind, action_id, action_label, status, error_summary, inputs, outputs,
 	next_actions, artifacts, input_manifest, state_rev, attempts, worker, expected_rev, cancel_requested, stdout, stderr, stdout_truncated, stderr_truncated,
-	created_at, started_at, finished_at`
+	created_at, started_at, finished_at, held_bytes`
 
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var r Run
@@ -76,7 +81,7 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var created int64
 	if err := row.Scan(&r.ID, &r.ToolID, &r.VersionID, &r.UserID, &r.Context, &r.Kind, &r.ActionID, &r.ActionLabel, &r.Status, &r.ErrorSummary,
 		&r.Inputs, &r.Outputs, &r.NextActions, &r.Artifacts, &r.InputManifest, &rev, &r.Attempts, &r.Worker, &expected, &r.CancelRequested, &r.Stdout, &r.Stderr,
-		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished); err != nil {
+		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished, &r.HeldBytes); err != nil {
 		return Run{}, mapErr(err)
 	}
 	r.CreatedAt = fromMS(created)
@@ -113,10 +118,10 @@ func nullInt(v *int64) any {
 
 // CreateRun inserts a new run.
 func (s *Store) CreateRun(ctx context.Context, r Run) error {
-	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.ActionLabel, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
 		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Attempts, r.Worker, nullInt(r.ExpectedRev), r.CancelRequested, r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
-		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt))
+		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt), r.HeldBytes)
 	if err != nil {
 		return fmt.Errorf("creating run: %w", err)
 	}
@@ -130,9 +135,11 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 // already claimed as attempt or later by another worker: the same claim again (its
 // answer was lost) succeeds again.
 func (s *Store) ClaimRun(ctx context.Context, id string, attempt int64, worker string, at time.Time) (bool, error) {
-	res, err := s.exec(ctx, `UPDATE runs SET status = ?, attempts = ?, worker = ?, started_at = COALESCE(started_at, ?)
+	// A new attempt keeps its own artifacts: what an earlier one reserved goes with it.
+	res, err := s.exec(ctx, `UPDATE runs SET status = ?, attempts = ?, worker = ?, started_at = COALESCE(started_at, ?),
+			held_bytes = CASE WHEN attempts = ? THEN held_bytes ELSE 0 END
 		WHERE id = ? AND cancel_requested = ? AND (status = ? OR (status = ? AND (attempts < ? OR (attempts = ? AND worker = ?))))`,
-		StatusRunning, attempt, worker, ms(at), id, false, StatusQueued, StatusRunning, attempt, attempt, worker)
+		StatusRunning, attempt, worker, ms(at), attempt, id, false, StatusQueued, StatusRunning, attempt, attempt, worker)
 	if err != nil {
 		return false, fmt.Errorf("claiming run %s: %w", id, err)
 	}
@@ -166,10 +173,10 @@ func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *Sessio
 		// In PostgreSQL the update locks the run's row until the commit, so a second
 		// record of the same run waits here and then finds it final.
 		res, err := s.txExec(ctx, tx, `UPDATE runs SET status = ?, error_summary = ?, outputs = ?, next_actions = ?, artifacts = ?,
-			state_rev = NULL, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?, cancel_requested = ?
+			state_rev = NULL, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?, cancel_requested = ?, held_bytes = ?
 			WHERE id = ? AND status IN (?, ?) AND attempts = ?`,
 			r.Status, r.ErrorSummary, r.Outputs, r.NextActions, r.Artifacts, r.Stdout, r.Stderr,
-			r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), false, r.ID, StatusQueued, StatusRunning, attempt)
+			r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), false, r.HeldBytes, r.ID, StatusQueued, StatusRunning, attempt)
 		if err != nil {
 			return err
 		}
@@ -223,7 +230,8 @@ func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *Sessio
 // EndRun ends a run that is not yet final as status with summary, whatever its attempt:
 // what a node does when the run's worker was lost. It reports whether it did.
 func (s *Store) EndRun(ctx context.Context, id, status, summary string, at time.Time) (bool, error) {
-	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ?, cancel_requested = ? WHERE id = ? AND status IN (?, ?)",
+	// It keeps no artifacts: what its attempts reserved is no longer held.
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ?, cancel_requested = ?, held_bytes = 0 WHERE id = ? AND status IN (?, ?)",
 		status, summary, ms(at), false, id, StatusQueued, StatusRunning)
 	if err != nil {
 		return false, fmt.Errorf("ending run %s: %w", id, err)
@@ -297,7 +305,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 // FailUnfinishedRuns marks every queued or running run failed with summary: what a
 // restart finds after a crash. It returns how many it marked.
 func (s *Store) FailUnfinishedRuns(ctx context.Context, summary string, at time.Time) (int64, error) {
-	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ? WHERE status IN (?, ?)",
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ?, held_bytes = 0 WHERE status IN (?, ?)",
 		StatusFailed, summary, ms(at), StatusQueued, StatusRunning)
 	if err != nil {
 		return 0, err
@@ -336,7 +344,8 @@ func (s *Store) RunsWithStoredArtifacts(ctx context.Context, cutoff time.Time, a
 // ReplaceRunArtifacts sets a run's artifacts JSON to next if it is still old; it reports
 // whether it did.
 func (s *Store) ReplaceRunArtifacts(ctx context.Context, id, old, next string) (bool, error) {
-	res, err := s.exec(ctx, "UPDATE runs SET artifacts = ? WHERE id = ? AND artifacts = ?", next, id, old)
+	// The expired artifacts, and the record kept with them, no longer count (held_bytes).
+	res, err := s.exec(ctx, "UPDATE runs SET artifacts = ?, held_bytes = 0 WHERE id = ? AND artifacts = ?", next, id, old)
 	if err != nil {
 		return false, fmt.Errorf("run %s: %w", id, err)
 	}

@@ -139,7 +139,7 @@ func TestConcurrentFileSetSwaps(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				old, err := s.SwapSessionFiles(ctx, FileSet{SessionKey: k, SetID: fmt.Sprintf("s_%d", i), Files: "[]", CreatedAt: now, LastAccessedAt: now})
+				old, err := s.SwapSessionFiles(ctx, FileSet{SessionKey: k, SetID: fmt.Sprintf("s_%d", i), Files: "[]", CreatedAt: now, LastAccessedAt: now}, 0, 0, now)
 				if err != nil {
 					t.Error(err)
 					return

@@ -109,10 +109,29 @@ func (s *Store) SessionFiles(ctx context.Context, k SessionKey) (FileSet, error)
 }
 
 // SwapSessionFiles makes set the session's current file set in one statement and returns
-// the set it replaced (nil when there was none).
-func (s *Store) SwapSessionFiles(ctx context.Context, set FileSet) (*FileSet, error) {
+// the set it replaced (nil when there was none). With userQuota above 0, set must fit at
+// now beside everything else its user holds (the set it replaces not counted) in
+// userQuota, and beside everyone's in maxTotal: otherwise it returns an error wrapping
+// ErrOverQuota or ErrOverTotal and leaves the session's files as they were. The check
+// and the swap are one transaction, one user's at a time.
+func (s *Store) SwapSessionFiles(ctx context.Context, set FileSet, userQuota, maxTotal int64, now time.Time) (*FileSet, error) {
 	var old *FileSet
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.lockOwner(ctx, tx, set.UserID); err != nil {
+			return err
+		}
+		if userQuota > 0 {
+			u, total, err := s.usage(ctx, tx, set.UserID, usageExcept{session: &set.SessionKey}, now)
+			if err != nil {
+				return err
+			}
+			if u.Total()+set.Bytes > userQuota {
+				return fmt.Errorf("%d bytes held, %d more: %w", u.Total(), set.Bytes, ErrOverQuota)
+			}
+			if total+set.Bytes > maxTotal {
+				return fmt.Errorf("%d bytes stored, %d more: %w", total, set.Bytes, ErrOverTotal)
+			}
+		}
 		if s.dialect == Postgres {
 			// Replaces of one session's files run one at a time, so each sees (and
 			// returns, for deletion) the set it really replaces. SQLite is serial already.

@@ -93,12 +93,14 @@ func (s *Store) CreateUpload(ctx context.Context, u Upload, lim UploadLimits, no
 		if open >= lim.MaxOpen {
 			return fmt.Errorf("%d open: %w", open, ErrTooManyUploads)
 		}
-		// Every live file and kept version counts (no key is ""), less what this one frees.
-		fu, ft, err := s.txUsage(ctx, tx, u.OwnerID, "", now)
+		// Everything the owner holds counts (no key is ""), old bytes not yet freed and
+		// runs' and sessions' bytes included, less what this one frees; the reservations
+		// are counted above.
+		uu, all, err := s.usage(ctx, tx, u.OwnerID, usageExcept{}, now)
 		if err != nil {
 			return err
 		}
-		fu, ft = fu-lim.Freed, ft-lim.Freed
+		fu, ft := uu.Total()-uu.Uploads-lim.Freed, all-rt-lim.Freed
 		if fu+ru+u.Size > lim.UserQuota {
 			return fmt.Errorf("%d bytes held, %d reserved, %d more: %w", fu, ru, u.Size, ErrOverQuota)
 		}
@@ -134,14 +136,6 @@ func scanUploadPart(row interface{ Scan(...any) error }) (UploadPart, error) {
 	var p UploadPart
 	err := row.Scan(&p.Start, &p.Size, &p.BlobKey, &p.Checksum)
 	return p, err
-}
-
-// UploadReservations returns the bytes reserved at now by unfinished uploads other than
-// except: ownerID's, and everyone's.
-func (s *Store) UploadReservations(ctx context.Context, ownerID, except string, now time.Time) (user, total int64, err error) {
-	err = s.queryRow(ctx, `SELECT COALESCE(SUM(CASE WHEN owner_id = ? THEN size ELSE 0 END), 0), COALESCE(SUM(size), 0)
-		FROM uploads WHERE finished_at IS NULL AND expires_at > ? AND id <> ?`, ownerID, ms(now), except).Scan(&user, &total)
-	return user, total, err
 }
 
 // AddUploadPart records part p of upload id, whose bytes are stored, if the upload still

@@ -67,11 +67,11 @@ func TestUploadParts(t *testing.T) {
 		if parts, _ := s.UploadParts(ctx, "up_1"); len(parts) != 1 || parts[0].Size != 4 {
 			t.Fatalf("parts after reopening: %+v", parts)
 		}
-		if user, total, _ := s.UploadReservations(ctx, "u_1", "", now); user != 10 || total != 10 {
-			t.Fatalf("reservations %d %d", user, total)
+		if u, total, _ := s.UserUsage(ctx, "u_1", now); u.Uploads != 10 || u.Total() != 10 || total != 10 {
+			t.Fatalf("reservations %+v %d", u, total)
 		}
-		if user, _, _ := s.UploadReservations(ctx, "u_1", "up_1", now); user != 0 {
-			t.Fatalf("reservations without up_1: %d", user)
+		if u, _, _ := s.UsageBesideUpload(ctx, "u_1", "up_1", now); u.Uploads != 0 {
+			t.Fatalf("reservations without up_1: %+v", u)
 		}
 		if err := s.CreateUpload(ctx, Upload{ID: "up_2", OwnerID: "u_1", Size: 1, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, lim, now); err != nil {
 			t.Fatal(err)

@@ -159,6 +159,7 @@ func TestAccessibility(t *testing.T) {
 		{name: "run (failed)", user: "teacher", url: func(*testing.T) string { return s.base + "/runs/" + failedRun }},
 		{name: "history", user: "teacher", url: func(*testing.T) string { return s.base + "/runs" }},
 		{name: "files", user: "teacher", url: func(*testing.T) string { return s.base + "/files" }},
+		{name: "account", user: "teacher", url: func(*testing.T) string { return s.base + "/account" }},
 		{name: "not found (signed in)", user: "teacher", url: func(*testing.T) string { return s.base + "/tools/no-such-tool" }},
 		{name: "editor index", user: "author", url: func(*testing.T) string { return s.base + "/editor" }},
 		{name: "editor", user: "author", url: func(*testing.T) string { return s.base + "/editor/a11y-draft" }},

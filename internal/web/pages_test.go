@@ -14,6 +14,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/client"
+	apiwire "github.com/skrip-dev/skrip/internal/wire"
 )
 
 // browserless is a cookie-keeping HTTP client that does not follow redirects, so tests
@@ -303,5 +304,79 @@ func TestFilesPageVersions(t *testing.T) {
 	owned := `href="/api/v1/files/files/notes.txt?owner=` + ada.ID + `&amp;version=` + vs[1].VersionID + `"`
 	if !strings.Contains(body, owned) {
 		t.Fatalf("the admin's view lacks %s:\n%s", owned, body)
+	}
+}
+
+// TestAccountPage: the account page, linked from the user's name atop every page, shows what the user
+// holds by kind beside their quota, in readable sizes, with the numbers GET /api/v1/me
+// gives (one service call answers both): a live file, a kept version and the bytes of a
+// deleted file not yet freed, each in its row, their total and what is left.
+func TestAccountPage(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.FilesVersions = 1
+	cfg.FilesUserQuotaBytes = 10_000_000
+	cfg.FilesMaxFileBytes = 3_000_000
+	env := apptest.Start(t, cfg)
+	ctx := context.Background()
+	ada, err := env.Admin.CreateUser(ctx, "ada", "user", "a good password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := env.Client(t, ada.Token)
+	for _, text := range []string{"old notes", "new notes"} {
+		if _, err := c.Upload(ctx, "notes.txt", strings.NewReader(text), client.UploadOptions{Key: "files/notes.txt"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for key, n := range map[string]int{"files/report.csv": 2_345_678, "files/old.bin": 1_500_000} {
+		if _, err := c.Upload(ctx, "f", strings.NewReader(strings.Repeat("x", n)), client.UploadOptions{Key: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.DeleteFile(ctx, "files/old.bin"); err != nil {
+		t.Fatal(err)
+	}
+
+	var me apiwire.Me
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/me", nil, &me); err != nil {
+		t.Fatal(err)
+	}
+	want := apiwire.Usage{Files: 2_345_687, Versions: 9, Retained: 1_500_000, Total: 3_845_696, Quota: 10_000_000}
+	if me.Usage != want {
+		t.Fatalf("GET /api/v1/me: %+v; want %+v", me.Usage, want)
+	}
+
+	b := newBrowserless(t, env.URL)
+	b.signIn("ada", "a good password")
+	if _, _, body := b.do("GET", "/files", nil, nil); !strings.Contains(body, `<a class="who" href="/account" >ada<span class="visually-hidden">, Ditt konto och din lagring</span></a>`) {
+		t.Fatalf("the header has no link to the account page:\n%s", body)
+	}
+	status, _, body := b.do("GET", "/account", nil, nil)
+	if status != http.StatusOK {
+		t.Fatalf("the account page answered %d:\n%s", status, body)
+	}
+	for _, row := range []string{
+		`Du använder 3,8 MB av din kvot på 10 MB.`,
+		`<th scope="row">Filer i filarkivet</th><td class="nowrap" data-bytes="2345687">2,3 MB</td>`,
+		`<th scope="row">Tidigare versioner av filerna</th><td class="nowrap" data-bytes="9">9 byte</td>`,
+		`<th scope="row">Uppladdningar som inte är klara</th><td class="nowrap" data-bytes="0">0 byte</td>`,
+		`<th scope="row">Körningars filer, resultat och loggar</th><td class="nowrap" data-bytes="0">0 byte</td>`,
+		`<th scope="row">Verktygssessioners filer</th><td class="nowrap" data-bytes="0">0 byte</td>`,
+		`<th scope="row">Ersatta och borttagna filer som inte har frigjorts än</th><td class="nowrap" data-bytes="1500000">1,5 MB</td>`,
+		`<th scope="row">Totalt</th><td class="nowrap" data-bytes="3845696">3,8 MB</td>`,
+		`<th scope="row">Kvar av kvoten</th><td class="nowrap" data-bytes="6154304">6,2 MB</td>`,
+		`<a class="who" href="/account" aria-current="page">ada<span`,
+		`Frigör plats: <a href="/files">ta bort filer i filarkivet</a>`,
+	} {
+		if !strings.Contains(body, row) {
+			t.Fatalf("the account page lacks %s:\n%s", row, body)
+		}
+	}
+	if status, _, _ := b.do("GET", "/lang/en?back=/account", nil, nil); status != http.StatusSeeOther {
+		t.Fatalf("switching to English answered %d", status)
+	}
+	_, _, body = b.do("GET", "/account", nil, nil)
+	if !strings.Contains(body, "You use 3.8 MB of your 10 MB quota.") || !strings.Contains(body, `Files in the staging area</th><td class="nowrap" data-bytes="2345687">2.3 MB</td>`) {
+		t.Fatalf("the account page in English lacks the numbers:\n%s", body)
 	}
 }

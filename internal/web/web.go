@@ -159,6 +159,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /editor/versions/{version}/session/continue", h.page(h.editorContinue))
 
 	mux.Handle("GET /files", h.page(h.filesPage))
+	mux.Handle("GET /account", h.page(h.accountPage))
 
 	mux.Handle("GET /admin/users", h.page(h.usersPage))
 	mux.Handle("POST /admin/users", h.page(h.createUser))

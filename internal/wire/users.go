@@ -54,3 +54,22 @@ type IssuedToken struct {
 	Token  string `json:"token"`
 	UserID string `json:"user_id"`
 }
+
+// Me is the answer of GET /api/v1/me: the caller, with what they hold by kind.
+type Me struct {
+	User
+	Usage Usage `json:"usage"`
+}
+
+// Usage is what one user holds in the store, in bytes, by kind (SPEC §12 "One quota per
+// user"). Total is every kind together, which the quota bounds.
+type Usage struct {
+	Files        int64 `json:"files"`         // live staged files
+	Versions     int64 `json:"versions"`      // previous versions kept of them
+	Uploads      int64 `json:"uploads"`       // reserved by unfinished resumable uploads
+	Runs         int64 `json:"runs"`          // runs' artifacts, outputs and logs, until the artifacts expire
+	SessionFiles int64 `json:"session_files"` // tool sessions' current files
+	Retained     int64 `json:"retained"`      // old bytes of overwritten or deleted files, until they are freed
+	Total        int64 `json:"total"`
+	Quota        int64 `json:"quota"`
+}

@@ -329,7 +329,7 @@ func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64,
 	}
 	prefix := dispatch.AttemptPrefix(id, attempt) + "out/"
 	collect := func(ctx context.Context, dir string) ([]run.Artifact, []contract.Output, error) {
-		return run.Collect(ctx, w.work, prefix, dir)
+		return run.Collect(ctx, w.work, prefix, dir, nil)
 	}
 	subject := dispatch.OutSubject(w.cfg.ID, id)
 	onLine := func(stream string, line []byte) {

@@ -55,10 +55,7 @@ func (s *Store) AdmitRun(ctx context.Context, r Run, caps RunCaps) error {
 				return ErrAllRuns
 			}
 		}
-		_, err := s.txExec(ctx, tx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.ActionLabel, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
-			r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Attempts, r.Worker, nullInt(r.ExpectedRev), r.CancelRequested, r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
-			ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt))
+		_, err := s.txExec(ctx, tx, insertRun, runValues(r)...)
 		return err
 	})
 	if errors.Is(err, ErrUserRuns) || errors.Is(err, ErrAllRuns) {

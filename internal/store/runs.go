@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -118,14 +119,20 @@ func nullInt(v *int64) any {
 
 // CreateRun inserts a new run.
 func (s *Store) CreateRun(ctx context.Context, r Run) error {
-	_, err := s.exec(ctx, `INSERT INTO runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.ActionLabel, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
-		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Attempts, r.Worker, nullInt(r.ExpectedRev), r.CancelRequested, r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
-		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt), r.HeldBytes)
-	if err != nil {
+	if _, err := s.exec(ctx, insertRun, runValues(r)...); err != nil {
 		return fmt.Errorf("creating run: %w", err)
 	}
 	return nil
+}
+
+// insertRun inserts a run's runCols, from runValues.
+var insertRun = `INSERT INTO runs (` + runCols + `) VALUES (?` + strings.Repeat(", ?", strings.Count(runCols, ",")) + `)`
+
+// runValues are r's values in the order of runCols.
+func runValues(r Run) []any {
+	return []any{r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.ActionLabel, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
+		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Attempts, r.Worker, nullInt(r.ExpectedRev), r.CancelRequested, r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
+		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt), r.HeldBytes}
 }
 
 // ClaimRun marks run id running as attempt number attempt, claimed by worker (a node

@@ -32,6 +32,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/skrip-dev/skrip/bench/benchutil"
 	"github.com/skrip-dev/skrip/internal/client"
 )
 
@@ -142,7 +143,7 @@ func main() {
 		p.stop()
 	}
 	// The cluster: nats-server, an API node that runs nothing itself, one worker, then two.
-	natsAddr, monAddr := freeAddr(), freeAddr()
+	natsAddr, monAddr := benchutil.FreeAddr(), benchutil.FreeAddr()
 	port := func(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
 	nats := startProc("nats-server", natsBin, filepath.Join(dir, "nats"), natsAddr,
 		[]string{"-a", "127.0.0.1", "-p", port(natsAddr), "-m", port(monAddr), "-js", "-sd", filepath.Join(dir, "nats", "js")}, nil)
@@ -183,7 +184,7 @@ func main() {
 // serve starts `skrip serve` in dir with env added to the settings every server here
 // has, and waits until it is ready.
 func serve(bin, dir, name string, env []string) *proc {
-	addr := freeAddr()
+	addr := benchutil.FreeAddr()
 	p := startProc(name, bin, dir, addr, []string{"serve"}, append([]string{
 		"SKRIP_ADDR=" + addr, "SKRIP_DATA_DIR=" + filepath.Join(dir, "data"), "SKRIP_BOOTSTRAP_ADMIN_TOKEN=" + token,
 		"SKRIP_RUNNER=bwrap", "SKRIP_BWRAP_ROOTFS=" + *rootfs, "SKRIP_LOG_LEVEL=warn", "SKRIP_SHUTDOWN_GRACE=5s",
@@ -195,7 +196,7 @@ func serve(bin, dir, name string, env []string) *proc {
 
 // worker starts `skrip worker` named id in dir, on the NATS server at natsURL.
 func worker(bin, dir, id, natsURL string) *proc {
-	addr := freeAddr()
+	addr := benchutil.FreeAddr()
 	p := startProc(id, bin, dir, addr, []string{"worker"}, []string{
 		"SKRIP_ADDR=" + addr, "SKRIP_DATA_DIR=" + filepath.Join(dir, "data"), "SKRIP_NATS_URL=" + natsURL, "SKRIP_WORKER_ID=" + id,
 		"SKRIP_RUNNER=bwrap", "SKRIP_BWRAP_ROOTFS=" + *rootfs, "SKRIP_LOG_LEVEL=warn", "SKRIP_SHUTDOWN_GRACE=5s", "SKRIP_RUN_ACK_WAIT=" + *ackWait,

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/skrip-dev/skrip/bench/benchutil"
 )
 
 // proc is one process the benchmark started: nats-server, a `skrip serve` or a
@@ -31,28 +33,6 @@ type proc struct {
 	once sync.Once
 }
 
-// freeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
-func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fatalf("finding a free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// baseEnv is this process's environment without any SKRIP_ setting, so that each
-// process gets only the settings the benchmark gives it.
-func baseEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SKRIP_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 // startProc starts bin with args and env (added to baseEnv) in dir, logging to
 // dir/<name>.log.
 func startProc(name, bin, dir, addr string, args, env []string) *proc {
@@ -66,7 +46,7 @@ func startProc(name, bin, dir, addr string, args, env []string) *proc {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(baseEnv(), env...)
+	cmd.Env = append(benchutil.BaseEnv(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		fatalf("starting %s: %v", name, err)

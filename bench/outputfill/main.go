@@ -21,7 +21,6 @@ import (
 	"io"
 	"log"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skrip-dev/skrip/bench/benchutil"
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/wire"
 )
@@ -272,24 +272,14 @@ func serve(bin, dir string) *server {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := benchutil.FreeAddr()
 	logPath := filepath.Join(dir, "serve.log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		log.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SKRIP_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "SKRIP_ADDR="+addr, "SKRIP_DATA_DIR="+filepath.Join(dir, "data"), "SKRIP_BOOTSTRAP_ADMIN_TOKEN="+token,
+	cmd.Env = append(benchutil.BaseEnv(), "SKRIP_ADDR="+addr, "SKRIP_DATA_DIR="+filepath.Join(dir, "data"), "SKRIP_BOOTSTRAP_ADMIN_TOKEN="+token,
 		"SKRIP_RUNNER=bwrap", "SKRIP_BWRAP_ROOTFS="+*rootfs, "SKRIP_LOG_LEVEL=warn", "SKRIP_SHUTDOWN_GRACE=5s",
 		"SKRIP_FILES_USER_QUOTA_BYTES="+strconv.Itoa(quota), "SKRIP_RUNNER_CONCURRENCY=4")
 	cmd.Stdout, cmd.Stderr = f, f

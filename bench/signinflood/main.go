@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,6 +35,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/skrip-dev/skrip/bench/benchutil"
 )
 
 const (
@@ -117,10 +118,10 @@ func measure(label, bin, flood string, n int, kill int64) *result {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	addr := freeAddr()
+	addr := benchutil.FreeAddr()
 	base := "http://" + addr
 	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(baseEnv(), "SKRIP_ADDR="+addr, "SKRIP_DATA_DIR="+filepath.Join(dir, "data"),
+	cmd.Env = append(benchutil.BaseEnv(), "SKRIP_ADDR="+addr, "SKRIP_DATA_DIR="+filepath.Join(dir, "data"),
 		"SKRIP_BOOTSTRAP_ADMIN_TOKEN="+adminToken, "SKRIP_RUNNER=bwrap", "SKRIP_LOG_LEVEL=warn",
 		"SKRIP_TRUSTED_PROXIES=127.0.0.1")
 	logf, _ := os.Create(filepath.Join(dir, "server.log"))
@@ -349,24 +350,4 @@ func waitReady(base string, done <-chan struct{}, logPath string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	log.Fatal("the server was not ready within 60 s")
-}
-
-func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// baseEnv is this process's environment without any SKRIP_ setting.
-func baseEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SKRIP_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }

@@ -247,28 +247,41 @@ func (h *Handlers) report(ctx context.Context, key string, r store.Run) (run.Rep
 
 // keepArtifacts copies an attempt's artifacts from the work bucket into the files
 // store, checking each one's checksum and size, and returns them with their new keys.
-// An artifact that does not fit in q (the run's user's quota) is not copied: the run
-// keeps what fits and q's notice names the rest.
+// Their room is reserved in q (the run's user's quota) all at once, before any is
+// copied: an artifact that does not fit is not copied, the run keeps what fits and q's
+// notice names the rest; when the run is no longer this attempt's, none is.
 func (h *Handlers) keepArtifacts(ctx context.Context, rec Record, arts []run.Artifact, q *run.Quota) ([]run.Artifact, error) {
 	prefix := AttemptPrefix(rec.Run, rec.Attempt) + "out/"
+	planned := make([]run.Planned, len(arts))
+	for i, a := range arts {
+		if i == run.MaxArtifacts || !strings.HasPrefix(a.Key, prefix) || !strings.HasPrefix(a.Path, "output/") {
+			return nil, fmt.Errorf("run %s: the worker reported an artifact it may not: %q at %q", rec.Run, a.Path, a.Key)
+		}
+		planned[i] = run.Planned{Path: a.Path, Bytes: a.Bytes}
+	}
+	fits, err := q.Reserve(ctx, planned)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: keeping its artifacts: %w", rec.Run, err)
+	}
 	call := nuid.Next()
 	var kept []run.Artifact
 	for i, a := range arts {
-		if i == run.MaxArtifacts || !strings.HasPrefix(a.Key, prefix) || !strings.HasPrefix(a.Path, "output/") {
-			return kept, fmt.Errorf("run %s: the worker reported an artifact it may not: %q at %q", rec.Run, a.Path, a.Key)
+		if !fits[i] {
+			continue
 		}
 		// Each record call copies under keys of its own: two calls for one attempt (a
 		// worker asking again) never delete each other's copies.
 		key := fmt.Sprintf("runs/%s/a%d-%s/output/%s", rec.Run, rec.Attempt, call, strings.TrimPrefix(a.Key, prefix))
-		ok, err := q.Reserve(ctx, a.Path, a.Bytes)
-		if err != nil {
-			return kept, fmt.Errorf("run %s: keeping %s: %w", rec.Run, a.Path, err)
-		}
-		if !ok {
-			continue
-		}
 		if err := h.copy(ctx, a.Key, key, a.SHA256, a.Bytes); err != nil {
-			q.Release(ctx, a.Bytes)
+			// What was reserved for this one and the ones not copied after it goes back;
+			// the caller gives back the kept ones' as it drops them.
+			var left int64
+			for j := i; j < len(arts); j++ {
+				if fits[j] {
+					left += arts[j].Bytes
+				}
+			}
+			q.Release(ctx, left)
 			return kept, fmt.Errorf("run %s: keeping %s: %w", rec.Run, a.Path, err)
 		}
 		a.Key = key

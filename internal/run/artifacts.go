@@ -64,9 +64,10 @@ func (k *skipped) notice(why string) []contract.Output {
 // and anything else are not kept, nor files past the first MaxArtifacts, nor files that
 // do not fit in q (nil: no quota, as on a worker, whose API node applies it); one notice
 // per kind names them: nothing is dropped silently, and no tool can grow the run's
-// record by leaving many files behind.
+// record by leaving many files behind. The files' room is reserved in q all at once,
+// before any is stored.
 func Collect(ctx context.Context, blobs blob.Store, prefix, dir string, q *Quota) ([]Artifact, []contract.Output, error) {
-	var arts []Artifact
+	var files []Planned
 	var links, special, over skipped
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -86,41 +87,72 @@ func Collect(ctx context.Context, blobs blob.Store, prefix, dir string, q *Quota
 			return nil
 		case info.Mode()&os.ModeSymlink != 0:
 			links.add(rel)
-			return nil
 		case !info.Mode().IsRegular():
 			special.add(rel)
-			return nil
-		case len(arts) == MaxArtifacts:
+		case len(files) == MaxArtifacts:
 			over.add(rel)
-			return nil
+		default:
+			files = append(files, Planned{Path: "output/" + rel, Bytes: info.Size()})
 		}
-		ok, err := q.Reserve(ctx, "output/"+rel, info.Size())
-		if err != nil || !ok {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			q.Release(ctx, info.Size())
-			return err
-		}
-		defer f.Close()
-		key := fmt.Sprintf("%s%04d-%s", prefix, len(arts), blob.SafeSegment(filepath.Base(rel)))
-		// The sandbox has ended: the file keeps the size it was reserved at.
-		bi, err := blobs.Put(ctx, key, io.LimitReader(f, info.Size()), blob.PutOptions{ContentType: ContentType(rel)})
-		if err != nil {
-			q.Release(ctx, info.Size())
-			return fmt.Errorf("storing output/%s: %w", rel, err)
-		}
-		arts = append(arts, Artifact{Path: "output/" + rel, Name: filepath.Base(rel), Bytes: bi.Size,
-			SHA256: strings.TrimPrefix(bi.Checksum, "sha256:"), Key: key})
 		return nil
 	})
+	var arts []Artifact
+	if err == nil {
+		arts, err = storeAll(ctx, blobs, prefix, dir, files, q)
+	}
 	var notices []contract.Output
 	notices = append(notices, links.notice("symbolic links; only regular files are kept")...)
 	notices = append(notices, special.notice("not regular files")...)
 	notices = append(notices, over.notice(fmt.Sprintf("a run keeps at most %d artifacts", MaxArtifacts))...)
 	notices = append(notices, q.Notice()...)
 	return arts, notices, err
+}
+
+// storeAll reserves room in q for files, the regular files found under dir, and stores
+// those that fit in blobs under prefix. When one cannot be stored, what was reserved
+// for it and the ones after it is given back.
+func storeAll(ctx context.Context, blobs blob.Store, prefix, dir string, files []Planned, q *Quota) ([]Artifact, error) {
+	fits, err := q.Reserve(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	var arts []Artifact
+	for i, pl := range files {
+		if !fits[i] {
+			continue
+		}
+		a, err := storeOne(ctx, blobs, fmt.Sprintf("%s%04d-", prefix, len(arts)), dir, pl)
+		if err != nil {
+			var left int64
+			for j := i; j < len(files); j++ {
+				if fits[j] {
+					left += files[j].Bytes
+				}
+			}
+			q.Release(ctx, left)
+			return arts, err
+		}
+		arts = append(arts, a)
+	}
+	return arts, nil
+}
+
+// storeOne stores the file pl under dir in blobs, at keyPrefix and its base name.
+func storeOne(ctx context.Context, blobs blob.Store, keyPrefix, dir string, pl Planned) (Artifact, error) {
+	rel := strings.TrimPrefix(pl.Path, "output/")
+	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return Artifact{}, err
+	}
+	defer f.Close()
+	key := keyPrefix + blob.SafeSegment(filepath.Base(rel))
+	// The sandbox has ended: the file keeps the size it was reserved at.
+	bi, err := blobs.Put(ctx, key, io.LimitReader(f, pl.Bytes), blob.PutOptions{ContentType: ContentType(rel)})
+	if err != nil {
+		return Artifact{}, fmt.Errorf("storing %s: %w", pl.Path, err)
+	}
+	return Artifact{Path: pl.Path, Name: filepath.Base(rel), Bytes: bi.Size,
+		SHA256: strings.TrimPrefix(bi.Checksum, "sha256:"), Key: key}, nil
 }
 
 // leftOutNotice says which files of /work/output were not kept because they did not fit

@@ -12,13 +12,16 @@ import (
 )
 
 // Quota keeps one run's artifacts within its user's quota and the store's total (SPEC
-// §12 "One quota per user"): each artifact reserves its bytes in the database before
-// they are stored, atomically beside everything the user holds, so runs finishing at
-// once cannot together pass the quota. An artifact that does not fit is not stored; the
-// run keeps what fits and Notice says what was dropped. The zero limits keep everything.
+// §12 "One quota per user"): the run's artifacts reserve their bytes in the database
+// before they are stored, together, in one transaction beside everything the user
+// holds, so runs finishing at once cannot together pass the quota. An artifact that
+// does not fit is not stored; the run keeps what fits and Notice says what was dropped.
+// A run that ended meanwhile, or that another attempt holds, keeps none. The zero
+// limits keep everything.
 type Quota struct {
 	st                  *store.Store
 	run, user           string
+	attempt             int64 // the attempt whose artifacts these are; 0: whichever holds the run
 	userQuota, maxTotal int64
 	now                 func() time.Time
 
@@ -28,30 +31,56 @@ type Quota struct {
 	names         skipped
 }
 
-// Quota returns the Quota of run r's artifacts.
+// Quota returns the Quota of run r's artifacts, of its attempt r.Attempts when that is
+// known (not 0).
 func (s *Service) Quota(r store.Run) *Quota {
-	return &Quota{st: s.st, run: r.ID, user: r.UserID, userQuota: s.cfg.UserQuotaBytes, maxTotal: s.cfg.MaxTotalBytes, now: s.now}
+	return &Quota{st: s.st, run: r.ID, user: r.UserID, attempt: r.Attempts, userQuota: s.cfg.UserQuotaBytes, maxTotal: s.cfg.MaxTotalBytes, now: s.now}
 }
 
-// Reserve reserves n bytes for the artifact at path ("output/…") and reports whether it
-// may be stored. A refusal is remembered for the notice.
-func (q *Quota) Reserve(ctx context.Context, path string, n int64) (bool, error) {
+// Planned is an artifact to reserve room for: its path ("output/…") and size.
+type Planned struct {
+	Path  string
+	Bytes int64
+}
+
+// Reserve reserves the bytes of a run's artifacts, all in one reservation, and reports
+// for each, in order, whether it may be stored: each that fits beside what the user
+// holds and the ones before it. Refusals are remembered for the notice.
+func (q *Quota) Reserve(ctx context.Context, arts []Planned) ([]bool, error) {
+	ok := make([]bool, len(arts))
 	if q == nil || q.userQuota <= 0 {
-		return true, nil
+		for i := range ok {
+			ok[i] = true
+		}
+		return ok, nil
 	}
-	room, err := q.st.ReserveRunBytes(ctx, q.run, q.user, n, q.userQuota, q.maxTotal, q.now())
+	sizes := make([]int64, len(arts))
+	for i, a := range arts {
+		sizes[i] = a.Bytes
+	}
+	room, err := q.st.ReserveRunBytes(ctx, q.run, q.attempt, q.user, sizes, q.userQuota, q.maxTotal, q.now())
 	if err != nil {
-		return false, err
+		return ok, err
 	}
-	if !room.OK {
-		q.dropped += n
-		q.used = room.User.Total()
-		q.full = room.User.Total()+n <= q.userQuota
-		q.names.add(strings.TrimPrefix(path, "output/"))
-		return false, nil
+	if room.Ended {
+		// The run's record is no longer this attempt's to write: nothing is kept, and
+		// there is no one to tell.
+		return ok, nil
 	}
-	q.kept += n
-	return true, nil
+	held := room.User.Total()
+	for i, a := range arts {
+		if room.Kept[i] {
+			q.kept += a.Bytes
+			held += a.Bytes
+			ok[i] = true
+			continue
+		}
+		q.dropped += a.Bytes
+		q.used = held
+		q.full = held+a.Bytes <= q.userQuota
+		q.names.add(strings.TrimPrefix(a.Path, "output/"))
+	}
+	return ok, nil
 }
 
 // Release gives back n bytes reserved for an artifact that was not stored after all.

@@ -73,10 +73,10 @@ func New(st *store.Store, blobs blob.Store, limits Limits, m *metrics.Metrics, l
 // janitor deletes them after it, or sooner when an upload needs the room (makeRoom).
 const RetiredGrace = 15 * time.Minute
 
-// Usage is what ownerID holds now, by kind: everything their quota counts.
+// Usage is what ownerID holds now, by kind: everything their quota counts. It reads
+// ownerID's rows alone (GET /me and the account page ask it), not the store's total.
 func (s *Service) Usage(ctx context.Context, ownerID string) (store.Usage, error) {
-	u, _, err := s.st.UserUsage(ctx, ownerID, s.now())
-	return u, err
+	return s.st.OwnerUsage(ctx, ownerID, s.now())
 }
 
 // Limits returns the caps in force.

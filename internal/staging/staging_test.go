@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,5 +168,44 @@ func TestFormatTTL(t *testing.T) {
 		if got := FormatTTL(d); got != want {
 			t.Errorf("FormatTTL(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestUsageIsTheOwnersAlone: Usage, what GET /me and the account page show, is what the
+// user holds, summed over their rows alone: two other users' runs holding together more
+// than an int64 holds make any store-wide sum fail, and Usage still answers.
+func TestUsageIsTheOwnersAlone(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, "fs", Limits{MaxFileBytes: 1 << 20, UserQuotaBytes: 4 << 20, MaxTotalBytes: 1 << 40})
+	if _, err := s.Put(ctx, Upload{OwnerID: "u_1", Key: "files/a.txt", Body: strings.NewReader("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Millisecond)
+	v := store.ToolVersion{ID: "v_1", ToolID: "t_1", Source: "pass", Entrypoint: "run_tool", CreatedBy: "u_1", CreatedAt: now}
+	if _, err := s.st.CreateTool(ctx, store.Tool{ID: "t_1", Slug: "t", Title: "T", AuthorID: "u_1", CreatedAt: now, UpdatedAt: now}, v, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"u_2", "u_3"} {
+		if err := s.st.CreateUser(ctx, store.User{ID: u, Name: u, Role: store.RoleUser, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		r := store.Run{ID: "r_" + u, ToolID: "t_1", VersionID: "v_1", UserID: u, Context: "default", Kind: "initial", Status: store.StatusQueued,
+			Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`, CreatedAt: now}
+		if err := s.st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.st.ClaimRun(ctx, r.ID, 1, "w", now); !ok || err != nil {
+			t.Fatalf("ClaimRun = %v, %v", ok, err)
+		}
+		r.Status, r.FinishedAt, r.HeldBytes = store.StatusSucceeded, &now, math.MaxInt64/2+1
+		if _, ok, err := s.st.RecordRun(ctx, r, 1, nil); !ok || err != nil {
+			t.Fatalf("RecordRun = %v, %v", ok, err)
+		}
+	}
+	if u, err := s.Usage(ctx, "u_1"); err != nil || u != (store.Usage{Files: 5}) {
+		t.Fatalf("Usage(u_1) = %+v, %v; want the 5 bytes of its file", u, err)
+	}
+	if _, _, err := s.st.UserUsage(ctx, "u_1", now); err == nil {
+		t.Fatal("the store-wide sum did not fail: the test no longer tells it apart")
 	}
 }

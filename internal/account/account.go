@@ -85,7 +85,7 @@ func (s *Service) CreateUser(ctx context.Context, name, role, password string) (
 		if err := validPassword(password); err != nil {
 			return store.User{}, "", err
 		}
-		if err := s.hashes.do(ctx, func() { u.PasswordHash = auth.HashPassword(password) }); err != nil {
+		if err := s.hashes.do(ctx, nil, func() { u.PasswordHash = auth.HashPassword(password) }); err != nil {
 			return store.User{}, "", err
 		}
 	}
@@ -108,7 +108,7 @@ func (s *Service) SetPassword(ctx context.Context, userID, password string) erro
 		return err
 	}
 	var hash string
-	if err := s.hashes.do(ctx, func() { hash = auth.HashPassword(password) }); err != nil {
+	if err := s.hashes.do(ctx, nil, func() { hash = auth.HashPassword(password) }); err != nil {
 		return err
 	}
 	return s.st.SetPassword(ctx, userID, hash)
@@ -145,6 +145,12 @@ func (s *Service) Authenticate(ctx context.Context, token string) (store.User, e
 // its turn among the password checks (Limits.Checks), and a name without a password is
 // checked against a dummy hash, so that timing does not tell names apart.
 func (s *Service) CheckPassword(ctx context.Context, name, password string) (store.User, error) {
+	return s.checkPassword(ctx, name, password, nil)
+}
+
+// checkPassword is CheckPassword; admit, when not nil, runs once the check has its turn,
+// just before the hash, and an error from it is the answer, with no hash.
+func (s *Service) checkPassword(ctx context.Context, name, password string, admit func() error) (store.User, error) {
 	u, err := s.st.UserByName(ctx, name)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.User{}, err
@@ -154,7 +160,7 @@ func (s *Service) CheckPassword(ctx context.Context, name, password string) (sto
 		hash = s.dummyHash
 	}
 	var bad error
-	if err := s.hashes.do(ctx, func() { bad = auth.CheckPassword(hash, password) }); err != nil {
+	if err := s.hashes.do(ctx, admit, func() { bad = auth.CheckPassword(hash, password) }); err != nil {
 		return store.User{}, err
 	}
 	if bad != nil || hash == s.dummyHash {
@@ -173,23 +179,35 @@ const SessionTTL = 7 * 24 * time.Hour
 // browser session. It returns the user and the session's secret, which goes in the
 // cookie; only its hash is stored. After repeated failures for the address or the name,
 // it answers ErrThrottled without checking (a 429 with the wait in its RetryAfter); a
-// sign-in that succeeds clears both.
+// sign-in that succeeds clears both. The throttle is asked twice: before the check
+// queues for its turn, so that a throttled sign-in does not take one, and once it has
+// its turn, when the check begins and holds one of the keys' free failures until it
+// ends (passwords.go, throttle), so that sign-ins that arrive together get no more
+// checks than the failures the keys have left.
 func (s *Service) SignIn(ctx context.Context, client, name, password string) (store.User, string, error) {
 	keys := s.signInKeys(client, name)
 	if d, by := s.throttle.wait(s.now(), keys); d > 0 {
-		s.limits.Metrics.SignInThrottled.WithLabelValues(by).Inc()
-		secs := int((d + time.Second - 1) / time.Second)
-		return store.User{}, "", errs.New(ErrThrottled, map[string]any{"retry_after_s": secs, "by": by},
-			"too many failed sign-ins from your address or for this name; try again in %d seconds", secs).Retry(d)
+		return store.User{}, "", s.throttled(d, by)
 	}
-	u, err := s.CheckPassword(ctx, name, password)
-	if errors.Is(err, ErrUnauthenticated) {
-		s.throttle.fail(s.now(), keys)
+	var att *attempt
+	u, err := s.checkPassword(ctx, name, password, func() error {
+		a, d, by := s.throttle.begin(s.now(), keys)
+		if d > 0 {
+			return s.throttled(d, by)
+		}
+		att = a
+		return nil
+	})
+	if att != nil { // the password was checked: err is nil or ErrUnauthenticated
+		o := checkPassed
+		if err != nil {
+			o = checkFailed
+		}
+		s.throttle.end(s.now(), att, o)
 	}
 	if err != nil {
 		return store.User{}, "", err
 	}
-	s.throttle.reset(keys)
 	secret := auth.NewToken()
 	now := s.now()
 	err = s.st.CreateWebSession(ctx, store.WebSession{Hash: auth.HashToken(secret), UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)})
@@ -197,6 +215,14 @@ func (s *Service) SignIn(ctx context.Context, client, name, password string) (st
 		return store.User{}, "", err
 	}
 	return u, secret, nil
+}
+
+// throttled is the answer to a sign-in that must wait d, for the key by.
+func (s *Service) throttled(d time.Duration, by string) error {
+	s.limits.Metrics.SignInThrottled.WithLabelValues(by).Inc()
+	secs := int((d + time.Second - 1) / time.Second)
+	return errs.New(ErrThrottled, map[string]any{"retry_after_s": secs, "by": by},
+		"too many failed sign-ins from your address or for this name; try again in %d seconds", secs).Retry(d)
 }
 
 // SessionUser returns the user signed in with the browser session secret.

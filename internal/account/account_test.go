@@ -3,10 +3,12 @@ package account
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,6 +237,68 @@ func TestSignIn(t *testing.T) {
 			t.Error("ExpireSignIns ended a sign-in that had not expired")
 		}
 	})
+}
+
+// TestSignInBurst: wrong-password sign-ins for one name that arrive together, 16 at once
+// with 5 free failures for the name, get exactly 5 password checks (counted by the
+// answers: a check answers ErrUnauthenticated, a throttled sign-in ErrThrottled without
+// one), not one each as when the throttle only counted failures once they had failed.
+// When the wait is over, another burst gets exactly one check; the right password after
+// the next wait signs in and clears the count, so a wrong one is checked again. An unknown name is treated the same. The
+// clock stands still, so no free failure comes back and no wait ends but by the test.
+// One store is enough (the throttle is the service's), and each check costs an argon2id
+// hash, slow under -race.
+func TestSignInBurst(t *testing.T) {
+	st := storetest.SQLite(t)
+	s := New(st, Limits{FailuresPerName: 5, Wait: time.Minute})
+	clock := time.Now()
+	s.now = func() time.Time { return clock }
+	ctx := context.Background()
+	if _, _, err := s.CreateUser(ctx, "ada", store.RoleUser, "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"ada", "nobody"} {
+		client := fmt.Sprintf("192.0.2.%d", i+1)
+		burst := func(n int) (checked int) {
+			t.Helper()
+			errc := make(chan error, n)
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					_, _, err := s.SignIn(ctx, client, name, "wrong horse")
+					errc <- err
+				})
+			}
+			wg.Wait()
+			close(errc)
+			for err := range errc {
+				switch {
+				case errors.Is(err, ErrUnauthenticated):
+					checked++
+				case errors.Is(err, ErrThrottled):
+				default:
+					t.Errorf("%s: a sign-in of the burst answered %v", name, err)
+				}
+			}
+			return checked
+		}
+		if n := burst(16); n != 5 {
+			t.Errorf("%s: 16 sign-ins at once got %d password checks, want 5 (the free failures)", name, n)
+		}
+		clock = clock.Add(2 * time.Second) // the first wait
+		if n := burst(16); n != 1 {
+			t.Errorf("%s: after the wait 16 sign-ins at once got %d password checks, want 1", name, n)
+		}
+		clock = clock.Add(4 * time.Second) // the second
+		if name == "ada" {
+			if _, _, err := s.SignIn(ctx, client, name, "correct horse"); err != nil {
+				t.Fatalf("after the wait the right password: %v", err)
+			}
+			if _, _, err := s.SignIn(ctx, client, name, "wrong horse"); !errors.Is(err, ErrUnauthenticated) {
+				t.Errorf("after a success a wrong password answered %v, want ErrUnauthenticated (the count cleared)", err)
+			}
+		}
+	}
 }
 
 // TestBootstrap: a first start with no users and no token makes "admin" and writes its

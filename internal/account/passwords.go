@@ -74,8 +74,10 @@ func newGate(n int, wait time.Duration, m *metrics.Metrics) *gate {
 }
 
 // do runs fn, a password hash, when a slot is free. It waits for one up to g.wait, then
-// gives up with ErrBusy (a 503 with Retry-After), or when ctx ends.
-func (g *gate) do(ctx context.Context, fn func()) error {
+// gives up with ErrBusy (a 503 with Retry-After), or when ctx ends. admit, when not nil,
+// runs once the slot is taken and before the hash: an error from it gives the slot back
+// unused and is do's answer.
+func (g *gate) do(ctx context.Context, admit func() error, fn func()) error {
 	select {
 	case g.slots <- struct{}{}:
 	default:
@@ -92,6 +94,11 @@ func (g *gate) do(ctx context.Context, fn func()) error {
 		}
 	}
 	defer func() { <-g.slots }()
+	if admit != nil {
+		if err := admit(); err != nil {
+			return err
+		}
+	}
 	g.enter()
 	defer g.leave()
 	fn()
@@ -118,26 +125,34 @@ func (g *gate) leave() {
 // growing delays. Each key has a token bucket from golang.org/x/time/rate holding its
 // free failures, which come back one a minute: a failure takes a token, and one that
 // leaves none makes the key wait before its next attempt. The wait grows, 2s, 4s, 8s, …
-// up to maxDelay, with each failure after a wait while the bucket stays empty: the limiter has no
-// notion of growth, so these few lines add it. Once the bucket is full again (the
-// failures stopped) the wait starts over, and a sign-in that succeeds forgets the key at
-// once. Keys live in a least-recently-failed list of at most max entries, so a flood of
-// addresses or names cannot grow it without bound: past it the oldest are forgotten.
+// up to maxDelay, with each failure after a wait while the bucket stays empty: the
+// limiter has no notion of growth, so these few lines add it. Once the bucket is full
+// again (the failures stopped) the wait starts over, and a sign-in that succeeds forgets
+// the key at once.
+//
+// Attempts count, not only failures: a check in flight may fail, so it holds one of the
+// key's free failures until it ends (begin, end). A burst that arrives together gets as
+// many checks as the key has free failures left, and past them one at a time, each after
+// the wait, not every request that came before the first of them failed.
+//
+// Keys live in a least-recently-used list of at most max entries, so a flood of addresses
+// or names cannot grow it without bound: past it the oldest are forgotten.
 type throttle struct {
 	maxDelay time.Duration
 	max      int
 
 	mu      sync.Mutex
 	entries map[string]*list.Element // of *record
-	lru     *list.List               // front: failed most recently
+	lru     *list.List               // front: used most recently
 }
 
 type record struct {
-	key   string
-	free  int
-	lim   *rate.Limiter
-	level int       // waits given since the bucket was last full
-	until time.Time // no attempt before this
+	key      string
+	free     int
+	lim      *rate.Limiter
+	level    int       // waits given since the bucket was last full
+	until    time.Time // no attempt before this
+	inflight int       // checks begun and not yet ended
 }
 
 // freeFailureBack is how often a used free failure comes back.
@@ -153,11 +168,63 @@ type key struct {
 	free   int
 }
 
+// attempt is a check begun by begin, to be given to end.
+type attempt struct {
+	keys    []key
+	records []*record
+}
+
+// outcome is how an attempt ended.
+type outcome int
+
+const (
+	checkFailed outcome = iota // the password was wrong: a failure
+	checkPassed                // the password was right: the keys are forgotten
+)
+
 // wait is how long the longest-throttled of keys must still wait before its next
-// attempt, and which it is; 0 when none is.
+// attempt, and which it is; 0 when none is. It takes nothing: begin decides.
 func (t *throttle) wait(now time.Time, keys []key) (time.Duration, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.waitLocked(now, keys, false)
+}
+
+// begin starts a password check for keys: when none must wait and each has a free
+// failure not held by a check in flight (or, with none left, no check in flight), it
+// holds one on each and returns the attempt; otherwise it returns how long to wait and
+// for which key, and holds nothing.
+func (t *throttle) begin(now time.Time, keys []key) (*attempt, time.Duration, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if d, by := t.waitLocked(now, keys, true); d > 0 {
+		return nil, d, by
+	}
+	a := &attempt{keys: keys}
+	for _, k := range keys {
+		r := t.record(k)
+		r.inflight++
+		a.records = append(a.records, r)
+	}
+	return a, 0, ""
+}
+
+// end ends attempt a: a failure counts against its keys, a success forgets them.
+func (t *throttle) end(now time.Time, a *attempt, o outcome) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range a.records {
+		r.inflight-- // a record forgotten meanwhile is no longer in the map: harmless
+	}
+	if o == checkPassed {
+		t.resetLocked(a.keys)
+		return
+	}
+	t.failLocked(now, a.keys)
+}
+
+// waitLocked is wait; with inFlight it also counts the checks in flight.
+func (t *throttle) waitLocked(now time.Time, keys []key, inFlight bool) (time.Duration, string) {
 	var longest time.Duration
 	by := ""
 	for _, k := range keys {
@@ -166,39 +233,54 @@ func (t *throttle) wait(now time.Time, keys []key) (time.Duration, string) {
 			continue
 		}
 		r := el.Value.(*record)
-		if r.lim.TokensAt(now) >= float64(r.free) {
+		tokens := r.lim.TokensAt(now)
+		if tokens >= float64(r.free) && r.inflight == 0 {
 			t.forget(el) // quiet long enough: nothing to remember
 			continue
 		}
-		if d := r.until.Sub(now); d > longest {
+		d := r.until.Sub(now)
+		if inFlight && d <= 0 && r.inflight > 0 && tokens-float64(r.inflight) < 1 {
+			// Every free failure left is held by a check in flight, or none is left and
+			// one is in flight: if they fail, the wait is at least the next one.
+			d = t.delay(r.level + 1)
+		}
+		if d > longest {
 			longest, by = d, k.by
 		}
 	}
 	return longest, by
 }
 
+// record is k's record, made when k has none, and now the most recently used.
+func (t *throttle) record(k key) *record {
+	if el, ok := t.entries[k.id]; ok {
+		t.lru.MoveToFront(el)
+		return el.Value.(*record)
+	}
+	r := &record{key: k.id, free: k.free, lim: rate.NewLimiter(rate.Every(freeFailureBack), k.free)}
+	t.entries[k.id] = t.lru.PushFront(r)
+	for t.lru.Len() > t.max {
+		t.forget(t.lru.Back())
+	}
+	return r
+}
+
 // fail counts a failed sign-in against each of keys.
 func (t *throttle) fail(now time.Time, keys []key) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.failLocked(now, keys)
+}
+
+func (t *throttle) failLocked(now time.Time, keys []key) {
 	for _, k := range keys {
-		var r *record
-		if el, ok := t.entries[k.id]; ok {
-			r = el.Value.(*record)
-			t.lru.MoveToFront(el)
-			if r.lim.TokensAt(now) >= float64(r.free) {
-				r.level = 0 // the bucket refilled: start over
-			}
-		} else {
-			r = &record{key: k.id, free: k.free, lim: rate.NewLimiter(rate.Every(freeFailureBack), k.free)}
-			t.entries[k.id] = t.lru.PushFront(r)
-			for t.lru.Len() > t.max {
-				t.forget(t.lru.Back())
-			}
+		r := t.record(k)
+		if r.lim.TokensAt(now) >= float64(r.free) {
+			r.level = 0 // the bucket refilled: start over
 		}
 		r.lim.AllowN(now, 1)
-		// The wait grows with each failure after a wait, not with each of a burst that
-		// arrived together: those were let in before the first of them failed.
+		// The wait grows with each failure after a wait, not with each of several checks
+		// that were in flight together when the bucket ran out.
 		if r.lim.TokensAt(now) < 1 && !now.Before(r.until) {
 			r.level++
 			r.until = now.Add(t.delay(r.level))
@@ -219,6 +301,10 @@ func (t *throttle) delay(level int) time.Duration {
 func (t *throttle) reset(keys []key) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.resetLocked(keys)
+}
+
+func (t *throttle) resetLocked(keys []key) {
 	for _, k := range keys {
 		if el, ok := t.entries[k.id]; ok {
 			t.forget(el)

@@ -89,8 +89,9 @@ func TestSignInKeys(t *testing.T) {
 	}
 }
 
-// TestThrottleBurst: failures that arrive together (let in before the first of them
-// failed) give one wait, not one each: a flood that ends leaves its victim a short wait.
+// TestThrottleBurst: failures counted at one moment (checks that were in flight together
+// when the bucket ran out) give one wait, not one each: a flood that ends leaves its
+// victim a short wait.
 func TestThrottleBurst(t *testing.T) {
 	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
 	th := newThrottle(100, time.Minute)
@@ -100,5 +101,63 @@ func TestThrottleBurst(t *testing.T) {
 	}
 	if d, _ := th.wait(now, k); d != 2*time.Second {
 		t.Fatalf("after a burst of 300 the wait is %v, want 2s", d)
+	}
+}
+
+// TestThrottleInFlight: a check in flight holds one of its key's free failures, so with
+// 3 free only 3 checks begin together, and a 4th is refused (for the 2s the wait would be
+// if they fail) while they run; their failures start the wait; once it is over one check
+// begins and no other until it ends (refused for the next wait, 4s, then 8s); a success forgets the
+// key, and a check that was in flight across it counts afresh; a check's end leaves no
+// count in flight.
+func TestThrottleInFlight(t *testing.T) {
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	th := newThrottle(100, time.Minute)
+	k := []key{{by: "address", id: "a 192.0.2.1", free: 20}, {by: "name", id: "n ada", free: 3}}
+	begin := func(wantWait time.Duration) *attempt {
+		t.Helper()
+		a, d, by := th.begin(now, k)
+		if d != wantWait || (a == nil) != (wantWait > 0) {
+			t.Fatalf("begin = %v, %v by %q; want a wait of %v", a, d, by, wantWait)
+		}
+		if d > 0 && by != "name" {
+			t.Fatalf("refused by %q, want name", by)
+		}
+		return a
+	}
+	var held []*attempt
+	for range 3 {
+		held = append(held, begin(0))
+	}
+	begin(2 * time.Second)
+	th.end(now, held[0], checkFailed)
+	begin(2 * time.Second) // 2 free left, both held
+	th.end(now, held[1], checkFailed)
+	th.end(now, held[2], checkFailed)
+	begin(2 * time.Second) // none left: the wait
+
+	now = now.Add(2 * time.Second)
+	paid := begin(0)
+	begin(4 * time.Second) // one at a time past the free ones
+	begin(4 * time.Second)
+	th.end(now, paid, checkFailed)
+	begin(4 * time.Second)
+
+	now = now.Add(4 * time.Second)
+	a, b := begin(0), begin(8*time.Second) // and it would be 8s
+	th.end(now, a, checkPassed)
+	if len(th.entries) != 0 {
+		t.Fatalf("a success left %d entries", len(th.entries))
+	}
+	a, b = begin(0), begin(0)
+	th.end(now, b, checkFailed)
+	th.end(now, a, checkFailed)
+	for id, el := range th.entries {
+		if r := el.Value.(*record); r.inflight != 0 {
+			t.Errorf("%s: %d in flight after every check ended", id, r.inflight)
+		}
+	}
+	if d, _ := th.wait(now, k); d != 0 {
+		t.Errorf("2 failures of 3 free after the success: wait %v, want none", d)
 	}
 }

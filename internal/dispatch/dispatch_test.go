@@ -354,22 +354,28 @@ func TestWorkersLost(t *testing.T) {
 }
 
 // TestQueueFull: with no worker, the cluster's queue takes SKRIP_RUNNER_QUEUE runs and
-// answers the next one 503 with Retry-After, creating nothing.
+// answers the next one 503 with Retry-After, creating nothing: the refusal comes before
+// the run's upload replaces its session's files. The runs waiting are counted in the
+// database, where they wait (the stream holds none of them).
 func TestQueueFull(t *testing.T) {
 	c := newCluster(t)
 	b := c.node(t, 0, func(cfg *config.Config) { cfg.RunnerQueue = 2 })
-	if _, _, err := b.Admin.CreateTool(context.Background(), "counter", "Counter", "", counterTool, true); err != nil {
+	ctx := context.Background()
+	if _, _, err := b.Admin.CreateTool(ctx, "counter", "Counter", "", counterTool, true); err != nil {
 		t.Fatal(err)
 	}
 	ubc, u := b.User(t, "ulla", "user")
-	for range 2 {
-		if _, err := ubc.RunFiles(context.Background(), "counter", nil, nil, 0); err != nil {
+	first := writeFiles(t, map[string]string{"a.txt": "A"})
+	for _, files := range [][]string{first, nil} {
+		if _, err := ubc.RunFiles(ctx, "counter", files, nil, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(300 * time.Millisecond) // past the cached depth
+	// A third, with a file that would replace a.txt in the session.
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
+	part, _ := mw.CreateFormFile("files", "b.txt")
+	part.Write([]byte("B"))
 	mw.Close()
 	req, _ := http.NewRequest("POST", b.URL+"/api/v1/tools/counter/runs", &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
@@ -383,9 +389,13 @@ func TestQueueFull(t *testing.T) {
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(msg), "busy") {
 		t.Fatalf("a run past the queue: %d (Retry-After %q) %s", resp.StatusCode, resp.Header.Get("Retry-After"), msg)
 	}
-	runs, _ := b.App.Store.ListRuns(context.Background(), store.RunFilter{Limit: 10})
+	runs, _ := b.App.Store.ListRuns(ctx, store.RunFilter{Limit: 10})
 	if len(runs) != 2 {
 		t.Fatalf("%d runs made, want 2", len(runs))
+	}
+	files, err := ubc.SessionFiles(ctx, "counter", "default")
+	if err != nil || len(files.Files) != 1 || files.Files[0].Name != "a.txt" {
+		t.Fatalf("the session's files after a refused run: %+v, %v; want a.txt as before", files.Files, err)
 	}
 }
 

@@ -94,9 +94,9 @@ type Queue struct {
 	metrics *metrics.Metrics
 	log     *slog.Logger
 
-	mu     sync.Mutex
-	depth  uint64    // messages on the stream when last asked
-	seenAt time.Time // when that was
+	mu         sync.Mutex
+	unfinished int       // the cluster's runs queued and running when last counted, and those Admit let in since
+	countedAt  time.Time // when they were counted
 }
 
 // NewQueue returns the dispatcher that queues runs for stream (from Setup), holding them
@@ -116,26 +116,34 @@ func (q *Queue) busy() error {
 		"every worker is busy and %d runs are waiting or running; try again in a few seconds", q.cfg.Queue)
 }
 
-// Admit refuses a run when the stream is full, before anything of it is made. The
-// stream's depth is asked at most every 200 ms; Dispatch's publish is the exact check.
+// Admit refuses a run when the cluster has cfg.Queue runs queued and running, before
+// anything of it is made (its session's files are still as they were). It counts them in
+// the database, not on the stream: a run waits there until the scheduler sends it, and
+// the stream holds no more than the workers' slots. The count is read at most every
+// admitEvery and counts the runs Admit let in since, so that a burst on one node is
+// refused at once; the insert of the run counts again, exactly (store.AdmitRun).
 func (q *Queue) Admit(ctx context.Context) error {
+	if q.cfg.Queue <= 0 {
+		return nil
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if time.Since(q.seenAt) > 200*time.Millisecond {
-		info, err := q.stream.Info(ctx)
+	if time.Since(q.countedAt) > admitEvery {
+		n, err := q.st.UnfinishedRuns(ctx, "")
 		if err != nil {
-			// No answer now (a leader being elected): the publish decides, and waits for
-			// one.
-			q.log.Warn("asking the run queue's depth", "error", err)
-			return nil
+			return err
 		}
-		q.depth, q.seenAt = info.State.Msgs, time.Now()
+		q.unfinished, q.countedAt = n, time.Now()
 	}
-	if q.cfg.Queue > 0 && q.depth >= uint64(q.cfg.Queue) {
+	if q.unfinished >= q.cfg.Queue {
 		return q.busy()
 	}
+	q.unfinished++
 	return nil
 }
+
+// admitEvery is how long Admit trusts its count of the cluster's runs.
+const admitEvery = 200 * time.Millisecond
 
 // Dispatch puts job's script and the files of dir in the work bucket (a file already
 // there by its checksum is not sent again) and holds the job's message in the database,

@@ -22,12 +22,11 @@ const ScheduleLease = "dispatch-schedule"
 const kickSubject = "skrip.api.kick"
 
 // How the scheduler works: it looks every scheduleEvery (and at once when a run is
-// held), reads the workers' capacity at most every capacityEvery, and reads at most
-// heldLimit held runs at a time. A user's last send counts for servedMemory.
+// held), and reads the workers' capacity at most every capacityEvery. A user's last send
+// counts for servedMemory.
 const (
 	scheduleEvery = 250 * time.Millisecond
 	capacityEvery = time.Second
-	heldLimit     = 1000
 	servedMemory  = time.Hour
 )
 
@@ -117,21 +116,18 @@ func (q *Queue) schedule(ctx context.Context, s *schedState) error {
 	if free <= 0 {
 		return nil
 	}
-	held, err := q.st.HeldRuns(ctx, heldLimit)
+	// Each user's oldest runs, as many as may go now: every user waiting is a candidate.
+	held, err := q.st.HeldRuns(ctx, free, time.Now().Add(-servedMemory))
 	if err != nil || len(held) == 0 {
 		return err
 	}
 	waiting := map[string][]store.HeldRun{} // by user, oldest first
-	var users []string
+	last := map[string]time.Time{}          // when each user's last run was sent; absent: not lately
 	for _, h := range held {
-		if len(waiting[h.UserID]) == 0 {
-			users = append(users, h.UserID)
-		}
 		waiting[h.UserID] = append(waiting[h.UserID], h)
-	}
-	last, err := q.st.LastDispatched(ctx, users, time.Now().Add(-servedMemory))
-	if err != nil {
-		return err
+		if !h.LastSent.IsZero() {
+			last[h.UserID] = h.LastSent
+		}
 	}
 	for free > 0 && len(waiting) > 0 {
 		u := nextUser(waiting, last)

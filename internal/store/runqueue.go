@@ -97,17 +97,36 @@ type HeldRun struct {
 	UserID    string
 	Message   string
 	CreatedAt time.Time
+	// LastSent is when the scheduler last sent a run of UserID, if it did after the
+	// since HeldRuns was given; zero otherwise.
+	LastSent time.Time
 }
 
-// HeldRuns returns up to limit held runs not yet sent, oldest first.
-func (s *Store) HeldRuns(ctx context.Context, limit int) ([]HeldRun, error) {
-	rows, err := s.query(ctx, `SELECT id, user_id, dispatch, created_at FROM runs
-		WHERE status = ? AND dispatch <> '' AND dispatched_at IS NULL ORDER BY created_at, id LIMIT ?`, StatusQueued, limit)
+// HeldRuns returns the held runs not yet sent, up to perUser of each user (their oldest),
+// oldest first, each with when its user's last run was sent after since. Every user with
+// a run waiting is among them however many runs another user has waiting, so that the
+// scheduler can serve users in turn; one query answers it all.
+func (s *Store) HeldRuns(ctx context.Context, perUser int, since time.Time) ([]HeldRun, error) {
+	// ROW_NUMBER numbers each user's held runs from the oldest (PostgreSQL, and SQLite
+	// from 3.25). The last sends are those of the users with a run held, by their
+	// dispatched_at: a run that waited long was still sent recently.
+	rows, err := s.query(ctx, `SELECT h.id, h.user_id, h.dispatch, h.created_at, l.sent FROM (
+			SELECT id, user_id, dispatch, created_at, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY created_at, id) AS n
+			FROM runs WHERE status = ? AND dispatch <> '' AND dispatched_at IS NULL) h
+		LEFT JOIN (
+			SELECT user_id, MAX(dispatched_at) AS sent FROM runs WHERE dispatched_at > ? AND user_id IN (
+				SELECT user_id FROM runs WHERE status = ? AND dispatch <> '' AND dispatched_at IS NULL)
+			GROUP BY user_id) l ON l.user_id = h.user_id
+		WHERE h.n <= ? ORDER BY h.created_at, h.id`, StatusQueued, ms(since), StatusQueued, perUser)
 	return scanAll(rows, err, func(row interface{ Scan(...any) error }) (HeldRun, error) {
 		var h HeldRun
 		var created int64
-		err := row.Scan(&h.ID, &h.UserID, &h.Message, &created)
+		var sent sql.NullInt64
+		err := row.Scan(&h.ID, &h.UserID, &h.Message, &created, &sent)
 		h.CreatedAt = fromMS(created)
+		if sent.Valid {
+			h.LastSent = fromMS(sent.Int64)
+		}
 		return h, err
 	})
 }
@@ -148,21 +167,4 @@ func (s *Store) RunQueueState(ctx context.Context, id string) (QueueState, error
 		st.DispatchedAt = &t
 	}
 	return st, nil
-}
-
-// LastDispatched returns when the scheduler last sent a run of each of users, among
-// their runs made after since; a user with none is left out.
-func (s *Store) LastDispatched(ctx context.Context, users []string, since time.Time) (map[string]time.Time, error) {
-	out := map[string]time.Time{}
-	for _, u := range users {
-		var at sql.NullInt64
-		err := s.queryRow(ctx, "SELECT MAX(dispatched_at) FROM runs WHERE user_id = ? AND created_at > ?", u, ms(since)).Scan(&at)
-		if err != nil {
-			return nil, fmt.Errorf("runs of %s: %w", u, mapErr(err))
-		}
-		if at.Valid {
-			out[u] = fromMS(at.Int64)
-		}
-	}
-	return out, nil
 }

@@ -143,8 +143,10 @@ func runValues(r Run) []any {
 // answer was lost) succeeds again.
 func (s *Store) ClaimRun(ctx context.Context, id string, attempt int64, worker string, at time.Time) (bool, error) {
 	// A new attempt keeps its own artifacts: what an earlier one reserved goes with it.
+	// A claimed run's queue message is on the stream, which gives it to the next attempt:
+	// the copy the scheduler held (dispatch) is no longer needed.
 	res, err := s.exec(ctx, `UPDATE runs SET status = ?, attempts = ?, worker = ?, started_at = COALESCE(started_at, ?),
-			held_bytes = CASE WHEN attempts = ? THEN held_bytes ELSE 0 END
+			held_bytes = CASE WHEN attempts = ? THEN held_bytes ELSE 0 END, dispatch = ''
 		WHERE id = ? AND cancel_requested = ? AND (status = ? OR (status = ? AND (attempts < ? OR (attempts = ? AND worker = ?))))`,
 		StatusRunning, attempt, worker, ms(at), attempt, id, false, StatusQueued, StatusRunning, attempt, attempt, worker)
 	if err != nil {
@@ -180,8 +182,8 @@ func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *Sessio
 		// In PostgreSQL the update locks the run's row until the commit, so a second
 		// record of the same run waits here and then finds it final.
 		res, err := s.txExec(ctx, tx, `UPDATE runs SET status = ?, error_summary = ?, outputs = ?, next_actions = ?, artifacts = ?,
-			state_rev = NULL, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?, cancel_requested = ?, held_bytes = ?
-			WHERE id = ? AND status IN (?, ?) AND attempts = ?`,
+			state_rev = NULL, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?, cancel_requested = ?, held_bytes = ?,
+			dispatch = '' WHERE id = ? AND status IN (?, ?) AND attempts = ?`,
 			r.Status, r.ErrorSummary, r.Outputs, r.NextActions, r.Artifacts, r.Stdout, r.Stderr,
 			r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), false, r.HeldBytes, r.ID, StatusQueued, StatusRunning, attempt)
 		if err != nil {
@@ -237,8 +239,9 @@ func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *Sessio
 // EndRun ends a run that is not yet final as status with summary, whatever its attempt:
 // what a node does when the run's worker was lost. It reports whether it did.
 func (s *Store) EndRun(ctx context.Context, id, status, summary string, at time.Time) (bool, error) {
-	// It keeps no artifacts: what its attempts reserved is no longer held.
-	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ?, cancel_requested = ?, held_bytes = 0 WHERE id = ? AND status IN (?, ?)",
+	// It keeps no artifacts: what its attempts reserved is no longer held, nor its queue
+	// message (as every final run).
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ?, cancel_requested = ?, held_bytes = 0, dispatch = '' WHERE id = ? AND status IN (?, ?)",
 		status, summary, ms(at), false, id, StatusQueued, StatusRunning)
 	if err != nil {
 		return false, fmt.Errorf("ending run %s: %w", id, err)
@@ -275,7 +278,7 @@ func (s *Store) DeleteQueuedRun(ctx context.Context, id string) (bool, error) {
 
 // CancelQueuedRun ends a run that is still queued as cancelled; it reports whether it did.
 func (s *Store) CancelQueuedRun(ctx context.Context, id, summary string, at time.Time) (bool, error) {
-	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ? WHERE id = ? AND status = ?",
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ?, dispatch = '' WHERE id = ? AND status = ?",
 		StatusCancelled, summary, ms(at), id, StatusQueued)
 	if err != nil {
 		return false, err
@@ -312,7 +315,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 // FailUnfinishedRuns marks every queued or running run failed with summary: what a
 // restart finds after a crash. It returns how many it marked.
 func (s *Store) FailUnfinishedRuns(ctx context.Context, summary string, at time.Time) (int64, error) {
-	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ?, held_bytes = 0 WHERE status IN (?, ?)",
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ?, held_bytes = 0, dispatch = '' WHERE status IN (?, ?)",
 		StatusFailed, summary, ms(at), StatusQueued, StatusRunning)
 	if err != nil {
 		return 0, err

@@ -225,7 +225,7 @@ func (s *Service) quotaError(ctx context.Context, k store.SessionKey, n int64, c
 			runner.HumanBytes(n), runner.HumanBytes(s.maxTotal))
 	}
 	var used int64
-	if u, _, err := s.st.UserUsage(ctx, k.UserID, s.now()); err == nil {
+	if u, err := s.st.OwnerUsage(ctx, k.UserID, s.now()); err == nil {
 		used = u.Total()
 		if set, err := s.st.SessionFiles(ctx, k); err == nil {
 			used -= set.Bytes // replaced by the new set

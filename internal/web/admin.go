@@ -29,7 +29,7 @@ func (h *Handler) createUser(w http.ResponseWriter, r *http.Request, c *call) er
 	name, role := r.PostFormValue("name"), r.PostFormValue("role")
 	u, tok, err := h.accounts.CreateUser(r.Context(), name, role, r.PostFormValue("password"))
 	if err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		if status >= 500 {
 			return err
 		}

@@ -66,7 +66,7 @@ func (h *Handler) adminRuns(w http.ResponseWriter, r *http.Request, c *call) err
 	view := map[string]any{"Title": h.langOf(r).T("lists.admin_runs.title"), "Filter": f, "Users": users, "Tools": tools, "Statuses": run.Statuses()}
 	page, err := h.auditPage(r, c, &f, q.Get("before"))
 	if err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		if !shownToUser(status) {
 			return err
 		}

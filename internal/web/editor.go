@@ -125,7 +125,7 @@ func (h *Handler) createTool(w http.ResponseWriter, r *http.Request, c *call) er
 	n := catalog.NewTool{Slug: r.PostFormValue("slug"), Title: r.PostFormValue("title"), Description: r.PostFormValue("description"), Source: r.PostFormValue("source")}
 	t, _, err := h.catalog.Create(r.Context(), c.User, n)
 	if err != nil {
-		if status, _ := h.statusOf(err); status < 500 && !errors.Is(err, catalog.ErrForbidden) {
+		if status, _ := h.statusOf(w, err); status < 500 && !errors.Is(err, catalog.ErrForbidden) {
 			return h.showEditorIndex(w, r, c, status, err, n)
 		}
 		return err
@@ -387,7 +387,7 @@ func (h *Handler) saveVersion(w http.ResponseWriter, r *http.Request, c *call) e
 		_, err = h.catalog.Publish(r.Context(), c.User, v.ID)
 	}
 	if err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		if status >= 500 || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrNoVersion) || errors.Is(err, catalog.ErrForbidden) {
 			return err
 		}
@@ -422,7 +422,7 @@ func (h *Handler) saveInfo(w http.ResponseWriter, r *http.Request, c *call) erro
 	_, err = h.catalog.UpdateInfo(r.Context(), c.User, t.Slug, p.value("title"), p.value("description"), p.value("summary"), p.value("usage_instructions"))
 	version := r.PostFormValue("version")
 	if err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		if status >= 500 || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrNoVersion) || errors.Is(err, catalog.ErrForbidden) {
 			return err
 		}
@@ -472,7 +472,7 @@ func (h *Handler) saveEditorSettings(w http.ResponseWriter, r *http.Request, c *
 	}
 	_, err = h.catalog.PutEditorSettings(r.Context(), c.User, v.ID, settingsValues(set.Schema, r.PostForm))
 	if err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		if !shownToUser(status) || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrNoVersion) {
 			return err
 		}
@@ -608,7 +608,7 @@ func (h *Handler) editorRun(w http.ResponseWriter, r *http.Request, c *call) err
 	}
 	rn, err := h.submitRun(r, c, f, t, v, session.Editor(v.ID))
 	if err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		if !shownToUser(status) {
 			return err
 		}
@@ -725,7 +725,7 @@ func (h *Handler) editorAction(w http.ResponseWriter, r *http.Request, c *call) 
 // editorRefused shows the editor with the reason a sandbox session change was refused
 // beside the sandbox; a conflict says to reload.
 func (h *Handler) editorRefused(w http.ResponseWriter, r *http.Request, c *call, t store.Tool, v store.ToolVersion, err error) error {
-	status, _ := h.statusOf(err)
+	status, _ := h.statusOf(w, err)
 	if !shownToUser(status) {
 		return err
 	}

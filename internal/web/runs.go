@@ -274,7 +274,7 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request, c *call) error
 		page, err = h.runs.List(r.Context(), c.User, rq)
 	}
 	if err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		if !shownToUser(status) {
 			return err
 		}
@@ -335,7 +335,7 @@ func (h *Handler) submitAction(w http.ResponseWriter, r *http.Request, c *call) 
 			ActionID: r.PathValue("action"), Input: in, ExpectedStateRev: expected})
 	}
 	if err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		msg := h.message(r, err)
 		if errors.Is(err, session.ErrConflict) {
 			msg = conflictMessage
@@ -524,7 +524,7 @@ func (h *Handler) retryRun(w http.ResponseWriter, r *http.Request, c *call) erro
 		next, err = h.retryInitial(r, c, rn, sctx, t, v, inputs)
 	}
 	if err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		msg := h.message(r, err)
 		switch {
 		case errors.Is(err, errFilesGone):

@@ -27,14 +27,13 @@ func TestRunsPerUserPage(t *testing.T) {
 	}
 	b := newBrowserless(t, env.URL)
 	csrf := b.signIn("ada", "a good password")
-	start := func(lang string) (int, string) {
+	start := func(lang string) (int, http.Header, string) {
 		body, hdr := multipartBody(t, part{Name: "csrf", Value: csrf})
 		hdr.Set("Accept-Language", lang)
-		status, _, page := b.do("POST", "/tools/slow/runs", nil, hdr, body)
-		return status, page
+		return b.do("POST", "/tools/slow/runs", nil, hdr, body)
 	}
 	for range 2 {
-		if status, page := start("en"); status != http.StatusSeeOther {
+		if status, _, page := start("en"); status != http.StatusSeeOther {
 			t.Fatalf("a run under the cap answered %d:\n%s", status, page)
 		}
 	}
@@ -42,9 +41,12 @@ func TestRunsPerUserPage(t *testing.T) {
 		"sv": "Du har 2 körningar som väntar eller pågår, så många som en person får ha samtidigt.",
 		"en": "You have 2 runs waiting or running, as many as one person may at once.",
 	} {
-		status, page := start(lang)
+		status, h, page := start(lang)
 		if status != http.StatusTooManyRequests || !strings.Contains(page, want) {
 			t.Errorf("%s: a run past the cap answered %d; want 429 saying %q:\n%s", lang, status, want, page)
+		}
+		if h.Get("Retry-After") == "" {
+			t.Errorf("%s: the page's 429 carries no Retry-After", lang)
 		}
 	}
 	// Its runs cancelled, ada may run again.
@@ -59,7 +61,7 @@ func TestRunsPerUserPage(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		status, _ := start("en")
+		status, _, _ := start("en")
 		if status == http.StatusSeeOther {
 			break
 		}

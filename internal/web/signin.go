@@ -3,7 +3,6 @@ package web
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -70,7 +69,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	name, next := strings.TrimSpace(r.PostFormValue("name")), localPath(r.PostFormValue("next"))
 	l := h.langOf(r)
 	if err := h.checkSignInForm(r); err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		h.signInForm(w, r, status, l.T("lists.signin.forged"), name, next)
 		return
 	}
@@ -88,10 +87,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, nil, err)
 			return
 		}
-		if after := httpkit.RetryAfter(err); after > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(after))
-		}
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		h.signInForm(w, r, status, msg, name, next)
 		return
 	}

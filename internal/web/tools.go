@@ -190,7 +190,7 @@ func (h *Handler) submitRun(r *http.Request, c *call, f *runForm, t store.Tool, 
 		}
 		rn, err = h.workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: c.User, Context: sctx, Dir: up.Dir, Form: up.Form})
 	}
-	if status, _ := h.statusOf(err); err != nil && shownToUser(status) {
+	if status, _ := httpkit.ErrorStatus(err); err != nil && shownToUser(status) {
 		f.keep(up.Form.Fields)
 		msg, ok := fileRefusal(h.langOf(r), h.limits(), err)
 		if !ok {
@@ -212,7 +212,7 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request, c *call) erro
 	}
 	rn, err := h.submitRun(r, c, f, t, v, session.Production())
 	if err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		if !shownToUser(status) {
 			return err
 		}
@@ -276,7 +276,7 @@ func (h *Handler) saveSettings(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 	_, err = h.catalog.PutSettings(r.Context(), c.User, t.Slug, settingsValues(set.Schema, r.PostForm))
 	if err != nil {
-		status, _ := h.statusOf(err)
+		status, _ := h.statusOf(w, err)
 		if !shownToUser(status) || errors.Is(err, catalog.ErrNotFound) {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/skrip-dev/skrip/internal/account"
@@ -262,7 +263,14 @@ func (h *Handler) checkForm(r *http.Request, c *call, field string) error {
 }
 
 // statusOf is the status the error table gives err.
-func (h *Handler) statusOf(err error) (int, string) { return httpkit.ErrorStatus(err) }
+func (h *Handler) statusOf(w http.ResponseWriter, err error) (int, string) {
+	// A refusal that waiting cures says how long on every page that shows it, as the
+	// API's answers do (docs/spec.md §3).
+	if after := httpkit.RetryAfter(err); after > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(after))
+	}
+	return httpkit.ErrorStatus(err)
+}
 
 // message is what the page says about err in the request's language: the catalogue's
 // sentence for its reason ("error.<reason>"), else the error table's message (a
@@ -321,7 +329,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, c *call, err erro
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	status, _ := h.statusOf(err)
+	status, _ := h.statusOf(w, err)
 	h.render(w, r, status, "error", c, map[string]any{"Title": h.langOf(r).statusTitle(status), "Message": h.message(r, err)})
 }
 
@@ -356,7 +364,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 // can be trusted then: the error table's status for err (a 500) and the request id to
 // report, with err in the log.
 func (h *Handler) renderFailed(w http.ResponseWriter, r *http.Request, err error) {
-	status, _ := h.statusOf(err)
+	status, _ := h.statusOf(w, err)
 	http.Error(w, h.message(r, err), status)
 }
 

@@ -99,6 +99,7 @@ var errorTable = []row{
 	{staging.ErrUploadOffset, http.StatusConflict, "conflict", "upload_offset", "the upload is not at that offset; ask for its offset (HEAD) and send from there"},
 	{staging.ErrTooManyUploads, http.StatusConflict, "conflict", "upload_limit", "you have as many unfinished uploads as one may; finish or delete some first"},
 	{staging.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "file_too_large", "the file is larger than the limit"},
+	{staging.ErrDamaged, http.StatusInternalServerError, "internal", "checksum_mismatch", "checksum mismatch: the stored bytes of the file are not those it was stored with, so they were not sent; report this to an operator"},
 	{staging.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "file_store_down", "the file store is not reachable; try again in a moment"},
 	{ErrRange, http.StatusRequestedRangeNotSatisfiable, "range_not_satisfiable", "", "the requested range is outside the file"},
 	{ErrPrecondition, http.StatusPreconditionFailed, "conflict", "precondition", "the file is not the version the request's If-Match or If-Unmodified-Since names"},
@@ -238,6 +239,14 @@ func errorOf(r *http.Request, log *slog.Logger, err error) (int, wire.ErrorBody)
 	body.Error.Code = code
 	if status == http.StatusInternalServerError {
 		rid := RequestID(r.Context())
+		if msg != "" {
+			// A server fault the table names (bytes that do not match their checksum): the
+			// row's sentence, which the service logged already, with the reference.
+			details = maps.Clone(details)
+			details["request_id"] = rid
+			body.Error.Message, body.Error.Details = msg+" (request id "+rid+")", details
+			return status, body
+		}
 		LogInternal(r, log, err)
 		body.Error.Message = "Something went wrong on the server. If it keeps happening, report request id " + rid + "."
 		body.Error.Details = map[string]any{"request_id": rid}

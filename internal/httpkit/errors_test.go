@@ -19,6 +19,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/wire"
 )
@@ -127,6 +128,7 @@ func TestWriteError(t *testing.T) {
 		{"store error", fmt.Errorf("tool t_01J: %w", store.ErrNotFound), 500, "internal", "t_01J", true, nil},
 		{"known, wrapped", fmt.Errorf("blob b_01J under /skrip-data/blobs: %w", run.ErrNoArtifact), 404, "not_found", "/skrip-data/blobs", false, nil},
 		{"busy", errs.New(run.ErrBusy, nil, "every worker is busy"), 503, "unavailable", "", false, map[string]string{"Retry-After": "5"}},
+		{"damaged bytes, a fault the table names", errs.New(staging.ErrDamaged, map[string]any{"key": "files/fox"}, "checksum mismatch: the stored bytes of files/fox are not those it was stored with"), 500, "internal", "", false, nil},
 		{"busy, asks to wait", errs.New(run.ErrBusy, nil, "every worker is busy").Retry(2500 * time.Millisecond), 503, "unavailable", "", false, map[string]string{"Retry-After": "3"}},
 		{"unauthenticated", errs.New(account.ErrUnauthenticated, nil, "the token is not valid"), 401, "unauthorized", "", false,
 			map[string]string{"WWW-Authenticate": `Bearer realm="skrip"`}},
@@ -182,6 +184,10 @@ func TestWriteError(t *testing.T) {
 				if !tc.logged {
 					if len(internal) != 0 {
 						t.Errorf("logged as internal: %v", internal)
+					}
+					if tc.status == http.StatusInternalServerError && (body.Error.Details["request_id"] != rid || !strings.Contains(body.Error.Message, rid) ||
+						!strings.Contains(body.Error.Message, "checksum mismatch") || body.Error.Details["reason"] == nil) {
+						t.Errorf("a 500 the table names lacks its sentence, reason or request id: %s", rec.Body)
 					}
 					return
 				}

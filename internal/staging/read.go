@@ -139,6 +139,10 @@ func (s *Service) readFailed(ctx context.Context, f store.File, off int64, err e
 	s.log.LogAttrs(ctx, slog.LevelError, "reading a staged file's bytes failed", slog.String("reason", reason),
 		slog.String("key", f.Key), slog.String("owner", f.OwnerID), slog.String("blob", f.BlobKey),
 		slog.Int64("offset", off), slog.Int64("size", f.Size), slog.String("error", err.Error()))
+	if reason == "checksum" {
+		return errs.New(ErrDamaged, map[string]any{"key": f.Key},
+			"checksum mismatch: the stored bytes of %s are not those it was stored with, so they were not sent; report this to an operator", f.Key)
+	}
 	if reason == "unavailable" {
 		return errs.New(ErrUnavailable, map[string]any{"key": f.Key}, "the file store is not answering, so %s cannot be read now; try again shortly", f.Key)
 	}

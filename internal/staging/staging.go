@@ -31,6 +31,9 @@ var (
 	// ErrNotFound means no live file is under the key in the owner's files, or no user
 	// whose files the caller may address (404).
 	ErrNotFound = errors.New("file not found")
+	// ErrDamaged means a file's stored bytes do not match the checksum recorded for them
+	// (a server fault that is logged and counted, with a sentence of its own for the client).
+	ErrDamaged = errors.New("stored bytes damaged")
 	// ErrUnavailable means the blob store did not answer a read (503).
 	ErrUnavailable = errors.New("file store unavailable")
 	// ErrUnreadable means a file's bytes are missing or not as recorded: the server's

@@ -141,8 +141,16 @@ func (s *closeScan) see(b []byte) {
 		s.keep(b[i+m:])
 		return
 	}
-	joined := append(s.carry, b...)
-	s.carry = append(s.carry[:0], joined[len(joined)-min(len(joined), m-1):]...)
+	// The last m-1 bytes of carry and b together, without joining them: a buffer the
+	// size of each read would make the upload's allocations grow with its size.
+	if len(b) >= m-1 {
+		s.carry = append(s.carry[:0], b[len(b)-(m-1):]...)
+		return
+	}
+	if drop := len(s.carry) + len(b) - (m - 1); drop > 0 {
+		s.carry = append(s.carry[:0], s.carry[drop:]...)
+	}
+	s.carry = append(s.carry, b...)
 }
 
 func (s *closeScan) keep(b []byte) {

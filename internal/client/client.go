@@ -124,6 +124,15 @@ func (c *Client) RequestSized(ctx context.Context, method, path string, body io.
 // would address another path than the one meant, once the path is cleaned on the way.
 func checkPath(path string) error {
 	p, _, _ := strings.Cut(path, "?")
+	if box, file, ok := strings.Cut(p, "/fs/"); ok && strings.HasPrefix(box, "/api/v1/sandboxes/") {
+		// A workspace path: said in the words the server uses for one.
+		for _, seg := range strings.Split(file, "/") {
+			if u, err := url.PathUnescape(seg); err == nil && (u == "." || u == "..") {
+				return fmt.Errorf("the path %q has a %q segment; give it relative to /workspace, inside it", file, u)
+			}
+		}
+		p = box
+	}
 	for _, seg := range strings.Split(p, "/") {
 		if u, err := url.PathUnescape(seg); err == nil && (u == "." || u == "..") {
 			return fmt.Errorf("%q cannot be a name on the server: a slug, key or id is never . or ..", u)

@@ -100,7 +100,7 @@ func TestFilesChecksumMismatch(t *testing.T) {
 		if resp.StatusCode != 206 || err != nil || !bytes.Equal(got, otherLarge[100:200]) {
 			t.Fatalf("range: %d, %d bytes, %v", resp.StatusCode, len(got), err)
 		}
-		if n := metric(t, env, `skrip_blob_read_errors_total{reason="checksum"}`); n != 3 {
+		if n := env.Metric(t, `skrip_blob_read_errors_total{reason="checksum"}`); n != 3 {
 			t.Fatalf("mismatches counted %v times, want 3", n)
 		}
 	})

@@ -26,25 +26,6 @@ import (
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
-// metric returns the value of one sample line of /metrics, 0 when it is absent.
-func metric(t *testing.T, env *apptest.Env, sample string) float64 {
-	t.Helper()
-	resp, err := http.Get(env.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
-			var v float64
-			fmt.Sscan(rest, &v)
-			return v
-		}
-	}
-	return 0
-}
-
 // objectFile is the file under the fs blob store's dir that holds exactly content.
 func objectFile(t *testing.T, env *apptest.Env, content []byte) string {
 	t.Helper()
@@ -100,7 +81,7 @@ func TestFilesMissingBytes(t *testing.T) {
 			}
 			checkInternal(t, "GET of missing bytes", a)
 		}
-		if n := metric(t, env, `skrip_blob_read_errors_total{reason="missing"}`); n != 2 {
+		if n := env.Metric(t, `skrip_blob_read_errors_total{reason="missing"}`); n != 2 {
 			t.Fatalf("missing reads counted %v times, want 2", n)
 		}
 		if b.Blob == "fs" {
@@ -112,7 +93,7 @@ func TestFilesMissingBytes(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkInternal(t, "GET of short bytes", send(t, env, "GET", "/api/v1/files/files/short.txt", u.Token, "", nil))
-			if n := metric(t, env, `skrip_blob_read_errors_total{reason="short"}`); n != 1 {
+			if n := env.Metric(t, `skrip_blob_read_errors_total{reason="short"}`); n != 1 {
 				t.Fatalf("short reads counted %v times, want 1", n)
 			}
 		}
@@ -135,7 +116,7 @@ func TestFilesStoreDown(t *testing.T) {
 	if a.status != 503 || a.errCode() != "unavailable" || a.header.Get("Retry-After") == "" || a.header.Get("X-Checksum") != "" {
 		t.Fatalf("GET with NATS down: %d %v %s", a.status, a.header, a.raw)
 	}
-	if n := metric(t, env, `skrip_blob_read_errors_total{reason="unavailable"}`); n != 1 {
+	if n := env.Metric(t, `skrip_blob_read_errors_total{reason="unavailable"}`); n != 1 {
 		t.Fatalf("unavailable reads counted %v times, want 1", n)
 	}
 }
@@ -160,7 +141,7 @@ func TestFilesReadAbortsMidStream(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		if n := metric(t, env, `skrip_blob_read_errors_total{reason="short"}`); n != 1 {
+		if n := env.Metric(t, `skrip_blob_read_errors_total{reason="short"}`); n != 1 {
 			t.Fatalf("the short read counted %v times, want 1", n)
 		}
 	})

@@ -3,13 +3,17 @@
 package apptest
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,6 +147,26 @@ func Start(t testing.TB, cfg config.Config) *Env {
 func New(t testing.TB, b Backend) *Env {
 	t.Helper()
 	return Start(t, Config(t, b))
+}
+
+// Metric returns the value of one sample line of the server's /metrics (its name with
+// any labels, as printed), 0 when it is absent.
+func (e *Env) Metric(t testing.TB, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get(e.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
+			var v float64
+			fmt.Sscan(rest, &v)
+			return v
+		}
+	}
+	return 0
 }
 
 // Client returns an API client of env with token.

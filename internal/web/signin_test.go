@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -23,25 +22,6 @@ func signInAs(b *browserless, from, name, pw string) (int, http.Header, string) 
 	b.t.Helper()
 	return b.do("POST", "/signin", url.Values{"name": {name}, "password": {pw}, "next": {"/files"}, "csrf": {b.signInToken()}},
 		http.Header{"X-Forwarded-For": {from}})
-}
-
-// sample returns the value of one sample line of env's /metrics, 0 when it is absent.
-func sample(t *testing.T, env *apptest.Env, line string) float64 {
-	t.Helper()
-	resp, err := http.Get(env.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), line+" "); ok {
-			var v float64
-			fmt.Sscan(rest, &v)
-			return v
-		}
-	}
-	return 0
 }
 
 // TestSignInForgery: a sign-in another site's page sends (a foreign Origin, no token) is
@@ -172,10 +152,10 @@ func TestSignInThrottle(t *testing.T) {
 		}
 	})
 
-	if n := sample(t, env, `skrip_signin_throttled_total{by="address"}`); n != 2 {
+	if n := env.Metric(t, `skrip_signin_throttled_total{by="address"}`); n != 2 {
 		t.Errorf("skrip_signin_throttled_total{by=address} = %v, want 2", n)
 	}
-	if n := sample(t, env, `skrip_signin_throttled_total{by="name"}`); n != 1 {
+	if n := env.Metric(t, `skrip_signin_throttled_total{by="name"}`); n != 1 {
 		t.Errorf("skrip_signin_throttled_total{by=name} = %v, want 1", n)
 	}
 }
@@ -242,13 +222,13 @@ func TestPasswordChecksCapped(t *testing.T) {
 			t.Errorf("answered %d:\n%s", r.status, r.body)
 		}
 	}
-	if peak := sample(t, env, "skrip_password_hashes_peak"); peak != 1 {
+	if peak := env.Metric(t, "skrip_password_hashes_peak"); peak != 1 {
 		t.Errorf("skrip_password_hashes_peak = %v, want 1 (the cap)", peak)
 	}
 	if busy == 0 {
 		t.Errorf("none of %d requests at once waited past 50ms for the one password check", 2*n)
 	}
-	if refused := sample(t, env, "skrip_password_checks_refused_total"); refused != float64(busy) {
+	if refused := env.Metric(t, "skrip_password_checks_refused_total"); refused != float64(busy) {
 		t.Errorf("skrip_password_checks_refused_total = %v, want %d", refused, busy)
 	}
 }

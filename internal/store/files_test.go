@@ -41,10 +41,9 @@ func TestFileOwnerKeysMigration(t *testing.T) {
 			if _, err := p.UpTo(ctx, 7); err != nil {
 				t.Fatal(err)
 			}
-			for _, u := range []User{newUser("u_1", "ada", RoleUser), newUser("u_2", "bob", RoleUser)} {
-				if err := s.CreateUser(ctx, u); err != nil {
-					t.Fatal(err)
-				}
+			// The users table of version 7, written as it was then.
+			if _, err := s.exec(ctx, `INSERT INTO users (id, name, role, created_at) VALUES ('u_1', 'ada', 'user', 1), ('u_2', 'bob', 'user', 1)`); err != nil {
+				t.Fatal(err)
 			}
 			if _, err := s.exec(ctx, `INSERT INTO files (key, owner_id, size, checksum, content_type, original_name, created_at, expires_at, blob_key)
 				VALUES ('files/a', 'u_1', 3, 'sha256:aa', 'text/plain', 'a.txt', 1, NULL, 'files/_objects/b_1'),

@@ -45,7 +45,7 @@ func (s *Store) EnsureToken(ctx context.Context, t Token) error {
 
 // UserByTokenHash returns the user holding the token with this hash.
 func (s *Store) UserByTokenHash(ctx context.Context, hash string) (User, error) {
-	u, err := scanUser(s.queryRow(ctx, "SELECT u.id, u.name, u.role, COALESCE(u.password_hash, ''), u.created_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?", hash))
+	u, err := scanUser(s.queryRow(ctx, "SELECT "+userColsU+" FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ? AND u.state = 'active'", hash))
 	if err != nil {
 		return User{}, fmt.Errorf("token: %w", err)
 	}

@@ -17,6 +17,17 @@ const (
 // ValidRole reports whether r is one of the three roles.
 func ValidRole(r string) bool { return r == RoleAdmin || r == RoleAuthor || r == RoleUser }
 
+// States a user may be in. A disabled user signs in nowhere; a deleted user is a
+// tombstone that only keeps the tools they authored attributed.
+const (
+	StateActive   = "active"
+	StateDisabled = "disabled"
+	StateDeleted  = "deleted"
+)
+
+// DeletedUserName is how a deleted user is shown, for example as a tool's author.
+const DeletedUserName = "borttagen användare"
+
 // User is a person or program that signs in.
 type User struct {
 	ID           string
@@ -24,14 +35,27 @@ type User struct {
 	Role         string
 	PasswordHash string // empty when the user has no password
 	CreatedAt    time.Time
+	State        string
+	// OIDCIssuer and OIDCSubject bind the user to a sign-on identity; both are empty for
+	// a user who signs in with a password only.
+	OIDCIssuer  string
+	OIDCSubject string
 }
 
-const userCols = "id, name, role, COALESCE(password_hash, ''), created_at"
+// Active reports whether the user may sign in and act.
+func (u User) Active() bool { return u.State == StateActive }
+
+// userCols are the columns scanUser reads, unqualified; userColsU the same of the table
+// aliased u.
+const (
+	userCols  = "id, name, role, COALESCE(password_hash, ''), created_at, state, COALESCE(oidc_issuer, ''), COALESCE(oidc_subject, '')"
+	userColsU = "u.id, u.name, u.role, COALESCE(u.password_hash, ''), u.created_at, u.state, COALESCE(u.oidc_issuer, ''), COALESCE(u.oidc_subject, '')"
+)
 
 func scanUser(row interface{ Scan(...any) error }) (User, error) {
 	var u User
 	var created int64
-	if err := row.Scan(&u.ID, &u.Name, &u.Role, &u.PasswordHash, &created); err != nil {
+	if err := row.Scan(&u.ID, &u.Name, &u.Role, &u.PasswordHash, &created, &u.State, &u.OIDCIssuer, &u.OIDCSubject); err != nil {
 		return User{}, mapErr(err)
 	}
 	u.CreatedAt = fromMS(created)
@@ -47,8 +71,11 @@ func nullable(s string) any {
 
 // CreateUser inserts u. A taken name gives ErrConflict.
 func (s *Store) CreateUser(ctx context.Context, u User) error {
-	_, err := s.exec(ctx, "INSERT INTO users (id, name, role, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-		u.ID, u.Name, u.Role, nullable(u.PasswordHash), ms(u.CreatedAt))
+	if u.State == "" {
+		u.State = StateActive
+	}
+	_, err := s.exec(ctx, "INSERT INTO users (id, name, role, password_hash, created_at, state, oidc_issuer, oidc_subject) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+		u.ID, u.Name, u.Role, nullable(u.PasswordHash), ms(u.CreatedAt), u.State, nullable(u.OIDCIssuer), nullable(u.OIDCSubject))
 	if err != nil {
 		return fmt.Errorf("creating user %q: %w", u.Name, err)
 	}

@@ -27,7 +27,7 @@ func (s *Store) CreateWebSession(ctx context.Context, ws WebSession) error {
 // UserByWebSession returns the user signed in with the session of this hash, if it has
 // not expired by now.
 func (s *Store) UserByWebSession(ctx context.Context, hash string, now time.Time) (User, error) {
-	u, err := scanUser(s.queryRow(ctx, "SELECT u.id, u.name, u.role, COALESCE(u.password_hash, ''), u.created_at FROM web_sessions w JOIN users u ON u.id = w.user_id WHERE w.hash = ? AND w.expires_at > ?", hash, ms(now)))
+	u, err := scanUser(s.queryRow(ctx, "SELECT "+userColsU+" FROM web_sessions w JOIN users u ON u.id = w.user_id WHERE w.hash = ? AND w.expires_at > ? AND u.state = 'active'", hash, ms(now)))
 	if err != nil {
 		return User{}, fmt.Errorf("web session: %w", err)
 	}

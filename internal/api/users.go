@@ -74,7 +74,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, caller stor
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusCreated, wire.IssuedToken{Token: tok, UserID: target.ID})
+	httpkit.WriteJSON(w, http.StatusCreated, wire.IssuedToken{Token: wire.Token{UserID: target.ID, User: target.Name, Name: req.Name, Scope: []string{"all"}}, Secret: tok})
 	return nil
 }
 

@@ -220,5 +220,5 @@ func (c *Client) SetPassword(ctx context.Context, user, password string) error {
 // CreateToken issues a new token for user (an id or a name; admins may name anyone).
 func (c *Client) CreateToken(ctx context.Context, user, name string) (string, error) {
 	var out wire.IssuedToken
-	return out.Token, c.Do(ctx, http.MethodPost, "/api/v1/users/"+url.PathEscape(user)+"/tokens", wire.NewToken{Name: name}, &out)
+	return out.Secret, c.Do(ctx, http.MethodPost, "/api/v1/users/"+url.PathEscape(user)+"/tokens", wire.NewToken{Name: name}, &out)
 }

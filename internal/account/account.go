@@ -122,25 +122,6 @@ func validPassword(password string) error {
 	return nil
 }
 
-// IssueToken makes a new token for userID and returns it; only its hash is stored.
-func (s *Service) IssueToken(ctx context.Context, userID, name string) (string, error) {
-	tok := auth.NewToken()
-	err := s.st.CreateToken(ctx, store.Token{ID: ids.New("t"), UserID: userID, Hash: auth.HashToken(tok), Name: name, CreatedAt: s.now()})
-	if err != nil {
-		return "", err
-	}
-	return tok, nil
-}
-
-// Authenticate returns the user holding token.
-func (s *Service) Authenticate(ctx context.Context, token string) (store.User, error) {
-	u, err := s.st.UserByTokenHash(ctx, auth.HashToken(token))
-	if errors.Is(err, store.ErrNotFound) {
-		return store.User{}, errs.New(ErrUnauthenticated, nil, "the token is not valid")
-	}
-	return u, err
-}
-
 // CheckPassword returns the user named name when password is theirs. The hash waits for
 // its turn among the password checks (Limits.Checks), and a name without a password is
 // checked against a dummy hash, so that timing does not tell names apart.
@@ -169,12 +150,6 @@ func (s *Service) checkPassword(ctx context.Context, name, password string, admi
 	return u, nil
 }
 
-// SessionCookie is the name of the cookie that holds a browser's sign-in.
-const SessionCookie = "skrip_session"
-
-// SessionTTL is how long a browser sign-in lasts.
-const SessionTTL = 7 * 24 * time.Hour
-
 // SignIn checks name and password, given by the client at address client, and starts a
 // browser session. It returns the user and the session's secret, which goes in the
 // cookie; only its hash is stored. After repeated failures for the address or the name,
@@ -185,7 +160,12 @@ const SessionTTL = 7 * 24 * time.Hour
 // ends (passwords.go, throttle), so that sign-ins that arrive together get no more
 // checks than the failures the keys have left.
 func (s *Service) SignIn(ctx context.Context, client, name, password string) (store.User, string, error) {
-	keys := s.signInKeys(client, name)
+	return s.SignInFrom(ctx, Client{Address: client}, name, password)
+}
+
+// SignInFrom is SignIn for client, whose address and user agent the session keeps.
+func (s *Service) SignInFrom(ctx context.Context, client Client, name, password string) (store.User, string, error) {
+	keys := s.signInKeys(client.Address, name)
 	if d, by := s.throttle.wait(s.now(), keys); d > 0 {
 		return store.User{}, "", s.throttled(d, by)
 	}
@@ -208,9 +188,7 @@ func (s *Service) SignIn(ctx context.Context, client, name, password string) (st
 	if err != nil {
 		return store.User{}, "", err
 	}
-	secret := auth.NewToken()
-	now := s.now()
-	err = s.st.CreateWebSession(ctx, store.WebSession{Hash: auth.HashToken(secret), UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)})
+	secret, err := s.StartSession(ctx, u, client)
 	if err != nil {
 		return store.User{}, "", err
 	}
@@ -223,15 +201,6 @@ func (s *Service) throttled(d time.Duration, by string) error {
 	secs := int((d + time.Second - 1) / time.Second)
 	return errs.New(ErrThrottled, map[string]any{"retry_after_s": secs, "by": by},
 		"too many failed sign-ins from your address or for this name; try again in %d seconds", secs).Retry(d)
-}
-
-// SessionUser returns the user signed in with the browser session secret.
-func (s *Service) SessionUser(ctx context.Context, secret string) (store.User, error) {
-	u, err := s.st.UserByWebSession(ctx, auth.HashToken(secret), s.now())
-	if errors.Is(err, store.ErrNotFound) {
-		return store.User{}, errs.New(ErrUnauthenticated, nil, "you are signed out; sign in again")
-	}
-	return u, err
 }
 
 // BrowserUser returns the user signed in with the browser session secret. A request
@@ -253,11 +222,6 @@ func (s *Service) BrowserUser(ctx context.Context, secret, csrf string, changes 
 // SignOut ends the browser session secret.
 func (s *Service) SignOut(ctx context.Context, secret string) error {
 	return s.st.DeleteWebSession(ctx, auth.HashToken(secret))
-}
-
-// ExpireSignIns removes browser sessions past their expiry and says how many.
-func (s *Service) ExpireSignIns(ctx context.Context) (int64, error) {
-	return s.st.DeleteExpiredWebSessions(ctx, s.now())
 }
 
 // AdminTokenFile is the name, inside the data dir, of the first-start admin token.

@@ -135,12 +135,13 @@ func TestTokens(t *testing.T) {
 }
 
 // TestSignIn: a password signs in and the secret finds the user until it is signed out,
-// a new password is set (which signs out every browser), or SessionTTL passes, after
+// a new password is set (which signs out every browser), or SessionMax passes, after
 // which ExpireSignIns removes it. A wrong password, an unknown name and a user without a
 // password all get the same ErrUnauthenticated.
 func TestSignIn(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		s := New(st, Limits{})
+		// No idle expiry to speak of here: TestWebSessionExpiry has that.
+		s := New(st, Limits{WebSessionIdle: 365 * 24 * time.Hour})
 		clock := time.Now()
 		s.now = func() time.Time { return clock }
 		ctx := context.Background()
@@ -212,7 +213,7 @@ func TestSignIn(t *testing.T) {
 			t.Errorf("the old password still signs in: %v", err)
 		}
 
-		// Expiry: a sign-in lasts SessionTTL; the janitor's ExpireSignIns removes it after.
+		// Expiry: a sign-in lasts SessionMax; the janitor's ExpireSignIns removes it after.
 		old := signIn("battery staple")
 		signIn("battery staple")
 		clock = clock.Add(time.Hour)
@@ -220,15 +221,15 @@ func TestSignIn(t *testing.T) {
 		if n, err := s.ExpireSignIns(ctx); err != nil || n != 0 {
 			t.Fatalf("ExpireSignIns before any expired = %d, %v", n, err)
 		}
-		clock = clock.Add(SessionTTL - time.Hour)
+		clock = clock.Add(s.SessionMax() - time.Hour)
 		if signedIn(old) {
-			t.Error("a sign-in outlived SessionTTL")
+			t.Error("a sign-in outlived SessionMax")
 		}
 		if !signedIn(young) {
-			t.Error("a sign-in younger than SessionTTL expired")
+			t.Error("a sign-in younger than SessionMax expired")
 		}
 		if n, err := s.ExpireSignIns(ctx); err != nil || n != 2 {
-			t.Errorf("ExpireSignIns = %d, %v; want the 2 sign-ins older than SessionTTL", n, err)
+			t.Errorf("ExpireSignIns = %d, %v; want the 2 sign-ins older than SessionMax", n, err)
 		}
 		if n, err := s.ExpireSignIns(ctx); err != nil || n != 0 {
 			t.Errorf("a second ExpireSignIns = %d, %v; want 0", n, err)

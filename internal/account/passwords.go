@@ -31,6 +31,12 @@ type Limits struct {
 	Entries int
 	// Metrics counts hashes and throttled sign-ins; nil keeps the counts to itself.
 	Metrics *metrics.Metrics
+	// TokenMaxLifetime is the longest expiry a new token may ask for (0: no maximum, and
+	// a token may have none).
+	TokenMaxLifetime time.Duration
+	// WebSessionIdle ends a browser sign-in unused this long (8h); WebSessionMax ends it
+	// this long after it began, used or not (30 days).
+	WebSessionIdle, WebSessionMax time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -54,6 +60,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Metrics == nil {
 		l.Metrics = metrics.New()
+	}
+	if l.WebSessionIdle <= 0 {
+		l.WebSessionIdle = 8 * time.Hour
+	}
+	if l.WebSessionMax <= 0 {
+		l.WebSessionMax = 30 * 24 * time.Hour
 	}
 	return l
 }

@@ -208,15 +208,21 @@ func (s *Service) throttled(d time.Duration, by string) error {
 // the API's X-CSRF-Token header and the web UI's form field are checked by this one
 // rule.
 func (s *Service) BrowserUser(ctx context.Context, secret, csrf string, changes bool) (store.User, error) {
-	u, err := s.SessionUser(ctx, secret)
+	_, u, err := s.BrowserSession(ctx, secret, csrf, changes)
+	return u, err
+}
+
+// BrowserSession is BrowserUser with the session itself.
+func (s *Service) BrowserSession(ctx context.Context, secret, csrf string, changes bool) (store.WebSession, store.User, error) {
+	ws, u, err := s.Session(ctx, secret)
 	if err != nil {
-		return u, err
+		return ws, u, err
 	}
 	if changes && !auth.CheckCSRF(secret, csrf) {
-		return store.User{}, errs.New(ErrForgery, nil,
+		return store.WebSession{}, store.User{}, errs.New(ErrForgery, nil,
 			"This form or request is out of date or came from another site: it lacks the page's anti-forgery token. Reload the page and try again.")
 	}
-	return u, nil
+	return ws, u, nil
 }
 
 // SignOut ends the browser session secret.

@@ -88,6 +88,7 @@ func (s *Server) Register(m *http.ServeMux) {
 	m.Handle("POST /api/v1/users", s.authed(s.createUser))
 	m.Handle("PATCH /api/v1/users/{id}", s.authed(s.updateUser))
 	m.Handle("POST /api/v1/users/{id}/tokens", s.authed(s.createToken))
+	s.registerTokens(m)
 	m.Handle("PUT /api/v1/users/{id}/password", s.authed(s.setPassword))
 
 	m.Handle("POST /api/v1/files", s.authed(s.uploadFile))
@@ -141,17 +142,22 @@ func (s *Server) Register(m *http.ServeMux) {
 }
 
 // authed wraps h so that it runs only for a caller that authenticates (httpkit says
-// how), and writes h's error through the error table. The user is set on the request
+// how) with a credential whose scope reaches the route (checkScope), and writes h's
+// error through the error table. The user is set on the request
 // context before h runs, so the request log names them.
 func (s *Server) authed(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, err := httpkit.Authenticate(r, s.svc.Accounts)
+		c, err := httpkit.Credential(r, s.svc.Accounts)
 		if err != nil {
 			httpkit.WriteError(w, r, s.log, err)
 			return
 		}
-		*r = *httpkit.WithUser(r, u)
-		if err := h(w, r, u); err != nil {
+		*r = *httpkit.WithCredential(r, c)
+		if err := checkScope(r, c.Scope); err != nil {
+			httpkit.WriteError(w, r, s.log, err)
+			return
+		}
+		if err := h(w, r, c.User); err != nil {
 			httpkit.WriteError(w, r, s.log, err)
 		}
 	})

@@ -59,25 +59,6 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, u store.User)
 	return nil
 }
 
-func (s *Server) createToken(w http.ResponseWriter, r *http.Request, caller store.User) error {
-	var req wire.NewToken
-	if r.ContentLength != 0 {
-		if err := httpkit.DecodeJSON(w, r, &req); err != nil {
-			return err
-		}
-	}
-	target, err := s.svc.Accounts.Lookup(r.Context(), caller, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	tok, err := s.svc.Accounts.IssueToken(r.Context(), target.ID, req.Name)
-	if err != nil {
-		return err
-	}
-	httpkit.WriteJSON(w, http.StatusCreated, wire.IssuedToken{Token: wire.Token{UserID: target.ID, User: target.Name, Name: req.Name, Scope: []string{"all"}}, Secret: tok})
-	return nil
-}
-
 func (s *Server) setPassword(w http.ResponseWriter, r *http.Request, caller store.User) error {
 	var req wire.NewPassword
 	if err := httpkit.DecodeJSON(w, r, &req); err != nil {

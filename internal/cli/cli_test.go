@@ -48,7 +48,7 @@ func TestUsersAndTokens(t *testing.T) {
 		t.Fatalf("fresh token: %+v, %v", me, err)
 	}
 	// ...but not one for admin: the answer is the same as for a missing user.
-	code, _, errOut = run(t, env, noraToken, "", "tokens", "create", "admin")
+	code, _, errOut = run(t, env, noraToken, "", "tokens", "create", "--user", "admin")
 	if code == 0 || !strings.Contains(errOut, `no user "admin"`) {
 		t.Fatalf("tokens create admin as nora: %d %q", code, errOut)
 	}

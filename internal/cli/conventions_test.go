@@ -172,7 +172,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"sandbox", "rm"}, "skrip: sandbox rm: missing ID\n", "skrip sandbox rm ID... [flags]"},
 		{[]string{"users", "list", "extra"}, "skrip: users list: unexpected argument \"extra\"\n", "skrip users list [flags]"},
 		{[]string{"files", "info", "a", "b", "c"}, "skrip: files info: unexpected arguments \"b\" \"c\"\n", "skrip files info KEY [flags]"},
-		{[]string{"tokens", "create", "a", "b"}, "skrip: tokens create: unexpected argument \"b\"\n", "skrip tokens create [USER] [flags]"},
+		{[]string{"tokens", "create", "a", "b"}, "skrip: tokens create: unexpected argument \"b\"\n", "skrip tokens create [NAME] [flags]"},
 		{[]string{"tools", "export", "a", "-o", "d", "b"}, "skrip: tools export: unexpected argument \"b\"\n", "skrip tools export SLUG -o DIR [flags]"},
 		{[]string{"files", "list", "--bogus"}, "skrip: files list: unknown flag: --bogus\n", "skrip files list [flags]"},
 		{[]string{"tools", "add", "x.py"}, "skrip: tools add: required flag(s) \"slug\" not set\n", "skrip tools add FILE [flags]"},

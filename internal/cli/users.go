@@ -124,37 +124,3 @@ func (e *env) readPassword() (string, error) {
 	}
 	return strings.TrimRight(line, "\r\n"), nil
 }
-
-func (e *env) tokensCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "tokens", Short: "Manage API tokens"}
-	var name string
-	create := &cobra.Command{
-		Use:   "create [USER]",
-		Short: "Issue a new API token for yourself, or (as admin) for USER, a name or an id",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
-			if err != nil {
-				return err
-			}
-			user := ""
-			if len(args) == 1 {
-				user = args[0]
-			} else {
-				me, err := c.Me(cmd.Context())
-				if err != nil {
-					return err
-				}
-				user = me.ID
-			}
-			tok, err := c.CreateToken(cmd.Context(), user, name)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(e.stdout, tok)
-			return nil
-		},
-	}
-	create.Flags().StringVar(&name, "name", "", "a label for the token, e.g. the machine it is for")
-	cmd.AddCommand(create)
-	return cmd
-}

@@ -43,17 +43,45 @@ func Changes(r *http.Request) bool { return r.Method != http.MethodGet && r.Meth
 // Authenticate resolves who makes r: the bearer token or, for the web UI's own scripts,
 // the browser session cookie, whose requests that change anything must carry the
 // session's anti-forgery token in X-CSRF-Token (account.Service.BrowserUser checks it).
+// Credential says what the credential allows too.
 func Authenticate(r *http.Request, accounts *account.Service) (store.User, error) {
+	c, err := Credential(r, accounts)
+	return c.User, err
+}
+
+// Credential is Authenticate with the credential's scope and which token or browser
+// sign-in it is. A browser's sign-in has the scope "all".
+func Credential(r *http.Request, accounts *account.Service) (account.Credential, error) {
 	h := r.Header.Get("Authorization")
 	if secret := SessionSecret(r); h == "" && secret != "" {
-		return accounts.BrowserUser(r.Context(), secret, r.Header.Get(CSRFHeader), Changes(r))
+		ws, u, err := accounts.BrowserSession(r.Context(), secret, r.Header.Get(CSRFHeader), Changes(r))
+		if err != nil {
+			return account.Credential{}, err
+		}
+		return account.Credential{User: u, Scope: account.ScopeAll, SessionID: ws.ID}, nil
 	}
 	if h == "" {
-		return store.User{}, errs.New(ErrUnauthorized, nil, "this needs an API token: send the header Authorization: Bearer <token>")
+		return account.Credential{}, errs.New(ErrUnauthorized, nil, "this needs an API token: send the header Authorization: Bearer <token>")
 	}
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return store.User{}, errs.New(ErrUnauthorized, nil, "the Authorization header must be \"Bearer <token>\"")
+		return account.Credential{}, errs.New(ErrUnauthorized, nil, "the Authorization header must be \"Bearer <token>\"")
 	}
-	return accounts.Authenticate(r.Context(), strings.TrimSpace(token))
+	return accounts.AuthenticateToken(r.Context(), strings.TrimSpace(token))
+}
+
+// WithCredential returns r with c as the credential it is made with (and c.User as its
+// user, for the request log).
+func WithCredential(r *http.Request, c account.Credential) *http.Request {
+	r = WithUser(r, c.User)
+	return r.WithContext(context.WithValue(r.Context(), keyCredential, &c))
+}
+
+// CredentialFrom returns the credential a request under ctx is made with, once known.
+func CredentialFrom(ctx context.Context) (account.Credential, bool) {
+	c, ok := ctx.Value(keyCredential).(*account.Credential)
+	if !ok {
+		return account.Credential{}, false
+	}
+	return *c, true
 }

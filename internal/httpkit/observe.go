@@ -23,6 +23,7 @@ type ctxKey int
 const (
 	keyRequestID ctxKey = iota
 	keyUser
+	keyCredential
 	keyBody
 )
 

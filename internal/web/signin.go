@@ -73,7 +73,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.signInForm(w, r, status, l.T("lists.signin.forged"), name, next)
 		return
 	}
-	_, secret, err := h.accounts.SignIn(r.Context(), h.front.ClientAddr(r), name, r.PostFormValue("password"))
+	_, secret, err := h.accounts.SignInFrom(r.Context(), account.Client{Address: h.front.ClientAddr(r), UserAgent: r.UserAgent()}, name, r.PostFormValue("password"))
 	if err != nil {
 		var msg string
 		switch {
@@ -92,7 +92,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: account.SessionCookie, Value: secret, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: h.front.Secure(r), MaxAge: int(account.SessionTTL.Seconds())})
+		SameSite: http.SameSiteLaxMode, Secure: h.front.Secure(r), MaxAge: int(h.accounts.SessionMax().Seconds())})
 	redirect(w, r, next)
 }
 

@@ -1,0 +1,63 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/skrip-dev/skrip/internal/account"
+	"github.com/skrip-dev/skrip/internal/errs"
+)
+
+// A route's area says which token scope reaches it (docs/api.md "Token scopes"):
+//   - files: /api/v1/files, /api/v1/file-versions, /api/v1/links, /api/v1/uploads;
+//   - runs: tools and their settings, versions, runs, tool sessions and session files,
+//     start_action and the editor's sandbox routes;
+//   - sandboxes: /api/v1/sandboxes;
+//   - anything else (users, tokens, web sessions, admin routes, and any route added
+//     later without an area) only "all".
+//
+// "read" reaches GET and HEAD of the three areas; GET /api/v1/me is open to every
+// scope, and so is DELETE /api/v1/tokens/current, so that any token can log itself out.
+func routeArea(path string) string {
+	rest, ok := strings.CutPrefix(path, "/api/v1/")
+	if !ok {
+		return ""
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	switch first {
+	case "files", "file-versions", "links", "uploads":
+		return account.ScopeFiles
+	case "tools", "tool-versions", "runs", "start_action", "editor":
+		return account.ScopeRuns
+	case "sandboxes":
+		return account.ScopeSandboxes
+	}
+	return ""
+}
+
+// checkScope refuses r when its credential's scope does not reach r's route: 403
+// forbidden, reason token_scope, naming the scope and what the route needs.
+func checkScope(r *http.Request, scope account.Scope) error {
+	if scope.All() {
+		return nil
+	}
+	read := r.Method == http.MethodGet || r.Method == http.MethodHead
+	path := r.URL.Path
+	if (read && path == "/api/v1/me") || (r.Method == http.MethodDelete && path == "/api/v1/tokens/current") {
+		return nil
+	}
+	area := routeArea(path)
+	if area != "" && (scope.Has(area) || (read && scope.Has(account.ScopeRead))) {
+		return nil
+	}
+	needs := []string{account.ScopeAll}
+	if area != "" {
+		needs = []string{area}
+		if read {
+			needs = append(needs, account.ScopeRead)
+		}
+	}
+	return errs.New(account.ErrScope, map[string]any{"scope": scope.Words(), "needs": needs, "method": r.Method, "path": path},
+		"%s %s is outside this token's scope (%s); it needs a token with the scope %s",
+		r.Method, path, string(scope), strings.Join(needs, " or "))
+}

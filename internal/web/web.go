@@ -161,6 +161,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 
 	mux.Handle("GET /files", h.page(h.filesPage))
 	mux.Handle("GET /account", h.page(h.accountPage))
+	h.registerAccount(mux)
 
 	mux.Handle("GET /admin/users", h.page(h.usersPage))
 	mux.Handle("POST /admin/users", h.page(h.createUser))

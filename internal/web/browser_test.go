@@ -589,6 +589,10 @@ func TestBrowser(t *testing.T) {
 		s.adminRuns(t)
 	})
 
+	t.Run("the account page makes and revokes a token and signs out everywhere", func(t *testing.T) {
+		s.accountTokens(t)
+	})
+
 	t.Run("screenshots in Swedish and English at 1280 and 390 px", func(t *testing.T) {
 		s.screenshots(t)
 	})

@@ -143,7 +143,7 @@ func expiredSignIn(t *testing.T, st *store.Store) string {
 		t.Fatal(err)
 	}
 	secret := auth.NewToken()
-	ws := store.WebSession{Hash: auth.HashToken(secret), UserID: u.ID, CreatedAt: now.Add(-account.SessionTTL - time.Hour), ExpiresAt: now.Add(-time.Hour)}
+	ws := store.WebSession{Hash: auth.HashToken(secret), UserID: u.ID, CreatedAt: now.Add(-31 * 24 * time.Hour), ExpiresAt: now.Add(-time.Hour)}
 	if err := st.CreateWebSession(ctx, ws); err != nil {
 		t.Fatal(err)
 	}

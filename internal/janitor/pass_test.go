@@ -228,7 +228,14 @@ func TestPass(t *testing.T) {
 			return blobThere(d, key), janitor.Report{OrphanSessionFiles: 1}
 		}},
 		{name: "a browser sign-in past its expiry", removed: true, make: func(t *testing.T, d *deps) (func() bool, janitor.Report) {
-			ws := store.WebSession{Hash: auth.HashToken(auth.NewToken()), UserID: owner.ID, CreatedAt: now.Add(-account.SessionTTL - time.Hour), ExpiresAt: now.Add(-time.Hour)}
+			ws := store.WebSession{Hash: auth.HashToken(auth.NewToken()), UserID: owner.ID, CreatedAt: now.Add(-31 * 24 * time.Hour), LastSeenAt: now.Add(-2 * time.Hour), ExpiresAt: now.Add(-time.Hour)}
+			if err := d.st.CreateWebSession(ctx, ws); err != nil {
+				t.Fatal(err)
+			}
+			return nil, janitor.Report{SignIns: 1}
+		}},
+		{name: "a browser sign-in idle longer than SKRIP_WEB_SESSION_IDLE", removed: true, make: func(t *testing.T, d *deps) (func() bool, janitor.Report) {
+			ws := store.WebSession{Hash: auth.HashToken(auth.NewToken()), UserID: owner.ID, CreatedAt: now.Add(-9 * time.Hour), ExpiresAt: now.Add(20 * 24 * time.Hour)}
 			if err := d.st.CreateWebSession(ctx, ws); err != nil {
 				t.Fatal(err)
 			}

@@ -21,8 +21,10 @@ func issue(t *testing.T, env *apptest.Env, asToken, user, body string) wire.Issu
 		t.Fatalf("issuing %s for %s: %d %s", body, user, a.status, a.raw)
 	}
 	var out wire.IssuedToken
-	if err := json.Unmarshal([]byte(a.raw), &out); err != nil {
-		t.Fatal(err)
+	dec := json.NewDecoder(strings.NewReader(a.raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("the answer is not a wire.IssuedToken: %v\n%s", err, a.raw)
 	}
 	if !strings.HasPrefix(out.Secret, "skr_") || out.ID == "" {
 		t.Fatalf("issued token: %s", a.raw)
@@ -129,6 +131,11 @@ func TestTokenLifecycle(t *testing.T) {
 			t.Fatalf("laptop: %+v", laptop.Token)
 		}
 		list := call(t, env, "GET", "/api/v1/tokens", ada.Token, nil)
+		dec := json.NewDecoder(strings.NewReader(list.raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&wire.TokenList{}); err != nil {
+			t.Fatalf("the listing is not a wire.TokenList: %v\n%s", err, list.raw)
+		}
 		if list.status != 200 || list.body["count"] != float64(2) || strings.Contains(list.raw, laptop.Secret) || strings.Contains(list.raw, `"hash"`) {
 			t.Fatalf("ada's tokens: %d %s", list.status, list.raw)
 		}

@@ -269,6 +269,7 @@ func TestFaults(t *testing.T) {
 	t.Run("F5 a rolling restart of every worker", func(t *testing.T) { testRollingRestart(t, c) })
 	t.Run("F6 an agent sandbox whose worker is killed", func(t *testing.T) { testSandboxLost(t, c) })
 	t.Run("F7 an API node killed mid-upload, resumed on the other", func(t *testing.T) { testKillAPIMidUpload(t, c) })
+	t.Run("a token revoked on one API node, refused by the other", func(t *testing.T) { testRevocation(t, c) })
 }
 
 // action submits the steps tool's action through node name, sleeping s seconds, at rev.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -51,10 +52,22 @@ func (s *site) accountTokens(t *testing.T) {
 	if got := text(t, a, "#tokens tbody"); !strings.Contains(got, "laptop\tfiles\t") && !strings.Contains(got, "laptop\tfiler\t") {
 		t.Fatalf("the token list reads %q", got)
 	}
-	run(t, a,
-		chromedp.Click(row+`//button`, chromedp.BySearch),
-		chromedp.WaitNotPresent(row, chromedp.BySearch),
-	)
+	run(t, a, chromedp.Click(row+`//button`, chromedp.BySearch))
+	// The form answers with the account page again (at #tokens-h), without the token.
+	gone := false
+	for deadline := time.Now().Add(20 * time.Second); !gone && time.Now().Before(deadline); {
+		var url string
+		var listed bool
+		err := chromedp.Run(a, chromedp.Location(&url),
+			chromedp.Evaluate(`[...document.querySelectorAll("#tokens tbody td:first-child")].some(td => td.textContent.trim() === "laptop")`, &listed))
+		gone = err == nil && strings.HasSuffix(url, "/account#tokens-h") && !listed
+		if !gone {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !gone {
+		t.Fatalf("after revoking, the account page still lists laptop (at %s)", location(t, a))
+	}
 	if _, _, err := c.Files(ctx, "", "", 0); !client.IsCode(err, "unauthorized") {
 		t.Fatalf("the revoked token: %v; want unauthorized", err)
 	}

@@ -24,7 +24,13 @@ var (
 	ErrScope = errors.New("outside the token's scope")
 	// ErrWebSessionNotFound means the caller has no browser sign-in of that id.
 	ErrWebSessionNotFound = errors.New("web session not found")
+	// ErrTokenLimit means the user holds MaxTokensPerUser tokens already.
+	ErrTokenLimit = errors.New("too many tokens")
 )
+
+// MaxTokensPerUser is the most tokens one user may hold; CreateToken refuses more (the
+// user revokes one first).
+const MaxTokensPerUser = 100
 
 // The words of a token's scope (SPEC §2 "Tokens"). ScopeAll allows everything its user
 // may do; the others are the parts of the API a token may be kept to.
@@ -122,6 +128,12 @@ func (s *Service) CreateToken(ctx context.Context, userID string, spec TokenSpec
 	scope, err := ParseScope(spec.Scope)
 	if err != nil {
 		return store.Token{}, "", err
+	}
+	if n, err := s.st.CountTokens(ctx, userID); err != nil {
+		return store.Token{}, "", err
+	} else if n >= MaxTokensPerUser {
+		return store.Token{}, "", errs.New(ErrTokenLimit, map[string]any{"limit": MaxTokensPerUser},
+			"the user holds %d tokens, as many as one user may; revoke one first", n)
 	}
 	now := s.now()
 	t := store.Token{ID: ids.New("t"), UserID: userID, Name: name, Scope: string(scope), CreatedAt: now}

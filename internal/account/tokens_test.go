@@ -181,6 +181,15 @@ func TestTokenListAndRevoke(t *testing.T) {
 		if _, err := s.RevokeToken(ctx, ada, adaTok.ID); !errors.Is(err, ErrTokenNotFound) {
 			t.Errorf("revoking it again: %v, want ErrTokenNotFound", err)
 		}
+		// A user holds at most MaxTokensPerUser tokens.
+		for i := 1; i < MaxTokensPerUser; i++ { // bob holds his first token already
+			if _, _, err := s.CreateToken(ctx, bob.ID, TokenSpec{Name: "t"}); err != nil {
+				t.Fatalf("bob's token %d: %v", i+1, err)
+			}
+		}
+		if _, _, err := s.CreateToken(ctx, bob.ID, TokenSpec{Name: "one too many"}); !errors.Is(err, ErrTokenLimit) {
+			t.Fatalf("bob's token past the limit: %v, want ErrTokenLimit", err)
+		}
 		if _, err := s.RevokeToken(ctx, admin, own[0].ID); err != nil {
 			t.Errorf("the admin revokes ada's first token: %v", err)
 		}

@@ -84,6 +84,7 @@ var errorTable = []row{
 	{account.ErrBadToken, http.StatusBadRequest, "invalid_request", "invalid_token", "the token's name, scope or expiry is not valid"},
 	{account.ErrTokenNotFound, http.StatusNotFound, "not_found", "token_not_found", "there is no such token"},
 	{account.ErrWebSessionNotFound, http.StatusNotFound, "not_found", "web_session_not_found", "there is no such signed-in browser"},
+	{account.ErrTokenLimit, http.StatusConflict, "conflict", "token_limit", "the user holds as many tokens as one user may; revoke one first"},
 	{account.ErrNotFound, http.StatusNotFound, "not_found", "user_not_found", "there is no such user"},
 	{account.ErrExists, http.StatusConflict, "conflict", "user_exists", "a user of that name already exists"},
 	{account.ErrThrottled, http.StatusTooManyRequests, "rate_limited", "signin_throttled", "too many sign-ins failed lately from your address or for this name; wait as Retry-After says, then try again"},

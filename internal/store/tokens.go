@@ -167,3 +167,12 @@ func (s *Store) DeleteToken(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// CountTokens says how many tokens the user holds.
+func (s *Store) CountTokens(ctx context.Context, userID string) (int, error) {
+	var n int
+	if err := s.queryRow(ctx, "SELECT COUNT(*) FROM tokens WHERE user_id = ?", userID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting tokens: %w", err)
+	}
+	return n, nil
+}

@@ -31,6 +31,8 @@ type Limits struct {
 	Entries int
 	// Metrics counts hashes and throttled sign-ins; nil keeps the counts to itself.
 	Metrics *metrics.Metrics
+	// CLILogins cap the pending `skrip login`s (clilogin.go).
+	CLILogins CLILoginLimits
 }
 
 func (l Limits) withDefaults() Limits {
@@ -55,6 +57,7 @@ func (l Limits) withDefaults() Limits {
 	if l.Metrics == nil {
 		l.Metrics = metrics.New()
 	}
+	l.CLILogins = l.CLILogins.withDefaults()
 	return l
 }
 

@@ -89,6 +89,7 @@ func (s *Server) Register(m *http.ServeMux) {
 	m.Handle("PATCH /api/v1/users/{id}", s.authed(s.updateUser))
 	m.Handle("POST /api/v1/users/{id}/tokens", s.authed(s.createToken))
 	m.Handle("PUT /api/v1/users/{id}/password", s.authed(s.setPassword))
+	s.registerCLILogins(m)
 
 	m.Handle("POST /api/v1/files", s.authed(s.uploadFile))
 	m.Handle("GET /api/v1/files", s.authed(s.listFiles))

@@ -293,7 +293,7 @@ func TestLogin(t *testing.T) {
 	if code, _, errOut := runWith(vars, "", "context", "use", "nope"); code == 0 || !strings.Contains(errOut, `no context "nope"`) {
 		t.Fatalf("context use nope: %d %q", code, errOut)
 	}
-	if _, out, _ := runWith(vars, "", "context", "list"); !regexp.MustCompile(`(?m)^\*\s+`+regexp.QuoteMeta(u.Host)).MatchString(out) {
+	if _, out, _ := runWith(vars, "", "context", "list"); !regexp.MustCompile(`(?m)^\*\s+` + regexp.QuoteMeta(u.Host)).MatchString(out) {
 		t.Fatalf("context list after use:\n%s", out)
 	}
 	// --context picks another for one command.

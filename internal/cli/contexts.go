@@ -159,17 +159,23 @@ type target struct {
 // SKRIP_TOKEN, then the context's token, which is sent only to the context's own server.
 func (e *env) resolve() (target, error) {
 	var t target
-	cfg, _, cfgErr := e.loadCLIConfig()
-	if cfgErr != nil && cfg == nil {
-		return t, cfgErr
+	serverGiven := e.flagChanged("server") || e.getenv("SKRIP_SERVER") != ""
+	tokenGiven := e.tokenFile != "" || e.flagChanged("token") || e.getenv("SKRIP_TOKEN") != ""
+	var ctx *cliContext
+	if e.contextName != "" || !serverGiven || !tokenGiven {
+		// The context is needed: a config file that can't be read matters only then.
+		cfg, _, err := e.loadCLIConfig()
+		if cfg == nil {
+			return t, err
+		}
+		name := e.contextName
+		if name == "" {
+			name = cfg.Current
+		} else if cfg.find(name) == nil {
+			return t, fmt.Errorf("there is no context %q; skrip context list shows them", name)
+		}
+		ctx = cfg.find(name)
 	}
-	name := e.contextName
-	if name == "" {
-		name = cfg.Current
-	} else if cfg.find(name) == nil {
-		return t, fmt.Errorf("there is no context %q; skrip context list shows them", name)
-	}
-	ctx := cfg.find(name)
 	switch {
 	case e.flagChanged("server"):
 		t.server = e.server

@@ -335,3 +335,21 @@ func TestLogin(t *testing.T) {
 		t.Fatal("the token works after skrip logout")
 	}
 }
+
+// TestBrokenConfig: a config file that can't be read stops only the commands that need a
+// context, and says which file.
+func TestBrokenConfig(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	home := t.TempDir()
+	path := filepath.Join(home, ".config", "skrip", "config.yaml")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	os.WriteFile(path, []byte("contexts: [this is not\n"), 0o600)
+	vars := map[string]string{"HOME": home}
+	if code, _, errOut := runWith(vars, "", "files", "list"); code == 0 || !strings.Contains(errOut, path+" is not a skrip config file") {
+		t.Fatalf("files list with a broken config: %d %q", code, errOut)
+	}
+	vars["SKRIP_SERVER"] = env.URL
+	if code, out, errOut := runWith(vars, env.AdminToken+"\n", "--token-file", "-", "users", "list"); code != 0 || !strings.Contains(out, "admin") {
+		t.Fatalf("users list with the server and token given: %d %q %q", code, out, errOut)
+	}
+}

@@ -14,7 +14,13 @@ import (
 // startCLILogin starts a `skrip login` as the CLI does and returns its user code.
 func startCLILogin(t *testing.T, env *apptest.Env, machine string) string {
 	t.Helper()
-	resp, err := http.Post(env.URL+"/api/v1/cli/logins", "application/json", strings.NewReader(`{"machine":"`+machine+`"}`))
+	return startCLILoginAt(t, env.URL, machine)
+}
+
+// startCLILoginAt is startCLILogin on the server at base.
+func startCLILoginAt(t *testing.T, base, machine string) string {
+	t.Helper()
+	resp, err := http.Post(base+"/api/v1/cli/logins", "application/json", strings.NewReader(`{"machine":"`+machine+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

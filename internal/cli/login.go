@@ -89,10 +89,23 @@ func (e *env) login(ctx context.Context, server string, browser bool) error {
 		u, _ := url.Parse(server)
 		name = u.Host
 	}
+	var replaced *cliContext
+	if old := cfg.find(name); old != nil && old.Token != "" && sameServer(old.Server, server) {
+		o := *old
+		replaced = &o
+	}
 	cfg.put(cliContext{Name: name, Server: server, User: tok.User.Name, Token: tok.Token, TokenID: tok.ID})
 	cfg.Current = name
 	if err := saveCLIConfig(cfg, path); err != nil {
 		return fmt.Errorf("logged in, but the token could not be saved: %w", err)
+	}
+	if replaced != nil {
+		// The token this login replaced would stay valid, unseen: revoke it, if the
+		// server can. It is gone from the file either way.
+		if old, err := client.New(replaced.Server, replaced.Token); err == nil &&
+			old.Do(ctx, http.MethodDelete, "/api/v1/tokens/current", nil, nil) == nil {
+			fmt.Fprintf(e.stderr, "The context's previous token (%s) is revoked.\n", replaced.TokenID)
+		}
 	}
 	fmt.Fprintf(e.stdout, "Logged in to %s as %s; the token %q is saved in %s as context %s, now the current one.\n",
 		server, tok.User.Name, tok.Name, path, name)

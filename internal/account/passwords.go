@@ -37,6 +37,8 @@ type Limits struct {
 	// WebSessionIdle ends a browser sign-in unused this long (8h); WebSessionMax ends it
 	// this long after it began, used or not (30 days).
 	WebSessionIdle, WebSessionMax time.Duration
+	// CLILogins cap the pending `skrip login`s (clilogin.go).
+	CLILogins CLILoginLimits
 }
 
 func (l Limits) withDefaults() Limits {
@@ -67,6 +69,7 @@ func (l Limits) withDefaults() Limits {
 	if l.WebSessionMax <= 0 {
 		l.WebSessionMax = 30 * 24 * time.Hour
 	}
+	l.CLILogins = l.CLILogins.withDefaults()
 	return l
 }
 

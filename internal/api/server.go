@@ -90,6 +90,7 @@ func (s *Server) Register(m *http.ServeMux) {
 	m.Handle("POST /api/v1/users/{id}/tokens", s.authed(s.createToken))
 	s.registerTokens(m)
 	m.Handle("PUT /api/v1/users/{id}/password", s.authed(s.setPassword))
+	s.registerCLILogins(m)
 
 	m.Handle("POST /api/v1/files", s.authed(s.uploadFile))
 	m.Handle("GET /api/v1/files", s.authed(s.listFiles))

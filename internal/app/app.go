@@ -103,7 +103,8 @@ func (a *App) open(ctx context.Context) error {
 	a.Accounts = account.New(st, account.Limits{Checks: a.cfg.PasswordChecks, Wait: a.cfg.PasswordCheckWait,
 		FailuresPerName: a.cfg.SignInFailuresPerName, FailuresPerAddress: a.cfg.SignInFailuresPerAddress,
 		MaxDelay: a.cfg.SignInMaxDelay, Entries: a.cfg.SignInThrottleEntries, Metrics: a.Metrics,
-		TokenMaxLifetime: a.cfg.TokenMaxLifetime, WebSessionIdle: a.cfg.WebSessionIdle, WebSessionMax: a.cfg.WebSessionMax})
+		TokenMaxLifetime: a.cfg.TokenMaxLifetime, WebSessionIdle: a.cfg.WebSessionIdle, WebSessionMax: a.cfg.WebSessionMax,
+		CLILogins: account.CLILoginLimits{Pending: a.cfg.CLILoginsPending, PerAddress: a.cfg.CLILoginsPerAddress}})
 	if err := a.Accounts.Bootstrap(ctx, a.cfg.BootstrapAdminToken, a.cfg.DataDir, a.log); err != nil {
 		return err
 	}

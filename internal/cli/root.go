@@ -1,6 +1,6 @@
 // Package cli builds the `skrip` command line: one file per verb group. `serve` and
 // `doctor` run locally with the server's settings; every other verb is a client of the
-// HTTP API (--server, --token).
+// HTTP API (--server and --token-file, or a context that `skrip login` saved).
 package cli
 
 import (
@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/config"
@@ -27,6 +28,11 @@ type env struct {
 	getenv func(string) string
 	server string
 	token  string
+	// tokenFile and contextName are --token-file and --context; flags are the global
+	// flags, to tell a flag given from its default (contexts.go, resolve).
+	tokenFile   string
+	contextName string
+	flags       *pflag.FlagSet
 }
 
 // Main runs the CLI with args and returns the process exit code (see exit.go).
@@ -69,23 +75,25 @@ func (e *env) rootCmd() *cobra.Command {
 	}
 	// `skrip --version` prints what `skrip version` does.
 	root.SetVersionTemplate("skrip {{.Version}}\n")
-	def := e.getenv("SKRIP_SERVER")
-	if def == "" {
-		def = "http://127.0.0.1:8080"
-	}
-	root.PersistentFlags().StringVar(&e.server, "server", def, "skrip server URL (env SKRIP_SERVER)")
-	root.PersistentFlags().StringVar(&e.token, "token", e.getenv("SKRIP_TOKEN"), "API token (env SKRIP_TOKEN)")
-	// The token from the environment stays the flag's value, but is not shown as its
-	// default: every --help, and the usage after each usage error, would print the secret.
-	root.PersistentFlags().Lookup("token").DefValue = ""
-	root.AddCommand(e.serveCmd(), e.workerCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd(), e.sandboxCmd(), e.mcpCmd())
+	// Where the server and token come from is resolve's (contexts.go): a flag, then
+	// SKRIP_SERVER/SKRIP_TOKEN, then the current context of skrip login.
+	e.flags = root.PersistentFlags()
+	root.PersistentFlags().StringVar(&e.server, "server", "", "skrip server URL (else env SKRIP_SERVER, else the current context, else "+defaultServer+")")
+	root.PersistentFlags().StringVar(&e.token, "token", "", "API token; prefer --token-file, as a token on the command line shows in ps (else env SKRIP_TOKEN, else the context's)")
+	root.PersistentFlags().StringVar(&e.tokenFile, "token-file", "", "read the API token from this file, or from standard input for -")
+	root.PersistentFlags().StringVar(&e.contextName, "context", "", "use this context of skrip login instead of the current one")
+	root.AddCommand(e.loginCmd(), e.logoutCmd(), e.contextCmd(), e.serveCmd(), e.workerCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd(), e.sandboxCmd(), e.mcpCmd())
 	checkArgs(root)
 	return root
 }
 
-// client returns an API client for --server and --token.
+// client returns an API client for the server and token that resolve finds.
 func (e *env) client() (*client.Client, error) {
-	return client.New(e.server, e.token)
+	t, err := e.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(t.server, t.token)
 }
 
 func (e *env) versionCmd() *cobra.Command {

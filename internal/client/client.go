@@ -114,7 +114,7 @@ func (c *Client) RequestSized(ctx context.Context, method, path string, body io.
 		apiErr.ErrorInfo = *answer.Error
 	}
 	if apiErr.Status == http.StatusUnauthorized && c.token == "" {
-		apiErr.Message += " (pass --token or set SKRIP_TOKEN)"
+		apiErr.Message += " (run skrip login, or pass --token-file or set SKRIP_TOKEN)"
 	}
 	return nil, apiErr
 }

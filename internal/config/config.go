@@ -113,6 +113,10 @@ type Config struct {
 	// long after it began.
 	WebSessionIdle time.Duration
 	WebSessionMax  time.Duration
+	// CLILoginsPending and CLILoginsPerAddress cap the `skrip login`s waiting for a
+	// browser's approval: in all, and from one client address.
+	CLILoginsPending    int
+	CLILoginsPerAddress int
 }
 
 // kind says how a setting's text is parsed.
@@ -257,6 +261,8 @@ func Settings() []Setting {
 		{Name: "token-max-lifetime", Default: "0", Help: "longest expiry a new API token may be given; a token asked for without one gets this one; 0 allows tokens that last until revoked", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.TokenMaxLifetime })},
 		{Name: "web-session-idle", Default: "8h", Help: "a browser sign-in unused this long ends", kind: kDuration, bind: minDur(time.Minute, func(c *Config) *time.Duration { return &c.WebSessionIdle })},
 		{Name: "web-session-max", Default: "30d", Help: "a browser sign-in ends this long after it began, however much it is used", kind: kDuration, bind: minDur(time.Minute, func(c *Config) *time.Duration { return &c.WebSessionMax })},
+		{Name: "cli-logins-pending", Default: "1000", Help: "`skrip login`s waiting for a browser's approval that the server holds at once; past it a new one gets 503 with Retry-After (each waits at most 10 minutes)", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.CLILoginsPending })},
+		{Name: "cli-logins-per-address", Default: "5", Help: "`skrip login`s waiting for approval that one client address (an IPv6 /64) may hold at once; past it a new one gets 429 with Retry-After", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.CLILoginsPerAddress })},
 		{Name: "sandbox-user-share", Default: "0.25", Help: "share of the sandboxes' memory budget the workspaces of one user's sandboxes may reserve together, from above 0 to 1 (in a cluster, of all workers' budgets together); a user may always reserve one workspace of SKRIP_SANDBOX_WORKSPACE_BYTES, budget permitting", kind: kFloat, bind: fraction(func(c *Config) *float64 { return &c.SandboxUserShare })},
 		{Name: "sandbox-max-idle", Default: "1h", Help: "longest idle_timeout a user who is not an admin may ask for an agent sandbox; more is refused (an admin may ask for up to 24h, or SKRIP_SANDBOX_IDLE_TIMEOUT when longer)", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.SandboxMaxIdle })},
 		{Name: "shutdown-grace", Default: "30s", Help: "how long SIGTERM waits for requests in flight", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.ShutdownGrace })},

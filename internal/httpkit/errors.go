@@ -66,7 +66,7 @@ type row struct {
 
 // atCapacity are the 503s that waiting cures: they carry Retry-After (docs/spec.md §3). Any
 // other 503 says something waiting will not change.
-var atCapacity = []error{account.ErrBusy, run.ErrBusy, sandbox.ErrFull, staging.ErrUnavailable}
+var atCapacity = []error{account.ErrBusy, account.ErrCLILoginsFull, run.ErrBusy, sandbox.ErrFull, staging.ErrUnavailable}
 
 // errorTable maps every sentinel a handler may return to an HTTP status and an error code
 // (docs/spec.md §3). It is the only place that chooses a status for an error. The first match,
@@ -89,6 +89,13 @@ var errorTable = []row{
 	{account.ErrExists, http.StatusConflict, "conflict", "user_exists", "a user of that name already exists"},
 	{account.ErrThrottled, http.StatusTooManyRequests, "rate_limited", "signin_throttled", "too many sign-ins failed lately from your address or for this name; wait as Retry-After says, then try again"},
 	{account.ErrBusy, http.StatusServiceUnavailable, "unavailable", "passwords_busy", "the server is checking as many passwords as it can at once; try again in a moment"},
+	{account.ErrCLILoginPending, http.StatusBadRequest, "invalid_request", "authorization_pending", "the login waits for its approval in the browser; poll again after the interval"},
+	{account.ErrCLILoginDenied, http.StatusForbidden, "forbidden", "login_denied", "the login was denied in the browser"},
+	{account.ErrCLILoginGone, http.StatusGone, "gone", "login_expired", "this login has expired or was already used; run skrip login again"},
+	{account.ErrCLILoginNotFound, http.StatusNotFound, "not_found", "cli_login_not_found", "no login waits with this code"},
+	{account.ErrCLILoginsPerAddress, http.StatusTooManyRequests, "rate_limited", "cli_logins_per_address", "your address has as many logins waiting as one may; wait as Retry-After says"},
+	{account.ErrCLILoginsFull, http.StatusServiceUnavailable, "unavailable", "cli_logins_full", "the server has as many logins waiting as it may; wait as Retry-After says"},
+	{account.ErrCLICodeThrottled, http.StatusTooManyRequests, "rate_limited", "cli_code_throttled", "too many codes that match no login lately; wait as Retry-After says"},
 	{ErrNoRoute, http.StatusNotFound, "not_found", "no_route", "nothing was found at this address"},
 	{ErrMethod, http.StatusMethodNotAllowed, "invalid_request", "method", "this method is not allowed here"},
 	{errBodyIdle, http.StatusRequestTimeout, "invalid_request", "body_idle", "the request body stopped arriving; send the request again"},

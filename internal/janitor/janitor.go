@@ -53,6 +53,7 @@ type Report struct {
 	OrphanSessionFiles int   `json:"orphan_session_files"`
 	OrphanArtifacts    int   `json:"orphan_artifacts"`
 	SignIns            int64 `json:"sign_ins"`
+	CLILogins          int64 `json:"cli_logins"` // `skrip login`s that expired
 	Sandboxes          int   `json:"sandboxes"`
 }
 
@@ -196,6 +197,12 @@ func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 	if err != nil {
 		return r, err
 	}
+	n, err = j.accounts.ExpireCLILogins(ctx)
+	r.CLILogins = n
+	j.count("cli_login", int(n))
+	if err != nil {
+		return r, err
+	}
 	if r.Sandboxes, err = j.expireSandboxes(ctx); err != nil {
 		return r, err
 	}
@@ -253,7 +260,7 @@ func (j *Janitor) logReport(msg string, r Report) {
 	if r == (Report{}) {
 		return
 	}
-	j.log.Info(msg, "sign_ins", r.SignIns, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "file_versions", r.FileVersions, "file_versions_trimmed", r.FileVersionsTrimmed, "file_links", r.FileLinks, "uploads", r.Uploads, "upload_bytes", r.UploadBytes,
+	j.log.Info(msg, "sign_ins", r.SignIns, "cli_logins", r.CLILogins, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "file_versions", r.FileVersions, "file_versions_trimmed", r.FileVersionsTrimmed, "file_links", r.FileLinks, "uploads", r.Uploads, "upload_bytes", r.UploadBytes,
 		"session_sets", r.SessionSets, "session_files", r.SessionFiles, "session_bytes", r.SessionBytes,
 		"artifact_runs", r.ArtifactRuns, "artifacts", r.Artifacts, "artifact_bytes", r.ArtifactBytes,
 		"blob_leftovers", r.BlobLeftovers, "orphan_session_files", r.OrphanSessionFiles, "orphan_artifacts", r.OrphanArtifacts)

@@ -133,6 +133,8 @@ func TestAccessibility(t *testing.T) {
 	t.Run("the check finds known faults", func(t *testing.T) { s.a11ySelfTest(t) })
 
 	var running string
+	// One pending `skrip login`, whose approval page every language and viewport opens.
+	cliCode := startCLILoginAt(t, s.base, "a11y-dator")
 	pages := []a11yPage{
 		{name: "sign-in", user: "", url: func(*testing.T) string { return s.base + "/signin" }},
 		{name: "sign-in (wrong password)", user: "", open: func(t *testing.T, tab context.Context) {
@@ -160,6 +162,8 @@ func TestAccessibility(t *testing.T) {
 		{name: "history", user: "teacher", url: func(*testing.T) string { return s.base + "/runs" }},
 		{name: "files", user: "teacher", url: func(*testing.T) string { return s.base + "/files" }},
 		{name: "account", user: "teacher", url: func(*testing.T) string { return s.base + "/account" }},
+		{name: "CLI login", user: "teacher", url: func(*testing.T) string { return s.base + "/cli/login?code=" + cliCode }},
+		{name: "CLI login (enter the code)", user: "teacher", url: func(*testing.T) string { return s.base + "/cli/login" }},
 		{name: "not found (signed in)", user: "teacher", url: func(*testing.T) string { return s.base + "/tools/no-such-tool" }},
 		{name: "editor index", user: "author", url: func(*testing.T) string { return s.base + "/editor" }},
 		{name: "editor", user: "author", url: func(*testing.T) string { return s.base + "/editor/a11y-draft" }},

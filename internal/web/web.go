@@ -162,6 +162,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /files", h.page(h.filesPage))
 	mux.Handle("GET /account", h.page(h.accountPage))
 	h.registerAccount(mux)
+	mux.Handle("GET /cli/login", h.page(h.cliLoginPage))
+	mux.Handle("POST /cli/login", h.page(h.decideCLILogin))
 
 	mux.Handle("GET /admin/users", h.page(h.usersPage))
 	mux.Handle("POST /admin/users", h.page(h.createUser))

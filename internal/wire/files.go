@@ -56,6 +56,7 @@ type CleanupReport struct {
 	OrphanSessionFiles int   `json:"orphan_session_files"`
 	OrphanArtifacts    int   `json:"orphan_artifacts"`
 	SignIns            int64 `json:"sign_ins"`
+	CLILogins          int64 `json:"cli_logins"` // `skrip login`s that expired
 	Sandboxes          int   `json:"sandboxes"`
 }
 

@@ -208,13 +208,27 @@ func (s *Service) SignIn(ctx context.Context, client, name, password string) (st
 	if err != nil {
 		return store.User{}, "", err
 	}
-	secret := auth.NewToken()
-	now := s.now()
-	err = s.st.CreateWebSession(ctx, store.WebSession{Hash: auth.HashToken(secret), UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)})
+	if err := s.passwordAllowed(u); err != nil {
+		return store.User{}, "", err
+	}
+	secret, err := s.StartSession(ctx, u)
 	if err != nil {
 		return store.User{}, "", err
 	}
 	return u, secret, nil
+}
+
+// StartSession starts a browser session for u, who has just proved who they are (a
+// password, or a sign-on provider's word), and returns the session's secret, which goes
+// in the cookie; only its hash is stored.
+func (s *Service) StartSession(ctx context.Context, u store.User) (string, error) {
+	secret := auth.NewToken()
+	now := s.now()
+	err := s.st.CreateWebSession(ctx, store.WebSession{Hash: auth.HashToken(secret), UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)})
+	if err != nil {
+		return "", err
+	}
+	return secret, nil
 }
 
 // throttled is the answer to a sign-in that must wait d, for the key by.

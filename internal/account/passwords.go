@@ -31,6 +31,9 @@ type Limits struct {
 	Entries int
 	// Metrics counts hashes and throttled sign-ins; nil keeps the counts to itself.
 	Metrics *metrics.Metrics
+	// AdminPasswordsOnly lets only admins sign in with a password (SKRIP_PASSWORDS=admin):
+	// everyone else signs on through the OpenID provider.
+	AdminPasswordsOnly bool
 }
 
 func (l Limits) withDefaults() Limits {

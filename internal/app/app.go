@@ -38,6 +38,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner/rootfs"
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/session"
+	"github.com/skrip-dev/skrip/internal/signon"
 	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
@@ -50,6 +51,8 @@ type App struct {
 	log      *slog.Logger
 	Store    *store.Store
 	Accounts *account.Service
+	// SignOn is OpenID Connect sign-in; nil when it is off.
+	SignOn   *signon.Service
 	Blobs    blob.Store
 	Files    *staging.Service
 	Janitor  *janitor.Janitor
@@ -102,7 +105,11 @@ func (a *App) open(ctx context.Context) error {
 	a.closers = append(a.closers, st.Close)
 	a.Accounts = account.New(st, account.Limits{Checks: a.cfg.PasswordChecks, Wait: a.cfg.PasswordCheckWait,
 		FailuresPerName: a.cfg.SignInFailuresPerName, FailuresPerAddress: a.cfg.SignInFailuresPerAddress,
-		MaxDelay: a.cfg.SignInMaxDelay, Entries: a.cfg.SignInThrottleEntries, Metrics: a.Metrics})
+		MaxDelay: a.cfg.SignInMaxDelay, Entries: a.cfg.SignInThrottleEntries, Metrics: a.Metrics,
+		AdminPasswordsOnly: a.cfg.Passwords == "admin"})
+	if a.SignOn, err = signon.New(ctx, a.cfg.SignOn, a.Accounts, a.log); err != nil {
+		return err
+	}
 	if err := a.Accounts.Bootstrap(ctx, a.cfg.BootstrapAdminToken, a.cfg.DataDir, a.log); err != nil {
 		return err
 	}

@@ -1,7 +1,10 @@
 package signon
 
 import (
+	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +116,43 @@ func TestIdentity(t *testing.T) {
 	open := &Service{cfg: config.SignOn{DefaultRole: "user"}}
 	if id, err := open.identity(idt, map[string]any{"email": "x@anywhere.example", "email_verified": false}); err != nil || id.ManagedRole {
 		t.Fatalf("no domain list: %+v, %v; want anyone in, roles unmanaged", id, err)
+	}
+}
+
+func TestNewChecksSettings(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// Nothing listens on port 1: discovery fails at once, and New serves anyway.
+	base := config.SignOn{Issuer: "http://127.0.0.1:1/", ClientID: "c"}
+	for _, tc := range []struct {
+		name string
+		edit func(*config.SignOn)
+		want string // in the error; "" for none
+	}{
+		{"off", func(c *config.SignOn) { c.Issuer = "" }, ""},
+		{"provider down", func(*config.SignOn) {}, ""},
+		{"not a URL", func(c *config.SignOn) { c.Issuer = "accounts.google.com" }, "SKRIP_OIDC_ISSUER"},
+		{"no client", func(c *config.SignOn) { c.ClientID = "" }, "SKRIP_OIDC_CLIENT_ID"},
+		{"bad default role", func(c *config.SignOn) { c.DefaultRole = "root" }, "SKRIP_OIDC_DEFAULT_ROLE"},
+		{"bad mapped role", func(c *config.SignOn) { c.RoleClaim, c.RoleMap = "groups", map[string]string{"g": "root"} }, "SKRIP_OIDC_ROLE_MAP"},
+		{"map without claim", func(c *config.SignOn) { c.RoleMap = map[string]string{"g": "admin"} }, "SKRIP_OIDC_ROLE_CLAIM"},
+	} {
+		c := base
+		tc.edit(&c)
+		s, err := New(context.Background(), c, nil, log)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want one naming %s", tc.name, err, tc.want)
+		case tc.name == "off" && s != nil:
+			t.Errorf("off: a service")
+		case tc.name == "provider down":
+			if s.Name() != "127.0.0.1" || s.cfg.Scopes[0] != "openid" {
+				t.Errorf("provider down: name %q, scopes %v", s.Name(), s.cfg.Scopes)
+			}
+			if _, _, err := s.Start(context.Background(), "http://skrip.test", "/"); !errors.Is(err, ErrUnavailable) {
+				t.Errorf("provider down: Start err = %v, want ErrUnavailable", err)
+			}
+		}
 	}
 }

@@ -144,8 +144,17 @@ func (s *Service) Authenticate(ctx context.Context, token string) (store.User, e
 // CheckPassword returns the user named name when password is theirs. The hash waits for
 // its turn among the password checks (Limits.Checks), and a name without a password is
 // checked against a dummy hash, so that timing does not tell names apart.
+// With SKRIP_PASSWORDS=admin, a right password of a user who is no admin gets
+// ErrPasswordsOff.
 func (s *Service) CheckPassword(ctx context.Context, name, password string) (store.User, error) {
-	return s.checkPassword(ctx, name, password, nil)
+	u, err := s.checkPassword(ctx, name, password, nil)
+	if err != nil {
+		return store.User{}, err
+	}
+	if err := s.passwordAllowed(u); err != nil {
+		return store.User{}, err
+	}
+	return u, nil
 }
 
 // checkPassword is CheckPassword; admit, when not nil, runs once the check has its turn,

@@ -30,7 +30,10 @@ export SKRIP_TEST_DATABASE_URL="postgres://skrip:skrip@127.0.0.1:$pgport/skrip_t
 # serves bubblewrap in TestConformanceOnRootfs.
 SKRIP_TEST_RUNNER_ROOTFS=$(bash scripts/runner-image.sh | tail -n 1)
 export SKRIP_TEST_RUNNER_ROOTFS
-export SKRIP_TEST_REQUIRE="postgres,bwrap,weasyprint,docker,chromium"
+# The OpenID provider the sign-on tests sign in through, built from its module (cached).
+SKRIP_TEST_OIDC_PROVIDER=$(bash scripts/oidc-provider.sh | tail -n 1)
+export SKRIP_TEST_OIDC_PROVIDER
+export SKRIP_TEST_REQUIRE="postgres,bwrap,weasyprint,docker,chromium,oidc"
 
 # Packages that drive both runners take minutes each on 2 cores; the default 10 min per
 # package binary leaves too little room on a busy machine.

@@ -125,8 +125,17 @@ func validPassword(password string) error {
 // CheckPassword returns the user named name when password is theirs. The hash waits for
 // its turn among the password checks (Limits.Checks), and a name without a password is
 // checked against a dummy hash, so that timing does not tell names apart.
+// With SKRIP_PASSWORDS=admin, a right password of a user who is no admin gets
+// ErrPasswordsOff.
 func (s *Service) CheckPassword(ctx context.Context, name, password string) (store.User, error) {
-	return s.checkPassword(ctx, name, password, nil)
+	u, err := s.checkPassword(ctx, name, password, nil)
+	if err != nil {
+		return store.User{}, err
+	}
+	if err := s.passwordAllowed(u); err != nil {
+		return store.User{}, err
+	}
+	return u, nil
 }
 
 // checkPassword is CheckPassword; admit, when not nil, runs once the check has its turn,
@@ -186,6 +195,9 @@ func (s *Service) SignInFrom(ctx context.Context, client Client, name, password 
 		s.throttle.end(s.now(), att, o)
 	}
 	if err != nil {
+		return store.User{}, "", err
+	}
+	if err := s.passwordAllowed(u); err != nil {
 		return store.User{}, "", err
 	}
 	secret, err := s.StartSession(ctx, u, client)

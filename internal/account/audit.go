@@ -34,6 +34,8 @@ const (
 type Actor struct {
 	User    store.User
 	Address string
+	// UserAgent is the browser's, where a browser session starts (not audited).
+	UserAgent string
 }
 
 // Audit records that actor did action to target (a user's name, a token's id, …) with

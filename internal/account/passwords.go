@@ -39,6 +39,9 @@ type Limits struct {
 	WebSessionIdle, WebSessionMax time.Duration
 	// CLILogins cap the pending `skrip login`s (clilogin.go).
 	CLILogins CLILoginLimits
+	// AdminPasswordsOnly lets only admins sign in with a password (SKRIP_PASSWORDS=admin):
+	// everyone else signs on through the OpenID provider.
+	AdminPasswordsOnly bool
 }
 
 func (l Limits) withDefaults() Limits {

@@ -38,6 +38,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner/rootfs"
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/session"
+	"github.com/skrip-dev/skrip/internal/signon"
 	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
@@ -50,6 +51,8 @@ type App struct {
 	log      *slog.Logger
 	Store    *store.Store
 	Accounts *account.Service
+	// SignOn is OpenID Connect sign-in; nil when it is off.
+	SignOn   *signon.Service
 	Blobs    blob.Store
 	Files    *staging.Service
 	Janitor  *janitor.Janitor
@@ -104,7 +107,11 @@ func (a *App) open(ctx context.Context) error {
 		FailuresPerName: a.cfg.SignInFailuresPerName, FailuresPerAddress: a.cfg.SignInFailuresPerAddress,
 		MaxDelay: a.cfg.SignInMaxDelay, Entries: a.cfg.SignInThrottleEntries, Metrics: a.Metrics,
 		TokenMaxLifetime: a.cfg.TokenMaxLifetime, WebSessionIdle: a.cfg.WebSessionIdle, WebSessionMax: a.cfg.WebSessionMax,
-		CLILogins: account.CLILoginLimits{Pending: a.cfg.CLILoginsPending, PerAddress: a.cfg.CLILoginsPerAddress}})
+		CLILogins: account.CLILoginLimits{Pending: a.cfg.CLILoginsPending, PerAddress: a.cfg.CLILoginsPerAddress},
+		AdminPasswordsOnly: a.cfg.Passwords == "admin"})
+	if a.SignOn, err = signon.New(ctx, a.cfg.SignOn, a.Accounts, a.log); err != nil {
+		return err
+	}
 	if err := a.Accounts.Bootstrap(ctx, a.cfg.BootstrapAdminToken, a.cfg.DataDir, a.log); err != nil {
 		return err
 	}

@@ -32,7 +32,8 @@ func (a *App) routes(st *store.Store) (http.Handler, error) {
 		api.Ops{Metrics: a.Metrics, Version: version.Version, Front: front,
 			Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}, {Name: "runner", Ping: a.Runner.Ping}}},
 		a.log).Register(mux)
-	ui, err := web.New(web.Deps{Accounts: a.Accounts, Catalog: a.Catalog, Runs: a.Runs, Workflow: a.Workflow, Staging: a.Files, Log: a.log, Lang: a.cfg.UILang, Front: front})
+	ui, err := web.New(web.Deps{Accounts: a.Accounts, Catalog: a.Catalog, Runs: a.Runs, Workflow: a.Workflow, Staging: a.Files, Log: a.log, Lang: a.cfg.UILang, Front: front,
+		SignOn: a.SignOn})
 	if err != nil {
 		return nil, err
 	}

@@ -99,6 +99,17 @@ func Config(t testing.TB, b Backend) config.Config {
 // test fails (errorCheck).
 func Start(t testing.TB, cfg config.Config) *Env {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return StartOn(t, cfg, ln)
+}
+
+// StartOn is Start on a listener of the test's, for a server whose address must be
+// known before it starts (SKRIP_PUBLIC_URL, a sign-on provider's redirect URI).
+func StartOn(t testing.TB, cfg config.Config, ln net.Listener) *Env {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("SKRIP_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -114,13 +125,10 @@ func Start(t testing.TB, cfg config.Config) *Env {
 	}
 	if err != nil {
 		cancel()
+		ln.Close()
 		t.Fatal(err)
 	}
 	a.Handler = errorCheck(t, cfg.DataDir, a.Handler)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, ln) }()
 	t.Cleanup(func() {

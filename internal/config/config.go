@@ -117,6 +117,10 @@ type Config struct {
 	// browser's approval: in all, and from one client address.
 	CLILoginsPending    int
 	CLILoginsPerAddress int
+	// SignOn is OpenID Connect sign-in (SKRIP_OIDC_*); its Issuer is empty when it is off.
+	SignOn SignOn
+	// Passwords is who may sign in with a password: "on" (everyone) or "admin".
+	Passwords string
 }
 
 // kind says how a setting's text is parsed.
@@ -263,6 +267,16 @@ func Settings() []Setting {
 		{Name: "web-session-max", Default: "30d", Help: "a browser sign-in ends this long after it began, however much it is used", kind: kDuration, bind: minDur(time.Minute, func(c *Config) *time.Duration { return &c.WebSessionMax })},
 		{Name: "cli-logins-pending", Default: "1000", Help: "`skrip login`s waiting for a browser's approval that the server holds at once; past it a new one gets 503 with Retry-After (each waits at most 10 minutes)", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.CLILoginsPending })},
 		{Name: "cli-logins-per-address", Default: "5", Help: "`skrip login`s waiting for approval that one client address (an IPv6 /64) may hold at once; past it a new one gets 429 with Retry-After", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.CLILoginsPerAddress })},
+		{Name: "oidc-issuer", Default: "", Help: "OpenID Connect issuer to sign in through, exactly as its discovery document names it (https://accounts.google.com, https://login.microsoftonline.com/<tenant>/v2.0); empty turns sign-on off. The redirect URI to register is <SKRIP_PUBLIC_URL>/auth/oidc/callback", bind: str(func(c *Config) *string { return &c.SignOn.Issuer })},
+		{Name: "oidc-name", Default: "", Shown: "the issuer's host", Help: "the provider's name on the sign-in page's button (Logga in med <name>)", bind: str(func(c *Config) *string { return &c.SignOn.Name })},
+		{Name: "oidc-client-id", Default: "", Help: "the client id skrip has at the OpenID provider", bind: str(func(c *Config) *string { return &c.SignOn.ClientID })},
+		{Name: "oidc-client-secret", Default: "", Help: "the client secret skrip has at the OpenID provider", kind: kSecret, bind: str(func(c *Config) *string { return &c.SignOn.ClientSecret })},
+		{Name: "oidc-scopes", Default: "openid profile email", Help: "scopes asked of the OpenID provider, separated by spaces or commas (openid is always asked)", bind: words(func(c *Config) *[]string { return &c.SignOn.Scopes })},
+		{Name: "oidc-allowed-domains", Default: "", Help: "e-mail domains whose people may sign on, comma-separated (skola.se, elev.skola.se); empty lets anyone the provider vouches for in. With a list, the e-mail must be verified when the provider says whether it is", bind: words(func(c *Config) *[]string { return &c.SignOn.AllowedDomains })},
+		{Name: "oidc-role-claim", Default: "", Help: "the ID token or userinfo claim (a string or a list of strings, such as groups) that --oidc-role-map reads; empty gives every new user --oidc-default-role and never changes a role", bind: str(func(c *Config) *string { return &c.SignOn.RoleClaim })},
+		{Name: "oidc-role-map", Default: "", Help: "claim value=role pairs, comma-separated (skrip-admins=admin,teachers=author): the highest role any value maps to is the user's on every sign-on, else --oidc-default-role", bind: pairs(func(c *Config) *map[string]string { return &c.SignOn.RoleMap })},
+		{Name: "oidc-default-role", Default: "user", Help: "role of a user who signs on with no mapped claim value", bind: str(func(c *Config) *string { return &c.SignOn.DefaultRole })},
+		{Name: "passwords", Default: "on", Help: "who may sign in with a password: on (everyone who has one) or admin (only admins, a break-glass way in when sign-on is used)", choices: []string{"on", "admin"}, bind: str(func(c *Config) *string { return &c.Passwords })},
 		{Name: "sandbox-user-share", Default: "0.25", Help: "share of the sandboxes' memory budget the workspaces of one user's sandboxes may reserve together, from above 0 to 1 (in a cluster, of all workers' budgets together); a user may always reserve one workspace of SKRIP_SANDBOX_WORKSPACE_BYTES, budget permitting", kind: kFloat, bind: fraction(func(c *Config) *float64 { return &c.SandboxUserShare })},
 		{Name: "sandbox-max-idle", Default: "1h", Help: "longest idle_timeout a user who is not an admin may ask for an agent sandbox; more is refused (an admin may ask for up to 24h, or SKRIP_SANDBOX_IDLE_TIMEOUT when longer)", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.SandboxMaxIdle })},
 		{Name: "shutdown-grace", Default: "30s", Help: "how long SIGTERM waits for requests in flight", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.ShutdownGrace })},

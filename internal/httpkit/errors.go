@@ -23,6 +23,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/sandbox"
 	"github.com/skrip-dev/skrip/internal/session"
+	"github.com/skrip-dev/skrip/internal/signon"
 	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/upload"
 	"github.com/skrip-dev/skrip/internal/wire"
@@ -66,7 +67,7 @@ type row struct {
 
 // atCapacity are the 503s that waiting cures: they carry Retry-After (docs/spec.md §3). Any
 // other 503 says something waiting will not change.
-var atCapacity = []error{account.ErrBusy, account.ErrCLILoginsFull, run.ErrBusy, sandbox.ErrFull, staging.ErrUnavailable}
+var atCapacity = []error{account.ErrBusy, account.ErrCLILoginsFull, run.ErrBusy, sandbox.ErrFull, staging.ErrUnavailable, signon.ErrUnavailable}
 
 // errorTable maps every sentinel a handler may return to an HTTP status and an error code
 // (docs/spec.md §3). It is the only place that chooses a status for an error. The first match,
@@ -96,6 +97,17 @@ var errorTable = []row{
 	{account.ErrCLILoginsPerAddress, http.StatusTooManyRequests, "rate_limited", "cli_logins_per_address", "your address has as many logins waiting as one may; wait as Retry-After says"},
 	{account.ErrCLILoginsFull, http.StatusServiceUnavailable, "unavailable", "cli_logins_full", "the server has as many logins waiting as it may; wait as Retry-After says"},
 	{account.ErrCLICodeThrottled, http.StatusTooManyRequests, "rate_limited", "cli_code_throttled", "too many codes that match no login lately; wait as Retry-After says"},
+	{account.ErrPasswordsOff, http.StatusForbidden, "forbidden", "passwords_admin_only", "only admins may sign in with a password here; sign in through sign-on"},
+	{account.ErrAccountClosed, http.StatusForbidden, "forbidden", "account_closed", "this account is disabled or deleted"},
+	{signon.ErrOff, http.StatusNotFound, "not_found", "oidc_off", "sign-on is not set up on this server"},
+	{signon.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "oidc_unavailable", "the sign-on provider does not answer; try again in a minute"},
+	{signon.ErrState, http.StatusBadRequest, "invalid_request", "oidc_state", "this sign-on did not start in this browser, took too long, or was already used; start it again"},
+	{signon.ErrProvider, http.StatusForbidden, "forbidden", "oidc_provider_error", "the sign-on provider did not sign you in"},
+	{signon.ErrCode, http.StatusBadRequest, "invalid_request", "oidc_code_rejected", "the sign-on provider would not accept the sign-on's code; start it again"},
+	{signon.ErrTokenExpired, http.StatusBadRequest, "invalid_request", "oidc_token_expired", "the sign-on provider's answer has expired; start the sign-on again"},
+	{signon.ErrToken, http.StatusBadRequest, "invalid_request", "oidc_token_invalid", "the sign-on provider's answer could not be verified; start the sign-on again"},
+	{signon.ErrDomain, http.StatusForbidden, "forbidden", "oidc_domain", "sign-on is not open to your e-mail domain here"},
+	{signon.ErrUnverified, http.StatusForbidden, "forbidden", "oidc_email_unverified", "the sign-on provider says your e-mail is not verified"},
 	{ErrNoRoute, http.StatusNotFound, "not_found", "no_route", "nothing was found at this address"},
 	{ErrMethod, http.StatusMethodNotAllowed, "invalid_request", "method", "this method is not allowed here"},
 	{errBodyIdle, http.StatusRequestTimeout, "invalid_request", "body_idle", "the request body stopped arriving; send the request again"},

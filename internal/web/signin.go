@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/auth"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
+	"github.com/skrip-dev/skrip/internal/signon"
 )
 
 // signInCookie holds the secret that the sign-in form's anti-forgery token is made from,
@@ -47,8 +49,13 @@ func (h *Handler) signInForm(w http.ResponseWriter, r *http.Request, status int,
 			SameSite: http.SameSiteLaxMode, Secure: h.front.Secure(r), MaxAge: int((12 * time.Hour).Seconds())})
 	}
 	l := h.langOf(r)
-	h.render(w, r, status, "signin", nil, map[string]any{"Title": l.T("lists.signin.title"), "Error": msg, "Name": name, "Next": next,
-		"SignInCSRF": auth.CSRFToken(secret)})
+	data := map[string]any{"Title": l.T("lists.signin.title"), "Error": msg, "Name": name, "Next": next,
+		"SignInCSRF": auth.CSRFToken(secret), "AdminPasswordsOnly": h.accounts.AdminPasswordsOnly()}
+	if h.signOn != nil {
+		data["SignOnName"] = h.signOn.Name()
+		data["SignOnURL"] = signon.LoginPath + "?next=" + url.QueryEscape(next)
+	}
+	h.render(w, r, status, "signin", nil, data)
 }
 
 // checkSignInForm refuses a sign-in that another site's page may have sent: it must carry
@@ -83,6 +90,8 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 			msg = l.T("lists.signin.throttled", "Count", httpkit.RetryAfter(err))
 		case errors.Is(err, account.ErrBusy):
 			msg = l.T("lists.signin.busy", "Count", httpkit.RetryAfter(err))
+		case errors.Is(err, account.ErrPasswordsOff):
+			msg = l.T("signon.password_refused")
 		default:
 			h.fail(w, r, nil, err)
 			return
@@ -91,8 +100,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.signInForm(w, r, status, msg, name, next)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: account.SessionCookie, Value: secret, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: h.front.Secure(r), MaxAge: int(h.accounts.SessionMax().Seconds())})
+	h.setSessionCookie(w, r, secret)
 	redirect(w, r, next)
 }
 

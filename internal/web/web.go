@@ -26,6 +26,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/signon"
 	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/workflow"
@@ -52,6 +53,9 @@ type Deps struct {
 	// Front says whose X-Forwarded-* headers are believed: for the client address that
 	// sign-in throttling counts and whether cookies are Secure.
 	Front httpkit.Front
+	// SignOn is OpenID Connect sign-in, nil when it is off: the sign-in page then offers
+	// only the password form.
+	SignOn *signon.Service
 	// CodeMirrorDir is where CodeMirror 5 is installed (Debian's libjs-codemirror);
 	// empty: DefaultCodeMirrorDir. The editor falls back to a plain text box without it.
 	CodeMirrorDir string
@@ -68,6 +72,7 @@ type Handler struct {
 	text     *catalogue
 	lang     string // Deps.Lang
 	front    httpkit.Front
+	signOn   *signon.Service
 	pages    map[string]map[string]*template.Template // language → page → template
 	static   http.Handler
 	// codeMirror is CodeMirror's installed directory, nil when it is not installed: the
@@ -88,7 +93,7 @@ func New(d Deps) (*Handler, error) {
 		return nil, fmt.Errorf("web: the UI speaks sv and en, not %q", d.Lang)
 	}
 	h := &Handler{accounts: d.Accounts, catalog: d.Catalog, runs: d.Runs, workflow: d.Workflow, staging: d.Staging, log: d.Log,
-		front: d.Front, text: text, lang: d.Lang, pages: map[string]map[string]*template.Template{}}
+		front: d.Front, signOn: d.SignOn, text: text, lang: d.Lang, pages: map[string]map[string]*template.Template{}}
 	names, err := fs.Glob(assets, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -133,6 +138,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /signin", h.secure(http.HandlerFunc(h.signInPage)))
 	mux.Handle("POST /signin", h.secure(http.HandlerFunc(h.signIn)))
 	mux.Handle("POST /signout", h.page(h.signOut))
+	mux.Handle("GET "+signon.LoginPath, h.secure(http.HandlerFunc(h.signOnStart)))
+	mux.Handle("GET "+signon.CallbackPath, h.secure(http.HandlerFunc(h.signOnCallback)))
 
 	mux.Handle("GET /{$}", h.page(h.catalogue))
 	mux.Handle("GET /tools/{tool}", h.page(h.toolPage))

@@ -11,7 +11,7 @@ import (
 
 // userOf is the public view of a user: never its password hash, only whether it has one.
 func userOf(u store.User) wire.User {
-	return wire.User{ID: u.ID, Name: u.Name, Role: u.Role, HasPassword: u.PasswordHash != "", CreatedAt: u.CreatedAt}
+	return wire.User{ID: u.ID, Name: u.Name, Role: u.Role, HasPassword: u.PasswordHash != "", CreatedAt: u.CreatedAt, State: u.State}
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request, u store.User) error {

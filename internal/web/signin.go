@@ -73,11 +73,12 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.signInForm(w, r, status, l.T("lists.signin.forged"), name, next)
 		return
 	}
-	_, secret, err := h.accounts.SignIn(r.Context(), h.front.ClientAddr(r), name, r.PostFormValue("password"))
+	u, secret, err := h.accounts.SignIn(r.Context(), h.front.ClientAddr(r), name, r.PostFormValue("password"))
 	if err != nil {
 		var msg string
 		switch {
 		case errors.Is(err, account.ErrUnauthenticated):
+			h.accounts.Audit(r.Context(), account.Actor{Address: h.front.ClientAddr(r)}, account.AuditSignInFailed, name, nil)
 			msg = l.T("lists.signin.no_match")
 		case errors.Is(err, account.ErrThrottled):
 			msg = l.T("lists.signin.throttled", "Count", httpkit.RetryAfter(err))
@@ -91,6 +92,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.signInForm(w, r, status, msg, name, next)
 		return
 	}
+	h.accounts.Audit(r.Context(), account.Actor{User: u, Address: h.front.ClientAddr(r)}, account.AuditSignIn, u.Name, nil)
 	http.SetCookie(w, &http.Cookie{Name: account.SessionCookie, Value: secret, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteLaxMode, Secure: h.front.Secure(r), MaxAge: int(account.SessionTTL.Seconds())})
 	redirect(w, r, next)

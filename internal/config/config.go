@@ -107,6 +107,8 @@ type Config struct {
 	SignInFailuresPerAddress int
 	SignInMaxDelay           time.Duration
 	SignInThrottleEntries    int
+	// AuditRetention is how long audit events are kept; 0 keeps them for good.
+	AuditRetention time.Duration
 }
 
 // kind says how a setting's text is parsed.
@@ -248,6 +250,7 @@ func Settings() []Setting {
 		{Name: "signin-failures-per-address", Default: "20", Help: "failed sign-ins from one client address (an IPv6 /64) before each further one must wait, as for a name (higher, for many people behind one school's address)", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.SignInFailuresPerAddress })},
 		{Name: "signin-max-delay", Default: "1m", Help: "longest wait a throttled name or address is given between failed sign-ins", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.SignInMaxDelay })},
 		{Name: "signin-throttle-entries", Default: "10000", Help: "names and addresses whose failed sign-ins are remembered at once; past it the least recently failed are forgotten", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.SignInThrottleEntries })},
+		{Name: "audit-retention", Default: "400d", Help: "how long the audit log keeps an event (admin actions and sign-ins); the janitor removes older ones; 0 keeps them for good", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.AuditRetention })},
 		{Name: "sandbox-user-share", Default: "0.25", Help: "share of the sandboxes' memory budget the workspaces of one user's sandboxes may reserve together, from above 0 to 1 (in a cluster, of all workers' budgets together); a user may always reserve one workspace of SKRIP_SANDBOX_WORKSPACE_BYTES, budget permitting", kind: kFloat, bind: fraction(func(c *Config) *float64 { return &c.SandboxUserShare })},
 		{Name: "sandbox-max-idle", Default: "1h", Help: "longest idle_timeout a user who is not an admin may ask for an agent sandbox; more is refused (an admin may ask for up to 24h, or SKRIP_SANDBOX_IDLE_TIMEOUT when longer)", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.SandboxMaxIdle })},
 		{Name: "shutdown-grace", Default: "30s", Help: "how long SIGTERM waits for requests in flight", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.ShutdownGrace })},

@@ -53,7 +53,11 @@ type Report struct {
 	OrphanSessionFiles int   `json:"orphan_session_files"`
 	OrphanArtifacts    int   `json:"orphan_artifacts"`
 	SignIns            int64 `json:"sign_ins"`
-	Sandboxes          int   `json:"sandboxes"`
+	// AuditEvents are audit log events older than SKRIP_AUDIT_RETENTION; Invitations
+	// invitations that expired over a day ago.
+	AuditEvents int64 `json:"audit_events"`
+	Invitations int64 `json:"invitations"`
+	Sandboxes   int   `json:"sandboxes"`
 }
 
 // sweeper is implemented by blob stores that can leave leftovers behind after a crash
@@ -75,6 +79,8 @@ type Config struct {
 	// Cluster says that every server reaches every sandbox (they live on a cluster's
 	// workers): idle ones are swept by the lease's holder only.
 	Cluster bool
+	// AuditRetention is how long audit events are kept; 0 keeps them for good.
+	AuditRetention time.Duration
 }
 
 // Janitor removes what has expired.
@@ -196,6 +202,14 @@ func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 	if err != nil {
 		return r, err
 	}
+	if r.AuditEvents, err = j.accounts.ExpireAudit(ctx, j.cfg.AuditRetention); err != nil {
+		return r, err
+	}
+	j.count("audit_event", int(r.AuditEvents))
+	if r.Invitations, err = j.accounts.ExpireInvitations(ctx); err != nil {
+		return r, err
+	}
+	j.count("invitation", int(r.Invitations))
 	if r.Sandboxes, err = j.expireSandboxes(ctx); err != nil {
 		return r, err
 	}

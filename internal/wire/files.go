@@ -56,7 +56,11 @@ type CleanupReport struct {
 	OrphanSessionFiles int   `json:"orphan_session_files"`
 	OrphanArtifacts    int   `json:"orphan_artifacts"`
 	SignIns            int64 `json:"sign_ins"`
-	Sandboxes          int   `json:"sandboxes"`
+	// AuditEvents are audit log events past SKRIP_AUDIT_RETENTION; Invitations
+	// invitations that expired over a day ago.
+	AuditEvents int64 `json:"audit_events"`
+	Invitations int64 `json:"invitations"`
+	Sandboxes   int   `json:"sandboxes"`
 }
 
 // FileLink is a share link of a staged file (docs/api.md "Share links"). URL is set only

@@ -79,6 +79,7 @@ func (e *env) rootCmd() *cobra.Command {
 	// default: every --help, and the usage after each usage error, would print the secret.
 	root.PersistentFlags().Lookup("token").DefValue = ""
 	root.AddCommand(e.serveCmd(), e.workerCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd(), e.sandboxCmd(), e.mcpCmd())
+	root.AddCommand(e.auditCmd())
 	checkArgs(root)
 	return root
 }

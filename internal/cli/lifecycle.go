@@ -70,6 +70,7 @@ func (e *env) lifecycleCmds() []*cobra.Command {
 	del.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask")
 
 	var out string
+	var force bool
 	export := &cobra.Command{
 		Use:   "export USER",
 		Short: "Download a zip of everything held about a user (admin, or yourself)",
@@ -83,11 +84,14 @@ func (e *env) lifecycleCmds() []*cobra.Command {
 			if target == "" {
 				target = "skrip-" + strings.NewReplacer("/", "_", "\\", "_").Replace(args[0]) + ".zip"
 			}
-			// Into a temp file beside the target, renamed once whole: an export that
+			if _, err := os.Lstat(target); err == nil && !force {
+				return errExists(target)
+			}
+			// Into a temp file beside the target, placed once whole: an export that
 			// breaks off leaves nothing.
 			tmp, err := os.CreateTemp(filepath.Dir(target), ".skrip-export-*")
 			if err != nil {
-				return err
+				return fmt.Errorf("cannot write %s: %w", target, errors.Unwrap(err))
 			}
 			defer os.Remove(tmp.Name())
 			n, err := c.ExportUser(cmd.Context(), args[0], tmp)
@@ -102,7 +106,7 @@ func (e *env) lifecycleCmds() []*cobra.Command {
 			if err := tmp.Close(); err != nil {
 				return err
 			}
-			if err := os.Rename(tmp.Name(), target); err != nil {
+			if err := place(tmp.Name(), target, force); err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "wrote %s (%s)\n", target, size(n))
@@ -110,6 +114,7 @@ func (e *env) lifecycleCmds() []*cobra.Command {
 		},
 	}
 	export.Flags().StringVarP(&out, "output", "o", "", "the zip file to write (default skrip-USER.zip)")
+	export.Flags().BoolVarP(&force, "force", "f", false, "replace the file if it exists")
 	return []*cobra.Command{disable, enable, del, export}
 }
 

@@ -42,6 +42,9 @@ func TestUsersLifecycleCommands(t *testing.T) {
 	if !strings.Contains(strings.Join(names, " "), "user.json") {
 		t.Fatalf("the export holds %v", names)
 	}
+	if code, _, errOut := run(t, env, u.Token, "", "users", "export", "vera", "-o", target); code != 1 || !strings.Contains(errOut, "already exists") {
+		t.Fatalf("export over a file: %d %q", code, errOut)
+	}
 	// An export refused leaves nothing behind.
 	missing := filepath.Join(dir, "nobody.zip")
 	if code, _, _ := run(t, env, u.Token, "", "users", "export", "nobody", "-o", missing); code == 0 {

@@ -332,3 +332,48 @@ func keysOf(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestDisableInACluster: in a cluster, disabling a user cancels their run on a worker and
+// removes their sandbox there.
+func TestDisableInACluster(t *testing.T) {
+	env := apptest.New(t, apptest.ClusterBackend)
+	ctx := context.Background()
+	publish(t, env, "sleep", sleepTool)
+	_, u := env.User(t, "nils", "user")
+	box := newSandbox(t, env, u.Token, `{"idle_timeout": "30m"}`)
+	slow := runUpload(t, env, u.Token, "sleep", nil, nil, `{"s": 60}`, "?wait=0s")
+	if slow.status != 202 {
+		t.Fatalf("slow run: %d %s", slow.status, slow.raw)
+	}
+	id := slow.body["run_id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, _ := env.App.Store.GetRun(ctx, id)
+		if r.Status == store.StatusRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not start: %s", r.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := env.Admin.DisableUser(ctx, "nils"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		r, _ := env.App.Store.GetRun(ctx, id)
+		if r.Status == store.StatusCancelled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the disabled user's run on a worker is %s", r.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if a := send(t, env, "GET", "/api/v1/sandboxes/"+box, env.AdminToken, "", nil); a.status != 404 {
+		t.Fatalf("the disabled user's sandbox: %d %s", a.status, a.raw)
+	}
+	if n, _ := env.App.Store.CountUserRows(ctx, "sandboxes", "owner_id", u.ID); n != 0 {
+		t.Fatalf("%d sandbox rows left", n)
+	}
+}

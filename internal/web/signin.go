@@ -78,7 +78,9 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		var msg string
 		switch {
 		case errors.Is(err, account.ErrUnauthenticated):
-			h.accounts.Audit(r.Context(), account.Actor{Address: h.front.ClientAddr(r)}, account.AuditSignInFailed, name, nil)
+			// The name as typed, cut to what a name may be long: whoever fails a sign-in
+			// must not be able to store much.
+			h.accounts.Audit(r.Context(), account.Actor{Address: h.front.ClientAddr(r)}, account.AuditSignInFailed, cut(name, 64), nil)
 			msg = l.T("lists.signin.no_match")
 		case errors.Is(err, account.ErrThrottled):
 			msg = l.T("lists.signin.throttled", "Count", httpkit.RetryAfter(err))
@@ -106,4 +108,12 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request, c *call) error
 		SameSite: http.SameSiteLaxMode, Secure: h.front.Secure(r), MaxAge: -1})
 	redirect(w, r, "/signin")
 	return nil
+}
+
+// cut returns s shortened to at most n runes.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
 }

@@ -67,4 +67,7 @@ func TestUsersLifecycleCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "user_deleted") || !strings.Contains(out, "user_exported") || strings.Count(out, "\n") != 4 {
 		t.Fatalf("audit: %d %q %q", code, out, errOut)
 	}
+	if code, out, _ := run(t, env, env.AdminToken, "", "cleanup"); code != 0 || !strings.Contains(out, "old audit events") || !strings.Contains(out, "stale invitations") {
+		t.Fatalf("cleanup: %d %q", code, out)
+	}
 }

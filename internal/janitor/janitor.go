@@ -270,7 +270,8 @@ func (j *Janitor) logReport(msg string, r Report) {
 	j.log.Info(msg, "sign_ins", r.SignIns, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "file_versions", r.FileVersions, "file_versions_trimmed", r.FileVersionsTrimmed, "file_links", r.FileLinks, "uploads", r.Uploads, "upload_bytes", r.UploadBytes,
 		"session_sets", r.SessionSets, "session_files", r.SessionFiles, "session_bytes", r.SessionBytes,
 		"artifact_runs", r.ArtifactRuns, "artifacts", r.Artifacts, "artifact_bytes", r.ArtifactBytes,
-		"blob_leftovers", r.BlobLeftovers, "orphan_session_files", r.OrphanSessionFiles, "orphan_artifacts", r.OrphanArtifacts)
+		"blob_leftovers", r.BlobLeftovers, "orphan_session_files", r.OrphanSessionFiles, "orphan_artifacts", r.OrphanArtifacts,
+		"audit_events", r.AuditEvents, "invitations", r.Invitations)
 }
 
 // expireSandboxes destroys the idle agent sandboxes and counts them.

@@ -153,7 +153,9 @@ func (s *Service) checkPassword(ctx context.Context, name, password string, admi
 	if err := s.hashes.do(ctx, admit, func() { bad = auth.CheckPassword(hash, password) }); err != nil {
 		return store.User{}, err
 	}
-	if bad != nil || hash == s.dummyHash {
+	// A disabled user's right password is answered as a wrong one: the account signs in
+	// nowhere, and the answer tells nobody which accounts are disabled.
+	if bad != nil || hash == s.dummyHash || !u.Active() {
 		return store.User{}, errs.New(ErrUnauthenticated, nil, "wrong name or password")
 	}
 	return u, nil

@@ -39,7 +39,7 @@ func (s *Service) Lookup(ctx context.Context, caller store.User, ref string) (st
 	if errors.Is(err, store.ErrNotFound) {
 		u, err = s.st.UserByName(ctx, ref)
 	}
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && u.State == store.StateDeleted) {
 		return store.User{}, notFound
 	}
 	return u, err

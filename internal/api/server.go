@@ -16,6 +16,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/janitor"
+	"github.com/skrip-dev/skrip/internal/lifecycle"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/resumable"
 	"github.com/skrip-dev/skrip/internal/run"
@@ -41,6 +42,7 @@ type Services struct {
 	Workflow  *workflow.Service
 	Sandboxes *sandbox.Service
 	Janitor   *janitor.Janitor
+	Lifecycle *lifecycle.Service
 	Uploads   *resumable.Handler // the tus protocol at /api/v1/uploads/
 }
 
@@ -91,6 +93,7 @@ func (s *Server) Register(m *http.ServeMux) {
 	s.registerTokens(m)
 	m.Handle("PUT /api/v1/users/{id}/password", s.authed(s.setPassword))
 	s.registerCLILogins(m)
+	s.registerLifecycle(m)
 
 	m.Handle("POST /api/v1/files", s.authed(s.uploadFile))
 	m.Handle("GET /api/v1/files", s.authed(s.listFiles))

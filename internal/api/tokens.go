@@ -36,11 +36,6 @@ func tokenOf(t store.Token) wire.Token {
 	return out
 }
 
-// actor is who makes r, for the audit log.
-func (s *Server) actor(r *http.Request, u store.User) account.Actor {
-	return account.Actor{User: u, Address: s.ops.Front.ClientAddr(r)}
-}
-
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request, caller store.User) error {
 	var req wire.NewToken
 	if r.ContentLength != 0 {

@@ -12,7 +12,7 @@ import (
 // toolOf is tool t as the API shows it.
 func toolOf(t store.Tool) wire.Tool {
 	out := wire.Tool{ID: t.ID, Slug: t.Slug, Title: t.Title, Description: t.Description, Summary: t.Summary, UsageInstructions: t.UsageInstructions,
-		AuthorID: t.AuthorID, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		AuthorID: t.AuthorID, Author: t.AuthorName, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	if t.PublishedVersionID != "" {
 		out.PublishedVersionID = &t.PublishedVersionID
 	}
@@ -22,7 +22,7 @@ func toolOf(t store.Tool) wire.Tool {
 // versionOf is tool version v as the API shows it.
 func versionOf(v store.ToolVersion) wire.Version {
 	return wire.Version{ID: v.ID, ToolID: v.ToolID, Source: v.Source, InputSchema: v.InputSchema, SettingsSchema: v.SettingsSchema,
-		Entrypoint: v.Entrypoint, CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt}
+		Entrypoint: v.Entrypoint, CreatedBy: v.CreatedBy, CreatedByName: v.CreatorName, CreatedAt: v.CreatedAt}
 }
 
 func (s *Server) createTool(w http.ResponseWriter, r *http.Request, u store.User) error {

@@ -11,7 +11,7 @@ import (
 
 // userOf is the public view of a user: never its password hash, only whether it has one.
 func userOf(u store.User) wire.User {
-	return wire.User{ID: u.ID, Name: u.Name, Role: u.Role, HasPassword: u.PasswordHash != "", CreatedAt: u.CreatedAt}
+	return wire.User{ID: u.ID, Name: u.Name, Role: u.Role, HasPassword: u.PasswordHash != "", CreatedAt: u.CreatedAt, State: u.State}
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request, u store.User) error {
@@ -41,6 +41,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, caller store
 	if err != nil {
 		return err
 	}
+	s.svc.Accounts.Audit(r.Context(), s.actor(r, caller), account.AuditUserCreated, u.Name, map[string]any{"role": u.Role})
 	httpkit.WriteJSON(w, http.StatusCreated, wire.CreatedUser{ID: u.ID, Name: u.Name, Role: u.Role, Token: tok})
 	return nil
 }
@@ -71,6 +72,7 @@ func (s *Server) setPassword(w http.ResponseWriter, r *http.Request, caller stor
 	if err := s.svc.Accounts.SetPassword(r.Context(), target.ID, req.Password); err != nil {
 		return err
 	}
+	s.svc.Accounts.Audit(r.Context(), s.actor(r, caller), account.AuditPasswordSet, target.Name, nil)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -87,6 +89,7 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request, caller store
 	if err != nil {
 		return err
 	}
+	s.svc.Accounts.Audit(r.Context(), s.actor(r, caller), account.AuditRoleChanged, target.Name, map[string]any{"role": target.Role})
 	httpkit.WriteJSON(w, http.StatusOK, userOf(target))
 	return nil
 }

@@ -180,7 +180,8 @@ func (a *App) open(ctx context.Context) error {
 	}
 	a.Janitor = janitor.New(janitor.Deps{Accounts: a.Accounts, Files: a.Files, Sessions: a.Sessions, Runs: a.Runs,
 		Sandboxes: a.Sandboxes, Blobs: a.Blobs, Lease: st.Lease(janitor.LeaseName), Metrics: a.Metrics, Log: a.log},
-		janitor.Config{ArtifactsTTL: a.cfg.RunArtifactsTTL, SharedBlobs: a.cfg.Blob == "nats" && a.cfg.NATSURL != "", Cluster: a.cfg.Cluster()})
+		janitor.Config{ArtifactsTTL: a.cfg.RunArtifactsTTL, SharedBlobs: a.cfg.Blob == "nats" && a.cfg.NATSURL != "", Cluster: a.cfg.Cluster(),
+			AuditRetention: a.cfg.AuditRetention})
 	a.closers = append(a.closers, a.Janitor.Close)
 	// Nothing is in flight yet: whatever a crash left in the blob store goes now.
 	if _, err := a.Janitor.Leftovers(ctx); err != nil {

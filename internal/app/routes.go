@@ -9,6 +9,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
+	"github.com/skrip-dev/skrip/internal/lifecycle"
 	"github.com/skrip-dev/skrip/internal/resumable"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -27,13 +28,15 @@ func (a *App) routes(st *store.Store) (http.Handler, error) {
 		return nil, err
 	}
 	a.Uploads = uploads
+	life := lifecycle.New(lifecycle.Deps{Store: st, Blobs: a.Blobs, Accounts: a.Accounts, Files: a.Files, Runs: a.Runs,
+		Sessions: a.Sessions, Sandboxes: a.Sandboxes, Log: a.log})
 	api.New(api.Services{Accounts: a.Accounts, Catalog: a.Catalog, Staging: a.Files, Runs: a.Runs, Workflow: a.Workflow,
-		Sandboxes: a.Sandboxes, Janitor: a.Janitor, Uploads: uploads},
+		Sandboxes: a.Sandboxes, Janitor: a.Janitor, Uploads: uploads, Lifecycle: life},
 		api.Ops{Metrics: a.Metrics, Version: version.Version, Front: front,
 			Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}, {Name: "runner", Ping: a.Runner.Ping}}},
 		a.log).Register(mux)
 	ui, err := web.New(web.Deps{Accounts: a.Accounts, Catalog: a.Catalog, Runs: a.Runs, Workflow: a.Workflow, Staging: a.Files, Log: a.log, Lang: a.cfg.UILang, Front: front,
-		SignOn: a.SignOn})
+		SignOn: a.SignOn, Lifecycle: life})
 	if err != nil {
 		return nil, err
 	}

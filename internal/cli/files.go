@@ -410,6 +410,8 @@ func (e *env) cleanupCmd() *cobra.Command {
 			fmt.Fprintf(w, "  blob store leftovers\t%d\ttemp files and unreferenced objects or chunks of interrupted uploads\n", r.BlobLeftovers)
 			fmt.Fprintf(w, "  expired sign-ins\t%d\t\n", r.SignIns)
 			fmt.Fprintf(w, "  idle sandboxes\t%d\t\n", r.Sandboxes)
+			fmt.Fprintf(w, "  old audit events\t%d\tpast SKRIP_AUDIT_RETENTION\n", r.AuditEvents)
+			fmt.Fprintf(w, "  stale invitations\t%d\texpired over a day ago\n", r.Invitations)
 			return w.Flush()
 		},
 	}

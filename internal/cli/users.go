@@ -113,6 +113,7 @@ func (e *env) usersCmd() *cobra.Command {
 	}
 	setPassword.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input")
 	cmd.AddCommand(add, list, setRole, setPassword)
+	cmd.AddCommand(e.lifecycleCmds()...)
 	return cmd
 }
 

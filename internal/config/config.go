@@ -121,6 +121,8 @@ type Config struct {
 	SignOn SignOn
 	// Passwords is who may sign in with a password: "on" (everyone) or "admin".
 	Passwords string
+	// AuditRetention is how long audit events are kept; 0 keeps them for good.
+	AuditRetention time.Duration
 }
 
 // kind says how a setting's text is parsed.
@@ -277,6 +279,7 @@ func Settings() []Setting {
 		{Name: "oidc-role-map", Default: "", Help: "claim value=role pairs, comma-separated (skrip-admins=admin,teachers=author): the highest role any value maps to is the user's on every sign-on, else --oidc-default-role", bind: pairs(func(c *Config) *map[string]string { return &c.SignOn.RoleMap })},
 		{Name: "oidc-default-role", Default: "user", Help: "role of a user who signs on with no mapped claim value", bind: str(func(c *Config) *string { return &c.SignOn.DefaultRole })},
 		{Name: "passwords", Default: "on", Help: "who may sign in with a password: on (everyone who has one) or admin (only admins, a break-glass way in when sign-on is used)", choices: []string{"on", "admin"}, bind: str(func(c *Config) *string { return &c.Passwords })},
+		{Name: "audit-retention", Default: "400d", Help: "how long the audit log keeps an event (admin actions and sign-ins); the janitor removes older ones; 0 keeps them for good", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.AuditRetention })},
 		{Name: "sandbox-user-share", Default: "0.25", Help: "share of the sandboxes' memory budget the workspaces of one user's sandboxes may reserve together, from above 0 to 1 (in a cluster, of all workers' budgets together); a user may always reserve one workspace of SKRIP_SANDBOX_WORKSPACE_BYTES, budget permitting", kind: kFloat, bind: fraction(func(c *Config) *float64 { return &c.SandboxUserShare })},
 		{Name: "sandbox-max-idle", Default: "1h", Help: "longest idle_timeout a user who is not an admin may ask for an agent sandbox; more is refused (an admin may ask for up to 24h, or SKRIP_SANDBOX_IDLE_TIMEOUT when longer)", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.SandboxMaxIdle })},
 		{Name: "shutdown-grace", Default: "30s", Help: "how long SIGTERM waits for requests in flight", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.ShutdownGrace })},

@@ -54,7 +54,11 @@ type Report struct {
 	OrphanArtifacts    int   `json:"orphan_artifacts"`
 	SignIns            int64 `json:"sign_ins"`
 	CLILogins          int64 `json:"cli_logins"` // `skrip login`s that expired
-	Sandboxes          int   `json:"sandboxes"`
+	// AuditEvents are audit log events older than SKRIP_AUDIT_RETENTION; Invitations
+	// invitations that expired over a day ago.
+	AuditEvents int64 `json:"audit_events"`
+	Invitations int64 `json:"invitations"`
+	Sandboxes   int   `json:"sandboxes"`
 }
 
 // sweeper is implemented by blob stores that can leave leftovers behind after a crash
@@ -76,6 +80,8 @@ type Config struct {
 	// Cluster says that every server reaches every sandbox (they live on a cluster's
 	// workers): idle ones are swept by the lease's holder only.
 	Cluster bool
+	// AuditRetention is how long audit events are kept; 0 keeps them for good.
+	AuditRetention time.Duration
 }
 
 // Janitor removes what has expired.
@@ -203,6 +209,14 @@ func (j *Janitor) Pass(ctx context.Context) (Report, error) {
 	if err != nil {
 		return r, err
 	}
+	if r.AuditEvents, err = j.accounts.ExpireAudit(ctx, j.cfg.AuditRetention); err != nil {
+		return r, err
+	}
+	j.count("audit_event", int(r.AuditEvents))
+	if r.Invitations, err = j.accounts.ExpireInvitations(ctx); err != nil {
+		return r, err
+	}
+	j.count("invitation", int(r.Invitations))
 	if r.Sandboxes, err = j.expireSandboxes(ctx); err != nil {
 		return r, err
 	}
@@ -263,7 +277,8 @@ func (j *Janitor) logReport(msg string, r Report) {
 	j.log.Info(msg, "sign_ins", r.SignIns, "cli_logins", r.CLILogins, "sandboxes", r.Sandboxes, "files", r.Files, "file_bytes", r.FileBytes, "file_versions", r.FileVersions, "file_versions_trimmed", r.FileVersionsTrimmed, "file_links", r.FileLinks, "uploads", r.Uploads, "upload_bytes", r.UploadBytes,
 		"session_sets", r.SessionSets, "session_files", r.SessionFiles, "session_bytes", r.SessionBytes,
 		"artifact_runs", r.ArtifactRuns, "artifacts", r.Artifacts, "artifact_bytes", r.ArtifactBytes,
-		"blob_leftovers", r.BlobLeftovers, "orphan_session_files", r.OrphanSessionFiles, "orphan_artifacts", r.OrphanArtifacts)
+		"blob_leftovers", r.BlobLeftovers, "orphan_session_files", r.OrphanSessionFiles, "orphan_artifacts", r.OrphanArtifacts,
+		"audit_events", r.AuditEvents, "invitations", r.Invitations)
 }
 
 // expireSandboxes destroys the idle agent sandboxes and counts them.

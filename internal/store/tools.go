@@ -18,6 +18,7 @@ type Tool struct {
 	Summary            string // one or two sentences for the tool list
 	UsageInstructions  string // markdown, shown on the tool page
 	AuthorID           string
+	AuthorName         string // DeletedUserName when the author was deleted
 	PublishedVersionID string // empty when nothing is published
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
@@ -34,33 +35,48 @@ type ToolVersion struct {
 	InputSchema    json.RawMessage
 	SettingsSchema json.RawMessage
 	CreatedBy      string
-	CreatedAt      time.Time
+	// CreatorName is the name of the user who made the version; DeletedUserName when
+	// they were deleted.
+	CreatorName string
+	CreatedAt   time.Time
 	// SyntaxError and SyntaxLine are where Python's compiler stopped in Source, as the
 	// editor's check found it on saving ("" and 0: it compiled, or was not checked).
 	SyntaxError string
 	SyntaxLine  int
 }
 
-const toolCols = "id, slug, title, description, summary, usage_instructions, author_id, COALESCE(published_version_id, ''), created_at, updated_at"
+// toolCols are the columns scanTool reads: the author's name (authorName) comes last.
+const toolCols = "id, slug, title, description, summary, usage_instructions, author_id, COALESCE(published_version_id, ''), created_at, updated_at, " +
+	"COALESCE((SELECT CASE WHEN a.state = 'deleted' THEN '' ELSE a.name END FROM users a WHERE a.id = tools.author_id), '')"
 
 func scanTool(row interface{ Scan(...any) error }) (Tool, error) {
 	var t Tool
 	var created, updated int64
-	if err := row.Scan(&t.ID, &t.Slug, &t.Title, &t.Description, &t.Summary, &t.UsageInstructions, &t.AuthorID, &t.PublishedVersionID, &created, &updated); err != nil {
+	if err := row.Scan(&t.ID, &t.Slug, &t.Title, &t.Description, &t.Summary, &t.UsageInstructions, &t.AuthorID, &t.PublishedVersionID, &created, &updated, &t.AuthorName); err != nil {
 		return Tool{}, mapErr(err)
 	}
 	t.CreatedAt, t.UpdatedAt = fromMS(created), fromMS(updated)
+	if t.AuthorName == "" {
+		t.AuthorName = DeletedUserName
+	}
 	return t, nil
 }
 
 const versionCols = "id, tool_id, source, entrypoint, input_schema, settings_schema, created_by, created_at, syntax_error, syntax_line"
 
+// versionReadCols are the columns scanVersion reads: versionCols and the creator's name.
+const versionReadCols = versionCols + ", " +
+	"COALESCE((SELECT CASE WHEN a.state = 'deleted' THEN '' ELSE a.name END FROM users a WHERE a.id = tool_versions.created_by), '')"
+
 func scanVersion(row interface{ Scan(...any) error }) (ToolVersion, error) {
 	var v ToolVersion
 	var created int64
 	var input, settings sql.NullString
-	if err := row.Scan(&v.ID, &v.ToolID, &v.Source, &v.Entrypoint, &input, &settings, &v.CreatedBy, &created, &v.SyntaxError, &v.SyntaxLine); err != nil {
+	if err := row.Scan(&v.ID, &v.ToolID, &v.Source, &v.Entrypoint, &input, &settings, &v.CreatedBy, &created, &v.SyntaxError, &v.SyntaxLine, &v.CreatorName); err != nil {
 		return ToolVersion{}, mapErr(err)
+	}
+	if v.CreatorName == "" {
+		v.CreatorName = DeletedUserName
 	}
 	if input.Valid {
 		v.InputSchema = json.RawMessage(input.String)
@@ -150,7 +166,7 @@ func (s *Store) Tools(ctx context.Context, authorID string, all bool) ([]Tool, e
 
 // ToolVersion returns a tool version.
 func (s *Store) ToolVersion(ctx context.Context, id string) (ToolVersion, error) {
-	v, err := scanVersion(s.queryRow(ctx, "SELECT "+versionCols+" FROM tool_versions WHERE id = ?", id))
+	v, err := scanVersion(s.queryRow(ctx, "SELECT "+versionReadCols+" FROM tool_versions WHERE id = ?", id))
 	if err != nil {
 		return ToolVersion{}, fmt.Errorf("tool version %q: %w", id, err)
 	}
@@ -159,7 +175,7 @@ func (s *Store) ToolVersion(ctx context.Context, id string) (ToolVersion, error)
 
 // Versions lists a tool's versions, newest first.
 func (s *Store) Versions(ctx context.Context, toolID string) ([]ToolVersion, error) {
-	rows, err := s.query(ctx, "SELECT "+versionCols+" FROM tool_versions WHERE tool_id = ? ORDER BY created_at DESC, id DESC", toolID)
+	rows, err := s.query(ctx, "SELECT "+versionReadCols+" FROM tool_versions WHERE tool_id = ? ORDER BY created_at DESC, id DESC", toolID)
 	return scanAll(rows, err, scanVersion)
 }
 

@@ -100,9 +100,9 @@ func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
 	return u, nil
 }
 
-// Users lists every user, by name.
+// Users lists every user, by name; deleted users (tombstones) are not listed.
 func (s *Store) Users(ctx context.Context) ([]User, error) {
-	rows, err := s.query(ctx, "SELECT "+userCols+" FROM users ORDER BY name")
+	rows, err := s.query(ctx, "SELECT "+userCols+" FROM users WHERE state <> 'deleted' ORDER BY name")
 	return scanAll(rows, err, scanUser)
 }
 

@@ -171,6 +171,21 @@ func TestAccessibility(t *testing.T) {
 		{name: "editor (syntax error, asks before publishing)", user: "author", url: func(*testing.T) string { return brokenURL }},
 		{name: "users", user: "rektor", url: func(*testing.T) string { return s.base + "/admin/users" }},
 		{name: "all runs", user: "rektor", url: func(*testing.T) string { return s.base + "/admin/runs" }},
+		{name: "audit log", user: "rektor", url: func(*testing.T) string { return s.base + "/admin/audit" }},
+		{name: "delete a user (confirmation)", user: "rektor", url: func(t *testing.T) string {
+			u, err := s.admin.User(ctx, "teacher")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.base + "/admin/users/" + u.ID + "/delete"
+		}},
+		{name: "invitation", user: "", url: func(t *testing.T) string {
+			inv, err := s.admin.Invite(ctx, "user", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return inv.URL
+		}},
 	}
 
 	// tabFor opens a tab of the browser the page's user is signed in to; each page has a

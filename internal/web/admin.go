@@ -35,13 +35,16 @@ func (h *Handler) createUser(w http.ResponseWriter, r *http.Request, c *call) er
 		}
 		return h.showUsers(w, r, c, status, map[string]any{"Error": h.message(r, err), "Name": name, "Role": role})
 	}
+	h.accounts.Audit(r.Context(), h.actor(r, c), account.AuditUserCreated, u.Name, map[string]any{"role": u.Role})
 	return h.showUsers(w, r, c, http.StatusCreated, map[string]any{"Token": tok, "TokenFor": u.Name})
 }
 
 func (h *Handler) setRole(w http.ResponseWriter, r *http.Request, c *call) error {
-	if _, err := h.accounts.SetRole(r.Context(), c.User, r.PathValue("id"), r.PostFormValue("role")); err != nil {
+	u, err := h.accounts.SetRole(r.Context(), c.User, r.PathValue("id"), r.PostFormValue("role"))
+	if err != nil {
 		return err
 	}
+	h.accounts.Audit(r.Context(), h.actor(r, c), account.AuditRoleChanged, u.Name, map[string]any{"role": u.Role})
 	redirect(w, r, "/admin/users")
 	return nil
 }

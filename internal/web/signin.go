@@ -80,11 +80,14 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.signInForm(w, r, status, l.T("lists.signin.forged"), name, next)
 		return
 	}
-	_, secret, err := h.accounts.SignInFrom(r.Context(), account.Client{Address: h.front.ClientAddr(r), UserAgent: r.UserAgent()}, name, r.PostFormValue("password"))
+	u, secret, err := h.accounts.SignInFrom(r.Context(), account.Client{Address: h.front.ClientAddr(r), UserAgent: r.UserAgent()}, name, r.PostFormValue("password"))
 	if err != nil {
 		var msg string
 		switch {
 		case errors.Is(err, account.ErrUnauthenticated):
+			// The name as typed, cut to what a name may be long: whoever fails a sign-in
+			// must not be able to store much.
+			h.accounts.Audit(r.Context(), account.Actor{Address: h.front.ClientAddr(r)}, account.AuditSignInFailed, cut(name, 64), nil)
 			msg = l.T("lists.signin.no_match")
 		case errors.Is(err, account.ErrThrottled):
 			msg = l.T("lists.signin.throttled", "Count", httpkit.RetryAfter(err))
@@ -100,6 +103,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 		h.signInForm(w, r, status, msg, name, next)
 		return
 	}
+	h.accounts.Audit(r.Context(), account.Actor{User: u, Address: h.front.ClientAddr(r)}, account.AuditSignIn, u.Name, nil)
 	h.setSessionCookie(w, r, secret)
 	redirect(w, r, next)
 }
@@ -112,4 +116,12 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request, c *call) error
 		SameSite: http.SameSiteLaxMode, Secure: h.front.Secure(r), MaxAge: -1})
 	redirect(w, r, "/signin")
 	return nil
+}
+
+// cut returns s shortened to at most n runes.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
 }

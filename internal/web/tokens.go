@@ -61,10 +61,6 @@ func (h *Handler) accountData(r *http.Request, c *call, data map[string]any) err
 	return nil
 }
 
-func (h *Handler) actor(r *http.Request, c *call) account.Actor {
-	return account.Actor{User: c.User, Address: h.front.ClientAddr(r)}
-}
-
 func (h *Handler) accountIssueToken(w http.ResponseWriter, r *http.Request, c *call) error {
 	spec := account.TokenSpec{Name: strings.TrimSpace(r.PostFormValue("name")), Scope: r.PostForm["scope"], ExpiresIn: r.PostFormValue("expires_in")}
 	t, secret, err := h.accounts.CreateToken(r.Context(), c.User.ID, spec)

@@ -25,6 +25,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
+	"github.com/skrip-dev/skrip/internal/lifecycle"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/signon"
 	"github.com/skrip-dev/skrip/internal/staging"
@@ -59,6 +60,8 @@ type Deps struct {
 	// CodeMirrorDir is where CodeMirror 5 is installed (Debian's libjs-codemirror);
 	// empty: DefaultCodeMirrorDir. The editor falls back to a plain text box without it.
 	CodeMirrorDir string
+	// Lifecycle disables, enables, deletes and exports users (the admin's users page).
+	Lifecycle *lifecycle.Service
 }
 
 // Handler serves the pages.
@@ -78,6 +81,7 @@ type Handler struct {
 	// codeMirror is CodeMirror's installed directory, nil when it is not installed: the
 	// editor's scripts are served from it, and nothing outside it (see serveCodeMirror).
 	codeMirror *os.Root
+	life       *lifecycle.Service
 }
 
 // New reads the message catalogues and parses the templates, once per language.
@@ -114,6 +118,7 @@ func New(d Deps) (*Handler, error) {
 		}
 	}
 	h.codeMirror = openCodeMirror(d.CodeMirrorDir, d.Log)
+	h.life = d.Lifecycle
 	sub, _ := fs.Sub(assets, "static")
 	files := http.StripPrefix("/static/", http.FileServerFS(sub))
 	h.static = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -176,6 +181,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /admin/users", h.page(h.createUser))
 	mux.Handle("POST /admin/users/{id}/role", h.page(h.setRole))
 	mux.Handle("POST /admin/users/{id}/tokens", h.page(h.issueToken))
+	h.registerLifecycle(mux)
 	mux.Handle("GET /admin/runs", h.page(h.adminRuns))
 }
 

@@ -57,7 +57,11 @@ type CleanupReport struct {
 	OrphanArtifacts    int   `json:"orphan_artifacts"`
 	SignIns            int64 `json:"sign_ins"`
 	CLILogins          int64 `json:"cli_logins"` // `skrip login`s that expired
-	Sandboxes          int   `json:"sandboxes"`
+	// AuditEvents are audit log events past SKRIP_AUDIT_RETENTION; Invitations
+	// invitations that expired over a day ago.
+	AuditEvents int64 `json:"audit_events"`
+	Invitations int64 `json:"invitations"`
+	Sandboxes   int   `json:"sandboxes"`
 }
 
 // FileLink is a share link of a staged file (docs/api.md "Share links"). URL is set only

@@ -10,13 +10,15 @@ import (
 // Tool is a tool as listings and changes show it. PublishedVersionID is null until a
 // version is published.
 type Tool struct {
-	ID                 string    `json:"id"`
-	Slug               string    `json:"slug"`
-	Title              string    `json:"title"`
-	Description        string    `json:"description"`
-	Summary            string    `json:"summary"`
-	UsageInstructions  string    `json:"usage_instructions"`
-	AuthorID           string    `json:"author_id"`
+	ID                string `json:"id"`
+	Slug              string `json:"slug"`
+	Title             string `json:"title"`
+	Description       string `json:"description"`
+	Summary           string `json:"summary"`
+	UsageInstructions string `json:"usage_instructions"`
+	AuthorID          string `json:"author_id"`
+	// Author is the author's name; "borttagen användare" once they were deleted.
+	Author             string    `json:"author"`
 	PublishedVersionID *string   `json:"published_version_id"`
 	CreatedAt          time.Time `json:"created_at"`
 	UpdatedAt          time.Time `json:"updated_at"`
@@ -46,7 +48,9 @@ type Version struct {
 	SettingsSchema json.RawMessage `json:"settings_schema"`
 	Entrypoint     string          `json:"entrypoint"`
 	CreatedBy      string          `json:"created_by"`
-	CreatedAt      time.Time       `json:"created_at"`
+	// CreatedByName is the creator's name; "borttagen användare" once they were deleted.
+	CreatedByName string    `json:"created_by_name"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 // NewTool is the body of POST /api/v1/tools: a tool with its first version. The schemas

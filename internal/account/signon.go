@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"unicode"
 
@@ -70,11 +71,17 @@ func (s *Service) SignOn(ctx context.Context, actor Actor, id Identity) (store.U
 			"your account on this server is %s; ask an administrator if that is a mistake", u.State)
 	}
 	if id.ManagedRole && u.Role != role {
-		if err := s.st.SetRole(ctx, u.ID, role); err != nil {
+		switch err := s.st.SetRole(ctx, u.ID, role); {
+		case errors.Is(err, store.ErrLastAdmin):
+			// The provider no longer makes them admin, but no one else is: they stay
+			// admin, so that the server keeps someone who can administer it.
+			slog.Warn("sign-on would take the admin role from the last active admin; kept", "user", u.Name, "claimed_role", role)
+		case err != nil:
 			return store.User{}, "", err
+		default:
+			s.Audit(ctx, Actor{Address: actor.Address}, AuditRoleChanged, u.Name, map[string]any{"from": u.Role, "to": role, "method": "oidc"})
+			u.Role = role
 		}
-		s.Audit(ctx, Actor{Address: actor.Address}, AuditRoleChanged, u.Name, map[string]any{"from": u.Role, "to": role, "method": "oidc"})
-		u.Role = role
 	}
 	secret, err := s.StartSession(ctx, u, Client{Address: actor.Address, UserAgent: actor.UserAgent})
 	if err != nil {

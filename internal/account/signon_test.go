@@ -68,6 +68,13 @@ func TestSignOn(t *testing.T) {
 			t.Fatalf("mapped admin: %+v", again)
 		}
 		id.Role = ""
+		// anna is the only admin: the claim can't take the role from the last one.
+		if again, _, err = s.SignOn(ctx, actor, id); err != nil || again.Role != "admin" {
+			t.Fatalf("the last admin without the claim: %+v, %v; want kept admin", again, err)
+		}
+		if _, _, err := s.CreateUser(ctx, "root", "admin", ""); err != nil {
+			t.Fatal(err)
+		}
 		if again, _, _ = s.SignOn(ctx, actor, id); again.Role != "user" {
 			t.Fatalf("no mapped role: %+v, want the default", again)
 		}

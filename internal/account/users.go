@@ -58,6 +58,9 @@ func (s *Service) SetRole(ctx context.Context, caller store.User, ref, role stri
 		return store.User{}, errs.New(ErrInvalid, map[string]any{"field": "role", "value": role}, "role %q is not one of admin, author, user", role)
 	}
 	if err := s.st.SetRole(ctx, u.ID, role); err != nil {
+		if errors.Is(err, store.ErrLastAdmin) {
+			return store.User{}, lastAdmin(u, "taking the admin role from")
+		}
 		return store.User{}, err
 	}
 	u.Role = role

@@ -147,6 +147,7 @@ func TestSetRole(t *testing.T) {
 		{"missing user", p.admin, "nobody", store.RoleAuthor, account.ErrNotFound, ""},
 		{"by name", p.admin, "ulf", store.RoleAuthor, nil, store.RoleAuthor},
 		{"by id", p.admin, p.ada.ID, store.RoleUser, nil, store.RoleUser},
+		{"the last active admin", p.admin, "admin", store.RoleAuthor, account.ErrLastAdmin, store.RoleAdmin},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := p.svc.SetRole(ctx, tc.caller, tc.ref, tc.role)

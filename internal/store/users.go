@@ -128,16 +128,37 @@ func (s *Store) SetPassword(ctx context.Context, id, hash string) error {
 	})
 }
 
-// SetRole changes a user's role.
+// SetRole changes a user's role. Taking the admin role from the last active admin gives
+// ErrLastAdmin.
 func (s *Store) SetRole(ctx context.Context, id, role string) error {
-	res, err := s.exec(ctx, "UPDATE users SET role = ? WHERE id = ?", role, id)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("user %q: %w", id, ErrNotFound)
-	}
-	return nil
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.lockAdmins(ctx, tx); err != nil {
+			return err
+		}
+		if role != RoleAdmin {
+			var others int
+			err := tx.QueryRowContext(ctx, s.rebind("SELECT COUNT(*) FROM users WHERE role = 'admin' AND state = 'active' AND id <> ?"), id).Scan(&others)
+			if err != nil {
+				return err
+			}
+			var was, state string
+			err = tx.QueryRowContext(ctx, s.rebind("SELECT role, state FROM users WHERE id = ?"), id).Scan(&was, &state)
+			if err != nil {
+				return fmt.Errorf("user %q: %w", id, mapErr(err))
+			}
+			if was == RoleAdmin && state == StateActive && others == 0 {
+				return ErrLastAdmin
+			}
+		}
+		res, err := tx.ExecContext(ctx, s.rebind("UPDATE users SET role = ? WHERE id = ? AND state <> 'deleted'"), role, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("user %q: %w", id, ErrNotFound)
+		}
+		return nil
+	})
 }
 
 // EnsureUser returns the user named u.Name, creating it from u when it does not exist,

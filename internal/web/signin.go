@@ -21,12 +21,7 @@ import (
 const signInCookie = "skrip_signin"
 
 // localPath returns next when it is a path on this site, else "/".
-func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
-		return "/"
-	}
-	return next
-}
+func localPath(next string) string { return signon.LocalPath(next) }
 
 func (h *Handler) signInPage(w http.ResponseWriter, r *http.Request) {
 	if c := h.visitor(r); c != nil {

@@ -327,13 +327,8 @@ func (h *Handler) pickLang(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: LangCookie, Value: tag, Path: "/", MaxAge: 365 * 24 * 3600,
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.front.Secure(r)})
-	back := r.URL.Query().Get("back")
-	// Only a path of this site: never "//host" or "/\host", which browsers take for
-	// another site.
-	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.HasPrefix(back, "/\\") {
-		back = "/"
-	}
-	redirect(w, r, back)
+	// Only a path of this site (signon.LocalPath).
+	redirect(w, r, signon.LocalPath(r.URL.Query().Get("back")))
 }
 
 // fail renders err as an error page with the table's status for it. When reading the

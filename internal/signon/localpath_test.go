@@ -20,7 +20,7 @@ func TestLocalPathNoOtherSite(t *testing.T) {
 		"/\x00x":                    "/",
 		"/\x7f/evil.com":            "/",
 		"https://evil.com":          "/",
-		"/%2F/evil.com":             "/%2F/evil.com", // a path segment, not a host
+		"/%2F/evil.com":             "/", // decodes to //evil.com: refused, to be safe
 	} {
 		if got := LocalPath(in); got != want {
 			t.Errorf("LocalPath(%q) = %q, want %q", in, got, want)

@@ -17,14 +17,24 @@ var (
 	ErrLastAdmin = errors.New("last active admin")
 )
 
-// validName checks a new user's name.
+// validName checks the name a person picks for themselves (an invitation).
 func validName(name string) error {
 	if !namePattern.MatchString(name) {
 		return errs.New(ErrInvalid, map[string]any{"field": "name", "value": name},
 			"user name %q must be 1 to 64 letters, digits or ._@- and start with a letter or digit", name)
 	}
+	if reservedName(name) {
+		return errs.New(ErrInvalid, map[string]any{"field": "name", "value": name},
+			"the user name %q is kept for the server's own administrator; pick another", name)
+	}
 	return nil
 }
+
+// reservedName reports whether name is one no one may pick for themselves, through an
+// invitation or a sign-on: "admin" is the bootstrap admin's (Bootstrap gives the user of
+// that name the admin role and the bootstrap token), so a person who took it after the
+// admin was deleted would become admin at the next start.
+func reservedName(name string) bool { return name == "admin" }
 
 // CheckRemovable refuses what disabling or deleting target (what: "disabling",
 // "deleting") may not do: an admin's own account, and the last active admin.

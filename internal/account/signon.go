@@ -108,6 +108,8 @@ func (s *Service) createSignOnUser(ctx context.Context, actor Actor, id Identity
 			name = numbered(base, strings.ToLower(r[len(r)-6:]))
 		case i > 1:
 			name = numbered(base, fmt.Sprint(i))
+		case reservedName(name):
+			continue
 		}
 		u := store.User{ID: ids.New("u"), Name: name, Role: role, CreatedAt: s.now(), State: store.StateActive,
 			OIDCIssuer: id.Issuer, OIDCSubject: id.Subject}

@@ -166,8 +166,9 @@ func (s *Store) CountUserRows(ctx context.Context, table, column, userID string)
 }
 
 // DeletedName is the placeholder name of the tombstone of user id: the real name is free
-// again.
-func DeletedName(id string) string { return "deleted-" + id }
+// again. The colon is outside every name a user may be given (account's name pattern), so
+// no one can take a tombstone's name before it is made and block the deletion.
+func DeletedName(id string) string { return "deleted:" + id }
 
 // PurgeUser removes every row left of userID's own (see userTables; the services delete
 // the bytes first) and leaves the user a tombstone: state deleted, the name replaced by

@@ -68,9 +68,12 @@ func (s *Store) FileLinks(ctx context.Context, ownerID, key string, now time.Tim
 	return scanAll(rows, err, scanLink)
 }
 
-// FileLinkByToken returns the link whose token hashes to tokenHash, expired or not.
+// FileLinkByToken returns the link whose token hashes to tokenHash, expired or not, if
+// its owner is active.
 func (s *Store) FileLinkByToken(ctx context.Context, tokenHash string) (FileLink, error) {
-	l, err := scanLink(s.queryRow(ctx, "SELECT "+linkCols+" FROM file_links WHERE token_hash = ?", tokenHash))
+	// A link works only while its file's owner is active: a disabled user's links stop
+	// with their tokens (SPEC §2).
+	l, err := scanLink(s.queryRow(ctx, "SELECT "+linkCols+" FROM file_links WHERE token_hash = ? AND EXISTS (SELECT 1 FROM users u WHERE u.id = file_links.owner_id AND u.state = 'active')", tokenHash))
 	if err != nil {
 		return FileLink{}, fmt.Errorf("link: %w", err)
 	}

@@ -56,6 +56,19 @@ func TestFileLinks(t *testing.T) {
 		if _, err := s.FileLinkByToken(ctx, "h_nope"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("an unknown token: err = %v", err)
 		}
+		// A disabled owner's links stop with their tokens, and work again when enabled.
+		if _, err := s.SetUserState(ctx, "u_1", StateDisabled); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FileLinkByToken(ctx, "h_l_1"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("a disabled owner's link: err = %v, want ErrNotFound", err)
+		}
+		if _, err := s.SetUserState(ctx, "u_1", StateActive); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FileLinkByToken(ctx, "h_l_1"); err != nil {
+			t.Fatalf("the link once its owner is enabled: %v", err)
+		}
 
 		// Eight downloads of a 100-byte file race for the one there is.
 		var wg sync.WaitGroup

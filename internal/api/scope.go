@@ -48,6 +48,9 @@ func checkScope(r *http.Request, scope account.Scope) error {
 	}
 	area := routeArea(path)
 	if area != "" && (scope.Has(area) || (read && scope.Has(account.ScopeRead))) {
+		if err := checkAlsoFiles(r, scope); err != nil {
+			return err
+		}
 		return nil
 	}
 	needs := []string{account.ScopeAll}
@@ -60,4 +63,32 @@ func checkScope(r *http.Request, scope account.Scope) error {
 	return errs.New(account.ErrScope, map[string]any{"scope": scope.Words(), "needs": needs, "method": r.Method, "path": path},
 		"%s %s is outside this token's scope (%s); it needs a token with the scope %s",
 		r.Method, path, string(scope), strings.Join(needs, " or "))
+}
+
+// checkAlsoFiles asks for the files scope as well on the sandbox routes that reach the
+// user's staged files: stage reads one (files or read will do), publish writes one
+// (files). Without it a sandboxes token could copy any staged file into a sandbox and
+// read it back from there, or overwrite one.
+func checkAlsoFiles(r *http.Request, scope account.Scope) error {
+	if r.Method != http.MethodPost || routeArea(r.URL.Path) != account.ScopeSandboxes {
+		return nil
+	}
+	var needs []string
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/stage"):
+		if scope.Has(account.ScopeFiles) || scope.Has(account.ScopeRead) {
+			return nil
+		}
+		needs = []string{account.ScopeFiles, account.ScopeRead}
+	case strings.HasSuffix(r.URL.Path, "/publish"):
+		if scope.Has(account.ScopeFiles) {
+			return nil
+		}
+		needs = []string{account.ScopeFiles}
+	default:
+		return nil
+	}
+	return errs.New(account.ErrScope, map[string]any{"scope": scope.Words(), "needs": needs, "method": r.Method, "path": r.URL.Path},
+		"%s %s reaches your staged files, outside this token's scope (%s); it needs the scope sandboxes and %s",
+		r.Method, r.URL.Path, string(scope), strings.Join(needs, " or "))
 }

@@ -55,6 +55,7 @@ func TestTokenScopes(t *testing.T) {
 			t.Fatalf("a token of two scopes: %+v", both.Token)
 		}
 		tok["files,read"] = both.Secret
+		tok["sandboxes,read"] = issue(t, env, ada.Token, "ada", `{"name":"agent","scope":["sandboxes","read"]}`).Secret
 		if a := call(t, env, "POST", "/api/v1/users/ada/tokens", ada.Token, strings.NewReader(`{"scope":["files","admin"]}`)); a.status != 400 ||
 			reason(a) != "invalid_token" || !strings.Contains(a.errMessage(), `"admin"`) {
 			t.Fatalf("an unknown scope word: %d %s", a.status, a.raw)
@@ -70,10 +71,14 @@ func TestTokenScopes(t *testing.T) {
 			newTool   = req{"POST", "/api/v1/tools", `{"slug":"x","title":"X","source":"def run_tool(input_dir, output_dir):\n    return {}"}`}
 			sandboxes = req{"GET", "/api/v1/sandboxes", ""}
 			delSB     = req{"DELETE", "/api/v1/sandboxes/sb_nope", ""}
-			tokens    = req{"GET", "/api/v1/tokens", ""}
-			users     = req{"PUT", "/api/v1/users/ada/password", `{"password":"x"}`}
-			sessions  = req{"GET", "/api/v1/me/sessions", ""}
-			newToken  = req{"POST", "/api/v1/users/ada/tokens", `{}`}
+			// Stage reads a staged file into a sandbox, publish writes one: they need the
+			// files scope (or read, to stage) beside sandboxes.
+			stage    = req{"POST", "/api/v1/sandboxes/sb_nope/stage", `{"key":"files/a.txt","path":"a.txt"}`}
+			publish  = req{"POST", "/api/v1/sandboxes/sb_nope/publish", `{"path":"a.txt","key":"files/a.txt"}`}
+			tokens   = req{"GET", "/api/v1/tokens", ""}
+			users    = req{"PUT", "/api/v1/users/ada/password", `{"password":"x"}`}
+			sessions = req{"GET", "/api/v1/me/sessions", ""}
+			newToken = req{"POST", "/api/v1/users/ada/tokens", `{}`}
 		)
 		for _, tc := range []struct {
 			scope   string
@@ -82,10 +87,11 @@ func TestTokenScopes(t *testing.T) {
 		}{
 			{"files", []req{me, listFiles, putFile, listLinks}, []req{listTools, listRuns, newTool, sandboxes, delSB, tokens, users, sessions, newToken}},
 			{"runs", []req{me, listTools, listRuns, newTool}, []req{listFiles, putFile, listLinks, sandboxes, tokens, newToken}},
-			{"sandboxes", []req{me, sandboxes, delSB}, []req{listFiles, listTools, tokens, newToken}},
+			{"sandboxes", []req{me, sandboxes, delSB}, []req{listFiles, listTools, tokens, newToken, stage, publish}},
+			{"sandboxes,read", []req{me, sandboxes, delSB, stage, listFiles}, []req{publish, putFile, tokens}},
 			{"read", []req{me, listFiles, listLinks, listTools, listRuns, sandboxes}, []req{putFile, newTool, delSB, tokens, users, sessions, newToken}},
 			{"files,read", []req{listFiles, putFile, listTools, sandboxes}, []req{newTool, delSB, tokens}},
-			{"all", []req{me, listFiles, putFile, listTools, sandboxes, tokens, users, sessions, newToken}, nil},
+			{"all", []req{me, listFiles, putFile, listTools, sandboxes, tokens, users, sessions, newToken, stage, publish}, nil},
 		} {
 			t.Run(tc.scope, func(t *testing.T) {
 				for _, r := range tc.allowed {

@@ -170,8 +170,14 @@ func (s *Service) PollCLILogin(ctx context.Context, deviceCode string) (CLIToken
 		}
 		return CLIToken{}, errs.New(ErrCLILoginDenied, nil, "the user who approved the login can no longer sign in")
 	}
+	// The token keeps to the rules of every token: the most a user may hold, and the
+	// server's longest lifetime.
+	if err := s.roomForToken(ctx, u.ID); err != nil {
+		return CLIToken{}, err
+	}
 	secret := auth.NewToken()
-	t := store.Token{ID: ids.New("t"), UserID: u.ID, Hash: auth.HashToken(secret), Name: l.TokenName, CreatedAt: now}
+	t := store.Token{ID: ids.New("t"), UserID: u.ID, Hash: auth.HashToken(secret), Name: l.TokenName, CreatedAt: now,
+		ExpiresAt: s.defaultExpiry(now)}
 	if err := s.st.ClaimCLILogin(ctx, l.ID, t, now); errors.Is(err, store.ErrNotFound) {
 		return CLIToken{}, gone // another poll took it
 	} else if err != nil {

@@ -105,12 +105,44 @@ const MaxTokenNameLen = 200
 // request writes it again: at most one write a minute per token or session.
 const touchEvery = time.Minute
 
-// IssueToken makes a new token for userID, with scope all and no expiry, and returns it;
-// only its hash is stored. (The first token of a user, the bootstrap admin's and those
-// the admin page issues are made this way.)
+// IssueToken makes a new token for userID, with scope all, expiring after
+// SKRIP_TOKEN_MAX_LIFETIME when that is set, and returns it; only its hash is stored. A
+// user holding MaxTokensPerUser gets ErrTokenLimit. (The first token of a user and those
+// the admin page issues are made this way; the first-start admin's never expires.)
 func (s *Service) IssueToken(ctx context.Context, userID, name string) (string, error) {
+	if err := s.roomForToken(ctx, userID); err != nil {
+		return "", err
+	}
+	return s.issueToken(ctx, userID, name, s.defaultExpiry(s.now()))
+}
+
+// roomForToken refuses a new token for userID when they hold MaxTokensPerUser.
+func (s *Service) roomForToken(ctx context.Context, userID string) error {
+	n, err := s.st.CountTokens(ctx, userID)
+	if err != nil {
+		return err
+	}
+	if n >= MaxTokensPerUser {
+		return errs.New(ErrTokenLimit, map[string]any{"limit": MaxTokensPerUser},
+			"the user holds %d tokens, as many as one user may; revoke one first", n)
+	}
+	return nil
+}
+
+// defaultExpiry is when a token made at now without an asked-for expiry expires:
+// SKRIP_TOKEN_MAX_LIFETIME later, or never (the zero time) when that is 0.
+func (s *Service) defaultExpiry(now time.Time) time.Time {
+	if s.limits.TokenMaxLifetime > 0 {
+		return now.Add(s.limits.TokenMaxLifetime)
+	}
+	return time.Time{}
+}
+
+// issueToken stores a token of scope all for userID, expiring at expires (zero: never).
+func (s *Service) issueToken(ctx context.Context, userID, name string, expires time.Time) (string, error) {
 	tok := auth.NewToken()
-	err := s.st.CreateToken(ctx, store.Token{ID: ids.New("t"), UserID: userID, Hash: auth.HashToken(tok), Name: name, Scope: ScopeAll, CreatedAt: s.now()})
+	err := s.st.CreateToken(ctx, store.Token{ID: ids.New("t"), UserID: userID, Hash: auth.HashToken(tok), Name: name, Scope: ScopeAll,
+		CreatedAt: s.now(), ExpiresAt: expires})
 	if err != nil {
 		return "", err
 	}
@@ -129,11 +161,8 @@ func (s *Service) CreateToken(ctx context.Context, userID string, spec TokenSpec
 	if err != nil {
 		return store.Token{}, "", err
 	}
-	if n, err := s.st.CountTokens(ctx, userID); err != nil {
+	if err := s.roomForToken(ctx, userID); err != nil {
 		return store.Token{}, "", err
-	} else if n >= MaxTokensPerUser {
-		return store.Token{}, "", errs.New(ErrTokenLimit, map[string]any{"limit": MaxTokensPerUser},
-			"the user holds %d tokens, as many as one user may; revoke one first", n)
 	}
 	now := s.now()
 	t := store.Token{ID: ids.New("t"), UserID: userID, Name: name, Scope: string(scope), CreatedAt: now}

@@ -3,6 +3,8 @@ package account
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -284,4 +286,78 @@ func TestWebSessionExpiry(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEveryTokenKeepsTheRules (a review found the CLI login's and the admin page's
+// tokens outside them): under SKRIP_TOKEN_MAX_LIFETIME a token from IssueToken and one
+// from a CLI login expire after it, and a user holding MaxTokensPerUser gets no more from
+// either; the first-start admin's token never expires.
+func TestEveryTokenKeepsTheRules(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		s := New(st, Limits{TokenMaxLifetime: 24 * time.Hour})
+		clock := time.Now().Truncate(time.Millisecond)
+		s.now = func() time.Time { return clock }
+		ctx := context.Background()
+		ada, _, err := s.CreateUser(ctx, "ada", store.RoleUser, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		login := func() (CLIToken, error) {
+			t.Helper()
+			l, err := s.StartCLILogin(ctx, "192.0.2.7", "laptop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DecideCLILogin(ctx, Actor{User: ada}, l.UserCode, true); err != nil {
+				t.Fatal(err)
+			}
+			return s.PollCLILogin(ctx, l.DeviceCode)
+		}
+		if _, err := s.IssueToken(ctx, ada.ID, "admin page"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := login(); err != nil {
+			t.Fatal(err)
+		}
+		toks, err := st.Tokens(ctx, ada.ID)
+		if err != nil || len(toks) != 3 {
+			t.Fatalf("ada's tokens: %d, %v", len(toks), err)
+		}
+		for _, tok := range toks {
+			if !tok.ExpiresAt.Equal(clock.Add(24 * time.Hour)) {
+				t.Errorf("token %q expires at %v, want the maximum lifetime from now", tok.Name, tok.ExpiresAt)
+			}
+		}
+		for i := len(toks); i < MaxTokensPerUser; i++ {
+			if _, err := s.IssueToken(ctx, ada.ID, "more"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.IssueToken(ctx, ada.ID, "one too many"); !errors.Is(err, ErrTokenLimit) {
+			t.Fatalf("IssueToken past the limit: %v, want ErrTokenLimit", err)
+		}
+		if _, err := login(); !errors.Is(err, ErrTokenLimit) {
+			t.Fatalf("a CLI login past the limit: %v, want ErrTokenLimit", err)
+		}
+	})
+	// The first-start admin's token, the operator's way in, never expires.
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, "", filepath.Join(dir, "skrip.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := New(st, Limits{TokenMaxLifetime: 24 * time.Hour})
+	if err := s.Bootstrap(ctx, "", dir, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := st.UserByName(ctx, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := st.Tokens(ctx, admin.ID)
+	if err != nil || len(toks) != 1 || !toks[0].ExpiresAt.IsZero() {
+		t.Fatalf("the first-start admin token: %+v, %v; want one that never expires", toks, err)
+	}
 }

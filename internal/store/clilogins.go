@@ -130,8 +130,8 @@ func (s *Store) ClaimCLILogin(ctx context.Context, id string, t Token, now time.
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return fmt.Errorf("CLI login %q is not approved: %w", id, ErrNotFound)
 		}
-		_, err = s.txExec(ctx, tx, "INSERT INTO tokens (id, user_id, hash, name, created_at) VALUES (?, ?, ?, ?, ?)",
-			t.ID, t.UserID, t.Hash, t.Name, ms(t.CreatedAt))
+		_, err = s.txExec(ctx, tx, "INSERT INTO tokens (id, user_id, hash, name, scope, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+			t.ID, t.UserID, t.Hash, t.Name, scopeOrAll(t.Scope), ms(t.CreatedAt), nullMS(t.ExpiresAt))
 		return err
 	})
 }

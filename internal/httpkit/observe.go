@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,7 +111,7 @@ func Observe(next http.Handler, log *slog.Logger, m *metrics.Metrics, bodyIdle t
 			m.Requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 			m.RequestDuration.WithLabelValues(route).Observe(d.Seconds())
 			attrs := []slog.Attr{
-				slog.String("request_id", rid), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.String("request_id", rid), slog.String("method", r.Method), slog.String("path", loggedPath(r)),
 				slog.String("route", route), slog.Int("status", status), slog.Int64("bytes", rec.bytes),
 				slog.Duration("duration", d), slog.String("client", front.ClientAddr(r)),
 			}
@@ -122,6 +123,19 @@ func Observe(next http.Handler, log *slog.Logger, m *metrics.Metrics, bodyIdle t
 		next.ServeHTTP(rec, r)
 		rec.body.settle()
 	})
+}
+
+// loggedPath is the request's path for the log, with the secrets some paths carry (a
+// share link's token, an invitation's secret: wildcards named token or secret) cut out,
+// so that whoever reads the log cannot use them.
+func loggedPath(r *http.Request) string {
+	p := r.URL.Path
+	for _, name := range []string{"token", "secret"} {
+		if v := r.PathValue(name); v != "" {
+			p = strings.Replace(p, v, "{"+name+"}", 1)
+		}
+	}
+	return p
 }
 
 type panicError struct{ v any }

@@ -71,7 +71,7 @@ func (e *env) login(ctx context.Context, server string, browser bool) error {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "Your one-time code: %s\nOpen this page, sign in and approve the code:\n  %s\n", start.UserCode, start.VerificationURL)
-	if browser && e.openBrowser(start.VerificationURL) {
+	if browser && pageOnServer(server, start.VerificationURL) && e.openBrowser(start.VerificationURL) {
 		fmt.Fprintln(e.stderr, "(a browser was opened; if none appears, open the address yourself)")
 	}
 	fmt.Fprintln(e.stderr, "Waiting for the approval...")
@@ -143,6 +143,17 @@ func pollLogin(ctx context.Context, c *client.Client, start wire.CLILoginStart) 
 			return tok, errors.New("the login expired before it was approved; run skrip login again")
 		}
 	}
+}
+
+// pageOnServer reports whether page is an http(s) address on server's host, the only kind
+// the CLI hands to a browser opener: an address the server sent could otherwise be any
+// command line an opener accepts. (A server behind a proxy may name its public host; then
+// the user opens the page printed.)
+func pageOnServer(server, page string) bool {
+	s, err1 := url.Parse(server)
+	p, err2 := url.Parse(page)
+	return err1 == nil && err2 == nil && (p.Scheme == "http" || p.Scheme == "https") &&
+		p.Hostname() != "" && strings.EqualFold(p.Hostname(), s.Hostname())
 }
 
 // openBrowser tries to open u in a browser: $BROWSER when set, else the desktop's opener

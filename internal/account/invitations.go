@@ -82,6 +82,13 @@ func (s *Service) AcceptInvitation(ctx context.Context, client Client, secret, n
 	if err := validPassword(password); err != nil {
 		return store.User{}, "", err
 	}
+	// A name that is taken is said before the password is hashed: hashing is the
+	// expensive part, and the page may be sent again and again.
+	if _, err := s.st.UserByName(ctx, name); err == nil {
+		return store.User{}, "", errs.New(ErrExists, map[string]any{"name": name}, "a user named %q already exists", name)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.User{}, "", err
+	}
 	u := store.User{ID: ids.New("u"), Name: name, Role: inv.Role, CreatedAt: s.now()}
 	if err := s.hashes.do(ctx, nil, func() { u.PasswordHash = auth.HashPassword(password) }); err != nil {
 		return store.User{}, "", err

@@ -85,7 +85,7 @@ func TestFlowCookie(t *testing.T) {
 
 func TestIdentity(t *testing.T) {
 	s := &Service{cfg: config.SignOn{AllowedDomains: []string{"skola.se"}, RoleClaim: "groups",
-		RoleMap: map[string]string{"g-admins": "admin"}, DefaultRole: "author"}}
+		RoleMap: map[string]string{"g-admins": "admin"}, DefaultRole: "author"}, log: slog.New(slog.DiscardHandler)}
 	idt := &oidc.IDToken{Issuer: "https://login.microsoftonline.com/t/v2.0", Subject: "s1"}
 	for _, tc := range []struct {
 		name   string
@@ -94,7 +94,9 @@ func TestIdentity(t *testing.T) {
 		role   string
 	}{
 		{"verified", map[string]any{"email": "a@skola.se", "email_verified": true, "groups": []any{"g-admins"}}, nil, "admin"},
+		// No groups claim at all (Entra's overage): the role is not managed this time.
 		{"unsaid", map[string]any{"email": "a@Skola.SE"}, nil, ""},
+		{"no groups", map[string]any{"email": "a@skola.se", "groups": []any{}}, nil, ""},
 		{"unverified", map[string]any{"email": "a@skola.se", "email_verified": false}, ErrUnverified, ""},
 		{"unverified as text", map[string]any{"email": "a@skola.se", "email_verified": "false"}, ErrUnverified, ""},
 		{"other domain", map[string]any{"email": "a@skola.se.evil.example", "email_verified": true}, ErrDomain, ""},
@@ -109,7 +111,8 @@ func TestIdentity(t *testing.T) {
 			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
 			continue
 		}
-		if err == nil && (id.Role != tc.role || !id.ManagedRole || id.DefaultRole != "author" || id.Subject != "s1") {
+		_, hasClaim := tc.claims["groups"]
+		if err == nil && (id.Role != tc.role || id.ManagedRole != hasClaim || id.DefaultRole != "author" || id.Subject != "s1") {
 			t.Errorf("%s: identity %+v, want role %q", tc.name, id, tc.role)
 		}
 	}

@@ -286,8 +286,16 @@ func (s *Service) identity(idt *oidc.IDToken, c map[string]any) (account.Identit
 	id := account.Identity{Issuer: idt.Issuer, Subject: idt.Subject, PreferredName: preferred, Email: email,
 		DefaultRole: s.cfg.DefaultRole}
 	if s.cfg.RoleClaim != "" {
-		id.ManagedRole = true
-		id.Role = MapRole(c[s.cfg.RoleClaim], s.cfg.RoleMap)
+		if v, ok := c[s.cfg.RoleClaim]; ok {
+			id.ManagedRole = true
+			id.Role = MapRole(v, s.cfg.RoleMap)
+		} else {
+			// The claim is missing, not empty: Entra ID leaves out groups for a member of
+			// more than 200 (an overage claim instead). The role stays as it is, rather
+			// than falling to the default at every sign-on; a new user gets the default.
+			s.log.Warn("the sign-on's ID token lacks the role claim; the user's role is left as it is",
+				"claim", s.cfg.RoleClaim, "issuer", idt.Issuer)
+		}
 	}
 	return id, nil
 }

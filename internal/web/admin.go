@@ -57,9 +57,11 @@ func (h *Handler) issueToken(w http.ResponseWriter, r *http.Request, c *call) er
 	if err != nil {
 		return err
 	}
-	tok, err := h.accounts.IssueToken(r.Context(), u.ID, "issued in the web UI by "+c.User.Name)
+	name := "issued in the web UI by " + c.User.Name
+	tok, err := h.accounts.IssueToken(r.Context(), u.ID, name)
 	if err != nil {
 		return err
 	}
+	h.accounts.Audit(r.Context(), h.actor(r, c), account.AuditTokenCreated, u.Name, map[string]any{"name": name, "scope": account.ScopeAll})
 	return h.showUsers(w, r, c, http.StatusCreated, map[string]any{"Token": tok, "TokenFor": u.Name})
 }

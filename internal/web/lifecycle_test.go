@@ -94,9 +94,15 @@ func TestUsersPageLifecycle(t *testing.T) {
 		t.Fatalf("the invitee's account page: %d", status)
 	}
 
+	// A token the admin issues someone on the users page is audited too (a review found
+	// it was not).
+	if status, _, _ := admin.do("POST", "/admin/users/"+me.ID+"/tokens", url.Values{"csrf": {csrf}}, nil); status != http.StatusCreated {
+		t.Fatalf("issuing a token on the users page: %d", status)
+	}
+
 	// The audit page lists it all, in Swedish.
 	status, _, page = admin.do("GET", "/admin/audit", nil, nil)
-	for _, want := range []string{"stängde av en användare", "slog på en användare", "tog bort en användare", "skapade en inbjudan", "använde en inbjudan", "loggade in"} {
+	for _, want := range []string{"stängde av en användare", "slog på en användare", "tog bort en användare", "skapade en inbjudan", "använde en inbjudan", "loggade in", "skapade en token"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the audit page has no %q", want)
 		}

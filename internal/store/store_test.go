@@ -105,8 +105,12 @@ func TestEnsureUserIsIdempotentAndConcurrent(t *testing.T) {
 				t.Fatalf("EnsureUser returned two users: %q and %q", ids[0], ids[i])
 			}
 		}
-		// A demoted admin is promoted again.
-		if err := s.SetRole(ctx, ids[0], RoleUser); err != nil {
+		// SetRole won't demote the last active admin...
+		if err := s.SetRole(ctx, ids[0], RoleUser); !errors.Is(err, ErrLastAdmin) {
+			t.Fatalf("SetRole on the last admin: %v, want ErrLastAdmin", err)
+		}
+		// ...but one demoted by other means (by hand in the database) is promoted again.
+		if _, err := s.exec(ctx, "UPDATE users SET role = 'user' WHERE id = ?", ids[0]); err != nil {
 			t.Fatal(err)
 		}
 		u, err := s.EnsureUser(ctx, newUser("u_other", "admin", RoleAdmin))

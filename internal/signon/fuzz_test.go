@@ -1,6 +1,7 @@
 package signon
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -31,13 +32,18 @@ func FuzzFlowCookie(f *testing.F) {
 
 // FuzzLocalPath: the path a sign-on returns to is always one on this site.
 func FuzzLocalPath(f *testing.F) {
-	for _, s := range []string{"/runs", "//evil.example", "/\\evil", "https://evil.example", "/a\r\nb", ""} {
+	for _, s := range []string{"/runs", "//evil.example", "/\\evil", "https://evil.example", "/a\r\nb", "", "/\t/evil.example", "/%2F/evil.example"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		p := LocalPath(s)
-		if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n\t") {
+		if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.Contains(p, "\\") || strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			t.Fatalf("LocalPath(%q) = %q, not a path on this site", s, p)
+		}
+		// What a browser does with it: drop tabs and newlines, then resolve it against
+		// this site. It must stay on this site.
+		if u, err := url.Parse("https://skrip.example" + p); err != nil || u.Host != "skrip.example" {
+			t.Fatalf("LocalPath(%q) = %q leads to %v (%v)", s, p, u, err)
 		}
 	})
 }

@@ -111,8 +111,12 @@ func startCluster(t *testing.T) *skripCluster {
 		n.waitReady(t)
 		return n
 	}
+	// SKRIP_RUNS_PER_USER: F5 sends one user's runs faster than two workers finish them
+	// while one restarts, and what it checks is that none is lost, not the per-user limit
+	// (which internal/api's fairness tests cover); on a busy machine 8 were waiting.
 	apiSettings := map[string]string{"SKRIP_DATABASE_URL": c.pg.URL(), "SKRIP_BLOB": "nats", "SKRIP_RUNNER_CONCURRENCY": "0",
-		"SKRIP_BOOTSTRAP_ADMIN_TOKEN": adminToken, "SKRIP_NATS_USER": "api", "SKRIP_NATS_PASSWORD": "api-secret"}
+		"SKRIP_BOOTSTRAP_ADMIN_TOKEN": adminToken, "SKRIP_NATS_USER": "api", "SKRIP_NATS_PASSWORD": "api-secret",
+		"SKRIP_RUNS_PER_USER": "64"}
 	// API nodes first: they make the stream, the buckets and the registry.
 	for _, name := range []string{"api1", "api2"} {
 		c.api[name] = start(name, "serve", apiSettings)

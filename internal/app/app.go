@@ -107,7 +107,7 @@ func (a *App) open(ctx context.Context) error {
 		FailuresPerName: a.cfg.SignInFailuresPerName, FailuresPerAddress: a.cfg.SignInFailuresPerAddress,
 		MaxDelay: a.cfg.SignInMaxDelay, Entries: a.cfg.SignInThrottleEntries, Metrics: a.Metrics,
 		TokenMaxLifetime: a.cfg.TokenMaxLifetime, WebSessionIdle: a.cfg.WebSessionIdle, WebSessionMax: a.cfg.WebSessionMax,
-		CLILogins: account.CLILoginLimits{Pending: a.cfg.CLILoginsPending, PerAddress: a.cfg.CLILoginsPerAddress},
+		CLILogins:          account.CLILoginLimits{Pending: a.cfg.CLILoginsPending, PerAddress: a.cfg.CLILoginsPerAddress},
 		AdminPasswordsOnly: a.cfg.Passwords == "admin"})
 	if a.SignOn, err = signon.New(ctx, a.cfg.SignOn, a.Accounts, a.log); err != nil {
 		return err

@@ -43,6 +43,9 @@ type Config struct {
 	// UID and GID are the host ids sandboxes run as when the server is root (0: 65534,
 	// nobody). A server that is not root cannot switch: its sandboxes run as itself.
 	UID, GID int
+	// WarmMemory is what interpreters parked ahead of runs may hold together
+	// (SKRIP_RUNNER_WARM_MEMORY); 0 parks none (warm.go).
+	WarmMemory int64
 }
 
 // sandboxUID is the uid (and gid) a tool sees itself as inside its user namespace,
@@ -71,6 +74,7 @@ type Runner struct {
 	log         *slog.Logger
 	pending     sync.WaitGroup // cgroups being removed, bwraps being parked
 	parking     parking        // bwraps started ahead of runs (park.go)
+	warm        warmPool       // interpreters started ahead of runs (warm.go)
 	ready       runner.Readiness
 }
 
@@ -94,7 +98,8 @@ func Inspect(cfg Config, log *slog.Logger) (*Runner, error) {
 	}
 	sum := sha256.Sum256([]byte(cfg.WorkDir))
 	r := &Runner{cfg: cfg, bwrap: bw, log: log, limiter: pickLimiter(hex.EncodeToString(sum[:6])), python: "/usr/bin/python3",
-		drop: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(), root: cfg.Rootfs}
+		drop: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(), root: cfg.Rootfs,
+		warm: warmPool{budget: cfg.WarmMemory, coming: map[string]int{}, wanted: map[string]time.Time{}}}
 	if r.drop {
 		r.uid, r.gid = cmp.Or(cfg.UID, 65534), cmp.Or(cfg.GID, 65534)
 		// Until New makes the view, the sandbox's uid may not reach the root filesystem:
@@ -224,6 +229,7 @@ func (r *Runner) Name() string { return "bwrap" }
 // Close implements runner.Runner: it removes this server's cgroups and its view.
 func (r *Runner) Close() error {
 	r.unparkAll()
+	r.warm.closeAll(r)
 	r.pending.Wait()
 	r.limiter.close()
 	if r.view != "" {
@@ -337,8 +343,18 @@ func (r *Runner) shim() string {
 	return r.shimDir
 }
 
-// Run implements runner.Runner.
+// Run implements runner.Runner. A run whose script imports what a parked interpreter
+// preloaded takes it (warm.go); any other starts its own sandbox.
 func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, error) {
+	modules := runner.Imports(spec.Script)
+	defer r.warm.refill(r, modules, spec.Limits)
+	if w := r.warm.take(modules, spec.Limits); w != nil {
+		res, err := r.runWarm(ctx, w, spec)
+		if !errors.Is(err, errWarmDead) {
+			return res, err
+		}
+		r.log.Warn("a parked interpreter had ended; the run starts cold", "run", spec.ID)
+	}
 	scratch := filepath.Join(r.cfg.WorkDir, "runs", spec.ID)
 	if err := os.MkdirAll(filepath.Join(scratch, "output"), 0o755); err != nil {
 		return runner.Result{}, err
@@ -349,13 +365,8 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		os.RemoveAll(scratch)
 	}()
 	l := spec.Limits
-	if r.tmpfsOut {
-		output := filepath.Join(scratch, "output")
-		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700,uid=%d,gid=%d", max(l.OutputBytes, 4096), runner.OutputInodes, r.uid, r.gid)
-		if err := syscall.Mount("tmpfs", output, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
-			return runner.Result{}, fmt.Errorf("mounting the output tmpfs: %w", err)
-		}
-		m = append(m, output)
+	if err := r.mountOutput(scratch, l, &m); err != nil {
+		return runner.Result{}, err
 	}
 	c, err := r.runArgs(spec, scratch, &m)
 	if err != nil {
@@ -363,11 +374,35 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	}
 	// Every file the run writes is capped at the output limit: /work/result.json lives on
 	// the data disk, and without the server's tmpfs so does /work/output.
-	ex, err := r.execute(ctx, process{name: spec.ID, cmd: c, limits: l, fsize: max(l.OutputBytes, maxResultBytes), onLine: spec.OnLine, run: true})
+	ex, err := r.execute(ctx, process{name: spec.ID, cmd: c, limits: l, fsize: runFsize(l), onLine: spec.OnLine, run: true})
 	res := runner.Result{ExecResult: ex}
 	if err != nil {
 		return res, err
 	}
+	return res, r.collect(scratch, spec, &res)
+}
+
+// runFsize is the RLIMIT_FSIZE of a run under l.
+func runFsize(l runner.Limits) int64 { return max(l.OutputBytes, maxResultBytes) }
+
+// mountOutput mounts a tmpfs capped at l's output limit on scratch/output, when the
+// server may mount (it is root), adding it to m.
+func (r *Runner) mountOutput(scratch string, l runner.Limits, m *mounts) error {
+	if !r.tmpfsOut {
+		return nil
+	}
+	output := filepath.Join(scratch, "output")
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700,uid=%d,gid=%d", max(l.OutputBytes, 4096), runner.OutputInodes, r.uid, r.gid)
+	if err := syscall.Mount("tmpfs", output, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mounting the output tmpfs: %w", err)
+	}
+	*m = append(*m, output)
+	return nil
+}
+
+// collect reads the result.json a run left in scratch, and hands its output to
+// spec.Collect.
+func (r *Runner) collect(scratch string, spec runner.Spec, res *runner.Result) error {
 	if f, err := os.Open(filepath.Join(scratch, "result.json")); err == nil {
 		b, _ := io.ReadAll(io.LimitReader(f, maxResultBytes+1))
 		f.Close()
@@ -375,24 +410,25 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 			res.ResultJSON = b
 		}
 	}
-	if spec.Collect != nil {
-		// The output tmpfs caps the blocks written, not what sparse files claim.
-		if res.LeftOut, err = runner.FitDir(filepath.Join(scratch, "output"), l.OutputBytes); err != nil {
-			return res, fmt.Errorf("sizing /work/output: %w", err)
-		}
-		if err := spec.Collect(filepath.Join(scratch, "output")); err != nil {
-			return res, fmt.Errorf("collecting /work/output: %w", err)
-		}
+	if spec.Collect == nil {
+		return nil
 	}
-	return res, nil
+	var err error
+	// The output tmpfs caps the blocks written, not what sparse files claim.
+	if res.LeftOut, err = runner.FitDir(filepath.Join(scratch, "output"), spec.Limits.OutputBytes); err != nil {
+		return fmt.Errorf("sizing /work/output: %w", err)
+	}
+	if err := spec.Collect(filepath.Join(scratch, "output")); err != nil {
+		return fmt.Errorf("collecting /work/output: %w", err)
+	}
+	return nil
 }
 
 // runArgs writes script.py, memory.json and an empty result.json into scratch (which
 // holds output/), hands what the sandbox writes to its uid, lets it read the rest, mounts
 // what it needs into the view (adding to m), and returns the command line of the run.
 func (r *Runner) runArgs(spec runner.Spec, scratch string, m *mounts) (*cmdline, error) {
-	script, result, output := filepath.Join(scratch, "script.py"), filepath.Join(scratch, "result.json"), filepath.Join(scratch, "output")
-	memory := filepath.Join(scratch, "memory.json")
+	script, memory := filepath.Join(scratch, "script.py"), filepath.Join(scratch, "memory.json")
 	for p, body := range map[string][]byte{script: spec.Script, memory: runner.MemoryJSON(spec.Memory)} {
 		if err := os.WriteFile(p, body, 0o440); err != nil {
 			return nil, err
@@ -401,13 +437,8 @@ func (r *Runner) runArgs(spec runner.Spec, scratch string, m *mounts) (*cmdline,
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(result, nil, 0o600); err != nil {
+	if err := r.handOut(scratch); err != nil {
 		return nil, err
-	}
-	for _, p := range []string{result, output} {
-		if err := os.Lchown(p, r.uid, r.gid); err != nil {
-			return nil, fmt.Errorf("handing %s to the sandbox's uid: %w", filepath.Base(p), err)
-		}
 	}
 	if err := r.shareTree(spec.InputDir); err != nil {
 		return nil, fmt.Errorf("letting the sandbox read its input: %w", err)
@@ -423,12 +454,39 @@ func (r *Runner) runArgs(spec runner.Spec, scratch string, m *mounts) (*cmdline,
 		}
 		input = filepath.Join(src, "input")
 	}
+	c, err := r.workArgs(src, input, spec.Limits)
+	if err != nil {
+		return nil, err
+	}
+	c.args = setenv(c.args, runner.Env("/tmp/home", spec.Env))
+	c.command = []string{r.python, "-s", "-B", shim.Entry}
+	return c, nil
+}
 
+// handOut makes scratch's empty result.json and hands it and output/ to the sandbox's
+// uid: the two things a run writes.
+func (r *Runner) handOut(scratch string) error {
+	result, output := filepath.Join(scratch, "result.json"), filepath.Join(scratch, "output")
+	if err := os.WriteFile(result, nil, 0o600); err != nil {
+		return err
+	}
+	for _, p := range []string{result, output} {
+		if err := os.Lchown(p, r.uid, r.gid); err != nil {
+			return fmt.Errorf("handing %s to the sandbox's uid: %w", filepath.Base(p), err)
+		}
+	}
+	return nil
+}
+
+// workArgs is the sandbox of a run whose files bwrap finds in src (script.py,
+// memory.json, output/, result.json) and input: everything but its environment and
+// command.
+func (r *Runner) workArgs(src, input string, l runner.Limits) (*cmdline, error) {
 	c := &cmdline{}
 	if err := r.baseArgs(c); err != nil {
 		return nil, err
 	}
-	tmp := strconv.FormatInt(max(spec.Limits.TmpBytes, 4096), 10)
+	tmp := strconv.FormatInt(max(l.TmpBytes, 4096), 10)
 	c.args = append(c.args, "--size", tmp, "--tmpfs", "/tmp", "--dir", "/tmp/home",
 		// /dev is a tmpfs bwrap makes: give shared memory its own capped tmpfs, and make
 		// the rest read-only (writing to /dev/null and friends still works).
@@ -447,8 +505,6 @@ func (r *Runner) runArgs(spec runner.Spec, scratch string, m *mounts) (*cmdline,
 		// mount point exists. /tmp and /work/output are mounts of their own and stay writable.
 		"--remount-ro", "/",
 		"--chdir", "/work")
-	c.args = setenv(c.args, runner.Env("/tmp/home", spec.Env))
-	c.command = []string{r.python, "-s", "-B", shim.Entry}
 	return c, nil
 }
 
@@ -478,7 +534,7 @@ func (r *Runner) BareLimited(spec runner.Spec, scratch string) (run func(context
 		return nil, nil, err
 	}
 	run = func(ctx context.Context) (runner.ExecResult, error) {
-		return r.execute(ctx, process{name: spec.ID, cmd: c, limits: spec.Limits, fsize: max(spec.Limits.OutputBytes, maxResultBytes), run: true})
+		return r.execute(ctx, process{name: spec.ID, cmd: c, limits: spec.Limits, fsize: runFsize(spec.Limits), run: true})
 	}
 	return run, func() { c.close(); m.undo() }, nil
 }
@@ -546,7 +602,7 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 		seccomp := p.cmd.files[0]
 		p.cmd.files = nil
 		var err error
-		if pr, err = r.spawn(p.name, l, seccomp, p.cmd.command, p.fsize, p.stdin); err != nil {
+		if pr, err = r.spawn(p.name, l, seccomp, p.cmd.command, p.fsize, p.stdin, nil); err != nil {
 			return runner.ExecResult{}, err
 		}
 		if err := r.release(pr, opts); err != nil {
@@ -554,18 +610,24 @@ func (r *Runner) execute(ctx context.Context, p process) (runner.ExecResult, err
 			return runner.ExecResult{}, err
 		}
 	}
-	defer r.destroy(pr.g, pr.name)
 	r.refill(p)
+	return r.wait(ctx, pr, l, p.onLine, start)
+}
 
-	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: p.onLine}
-	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: p.onLine}
+// wait captures the output of pr, a released bwrap, kills the whole sandbox at l's wall
+// time (counted from start) or when ctx ends, and returns how it ended. It removes pr's
+// group.
+func (r *Runner) wait(ctx context.Context, pr *proc, l runner.Limits, onLine func(string, []byte), start time.Time) (runner.ExecResult, error) {
+	defer r.destroy(pr.g, pr.name)
+	stdout := &runner.Capture{Max: l.LogBytes, Stream: "stdout", OnLine: onLine}
+	stderr := &runner.Capture{Max: l.LogBytes, Stream: "stderr", OnLine: onLine}
 	pr.stdout.set(stdout)
 	pr.stderr.set(stderr)
 	cmd := pr.cmd
 	var timedOut atomic.Bool
 	var once sync.Once
 	kill := func() { once.Do(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) }
-	timer := time.AfterFunc(l.WallTime, func() { timedOut.Store(true); kill() })
+	timer := time.AfterFunc(l.WallTime-time.Since(start), func() { timedOut.Store(true); kill() })
 	stop := context.AfterFunc(ctx, kill)
 	waitErr := cmd.Wait()
 	timer.Stop()

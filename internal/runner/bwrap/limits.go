@@ -43,6 +43,8 @@ type group interface {
 	// rlimits are the per-process limits the group needs beside its own.
 	rlimits() []rlimit
 	oomKilled() bool
+	// memory is what the group's processes hold now (0: not known).
+	memUsage() int64
 	destroy() error
 }
 
@@ -177,6 +179,8 @@ func (g *v2group) rlimits() []rlimit   { return nil }
 func (g *v2group) oomKilled() bool {
 	return counter(filepath.Join(g.dir, "memory.events"), "oom_kill") > 0
 }
+
+func (g *v2group) memUsage() int64 { return readInt(filepath.Join(g.dir, "memory.current")) }
 
 func (g *v2group) destroy() error {
 	g.fd.Close()
@@ -327,6 +331,13 @@ func (g *v1group) oomKilled() bool {
 	return counter(filepath.Join(g.memory, "memory.oom_control"), "oom_kill") > 0
 }
 
+func (g *v1group) memUsage() int64 {
+	if g.memory == "" {
+		return 0
+	}
+	return readInt(filepath.Join(g.memory, "memory.usage_in_bytes"))
+}
+
 func (g *v1group) destroy() error {
 	var errs []error
 	for _, d := range g.dirs {
@@ -368,6 +379,7 @@ func (r rgroup) rlimits() []rlimit {
 }
 
 func (rgroup) oomKilled() bool { return false }
+func (rgroup) memUsage() int64  { return 0 }
 func (rgroup) destroy() error  { return nil }
 
 // --- helpers ---
@@ -395,6 +407,16 @@ func (l rlimit) shell() string {
 		unit = 512
 	}
 	return fmt.Sprintf("ulimit %s %d || exit 125; ", l.flag, l.bytes/unit)
+}
+
+// readInt reads a cgroup file that holds one number (0 when it can't).
+func readInt(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
 }
 
 // counter reads "name value" from a flat-keyed cgroup file.

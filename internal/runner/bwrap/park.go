@@ -58,15 +58,22 @@ const (
 
 // spawn starts bwrap for command in a new group name under l, with seccomp as its filter
 // (spawn closes it), waiting for its options. fsize is the RLIMIT_FSIZE of the run (0:
-// none).
-func (r *Runner) spawn(name string, l runner.Limits, seccomp *os.File, command []string, fsize int64, stdin io.Reader) (*proc, error) {
+// none). extra are passed on to the command as descriptors 6 and up (spawn closes them).
+func (r *Runner) spawn(name string, l runner.Limits, seccomp *os.File, command []string, fsize int64, stdin io.Reader, extra []*os.File) (*proc, error) {
+	closeExtra := func() {
+		for _, f := range extra {
+			f.Close()
+		}
+	}
 	g, err := r.limiter.start(name, l)
 	if err != nil {
 		seccomp.Close()
+		closeExtra()
 		return nil, err
 	}
 	pr := &proc{g: g, name: name, command: command, limits: l, fsize: fsize, started: make(chan bool, 1)}
 	fail := func(err error) (*proc, error) {
+		closeExtra()
 		r.destroy(g, name)
 		return nil, err
 	}
@@ -83,6 +90,10 @@ func (r *Runner) spawn(name string, l runner.Limits, seccomp *os.File, command [
 		return fail(err)
 	}
 	c.args = []string{"--args", c.fd(argsR)}
+	for _, f := range extra {
+		c.fd(f)
+	}
+	extra = nil
 	cmd := r.command(c)
 	if limits := pr.rlimits(); r.shellLimits && len(limits) > 0 {
 		script := ""
@@ -290,7 +301,7 @@ func (r *Runner) parkOne(p process) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.spawn("park-"+randomHex(6), p.limits, seccomp, p.cmd.command, p.fsize, nil)
+	return r.spawn("park-"+randomHex(6), p.limits, seccomp, p.cmd.command, p.fsize, nil, nil)
 }
 
 // unparkAll ends the parked bwraps, for Close.

@@ -575,3 +575,9 @@ func testConcurrent(t *testing.T, r runner.Runner) {
 	}
 	wg.Wait()
 }
+
+// JSONValue returns the value of the first json output of a succeeded run.
+func JSONValue(t *testing.T, o Outcome) map[string]any {
+	t.Helper()
+	return jsonValue(t, o)
+}

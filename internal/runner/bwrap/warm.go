@@ -1,0 +1,460 @@
+package bwrap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/runner/shim"
+)
+
+// Warm starts (docs/runner-contract.md "Warm starts"). A warm sandbox is a whole run's
+// sandbox made before its run: a scratch directory with an empty script.py, memory.json,
+// input/, output/ (its tmpfs mounted) and result.json, mounted as a run's are, and in it
+// Python already started by shim/skrip_warm.py with some modules imported, waiting on
+// stdin. A run that takes it writes its files into the scratch directory (the mounts
+// show them inside), sends its environment, and waits for it as for any run. It serves
+// that one run; the next gets a new one.
+//
+// Which modules: those the script of the run just finished imports (runner.Imports), so
+// the next run of the same tool, or of a tool importing at least as much, starts warm. A
+// run takes only an interpreter whose modules its own script imports: it never holds
+// memory a cold start would not. At most parkMax are parked (the least recently wanted
+// set makes way), their memory within WarmMemory, and none while the machine's available
+// memory is below twice that.
+
+// warmSandbox is one parked interpreter.
+type warmSandbox struct {
+	pr      *proc
+	name    string
+	scratch string
+	mounts  mounts
+	modules []string
+	key     string // the modules, joined
+	limits  runner.Limits
+	stdin   *os.File // the go message goes here
+	ready   chan struct{} // closed once its modules are imported
+	dead    chan struct{} // closed when Python ended before that
+	memory  int64         // what its group held when it became ready
+}
+
+// warmPool holds the parked interpreters of one runner.
+type warmPool struct {
+	budget int64 // 0: no warm starts
+	mu     sync.Mutex
+	parked []*warmSandbox
+	coming map[string]int // being started, by key
+	wanted map[string]time.Time
+	closed bool
+	warm   int64
+	cold   int64
+}
+
+// sameLimits reports whether a sandbox made for have may serve a run under want: the
+// wall time and the log cap are the server's to apply, everything else is baked in.
+func sameLimits(want, have runner.Limits) bool {
+	want.WallTime, have.WallTime = 0, 0
+	want.LogBytes, have.LogBytes = 0, 0
+	return want == have
+}
+
+// take returns a ready parked interpreter that may serve a run importing modules under
+// l, the one with the most modules, or nil.
+func (w *warmPool) take(modules []string, l runner.Limits) *warmSandbox {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.budget <= 0 {
+		return nil
+	}
+	// The best is ready and has the most modules; one still importing them is better
+	// than none, since it started before this run.
+	best, bestScore := -1, -1
+	for i, s := range w.parked {
+		score := 2 * len(s.modules)
+		select {
+		case <-s.dead:
+			continue
+		case <-s.ready:
+			score += 1000
+		default:
+		}
+		if sameLimits(l, s.limits) && runner.Covers(modules, s.modules) && score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	if best < 0 {
+		w.cold++
+		return nil
+	}
+	s := w.parked[best]
+	w.parked = slices.Delete(w.parked, best, best+1)
+	w.warm++
+	return s
+}
+
+// refill parks an interpreter for runs importing modules under l, in the background,
+// when fewer than parkMax are parked for them: into a free place, or the place of the
+// set wanted longest ago. It parks none past the memory budget or under memory pressure.
+func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
+	key := strings.Join(modules, ",")
+	w.mu.Lock()
+	if w.budget <= 0 || w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.wanted[key] = time.Now()
+	have, held := w.coming[key], int64(0)
+	total := len(w.parked)
+	for _, n := range w.coming {
+		total += n
+	}
+	for _, s := range w.parked {
+		if s.key == key && sameLimits(l, s.limits) {
+			have++
+		}
+		held += s.memory
+	}
+	var evict *warmSandbox
+	if have >= parkMax || (total >= parkMax && have > 0) {
+		w.mu.Unlock()
+		return
+	}
+	if total >= parkMax {
+		oldest := -1
+		for i, s := range w.parked {
+			if s.key != key && (oldest < 0 || w.wanted[s.key].Before(w.wanted[w.parked[oldest].key])) {
+				oldest = i
+			}
+		}
+		if oldest < 0 {
+			w.mu.Unlock()
+			return
+		}
+		evict = w.parked[oldest]
+		held -= evict.memory
+		w.parked = slices.Delete(w.parked, oldest, oldest+1)
+	}
+	if held >= w.budget || underPressure(w.budget) {
+		w.mu.Unlock()
+		if evict != nil {
+			evict.discard(r)
+		}
+		return
+	}
+	w.coming[key]++
+	r.pending.Add(1)
+	w.mu.Unlock()
+	if evict != nil {
+		evict.discard(r)
+	}
+	go func() {
+		defer r.pending.Done()
+		s, err := r.parkWarm(modules, l)
+		w.mu.Lock()
+		w.coming[key]--
+		if w.coming[key] == 0 {
+			delete(w.coming, key)
+		}
+		closed := w.closed
+		if err == nil && !closed {
+			w.parked = append(w.parked, s)
+		}
+		w.mu.Unlock()
+		switch {
+		case err != nil:
+			r.log.Warn("parking a warm interpreter for the next run", "modules", key, "error", err)
+		case closed:
+			s.discard(r)
+		default:
+			go s.measure(r, w)
+		}
+	}()
+}
+
+// underPressure reports whether the machine's available memory is below twice what
+// parked interpreters may hold.
+func underPressure(budget int64) bool {
+	avail, ok := runner.MemoryAvailable()
+	return ok && avail < 2*budget
+}
+
+// measure waits for s to become ready and records the memory its group holds then: a
+// parked interpreter that holds more than the budget alone is given up.
+func (s *warmSandbox) measure(r *Runner, w *warmPool) {
+	select {
+	case <-s.ready:
+	case <-time.After(time.Minute):
+	}
+	mem := s.pr.g.memUsage()
+	w.mu.Lock()
+	s.memory = mem
+	over := mem > w.budget && slices.Contains(w.parked, s)
+	if over {
+		w.parked = slices.DeleteFunc(w.parked, func(p *warmSandbox) bool { return p == s })
+	}
+	w.mu.Unlock()
+	if over {
+		r.log.Warn("a parked interpreter holds more than SKRIP_RUNNER_WARM_MEMORY; given up", "modules", s.key, "memory", runner.HumanBytes(mem))
+		s.discard(r)
+	}
+}
+
+// stats implements runner.Warmer.
+func (w *warmPool) stats() runner.WarmStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := runner.WarmStats{Budget: w.budget, Warm: w.warm, Cold: w.cold}
+	for _, s := range w.parked {
+		select {
+		case <-s.ready:
+			st.Parked++
+			st.Bytes += s.memory
+		default:
+		}
+	}
+	return st
+}
+
+// closeAll gives up every parked interpreter, for Close.
+func (w *warmPool) closeAll(r *Runner) {
+	w.mu.Lock()
+	w.closed = true
+	parked := w.parked
+	w.parked = nil
+	w.mu.Unlock()
+	for _, s := range parked {
+		s.discard(r)
+	}
+}
+
+// WarmStats implements runner.Warmer.
+func (r *Runner) WarmStats() runner.WarmStats { return r.warm.stats() }
+
+// parkWarm makes a run's sandbox ahead of its run, with Python importing modules in it.
+func (r *Runner) parkWarm(modules []string, l runner.Limits) (s *warmSandbox, err error) {
+	name := "warm-" + randomHex(6)
+	s = &warmSandbox{name: name, modules: modules, key: strings.Join(modules, ","), limits: l, ready: make(chan struct{}), dead: make(chan struct{}),
+		scratch: filepath.Join(r.cfg.WorkDir, "runs", name)}
+	defer func() {
+		if err != nil {
+			s.mounts.undo()
+			os.RemoveAll(s.scratch)
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(s.scratch, "output"), 0o755); err != nil {
+		return nil, err
+	}
+	for _, f := range []string{"script.py", "memory.json"} {
+		p := filepath.Join(s.scratch, f)
+		if err := os.WriteFile(p, nil, 0o640); err != nil {
+			return nil, err
+		}
+		if err := r.share(p, 0o040); err != nil {
+			return nil, err
+		}
+	}
+	input := filepath.Join(s.scratch, "input")
+	if err := os.Mkdir(input, 0o750); err != nil {
+		return nil, err
+	}
+	if err := r.share(input, 0o050); err != nil {
+		return nil, err
+	}
+	if err := r.mountOutput(s.scratch, l, &s.mounts); err != nil {
+		return nil, err
+	}
+	if err := r.handOut(s.scratch); err != nil {
+		return nil, err
+	}
+	src := s.scratch
+	if r.view != "" {
+		src = filepath.Join(r.view, "runs", name)
+		if err := s.mounts.bind(s.scratch, src); err != nil {
+			return nil, err
+		}
+	}
+	c, err := r.workArgs(src, filepath.Join(src, "input"), l)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	// Only what every run shares: the run's own variables come with its go message.
+	c.args = setenv(c.args, runner.Env("/tmp/home", nil))
+	c.command = append([]string{r.python, "-s", "-B", shim.Dir + "/skrip_warm.py", "--ready-fd", "6"}, modules...)
+	opts := append([]string{"--json-status-fd", statusFD}, c.args...)
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return nil, err
+	}
+	seccomp := c.files[0]
+	c.files = nil
+	pr, err := r.spawn(name, l, seccomp, c.command, runFsize(l), stdinR, []*os.File{readyW})
+	stdinR.Close()
+	if err != nil {
+		stdinW.Close()
+		readyR.Close()
+		return nil, err
+	}
+	if err := r.release(pr, opts); err != nil {
+		stdinW.Close()
+		readyR.Close()
+		pr.kill()
+		return nil, err
+	}
+	s.pr, s.stdin = pr, stdinW
+	go func() {
+		// One byte once the modules are imported; EOF if Python died first (then the
+		// sandbox is not ready, and its run would only find it dead).
+		var b [1]byte
+		n, _ := readyR.Read(b[:])
+		readyR.Close()
+		if n == 1 {
+			close(s.ready)
+		} else {
+			close(s.dead)
+		}
+	}()
+	return s, nil
+}
+
+// discard ends a parked interpreter no run took, and removes its scratch directory.
+func (s *warmSandbox) discard(r *Runner) {
+	s.stdin.Close()
+	s.pr.kill()
+	s.mounts.undo()
+	os.RemoveAll(s.scratch)
+}
+
+// errWarmDead means a warm sandbox's Python ended before its run came: the run starts
+// cold instead.
+var errWarmDead = errors.New("the warm interpreter ended before its run")
+
+// runWarm runs spec in s: its files go into s's scratch directory, its environment to
+// the waiting interpreter.
+func (r *Runner) runWarm(ctx context.Context, s *warmSandbox, spec runner.Spec) (runner.Result, error) {
+	start := time.Now()
+	defer func() {
+		s.mounts.undo()
+		os.RemoveAll(s.scratch)
+	}()
+	// One still importing is waited for as long as the run could have taken.
+	timeout := time.NewTimer(spec.Limits.WallTime)
+	defer timeout.Stop()
+	select {
+	case <-s.ready:
+	case <-s.dead:
+		s.stdin.Close()
+		s.pr.kill()
+		return runner.Result{}, errWarmDead
+	case <-timeout.C:
+		s.stdin.Close()
+		s.pr.kill()
+		return runner.Result{}, errWarmDead
+	case <-ctx.Done():
+		s.stdin.Close()
+		s.pr.kill()
+		return runner.Result{}, ctx.Err()
+	}
+	if err := r.fillWarm(s, spec); err != nil {
+		s.stdin.Close()
+		s.pr.kill()
+		return runner.Result{}, err
+	}
+	msg, err := json.Marshal(map[string]any{"env": runner.Env("/tmp/home", spec.Env)})
+	if err == nil {
+		_, err = s.stdin.Write(msg)
+	}
+	if cerr := s.stdin.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		s.pr.kill()
+		return runner.Result{}, fmt.Errorf("starting the run in a warm sandbox: %w", err)
+	}
+	ex, err := r.wait(ctx, s.pr, spec.Limits, spec.OnLine, start)
+	res := runner.Result{ExecResult: ex}
+	if err != nil {
+		return res, err
+	}
+	return res, r.collect(s.scratch, spec, &res)
+}
+
+// fillWarm writes spec's script and memory over s's empty ones (in place: the sandbox
+// mounted those files) and puts its input files into s's input directory: linked when
+// they are on the same file system, else copied.
+func (r *Runner) fillWarm(s *warmSandbox, spec runner.Spec) error {
+	for f, body := range map[string][]byte{"script.py": spec.Script, "memory.json": runner.MemoryJSON(spec.Memory)} {
+		if err := os.WriteFile(filepath.Join(s.scratch, f), body, 0); err != nil {
+			return err
+		}
+	}
+	if err := r.shareTree(spec.InputDir); err != nil {
+		return fmt.Errorf("letting the sandbox read its input: %w", err)
+	}
+	dst := filepath.Join(s.scratch, "input")
+	return filepath.WalkDir(spec.InputDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(spec.InputDir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			if err := os.Mkdir(to, 0o750); err != nil {
+				return err
+			}
+			return r.share(to, 0o050)
+		case d.Type().IsRegular():
+			if err := os.Link(p, to); err == nil {
+				return nil
+			} else if !errors.Is(err, os.ErrPermission) && !isCrossDevice(err) {
+				return err
+			}
+			return r.copyInput(p, to)
+		}
+		return nil // the input holds only files and directories
+	})
+}
+
+// copyInput copies the input file p to to, readable by the sandbox.
+func (r *Runner) copyInput(p, to string) error {
+	in, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return r.share(to, 0o040)
+}
+
+func isCrossDevice(err error) bool { return errors.Is(err, syscall.EXDEV) }

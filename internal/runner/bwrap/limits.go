@@ -379,7 +379,7 @@ func (r rgroup) rlimits() []rlimit {
 }
 
 func (rgroup) oomKilled() bool { return false }
-func (rgroup) memUsage() int64  { return 0 }
+func (rgroup) memUsage() int64 { return 0 }
 func (rgroup) destroy() error  { return nil }
 
 // --- helpers ---

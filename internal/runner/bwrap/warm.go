@@ -43,7 +43,7 @@ type warmSandbox struct {
 	modules []string
 	key     string // the modules, joined
 	limits  runner.Limits
-	stdin   *os.File // the go message goes here
+	stdin   *os.File      // the go message goes here
 	ready   chan struct{} // closed once its modules are imported
 	dead    chan struct{} // closed when Python ended before that
 	memory  int64         // what its group held when it became ready

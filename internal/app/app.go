@@ -227,7 +227,8 @@ func node(cfg config.Config) string { return cfg.Node() }
 // SKRIP_BWRAP_ROOTFS, or when that is empty the rootfs scripts/deps.sh and `skrip
 // runner-image build` prepare (rootfs.DefaultDir) if it is there, else the host's /usr.
 func BwrapConfig(cfg config.Config) bwrap.Config {
-	return bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: rootfs.Choose(cfg.BwrapRootfs), UID: cfg.BwrapUID, GID: cfg.BwrapGID}
+	return bwrap.Config{WorkDir: cfg.Path("work", "bwrap"), Rootfs: rootfs.Choose(cfg.BwrapRootfs), UID: cfg.BwrapUID, GID: cfg.BwrapGID,
+		WarmMemory: cfg.RunnerWarmMemory}
 }
 
 // OpenRunner opens the sandbox SKRIP_RUNNER names: docker (the engine must answer and

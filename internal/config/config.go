@@ -60,6 +60,7 @@ type Config struct {
 	RunnerImage         string
 	BwrapRootfs         string
 	BwrapUID            int
+	RunnerWarmMemory    int64
 	BwrapGID            int
 	RunTimeout          time.Duration
 	EditorRunTimeout    time.Duration
@@ -242,6 +243,7 @@ func Settings() []Setting {
 		{Name: "run-output-bytes", Default: "104857600", Help: "size of a run's /work/output", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunOutputBytes })},
 		{Name: "run-log-bytes", Default: "200000", Help: "bytes of stdout and of stderr kept per run", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunLogBytes })},
 		{Name: "runner-concurrency", Default: "auto", Help: "runs executing at once on this server: auto is the number of CPUs; 0 runs none here, leaving them to workers, and `skrip serve` refuses it outside cluster mode (SKRIP_NATS_URL set, SKRIP_BLOB=nats and a postgres:// SKRIP_DATABASE_URL)", kind: kCount, bind: count(func(c *Config) *int { return &c.RunnerConcurrency })},
+		{Name: "runner-warm-memory", Default: "512MiB", Help: "memory that Python interpreters parked ahead of runs, with the modules recent tools import already imported, may hold together (docs/runner-contract.md \"Warm starts\"); none are parked while the machine's available memory is below twice this; 0 parks none, and every run starts Python itself", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.RunnerWarmMemory })},
 		{Name: "runner-queue", Default: "64", Help: "runs waiting for a worker before new ones get 503", kind: kInt, bind: intv(func(c *Config) *int { return &c.RunnerQueue })},
 		{Name: "runs-per-user", Default: "8", Help: "runs one user may have queued and running at once, in the whole cluster; past it that user's new runs get 429 (0: no cap)", kind: kInt, bind: intv(func(c *Config) *int { return &c.RunsPerUser })},
 		{Name: "worker-id", Default: "", Shown: "a hash of the host name and the data dir", Help: "name of this worker among a cluster's, in its heartbeat and on the runs it claims", bind: str(func(c *Config) *string { return &c.WorkerID })},

@@ -140,6 +140,7 @@ func (a *App) open(ctx context.Context) error {
 		return err
 	}
 	a.closers = append(a.closers, a.Runner.Close)
+	registerWarm(a.Metrics, a.Runner)
 	sbCfg := SandboxConfig(a.cfg)
 	if sbCfg.MemoryBudget, err = SandboxBudget(ctx, a.cfg, a.Runner); err != nil {
 		return err
@@ -222,6 +223,16 @@ func SandboxBudget(ctx context.Context, cfg config.Config, r runner.Sandboxes) (
 
 // node names this server among those sharing a database: its host and data dir.
 func node(cfg config.Config) string { return cfg.Node() }
+
+// registerWarm exports the parked interpreters of rn, when it parks any.
+func registerWarm(m *metrics.Metrics, rn runner.Runner) {
+	if w, ok := rn.(runner.Warmer); ok {
+		m.RegisterWarm(func() (int, int64, int64, int64, int64) {
+			st := w.WarmStats()
+			return st.Parked, st.Bytes, st.Budget, st.Warm, st.Cold
+		})
+	}
+}
 
 // BwrapConfig is the bwrap runner's configuration from the settings. Its root is
 // SKRIP_BWRAP_ROOTFS, or when that is empty the rootfs scripts/deps.sh and `skrip

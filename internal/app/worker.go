@@ -77,6 +77,7 @@ func RunWorker(ctx context.Context, cfg config.Config, ln net.Listener, log *slo
 		return err
 	}
 	m := metrics.New()
+	registerWarm(m, rn)
 	conc := cfg.RunnerConcurrency
 	if conc < 0 {
 		conc = runtime.NumCPU()

@@ -237,7 +237,23 @@ func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) 
 	rt, rtErr := rootfs.ReadRuntime(cmp.Or(root, "/"))
 	warnMissing(w, rt)
 	printLimits(ctx, w, r, cfg)
+	printWarm(w, r, cfg)
 	printRuntime(w, source, rt, rtErr)
+}
+
+// printWarm shows the warm starts' budget, and what interpreters a server on this work
+// directory has parked now.
+func printWarm(w io.Writer, r *bwrap.Runner, cfg config.Config) {
+	if cfg.RunnerWarmMemory <= 0 {
+		fmt.Fprintf(w, "\nWarm starts\toff\tSKRIP_RUNNER_WARM_MEMORY is 0: every run starts Python itself\n")
+		return
+	}
+	fmt.Fprintf(w, "\nWarm starts\ton\tinterpreters parked ahead of runs may hold %s (SKRIP_RUNNER_WARM_MEMORY)\n", runner.HumanBytes(cfg.RunnerWarmMemory))
+	if n, bytes, ok := r.WarmOnMachine(); ok {
+		fmt.Fprintf(w, "  parked now\t%d\thold %s (parked by a server on this data dir, or running their run)\n", n, runner.HumanBytes(bytes))
+	} else {
+		fmt.Fprintf(w, "  parked now\tNOT known\tno cgroups here to read their memory from\n")
+	}
 }
 
 // runtimeHowTo says how to get skrip's runtime.

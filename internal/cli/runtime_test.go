@@ -17,7 +17,9 @@ import (
 func doctorWith(t *testing.T, vars map[string]string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	vars["SKRIP_DATA_DIR"] = t.TempDir()
+	if vars["SKRIP_DATA_DIR"] == "" {
+		vars["SKRIP_DATA_DIR"] = t.TempDir()
+	}
 	if code := Main(context.Background(), []string{"doctor"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }); code != 0 {
 		t.Fatalf("doctor: %d %s", code, errOut.String())
 	}

@@ -124,3 +124,30 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// WarmSource is a runner that parks interpreters ahead of runs (runner.Warmer): its
+// numbers, read at each scrape.
+type WarmSource func() (parked int, bytes, budget, warm, cold int64)
+
+// RegisterWarm exports what a runner's parked interpreters hold
+// (docs/runner-contract.md "Warm starts").
+func (m *Metrics) RegisterWarm(src WarmSource) {
+	get := func(i int) func() float64 {
+		return func() float64 {
+			p, b, bud, w, c := src()
+			return [...]float64{float64(p), float64(b), float64(bud), float64(w), float64(c)}[i]
+		}
+	}
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "skrip_runner_parked_interpreters",
+			Help: "Python interpreters parked ahead of runs, ready, with the modules recent tools import already imported."}, get(0)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "skrip_runner_parked_bytes",
+			Help: "Memory the parked interpreters hold together (their sandboxes' cgroups, measured when each became ready)."}, get(1)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "skrip_runner_parked_budget_bytes",
+			Help: "Memory the parked interpreters may hold together (SKRIP_RUNNER_WARM_MEMORY)."}, get(2)),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "skrip_runner_warm_starts_total",
+			Help: "Runs served by a parked interpreter."}, get(3)),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "skrip_runner_cold_starts_total",
+			Help: "Runs that found no parked interpreter for their modules and started Python themselves."}, get(4)),
+	)
+}

@@ -29,6 +29,9 @@ type limiter interface {
 	sweep()
 	// close sweeps and removes this server's own parent groups.
 	close()
+	// usage sums the memory of this server's groups whose names start with prefix,
+	// and counts them (ok false: this limiter can't tell).
+	usage(prefix string) (n int, bytes int64, ok bool)
 }
 
 // A group's process is a bwrap that waits for its options on a pipe (park.go): whatever
@@ -114,6 +117,15 @@ func (v v2) sweep() {
 		os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0)
 		removeCgroup(d)
 	}
+}
+
+func (v v2) usage(prefix string) (int, int64, bool) {
+	dirs, _ := filepath.Glob(filepath.Join(v.base, "skrip-"+v.ns+"-"+prefix+"*"))
+	var sum int64
+	for _, d := range dirs {
+		sum += readInt(filepath.Join(d, "memory.current"))
+	}
+	return len(dirs), sum, true
 }
 
 func (v v2) start(id string, l runner.Limits) (group, error) {
@@ -239,6 +251,15 @@ func (v v1) sweep() {
 	}
 }
 
+func (v v1) usage(prefix string) (int, int64, bool) {
+	dirs, _ := filepath.Glob(filepath.Join(v.memory, prefix+"*"))
+	var sum int64
+	for _, d := range dirs {
+		sum += readInt(filepath.Join(d, "memory.usage_in_bytes"))
+	}
+	return len(dirs), sum, true
+}
+
 func (v v1) start(id string, l runner.Limits) (group, error) {
 	g := &v1group{}
 	for _, c := range []struct {
@@ -353,6 +374,7 @@ type rlimits struct{}
 func (rlimits) name() string { return "rlimits" }
 
 func (rlimits) sweep() {}
+func (rlimits) usage(string) (int, int64, bool) { return 0, 0, false }
 func (rlimits) close() {}
 
 func (rlimits) start(id string, l runner.Limits) (group, error) {

@@ -238,6 +238,12 @@ func (w *warmPool) closeAll(r *Runner) {
 	}
 }
 
+// WarmOnMachine counts the sandboxes on this machine that started warm for the server
+// whose work directory this runner shares, and the memory they hold, from their cgroups
+// (ok false: the limiter can't tell): parked ones, and any running its run now. `skrip
+// doctor` shows it beside a running server.
+func (r *Runner) WarmOnMachine() (n int, bytes int64, ok bool) { return r.limiter.usage("warm-") }
+
 // WarmStats implements runner.Warmer.
 func (r *Runner) WarmStats() runner.WarmStats { return r.warm.stats() }
 

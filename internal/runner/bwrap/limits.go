@@ -373,9 +373,9 @@ type rlimits struct{}
 
 func (rlimits) name() string { return "rlimits" }
 
-func (rlimits) sweep() {}
+func (rlimits) sweep()                          {}
 func (rlimits) usage(string) (int, int64, bool) { return 0, 0, false }
-func (rlimits) close() {}
+func (rlimits) close()                          {}
 
 func (rlimits) start(id string, l runner.Limits) (group, error) {
 	return rgroup{l: l}, nil

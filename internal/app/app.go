@@ -227,9 +227,9 @@ func node(cfg config.Config) string { return cfg.Node() }
 // registerWarm exports the parked interpreters of rn, when it parks any.
 func registerWarm(m *metrics.Metrics, rn runner.Runner) {
 	if w, ok := rn.(runner.Warmer); ok {
-		m.RegisterWarm(func() (int, int64, int64, int64, int64) {
+		m.RegisterWarm(func() (int, int, int64, int64, int64, int64) {
 			st := w.WarmStats()
-			return st.Parked, st.Bytes, st.Budget, st.Warm, st.Cold
+			return st.Parked, st.Coming, st.Bytes, st.Budget, st.Warm, st.Cold
 		})
 	}
 }

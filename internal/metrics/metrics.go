@@ -127,15 +127,15 @@ func New() *Metrics {
 
 // WarmSource is a runner that parks interpreters ahead of runs (runner.Warmer): its
 // numbers, read at each scrape.
-type WarmSource func() (parked int, bytes, budget, warm, cold int64)
+type WarmSource func() (parked, coming int, bytes, budget, warm, cold int64)
 
 // RegisterWarm exports what a runner's parked interpreters hold
 // (docs/runner-contract.md "Warm starts").
 func (m *Metrics) RegisterWarm(src WarmSource) {
 	get := func(i int) func() float64 {
 		return func() float64 {
-			p, b, bud, w, c := src()
-			return [...]float64{float64(p), float64(b), float64(bud), float64(w), float64(c)}[i]
+			p, co, b, bud, w, c := src()
+			return [...]float64{float64(p), float64(b), float64(bud), float64(w), float64(c), float64(co)}[i]
 		}
 	}
 	m.Registry.MustRegister(
@@ -149,5 +149,7 @@ func (m *Metrics) RegisterWarm(src WarmSource) {
 			Help: "Runs served by a parked interpreter."}, get(3)),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "skrip_runner_cold_starts_total",
 			Help: "Runs that found no parked interpreter for their modules and started Python themselves."}, get(4)),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "skrip_runner_parking_interpreters",
+			Help: "Interpreters being parked: started, importing their modules, not ready yet."}, get(5)),
 	)
 }

@@ -71,6 +71,7 @@ func Covers(want, have []string) bool {
 // WarmStats is what a runner's parked interpreters hold now, for metrics and doctor.
 type WarmStats struct {
 	Parked int   // interpreters parked and ready
+	Coming int   // interpreters being started or importing their modules
 	Bytes  int64 // the memory they hold (their cgroups' usage)
 	Budget int64 // what they may hold (SKRIP_RUNNER_WARM_MEMORY)
 	Warm   int64 // runs served by a parked interpreter since start

@@ -99,7 +99,7 @@ func Inspect(cfg Config, log *slog.Logger) (*Runner, error) {
 	sum := sha256.Sum256([]byte(cfg.WorkDir))
 	r := &Runner{cfg: cfg, bwrap: bw, log: log, limiter: pickLimiter(hex.EncodeToString(sum[:6])), python: "/usr/bin/python3",
 		drop: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(), root: cfg.Rootfs,
-		warm: warmPool{budget: cfg.WarmMemory, coming: map[string]int{}, wanted: map[string]time.Time{}}}
+		warm: warmPool{budget: cfg.WarmMemory, coming: map[string]int{}, wanted: map[string]time.Time{}, sizes: map[string]int64{}}}
 	if r.drop {
 		r.uid, r.gid = cmp.Or(cfg.UID, 65534), cmp.Or(cfg.GID, 65534)
 		// Until New makes the view, the sandbox's uid may not reach the root filesystem:
@@ -542,8 +542,12 @@ func (r *Runner) BareLimited(spec runner.Spec, scratch string) (run func(context
 // FloorCommand is the least sandbox a run could be: `bwrap --unshare-all` over the same
 // root, as the same uid, running `python3 -c pass`, with no filter, limits, mounts or
 // shim. Benchmarks launch it as the floor a run's latency is measured against.
-func (r *Runner) FloorCommand() *exec.Cmd {
-	c := &cmdline{args: []string{"--unshare-all", "--die-with-parent"}, command: []string{r.python, "-c", "pass"}}
+func (r *Runner) FloorCommand() *exec.Cmd { return r.FloorPython("pass") }
+
+// FloorPython is FloorCommand running `python3 -c code` (a writable /tmp, the cwd):
+// what a tool's work costs in the least sandbox.
+func (r *Runner) FloorPython(code string) *exec.Cmd {
+	c := &cmdline{args: []string{"--unshare-all", "--die-with-parent", "--chdir", "/tmp"}, command: []string{r.python, "-c", code}}
 	if r.root != "" {
 		c.args = append(c.args, "--ro-bind", r.root, "/")
 	} else {
@@ -554,7 +558,7 @@ func (r *Runner) FloorCommand() *exec.Cmd {
 			}
 		}
 	}
-	c.args = append(c.args, "--proc", "/proc", "--dev", "/dev")
+	c.args = append(c.args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
 	return r.command(c)
 }
 

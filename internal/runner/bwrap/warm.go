@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,9 +31,9 @@ import (
 // Which modules: those the script of the run just finished imports (runner.Imports), so
 // the next run of the same tool, or of a tool importing at least as much, starts warm. A
 // run takes only an interpreter whose modules its own script imports: it never holds
-// memory a cold start would not. At most parkMax are parked (the least recently wanted
-// set makes way), their memory within WarmMemory, and none while the machine's available
-// memory is below twice that.
+// memory a cold start would not. One is parked per set of the tools run lately, at most
+// warmMax, their memory within WarmMemory (the sets wanted longest ago make way), and
+// none while the machine's available memory is below twice that.
 
 // warmSandbox is one parked interpreter.
 type warmSandbox struct {
@@ -55,7 +56,8 @@ type warmPool struct {
 	mu     sync.Mutex
 	parked []*warmSandbox
 	coming map[string]int // being started, by key
-	wanted map[string]time.Time
+	wanted map[string]time.Time // when a run last imported each set
+	sizes  map[string]int64     // what an interpreter of each set held, last measured
 	closed bool
 	warm   int64
 	cold   int64
@@ -103,9 +105,18 @@ func (w *warmPool) take(modules []string, l runner.Limits) *warmSandbox {
 	return s
 }
 
+// warmMax bounds the parked interpreters, whatever the budget: one per module set of
+// the tools run lately, and each a sandbox's processes.
+const warmMax = 8
+
+// warmGuess is what a parked interpreter is taken to hold until it has been measured.
+const warmGuess = 64 << 20
+
 // refill parks an interpreter for runs importing modules under l, in the background,
-// when fewer than parkMax are parked for them: into a free place, or the place of the
-// set wanted longest ago. It parks none past the memory budget or under memory pressure.
+// unless one is parked or coming for them already. Room is made by giving up the
+// interpreters of the sets wanted longest ago: past warmMax, or past the budget (their
+// memory as measured, or as last measured for their set). It parks none under memory
+// pressure.
 func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 	key := strings.Join(modules, ",")
 	w.mu.Lock()
@@ -114,49 +125,52 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 		return
 	}
 	w.wanted[key] = time.Now()
-	have, held := w.coming[key], int64(0)
-	total := len(w.parked)
-	for _, n := range w.coming {
-		total += n
+	if w.coming[key] > 0 {
+		w.mu.Unlock()
+		return
 	}
 	for _, s := range w.parked {
 		if s.key == key && sameLimits(l, s.limits) {
-			have++
-		}
-		held += s.memory
-	}
-	var evict *warmSandbox
-	if have >= parkMax || (total >= parkMax && have > 0) {
-		w.mu.Unlock()
-		return
-	}
-	if total >= parkMax {
-		oldest := -1
-		for i, s := range w.parked {
-			if s.key != key && (oldest < 0 || w.wanted[s.key].Before(w.wanted[w.parked[oldest].key])) {
-				oldest = i
-			}
-		}
-		if oldest < 0 {
 			w.mu.Unlock()
 			return
 		}
-		evict = w.parked[oldest]
-		held -= evict.memory
-		w.parked = slices.Delete(w.parked, oldest, oldest+1)
 	}
-	if held >= w.budget || underPressure(w.budget) {
-		w.mu.Unlock()
-		if evict != nil {
-			evict.discard(r)
+	need := cmp.Or(w.sizes[key], warmGuess)
+	count, held := 0, need
+	for _, n := range w.coming {
+		count += n
+	}
+	for k, n := range w.coming {
+		held += int64(n) * cmp.Or(w.sizes[k], warmGuess)
+	}
+	for _, s := range w.parked {
+		held += cmp.Or(s.memory, w.sizes[s.key], warmGuess)
+	}
+	count += len(w.parked)
+	// The parked ones in the order their sets were last wanted, oldest first.
+	byAge := slices.Clone(w.parked)
+	slices.SortStableFunc(byAge, func(a, b *warmSandbox) int { return w.wanted[a.key].Compare(w.wanted[b.key]) })
+	var evict []*warmSandbox
+	for _, s := range byAge {
+		if count < warmMax && held <= w.budget {
+			break
 		}
-		return
+		evict = append(evict, s)
+		count--
+		held -= cmp.Or(s.memory, w.sizes[s.key], warmGuess)
 	}
-	w.coming[key]++
-	r.pending.Add(1)
+	w.parked = slices.DeleteFunc(w.parked, func(s *warmSandbox) bool { return slices.Contains(evict, s) })
+	park := count < warmMax && held <= w.budget && !underPressure(w.budget)
+	if park {
+		w.coming[key]++
+		r.pending.Add(1)
+	}
 	w.mu.Unlock()
-	if evict != nil {
-		evict.discard(r)
+	for _, s := range evict {
+		s.discard(r)
+	}
+	if !park {
+		return
 	}
 	go func() {
 		defer r.pending.Done()
@@ -199,6 +213,9 @@ func (s *warmSandbox) measure(r *Runner, w *warmPool) {
 	mem := s.pr.g.memUsage()
 	w.mu.Lock()
 	s.memory = mem
+	if mem > 0 {
+		w.sizes[s.key] = mem
+	}
 	over := mem > w.budget && slices.Contains(w.parked, s)
 	if over {
 		w.parked = slices.DeleteFunc(w.parked, func(p *warmSandbox) bool { return p == s })
@@ -215,12 +232,16 @@ func (w *warmPool) stats() runner.WarmStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := runner.WarmStats{Budget: w.budget, Warm: w.warm, Cold: w.cold}
+	for _, n := range w.coming {
+		st.Coming += n
+	}
 	for _, s := range w.parked {
 		select {
 		case <-s.ready:
 			st.Parked++
 			st.Bytes += s.memory
 		default:
+			st.Coming++
 		}
 	}
 	return st

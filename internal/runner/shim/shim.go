@@ -1,8 +1,9 @@
 // Package shim embeds skrip's Python runner shim and the modules tools import: skrip's own
 // skrip_toolkit and the original hub's skriptoteket_toolkit, tool_errors and pdf_helper
-// (docs/spec.md §5b). A runner writes them to a directory it mounts read-only at Dir and starts
-// Entry; the shim puts that directory on sys.path, calls the tool's run_tool and writes
-// result.json (docs/spec.md §5).
+// (docs/spec.md §5b), and under bin/ the commands a run finds first on its PATH: a pandoc
+// wrapper that takes pandoc 3.8's options. A runner writes them to a directory it mounts
+// read-only at Dir and starts Entry; the shim puts that directory on sys.path, calls the
+// tool's run_tool and writes result.json (docs/spec.md §5).
 package shim
 
 import (

@@ -288,7 +288,27 @@ func printRuntime(w io.Writer, source string, rt []rootfs.Component, err error) 
 			v = "MISSING"
 		}
 		fmt.Fprintf(w, "  %s\t%s\tDebian package %s\n", c.Name, v, c.Package)
+		if c.Name == "pandoc" && c.Version != "" {
+			// The original hub's tools are written for pandoc 3.8 (docs/runner-contract.md).
+			fmt.Fprintf(w, "  pandoc's version\t%s\ttools' pandoc 3.8 options (--syntax-highlighting) reach it through skrip's wrapper, the shim's bin/pandoc\n",
+				upstreamVersion(c.Version))
+		}
 	}
+}
+
+// upstreamVersion is a Debian version without its epoch and its Debian part:
+// "1:3.1.11.1+ds-2" is pandoc's "3.1.11.1".
+func upstreamVersion(v string) string {
+	if _, after, ok := strings.Cut(v, ":"); ok {
+		v = after
+	}
+	if i := strings.LastIndexByte(v, '-'); i > 0 {
+		v = v[:i]
+	}
+	if i := strings.IndexAny(v, "+~"); i > 0 {
+		v = v[:i]
+	}
+	return v
 }
 
 // printLimits says how r enforces the limits of tool runs and of agent sandboxes.

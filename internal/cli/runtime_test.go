@@ -50,6 +50,16 @@ func wantRuntime(t *testing.T, out, dir string) {
 			t.Errorf("doctor's line for %s is %q, want version %s of %s", c.Name, line, c.Version, c.Package)
 		}
 	}
+	// pandoc's own version, as `pandoc --version` says it, with how 3.8's options reach it.
+	var pandoc string
+	for _, l := range strings.Split(section, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "pandoc's version ") {
+			pandoc = l
+		}
+	}
+	if !strings.Contains(pandoc, " 3.1.") || strings.Contains(pandoc, "+ds") || !strings.Contains(pandoc, "--syntax-highlighting") {
+		t.Errorf("doctor's line for pandoc's version is %q", pandoc)
+	}
 	if !strings.Contains(section, "Python ") || !strings.Contains(section, " 3.13.") {
 		t.Errorf("doctor does not report Python 3.13:\n%s", section)
 	}
@@ -123,6 +133,20 @@ func TestDoctorFindsTheDefaultRootfs(t *testing.T) {
 	for _, want := range []string{"root " + rootfs.DefaultDir + ";", "Runtime (" + rootfs.DefaultDir + ", read from"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestUpstreamVersion(t *testing.T) {
+	for v, want := range map[string]string{
+		"3.1.11.1+ds-2":    "3.1.11.1",
+		"1:3.1.11.1+ds-2":  "3.1.11.1",
+		"3.8-1~bpo13+1":    "3.8",
+		"2.17.1.1-2~deb12": "2.17.1.1",
+		"3.8":              "3.8",
+	} {
+		if got := upstreamVersion(v); got != want {
+			t.Errorf("upstreamVersion(%q) = %q, want %q", v, got, want)
 		}
 	}
 }

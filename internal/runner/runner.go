@@ -149,6 +149,23 @@ func Env(home string, extra map[string]string) map[string]string {
 	return env
 }
 
+// RunEnv is the environment of a tool's run: Env with home as HOME, bin (where the runner
+// put the shim's commands, such as the pandoc wrapper) first on PATH, and XDG_CACHE_HOME
+// a directory under home the runner makes, where tools' libraries keep their caches
+// (docs/runner-contract.md). extra is added over it.
+func RunEnv(home, bin string, extra map[string]string) map[string]string {
+	env := Env(home, nil)
+	env["PATH"] = bin + ":" + env["PATH"]
+	env["XDG_CACHE_HOME"] = CacheDir(home)
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// CacheDir is a run's XDG_CACHE_HOME under its home, which the runner makes.
+func CacheDir(home string) string { return home + "/.cache" }
+
 // SortedKeys returns the keys of env in order, so command lines are stable.
 func SortedKeys(env map[string]string) []string {
 	keys := make([]string, 0, len(env))

@@ -458,7 +458,7 @@ func (r *Runner) runArgs(spec runner.Spec, scratch string, m *mounts) (*cmdline,
 	if err != nil {
 		return nil, err
 	}
-	c.args = setenv(c.args, runner.Env("/tmp/home", spec.Env))
+	c.args = setenv(c.args, runner.RunEnv("/tmp/home", shim.Bin, spec.Env))
 	c.command = []string{r.python, "-s", "-B", shim.Entry}
 	return c, nil
 }
@@ -487,7 +487,7 @@ func (r *Runner) workArgs(src, input string, l runner.Limits) (*cmdline, error) 
 		return nil, err
 	}
 	tmp := strconv.FormatInt(max(l.TmpBytes, 4096), 10)
-	c.args = append(c.args, "--size", tmp, "--tmpfs", "/tmp", "--dir", "/tmp/home",
+	c.args = append(c.args, "--size", tmp, "--tmpfs", "/tmp", "--dir", "/tmp/home", "--dir", runner.CacheDir("/tmp/home"),
 		// /dev is a tmpfs bwrap makes: give shared memory its own capped tmpfs, and make
 		// the rest read-only (writing to /dev/null and friends still works).
 		"--size", tmp, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",

@@ -317,7 +317,7 @@ func (r *Runner) parkWarm(modules []string, l runner.Limits) (s *warmSandbox, er
 	}
 	defer c.close()
 	// Only what every run shares: the run's own variables come with its go message.
-	c.args = setenv(c.args, runner.Env("/tmp/home", nil))
+	c.args = setenv(c.args, runner.RunEnv("/tmp/home", shim.Bin, nil))
 	c.command = append([]string{r.python, "-s", "-B", shim.Dir + "/skrip_warm.py", "--ready-fd", "6"}, modules...)
 	opts := append([]string{"--json-status-fd", statusFD}, c.args...)
 	stdinR, stdinW, err := os.Pipe()
@@ -404,7 +404,7 @@ func (r *Runner) runWarm(ctx context.Context, s *warmSandbox, spec runner.Spec) 
 		s.pr.kill()
 		return runner.Result{}, err
 	}
-	msg, err := json.Marshal(map[string]any{"env": runner.Env("/tmp/home", spec.Env)})
+	msg, err := json.Marshal(map[string]any{"env": runner.RunEnv("/tmp/home", shim.Bin, spec.Env)})
 	if err == nil {
 		_, err = s.stdin.Write(msg)
 	}

@@ -61,15 +61,15 @@ func inputTar(spec runner.Spec, env []byte) (io.Reader, error) {
 	if err := add(".skrip/env", 0o444, 0, env); err != nil {
 		return nil, err
 	}
-	shimFiles, _ := fs.ReadDir(shim.FS, ".")
-	for _, f := range shimFiles {
-		b, err := fs.ReadFile(shim.FS, f.Name())
-		if err != nil {
-			return nil, err
+	// Read-only to the tool: the modules 0444, the commands (bin/) 0555.
+	err := shim.Walk(func(name string, mode fs.FileMode, data []byte) error {
+		if mode.IsDir() {
+			return add(".skrip/"+name+"/", 0o755, 0, nil)
 		}
-		if err := add(".skrip/"+f.Name(), 0o444, 0, b); err != nil {
-			return nil, err
-		}
+		return add(".skrip/"+name, int64(mode.Perm()&0o555), 0, data)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := add("input/", 0o755, 0, nil); err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ const supervisor = `read -r token wall fsize || exit 0
 set -a
 . /work/.skrip/env
 set +a
-mkdir -p /tmp/home
+mkdir -p "$HOME" "$XDG_CACHE_HOME"
 ulimit -f "$fsize"
 timeout -s KILL "$wall" python3 -s -B /work/.skrip/skrip_shim.py
 code=$?
@@ -36,9 +36,13 @@ oom=$(cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 
 printf '\n%s %s %s\n' "$token" "$code" "${oom:-0}" >&2
 exec sleep 2147483647`
 
+// shimBin is where a run finds the shim's commands: the shim is copied in under
+// /work/.skrip, not mounted at shim.Dir.
+const shimBin = "/work/.skrip/bin"
+
 // envFile is the run's environment as shell assignments the supervisor sources.
 func envFile(spec runner.Spec) []byte {
-	env := runner.Env("/tmp/home", spec.Env)
+	env := runner.RunEnv("/tmp/home", shimBin, spec.Env)
 	var b bytes.Buffer
 	for _, k := range runner.SortedKeys(env) {
 		fmt.Fprintf(&b, "%s='%s'\n", k, strings.ReplaceAll(env[k], "'", `'\''`))

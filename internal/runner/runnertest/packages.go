@@ -63,6 +63,7 @@ func RuntimePackages(t *testing.T, r runner.Runner) {
 	// A tool's production limits but for the wall time: pandas, pandoc and WeasyPrint in one
 	// run need more than the suite's small ones.
 	lim.WallTime, lim.MemoryBytes, lim.TmpBytes, lim.OutputBytes = 90*time.Second, 1<<30, 256<<20, 100<<20
+	t.Run("pandoc 3.8 options", func(t *testing.T) { testPandocOptions(t, r) })
 	o := Exec(t, r, runtimeTool, nil, nil, lim)
 	v := jsonValue(t, o)
 	if fmt.Sprint(v["python"]) != "[3 13]" || v["default_options"] != true {
@@ -102,5 +103,83 @@ func RuntimePackages(t *testing.T, r runner.Runner) {
 		if !strings.HasPrefix(o.Files[name], "file:") {
 			t.Errorf("artifact %s: %q", name, o.Files[name])
 		}
+	}
+}
+
+// pandocTool calls pandoc with the options of pandoc 3.8 that the original hub's tools
+// use, as they do: on the command line, in both spellings, and through pypandoc.
+const pandocTool = `
+import subprocess, pypandoc
+
+MD = "# Kod\n\n` + "```" + `python\ndef f(x):\n    return x\n` + "```" + `\n"
+
+def pandoc(*args):
+    p = subprocess.run(["pandoc", "-f", "markdown", *args], input=MD, capture_output=True, text=True)
+    return {"code": p.returncode, "out": p.stdout, "err": p.stderr}
+
+def run_tool(input_dir, output_dir):
+    return {"outputs": [{"kind": "json", "value": {
+        "version": pandoc("--version")["out"].splitlines()[0],
+        "plain": pandoc("-t", "html"),
+        "none": pandoc("-t", "html", "--syntax-highlighting=none"),
+        "none_apart": pandoc("-t", "html", "--syntax-highlighting", "none"),
+        "default": pandoc("-t", "html", "-s", "--syntax-highlighting=default"),
+        "tango": pandoc("-t", "html", "-s", "--syntax-highlighting=tango"),
+        "tango_apart": pandoc("-t", "html", "-s", "--syntax-highlighting", "tango"),
+        "idiomatic": pandoc("-t", "latex", "--syntax-highlighting=idiomatic"),
+        "unknown": pandoc("-t", "html", "--syntax-highlighting=nosuchstyle"),
+        "pypandoc": pypandoc.convert_text(MD, "html", format="md", extra_args=["-s", "--syntax-highlighting=tango"]),
+    }}]}
+`
+
+// testPandocOptions: pandoc 3.8's --syntax-highlighting works on the runtime's pandoc 3.1
+// through skrip's wrapper, and pandoc's output and exit code reach the tool unchanged.
+func testPandocOptions(t *testing.T, r runner.Runner) {
+	lim := Limits()
+	lim.WallTime, lim.MemoryBytes = 60*time.Second, 1<<30
+	v := jsonValue(t, Exec(t, r, pandocTool, nil, nil, lim))
+	if p, _ := v["version"].(string); !strings.HasPrefix(p, "pandoc 3.") {
+		t.Errorf("pandoc --version through the wrapper: %q", p)
+	}
+	run := func(name string) (code float64, out, errOut string) {
+		m, _ := v[name].(map[string]any)
+		code, _ = m["code"].(float64)
+		out, _ = m["out"].(string)
+		errOut, _ = m["err"].(string)
+		return code, out, errOut
+	}
+	// Tango's keyword colour, and pygments' (pandoc's default style).
+	const tango, pygments = "#204a87", "#007020"
+	for name, want := range map[string]struct {
+		spans       bool   // highlighted: <span class="kw">
+		colour, not string // in the style sheet
+	}{
+		"plain":       {spans: true},
+		"none":        {spans: false},
+		"none_apart":  {spans: false},
+		"default":     {spans: true, colour: pygments, not: tango},
+		"tango":       {spans: true, colour: tango, not: pygments},
+		"tango_apart": {spans: true, colour: tango, not: pygments},
+	} {
+		code, out, errOut := run(name)
+		if code != 0 || !strings.Contains(out, "f(x)") {
+			t.Errorf("%s: exit %v, output %.300q, stderr %q", name, code, out, errOut)
+			continue
+		}
+		if strings.Contains(out, `class="kw"`) != want.spans {
+			t.Errorf("%s: highlighted %v, want %v: %.300q", name, !want.spans, want.spans, out)
+		}
+		if want.colour != "" && (!strings.Contains(out, want.colour) || strings.Contains(out, want.not)) {
+			t.Errorf("%s: the style sheet lacks %s or has %s", name, want.colour, want.not)
+		}
+	}
+	if code, out, errOut := run("idiomatic"); code != 0 || !strings.Contains(out, `\begin{lstlisting}`) {
+		t.Errorf("idiomatic (LaTeX listings): exit %v, output %.300q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := run("unknown"); code == 0 || !strings.Contains(errOut, "nosuchstyle") {
+		t.Errorf("an unknown style: exit %v, stderr %q; want pandoc's own failure", code, errOut)
+	}
+	if p, _ := v["pypandoc"].(string); !strings.Contains(p, tango) || !strings.Contains(p, `class="kw"`) {
+		t.Errorf("pypandoc with --syntax-highlighting=tango: %.300q", p)
 	}
 }

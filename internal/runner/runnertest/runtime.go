@@ -31,6 +31,45 @@ func runRuntime(t *testing.T, r runner.Runner) {
 	t.Run("ToolUserError", func(t *testing.T) { testToolUserError(t, r) })
 	t.Run("save_as_pdf", func(t *testing.T) { testSaveAsPDF(t, r) })
 	t.Run("original tool", func(t *testing.T) { testOriginalTool(t, r) })
+	t.Run("XDG_CACHE_HOME", func(t *testing.T) { testCacheHome(t, r) })
+	t.Run("commands first on PATH", func(t *testing.T) { testShimCommands(t, r) })
+}
+
+// testCacheHome: XDG_CACHE_HOME is a directory under HOME that the tool can write to, as
+// libraries that keep caches (fontconfig, matplotlib) expect.
+func testCacheHome(t *testing.T, r runner.Runner) {
+	v := jsonValue(t, Exec(t, r, `
+import os
+def run_tool(input_dir, output_dir):
+    cache = os.environ["XDG_CACHE_HOME"]
+    os.makedirs(os.path.join(cache, "lib"), exist_ok=True)
+    with open(os.path.join(cache, "lib", "x.cache"), "w") as f:
+        f.write("cached")
+    with open(os.path.join(cache, "top.cache"), "w") as f:
+        f.write("top")
+    return {"outputs": [{"kind": "json", "value": {"cache": cache, "home": os.environ["HOME"],
+        "read": open(os.path.join(cache, "lib", "x.cache")).read() + open(os.path.join(cache, "top.cache")).read()}}]}
+`, nil, nil, Limits()))
+	if v["home"] != "/tmp/home" || v["cache"] != "/tmp/home/.cache" || v["read"] != "cachedtop" {
+		t.Errorf("HOME %v, XDG_CACHE_HOME %v, written and read back %q", v["home"], v["cache"], v["read"])
+	}
+}
+
+// testShimCommands: the shim's commands (the pandoc wrapper) are found first on PATH and
+// run as the tool's user, whatever the runtime holds.
+func testShimCommands(t *testing.T, r runner.Runner) {
+	v := jsonValue(t, Exec(t, r, `
+import os, shutil
+def run_tool(input_dir, output_dir):
+    p = shutil.which("pandoc")
+    return {"outputs": [{"kind": "json", "value": {"which": p, "first": os.environ["PATH"].split(":")[0],
+        "exec": bool(p) and os.access(p, os.X_OK), "head": open(p).readline() if p else ""}}]}
+`, nil, nil, Limits()))
+	which, _ := v["which"].(string)
+	if which == "" || filepath.Dir(which) != v["first"] || v["exec"] != true || v["head"] != "#!/bin/sh\n" {
+		t.Errorf("pandoc is %q (executable %v, first line %q), PATH starts with %v; want the wrapper in the first directory",
+			which, v["exec"], v["head"], v["first"])
+	}
 }
 
 func testOriginalModules(t *testing.T, r runner.Runner) {

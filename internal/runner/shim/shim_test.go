@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -503,21 +504,37 @@ func TestWriteTo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	entries, err := os.ReadDir(dir)
+	// The modules are readable by all; bin/ and its commands executable too.
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		name, _ := filepath.Rel(dir, p)
+		name = filepath.ToSlash(name)
+		names = append(names, name)
+		info, _ := e.Info()
+		wantMode := os.FileMode(0o644)
+		if e.IsDir() || strings.HasPrefix(name, "bin/") {
+			wantMode = 0o755
+		}
+		if e.IsDir() {
+			if info.Mode().Perm() != wantMode {
+				t.Errorf("%s/: mode %v, want %v", name, info.Mode().Perm(), wantMode)
+			}
+			return nil
+		}
+		want, _ := FS.ReadFile(name)
+		got, _ := os.ReadFile(p)
+		if info.Mode().Perm() != wantMode || !bytes.Equal(got, want) {
+			t.Errorf("%s: mode %v, %d bytes (want %v, %d bytes)", name, info.Mode().Perm(), len(got), wantMode, len(want))
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-		info, _ := e.Info()
-		want, _ := FS.ReadFile(e.Name())
-		got, _ := os.ReadFile(filepath.Join(dir, e.Name()))
-		if info.Mode().Perm() != 0o644 || !bytes.Equal(got, want) {
-			t.Errorf("%s: mode %v, %d bytes (want 0644, %d bytes)", e.Name(), info.Mode().Perm(), len(got), len(want))
-		}
-	}
-	if fmt.Sprint(names) != "[pdf_helper.py skrip_shim.py skrip_toolkit.py skriptoteket_toolkit.py tool_errors.py]" {
+	if fmt.Sprint(names) != "[bin bin/pandoc pdf_helper.py skrip_shim.py skrip_toolkit.py skriptoteket_toolkit.py tool_errors.py]" {
 		t.Errorf("files %v", names)
 	}
 	if Entry != "/skrip/skrip_shim.py" || fmt.Sprint(Args()) != "[-s -B /skrip/skrip_shim.py]" {

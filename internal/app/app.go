@@ -141,6 +141,14 @@ func (a *App) open(ctx context.Context) error {
 	}
 	a.closers = append(a.closers, a.Runner.Close)
 	registerWarm(a.Metrics, a.Runner)
+	if w, ok := a.Runner.(runner.Warmer); ok && a.cfg.RunnerConcurrency != 0 {
+		// The tools run last before a restart are likely the next ones run.
+		if sources, err := a.Store.RecentSources(ctx, 200); err != nil {
+			a.log.Warn("finding the tools run lately, to park interpreters for them", "error", err)
+		} else {
+			w.Prime(sources, RunLimits(a.cfg))
+		}
+	}
 	sbCfg := SandboxConfig(a.cfg)
 	if sbCfg.MemoryBudget, err = SandboxBudget(ctx, a.cfg, a.Runner); err != nil {
 		return err

@@ -81,6 +81,9 @@ type WarmStats struct {
 // Warmer is a Runner that parks interpreters.
 type Warmer interface {
 	WarmStats() WarmStats
+	// Prime parks interpreters, in the background, for runs under l of the scripts
+	// given (the tools run lately, at start), as their runs would have left.
+	Prime(scripts []string, l Limits)
 }
 
 // MemoryAvailable is MemAvailable of /proc/meminfo: a runner parks no interpreter while

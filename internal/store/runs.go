@@ -362,3 +362,24 @@ func (s *Store) ReplaceRunArtifacts(ctx context.Context, id, old, next string) (
 	n, _ := res.RowsAffected()
 	return n == 1, nil
 }
+
+// RecentSources returns the sources of the tool versions that the last n runs ran, each
+// once: what a runner parks interpreters for at start (warm starts). Run ids sort by
+// creation, so the primary key finds the last n without a scan.
+func (s *Store) RecentSources(ctx context.Context, n int) ([]string, error) {
+	rows, err := s.query(ctx, `SELECT v.source FROM tool_versions v
+		WHERE v.id IN (SELECT version_id FROM (SELECT version_id FROM runs ORDER BY id DESC LIMIT ?) last)`, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var src string
+		if err := rows.Scan(&src); err != nil {
+			return nil, err
+		}
+		out = append(out, src)
+	}
+	return out, rows.Err()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -394,6 +395,42 @@ func TestClaimRunCancelRequested(t *testing.T) {
 		}
 		if ok, _ := s.EndRun(ctx, "r_r", StatusFailed, "worker lost", now); ok {
 			t.Fatal("EndRun changed a final run")
+		}
+	})
+}
+
+// TestRecentSources: the sources the last n runs ran, each once; older runs' versions
+// are left out.
+func TestRecentSources(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		if err := s.CreateUser(ctx, newUser("u_a", "author", RoleAuthor)); err != nil {
+			t.Fatal(err)
+		}
+		v := func(id, src string) ToolVersion {
+			return ToolVersion{ID: id, ToolID: "t_1", Source: src, Entrypoint: "run_tool", CreatedBy: "u_a", CreatedAt: now}
+		}
+		if _, err := s.CreateTool(ctx, Tool{ID: "t_1", Slug: "a", Title: "A", AuthorID: "u_a", CreatedAt: now, UpdatedAt: now}, v("v_1", "import pandas"), true); err != nil {
+			t.Fatal(err)
+		}
+		for _, ver := range []ToolVersion{v("v_2", "import docx"), v("v_3", "import weasyprint")} {
+			if err := s.CreateVersion(ctx, ver); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Run ids sort by creation: r_1 is the oldest.
+		for i, ver := range []string{"v_1", "v_2", "v_3", "v_3"} {
+			r := Run{ID: fmt.Sprintf("r_%d", i+1), ToolID: "t_1", VersionID: ver, UserID: "u_a", Context: "default", Kind: "initial",
+				Status: StatusQueued, Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`, CreatedAt: now}
+			if err := s.CreateRun(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.RecentSources(ctx, 3)
+		slices.Sort(got)
+		if err != nil || fmt.Sprint(got) != "[import docx import weasyprint]" {
+			t.Fatalf("RecentSources(3) = %q, %v", got, err)
 		}
 	})
 }

@@ -268,6 +268,13 @@ func (r *Runner) WarmOnMachine() (n int, bytes int64, ok bool) { return r.limite
 // WarmStats implements runner.Warmer.
 func (r *Runner) WarmStats() runner.WarmStats { return r.warm.stats() }
 
+// Prime implements runner.Warmer.
+func (r *Runner) Prime(scripts []string, l runner.Limits) {
+	for _, src := range scripts {
+		r.warm.refill(r, runner.Imports([]byte(src)), l)
+	}
+}
+
 // parkWarm makes a run's sandbox ahead of its run, with Python importing modules in it.
 func (r *Runner) parkWarm(modules []string, l runner.Limits) (s *warmSandbox, err error) {
 	name := "warm-" + randomHex(6)

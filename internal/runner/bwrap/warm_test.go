@@ -155,3 +155,42 @@ func TestWarmOnlyWhatTheRunImports(t *testing.T) {
 		t.Errorf("the parked interpreter's memory is not known: %+v", after)
 	}
 }
+
+// TestWarmPrime: Prime parks one interpreter per module set of the scripts given, and a
+// run of one of those tools is then served warm.
+func TestWarmPrime(t *testing.T) {
+	r := newWarmRunner(t, os.Getenv("SKRIP_TEST_RUNNER_ROOTFS"))
+	lim := runnertest.Limits()
+	r.Prime([]string{"import csv\n", "import json\nimport csv\n", "import csv, json\n", "print('no imports')\n"}, lim)
+	deadline := time.Now().Add(time.Minute)
+	for st := r.WarmStats(); st.Parked < 3 || st.Coming > 0; st = r.WarmStats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after Prime: %+v, want 3 parked (csv; csv,json; none)", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := r.WarmStats(); st.Parked != 3 {
+		t.Fatalf("after Prime: %+v, want 3 parked: one per module set", st)
+	}
+	o := runnertest.Exec(t, r, "import json\nimport csv\ndef run_tool(i, o):\n    return 'x'\n", nil, nil, lim)
+	if o.Parsed.Status != "succeeded" {
+		t.Fatalf("status %s: %s", o.Parsed.Status, o.Result.Stderr)
+	}
+	if st := r.WarmStats(); st.Warm != 1 || st.Cold != 0 {
+		t.Errorf("the run of a primed tool: %+v", st)
+	}
+}
+
+// TestWarmBudget: past SKRIP_RUNNER_WARM_MEMORY, the sets wanted longest ago make way.
+func TestWarmBudget(t *testing.T) {
+	r, err := New(Config{WorkDir: t.TempDir(), Rootfs: os.Getenv("SKRIP_TEST_RUNNER_ROOTFS"), WarmMemory: 1}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	r.Prime([]string{"import csv\n"}, runnertest.Limits())
+	time.Sleep(200 * time.Millisecond)
+	if st := r.WarmStats(); st.Parked+st.Coming != 0 {
+		t.Errorf("a 1-byte budget parked %+v", st)
+	}
+}

@@ -55,7 +55,7 @@ type warmPool struct {
 	budget int64 // 0: no warm starts
 	mu     sync.Mutex
 	parked []*warmSandbox
-	coming map[string]int // being started, by key
+	coming map[string]int       // being started, by key
 	wanted map[string]time.Time // when a run last imported each set
 	sizes  map[string]int64     // what an interpreter of each set held, last measured
 	closed bool

@@ -34,17 +34,7 @@ func inputTar(spec runner.Spec, env []byte) (io.Reader, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
-	add := func(name string, mode int64, uid int, body []byte) error {
-		h := &tar.Header{Name: name, Mode: mode, Uid: uid, Gid: uid, ModTime: now, Size: int64(len(body)), Typeflag: tar.TypeReg}
-		if strings.HasSuffix(name, "/") {
-			h.Typeflag, h.Size = tar.TypeDir, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		_, err := tw.Write(body)
-		return err
-	}
+	add := tarAdder(tw, now)
 	if err := add("script.py", 0o444, 0, spec.Script); err != nil {
 		return nil, err
 	}
@@ -61,15 +51,8 @@ func inputTar(spec runner.Spec, env []byte) (io.Reader, error) {
 	if err := add(".skrip/env", 0o444, 0, env); err != nil {
 		return nil, err
 	}
-	shimFiles, _ := fs.ReadDir(shim.FS, ".")
-	for _, f := range shimFiles {
-		b, err := fs.ReadFile(shim.FS, f.Name())
-		if err != nil {
-			return nil, err
-		}
-		if err := add(".skrip/"+f.Name(), 0o444, 0, b); err != nil {
-			return nil, err
-		}
+	if err := addShim(add); err != nil {
+		return nil, err
 	}
 	if err := add("input/", 0o755, 0, nil); err != nil {
 		return nil, err
@@ -96,6 +79,52 @@ func inputTar(spec runner.Spec, env []byte) (io.Reader, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	return &buf, tw.Close()
+}
+
+// tarAdder returns a function that writes one member to tw: a directory when name ends
+// in "/", else a regular file holding body.
+func tarAdder(tw *tar.Writer, now time.Time) func(name string, mode int64, uid int, body []byte) error {
+	return func(name string, mode int64, uid int, body []byte) error {
+		h := &tar.Header{Name: name, Mode: mode, Uid: uid, Gid: uid, ModTime: now, Size: int64(len(body)), Typeflag: tar.TypeReg}
+		if strings.HasSuffix(name, "/") {
+			h.Typeflag, h.Size = tar.TypeDir, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		_, err := tw.Write(body)
+		return err
+	}
+}
+
+// addShim adds the shim's files under .skrip/.
+func addShim(add func(name string, mode int64, uid int, body []byte) error) error {
+	shimFiles, _ := fs.ReadDir(shim.FS, ".")
+	for _, f := range shimFiles {
+		b, err := fs.ReadFile(shim.FS, f.Name())
+		if err != nil {
+			return err
+		}
+		if err := add(".skrip/"+f.Name(), 0o444, 0, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shimTar packs .skrip/ with the shim's files as inputTar does, for a warm container,
+// whose Python starts before its run's files come.
+func shimTar() (io.Reader, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := tarAdder(tw, time.Now())
+	if err := add(".skrip/", 0o755, 0, nil); err != nil {
+		return nil, err
+	}
+	if err := addShim(add); err != nil {
+		return nil, err
 	}
 	return &buf, tw.Close()
 }

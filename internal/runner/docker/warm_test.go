@@ -1,0 +1,179 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/runner/runnertest"
+	"github.com/skrip-dev/skrip/internal/testutil"
+)
+
+// warmed is a Docker Runner whose every run is served by a container with Python
+// started: before each run it parks one for the run's modules and waits until it is
+// ready.
+type warmed struct {
+	*Runner
+	t *testing.T
+}
+
+func (w warmed) Run(ctx context.Context, spec runner.Spec) (runner.Result, error) {
+	before := w.WarmStats().Warm
+	primeWarm(w.t, w.Runner, spec)
+	res, err := w.Runner.Run(ctx, spec)
+	// > rather than ==: the suite's concurrent case runs two at once.
+	if after := w.WarmStats().Warm; after <= before {
+		w.t.Errorf("the run was not served warm (%d warm runs before, %d after)", before, after)
+	}
+	return res, err
+}
+
+// primeWarm parks a container for spec and waits until its Python is ready.
+func primeWarm(t *testing.T, r *Runner, spec runner.Spec) {
+	t.Helper()
+	modules := runner.Imports(spec.Script)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		r.warm.mu.Lock()
+		ready := false
+		for _, s := range r.warm.parked {
+			select {
+			case <-s.ready:
+				ready = ready || (sameLimits(spec.Limits, s.limits) && s.key == strings.Join(modules, ","))
+			default:
+			}
+		}
+		r.warm.mu.Unlock()
+		if ready {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no warm container for %v became ready in two minutes", modules)
+		}
+		r.warm.refill(r, modules, spec.Limits)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func newWarmRunner(t *testing.T) *Runner {
+	t.Helper()
+	r, err := New(context.Background(), Config{Image: testImage(), Server: t.Name(), WarmMemory: 1 << 30}, slog.New(slog.DiscardHandler))
+	if errors.Is(err, runner.ErrUnavailable) {
+		testutil.Missing(t, "docker", err.Error(), "a running Docker engine and `skrip runner-image build`")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// TestConformanceWarm runs the whole conformance suite with every run served by a
+// container whose Python was started ahead of it: a warm start behaves as a cold one.
+func TestConformanceWarmPython(t *testing.T) {
+	runnertest.Run(t, func(t *testing.T) runner.Runner { return warmed{newWarmRunner(t), t} })
+}
+
+// TestWarmIsolation shows that a warm container's Python started without any run's
+// values (so nothing it imported ahead could read them), that it then has exactly its
+// run's, that the tool finds what a cold start finds, and that nothing one run sets
+// shows in the next.
+func TestWarmIsolation(t *testing.T) {
+	r := newWarmRunner(t)
+	w := warmed{r, t}
+	const tool = `
+import json, os, sys
+with open("/proc/self/cmdline", "rb") as f:
+    WARM = b"skrip_warm.py" in f.read()  # the one thing a warm start cannot hide
+def run_tool(input_dir, output_dir):
+    with open("/proc/self/environ", "rb") as f:
+        started = sorted(v.split(b"=", 1)[0].decode() for v in f.read().split(b"\0") if v)
+    seen = {
+        "warm": WARM,
+        "started_with": [k for k in started if k.startswith("SKRIPTOTEKET_")],
+        "inputs": os.environ.get("SKRIPTOTEKET_INPUTS"),
+        "env": sorted(os.environ),
+        "leak_env": os.environ.get("LEAK"),
+        "leak_module": getattr(json, "LEAK", None),
+        "leak_tmp": os.path.exists("/tmp/leak"),
+        "tmp": sorted(os.listdir("/tmp")),
+        "skrip": sorted(os.listdir("/work/.skrip")),
+        "files": sorted(os.listdir(input_dir)),
+        "stdin": sys.stdin.read(),
+        "fds": sorted(os.listdir("/proc/self/fd")),
+        "argv": sys.argv,
+        "main": sys.modules["__main__"].__file__,
+        "cwd": os.getcwd(),
+    }
+    os.environ["LEAK"] = "1"
+    json.LEAK = "1"
+    open("/tmp/leak", "w").close()
+    return {"outputs": [{"kind": "json", "value": seen}]}
+`
+	// A cold start on the same engine, to compare with.
+	cold := runnertest.JSONValue(t, runnertest.Exec(t, r, tool, map[string]string{"x.txt": "x"}, nil, runnertest.Limits()))
+	if cold["warm"] != false {
+		t.Fatalf("the first run was served warm: %v", cold)
+	}
+	for i, secret := range []string{"first", "second"} {
+		o := runnertest.Exec(t, w, tool, map[string]string{secret + ".txt": secret}, map[string]any{"secret": secret}, runnertest.Limits())
+		v := runnertest.JSONValue(t, o)
+		if v["warm"] != true {
+			t.Errorf("run %d: not warm: %v", i, v)
+		}
+		if s := v["started_with"].([]any); len(s) != 0 {
+			t.Errorf("run %d: Python started with %v: modules imported ahead could have read them", i, s)
+		}
+		if in, _ := v["inputs"].(string); !strings.Contains(in, secret) {
+			t.Errorf("run %d: SKRIPTOTEKET_INPUTS %q", i, in)
+		}
+		if v["leak_env"] != nil || v["leak_module"] != nil || v["leak_tmp"] != false {
+			t.Errorf("run %d sees what the run before it set: %v", i, v)
+		}
+		if files := v["files"].([]any); len(files) != 1 || files[0] != secret+".txt" {
+			t.Errorf("run %d: input files %v", i, files)
+		}
+		if v["stdin"] != "" || v["cwd"] != "/work" || v["main"] != "/work/.skrip/skrip_shim.py" || len(v["argv"].([]any)) != 1 || v["argv"].([]any)[0] != "/work/.skrip/skrip_shim.py" {
+			t.Errorf("run %d: stdin %q, cwd %v, __main__ %v, argv %v: not as in a cold start", i, v["stdin"], v["cwd"], v["main"], v["argv"])
+		}
+		for _, k := range []string{"env", "tmp", "skrip", "fds"} {
+			if got, want := fmt.Sprint(v[k]), fmt.Sprint(cold[k]); got != want {
+				t.Errorf("run %d: %s %s, a cold start has %s", i, k, got, want)
+			}
+		}
+	}
+	st := r.WarmStats()
+	if st.Warm != 2 || st.Budget != 1<<30 {
+		t.Errorf("WarmStats %+v, want 2 warm runs and the budget", st)
+	}
+}
+
+// TestWarmOnlyWhatTheRunImports shows that a run never gets a container whose Python
+// imported a module its script does not: it would hold memory a cold start does not.
+func TestWarmOnlyWhatTheRunImports(t *testing.T) {
+	r := newWarmRunner(t)
+	heavy := runner.Spec{Script: []byte("import csv, json\n"), Limits: runnertest.Limits()}
+	primeWarm(t, r, heavy)
+	before := r.WarmStats()
+	o := runnertest.Exec(t, r, "import csv\ndef run_tool(i, o):\n    return 'x'\n", nil, nil, runnertest.Limits())
+	if o.Parsed.Status != "succeeded" {
+		t.Fatalf("status %s: %s", o.Parsed.Status, o.Result.Stderr)
+	}
+	after := r.WarmStats()
+	if after.Warm != before.Warm || after.Cold != before.Cold+1 {
+		t.Errorf("a run importing csv alone took the container that imported csv and json: %+v then %+v", before, after)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for after.Bytes <= 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) // the engine's stats are read once it is ready
+		after = r.WarmStats()
+	}
+	if after.Parked < 1 || after.Bytes <= 0 {
+		t.Errorf("the parked container's memory is not known: %+v", after)
+	}
+}

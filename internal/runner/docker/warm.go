@@ -231,11 +231,20 @@ func underPressure(budget int64) bool {
 }
 
 // measure waits for s to become ready and records the memory the engine reports for it
-// then: a container that holds more than the budget alone is given up.
+// then: a container that holds more than the budget alone is given up, and so is one
+// that ended before it was ready (its place goes to the next refill).
 func (s *warmBox) measure(r *Runner, w *warmPool) {
 	select {
 	case <-s.ready:
 	case <-s.dead:
+		w.mu.Lock()
+		parked := slices.Contains(w.parked, s)
+		w.parked = slices.DeleteFunc(w.parked, func(p *warmBox) bool { return p == s })
+		w.mu.Unlock()
+		if parked {
+			r.log.Warn("a warm container ended before its modules were imported; given up", "modules", s.key)
+			s.discard(r)
+		}
 		return
 	case <-time.After(time.Minute):
 	}

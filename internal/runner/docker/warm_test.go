@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/runnertest"
 	"github.com/skrip-dev/skrip/internal/testutil"
@@ -175,5 +177,55 @@ func TestWarmOnlyWhatTheRunImports(t *testing.T) {
 	}
 	if after.Parked < 1 || after.Bytes <= 0 {
 		t.Errorf("the parked container's memory is not known: %+v", after)
+	}
+}
+
+// TestWarmDeadIsReplaced: a parked container that ends before its modules are imported
+// is removed and no longer holds its module set's place, so the next run parks a new one.
+func TestWarmDeadIsReplaced(t *testing.T) {
+	r := newWarmRunner(t)
+	modules, l := []string{"pandas"}, runnertest.Limits()
+	r.warm.refill(r, modules, l)
+	var s *warmBox
+	for deadline := time.Now().Add(time.Minute); s == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no container parked in a minute")
+		}
+		r.warm.mu.Lock()
+		if len(r.warm.parked) > 0 {
+			s = r.warm.parked[0]
+		}
+		r.warm.mu.Unlock()
+	}
+	// Killed while pandas is being imported (seconds, beside the milliseconds this takes).
+	if _, err := r.cli.ContainerKill(context.Background(), s.c.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.dead:
+	case <-s.ready:
+		t.Fatal("the container became ready before it was killed")
+	case <-time.After(time.Minute):
+		t.Fatal("the killed container was never noticed")
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r.warm.mu.Lock()
+		n := len(r.warm.parked)
+		r.warm.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the dead container still holds its place")
+		}
+	}
+	primeWarm(t, r, runner.Spec{Script: []byte("import pandas\n"), Limits: l})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := r.cli.ContainerInspect(context.Background(), s.c.id, client.ContainerInspectOptions{}); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dead container %s was not removed", s.c.id[:12])
+		}
 	}
 }

@@ -387,17 +387,27 @@ func (s *warmBox) discard(r *Runner) {
 }
 
 // awaitWarm waits for s to be ready, at most as long as the run could take; false means
-// the run starts cold (s is removed).
+// the run starts cold (s is removed): also when the container has ended since it was
+// ready (killed from outside, or by the kernel under memory pressure).
 func (r *Runner) awaitWarm(ctx context.Context, s *warmBox, l runner.Limits) bool {
 	timeout := time.NewTimer(l.WallTime)
 	defer timeout.Stop()
 	select {
 	case <-s.ready:
-		return true
+		select {
+		case <-s.c.waiter.Result:
+		case <-s.c.waiter.Error:
+		default:
+			return true
+		}
 	case <-s.dead:
 	case <-timeout.C:
 	case <-ctx.Done():
 	}
 	s.discard(r)
+	r.warm.mu.Lock()
+	r.warm.warm--
+	r.warm.cold++
+	r.warm.mu.Unlock()
 	return false
 }

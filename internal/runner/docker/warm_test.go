@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,47 @@ func TestWarmDeadIsReplaced(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the dead container %s was not removed", s.c.id[:12])
 		}
+	}
+}
+
+// TestWarmEndedAfterReady: a run that takes a container whose Python was ready but which
+// has ended since starts cold instead, and succeeds.
+func TestWarmEndedAfterReady(t *testing.T) {
+	r := newWarmRunner(t)
+	const tool = "import json\ndef run_tool(i, o):\n    return 'ok'\n"
+	spec := runner.Spec{Script: []byte(tool), Limits: runnertest.Limits()}
+	primeWarm(t, r, spec)
+	r.warm.mu.Lock()
+	s := r.warm.parked[0]
+	r.warm.mu.Unlock()
+	ctx := context.Background()
+	if _, err := r.cli.ContainerKill(ctx, s.c.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		insp, err := r.cli.ContainerInspect(ctx, s.c.id, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !insp.Container.State.Running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed container still runs")
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the engine's answer to the wait comes after the state
+	before := r.WarmStats()
+	o := runnertest.Exec(t, r, tool, nil, nil, runnertest.Limits())
+	if o.Parsed.Status != "succeeded" {
+		t.Fatalf("status %s (%s), exit %d: %s", o.Parsed.Status, o.Parsed.ErrorSummary, o.Result.ExitCode, o.Result.Stderr)
+	}
+	if after := r.WarmStats(); after.Warm != before.Warm || after.Cold != before.Cold+1 {
+		t.Errorf("WarmStats %+v then %+v, want one more cold run", before, after)
+	}
+	r.warm.mu.Lock()
+	defer r.warm.mu.Unlock()
+	if slices.Contains(r.warm.parked, s) {
+		t.Error("the run did not take the ended container")
 	}
 }

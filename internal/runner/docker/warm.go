@@ -15,7 +15,6 @@ package docker
 // within WarmMemory, and none while this machine's available memory is below twice that.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -33,8 +32,12 @@ import (
 	"github.com/skrip-dev/skrip/internal/runner"
 )
 
-// warmMax is how many warm containers are parked at most.
-const warmMax = 4
+// At most warmMax warm containers are parked, at most warmPerSet for one module set (two
+// runs of a tool at once both start warm).
+const (
+	warmMax    = 4
+	warmPerSet = 2
+)
 
 // warmSupervisor is a warm container's first process; $1 is the ready marker, $2 the
 // run's file size cap in ulimit blocks (the limits are the container's), the rest the
@@ -80,7 +83,7 @@ type warmBox struct {
 	dead    chan struct{} // closed when it ended before that
 	memory  int64         // what the container held when it became ready
 	early   []byte        // what Python wrote before it was ready, as attach frames
-	stream  io.Reader     // the attach stream after the ready marker
+	stream  io.Reader     // the attach stream, from after the ready marker on
 }
 
 // warmPool holds the parked warm containers of one runner.
@@ -141,7 +144,7 @@ func (w *warmPool) take(modules []string, l runner.Limits) *warmBox {
 }
 
 // refill parks a container for runs importing modules under l, in the background, when
-// none is parked for them: into a free place, or the place of the set wanted longest
+// fewer than warmPerSet are parked for them: into a free place, or the place of the set wanted longest
 // ago. It parks none past the memory budget or under memory pressure.
 func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 	key := strings.Join(modules, ",")
@@ -162,7 +165,7 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 		}
 		held += s.memory
 	}
-	if have > 0 {
+	if have >= warmPerSet || (total >= warmMax && have > 0) {
 		w.mu.Unlock()
 		return
 	}
@@ -170,7 +173,7 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 	if total >= warmMax {
 		oldest := -1
 		for i, s := range w.parked {
-			if oldest < 0 || w.wanted[s.key].Before(w.wanted[w.parked[oldest].key]) {
+			if s.key != key && (oldest < 0 || w.wanted[s.key].Before(w.wanted[w.parked[oldest].key])) {
 				oldest = i
 			}
 		}
@@ -345,7 +348,7 @@ func (r *Runner) parkWarm(modules []string, l runner.Limits) (*warmBox, error) {
 // wrote before it (an import's warning belongs to the run's output, as in a cold start),
 // and closes ready; or dead when the stream ends first.
 func (s *warmBox) watch(marker string) {
-	br := bufio.NewReader(s.c.att.Reader)
+	br := s.c.att.Reader
 	want := []byte(marker + "\n")
 	var out [3][]byte
 	var hdr [8]byte

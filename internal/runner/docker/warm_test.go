@@ -1,15 +1,20 @@
 package docker
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
 	"github.com/skrip-dev/skrip/internal/runner"
@@ -270,5 +275,62 @@ func TestWarmEndedAfterReady(t *testing.T) {
 	defer r.warm.mu.Unlock()
 	if slices.Contains(r.warm.parked, s) {
 		t.Error("the run did not take the ended container")
+	}
+}
+
+// frame is one frame of an attach stream: stream 1 is stdout, 2 stderr.
+func frame(stream byte, s string) []byte {
+	b := []byte{stream, 0, 0, 0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[4:], uint32(len(s)))
+	return append(b, s...)
+}
+
+// TestWarmWatch: what Python writes before it is ready (an import's warning) reaches the
+// run's output as in a cold start, the ready marker never does, and a stream that ends
+// before the marker means the container is dead.
+func TestWarmWatch(t *testing.T) {
+	const marker = "skrip-ready-0123"
+	for _, tc := range []struct {
+		name           string
+		frames         [][]byte
+		ready          bool
+		stdout, stderr string
+	}{
+		{"marker alone", [][]byte{frame(1, marker+"\n")}, true, "tool out\n", ""},
+		{"warnings before", [][]byte{frame(2, "Warning: x\n"), frame(1, "half"), frame(1, marker+"\n")}, true, "halftool out\n", "Warning: x\n"},
+		{"marker split", [][]byte{frame(1, marker[:5]), frame(1, marker[5:]+"\n")}, true, "tool out\n", ""},
+		{"one frame", [][]byte{frame(1, "a\n"+marker+"\n")}, true, "a\ntool out\n", ""},
+		{"died importing", [][]byte{frame(2, "Killed\n")}, false, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var in bytes.Buffer
+			for _, f := range tc.frames {
+				in.Write(f)
+			}
+			if tc.ready {
+				in.Write(frame(1, "tool out\n")) // the run's own output, after the marker
+			}
+			s := &warmBox{c: &box{}, ready: make(chan struct{}), dead: make(chan struct{})}
+			s.c.att.Reader = bufio.NewReader(&in)
+			s.watch(marker)
+			select {
+			case <-s.ready:
+				if !tc.ready {
+					t.Fatal("ready without the marker")
+				}
+			case <-s.dead:
+				if tc.ready {
+					t.Fatal("dead although the marker came")
+				}
+				return
+			}
+			var stdout, stderr bytes.Buffer
+			if _, err := stdcopy.StdCopy(&stdout, &stderr, io.MultiReader(bytes.NewReader(s.early), s.stream)); err != nil {
+				t.Fatal(err)
+			}
+			if stdout.String() != tc.stdout || stderr.String() != tc.stderr {
+				t.Errorf("stdout %q, stderr %q; want %q, %q", stdout.String(), stderr.String(), tc.stdout, tc.stderr)
+			}
+		})
 	}
 }

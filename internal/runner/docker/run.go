@@ -18,8 +18,10 @@ import (
 
 // supervisor is the container's first process. It waits for its run's start line on
 // stdin (a marker token and the wall time in seconds), so that a container can be created
-// and started ahead of its run (the warm pool); takes the run's environment from the file
-// copied in with the inputs; runs the shim under timeout(1); reports the exit code and
+// and started ahead of its run (the pool); takes the run's environment from the file
+// copied in with the inputs; runs the shim under timeout(1), with /dev/null as stdin (the
+// container's stays open: a tool reading it would wait for its wall time, where a warm
+// start, and bwrap, give it an empty one); reports the exit code and
 // the cgroup's OOM kill count after the marker on stderr (the engine's State.OOMKilled
 // only notices a kill of the first process, which is this one); and waits, so that
 // /work/output (a tmpfs) is still there to copy out.

@@ -125,8 +125,8 @@ def run_tool(input_dir, output_dir):
 `
 	// A cold start on the same engine, to compare with.
 	cold := runnertest.JSONValue(t, runnertest.Exec(t, r, tool, map[string]string{"x.txt": "x"}, nil, runnertest.Limits()))
-	if cold["warm"] != false {
-		t.Fatalf("the first run was served warm: %v", cold)
+	if cold["warm"] != false || cold["stdin"] != "" {
+		t.Fatalf("the first run was served warm, or its stdin was not empty: %v", cold)
 	}
 	for i, secret := range []string{"first", "second"} {
 		o := runnertest.Exec(t, w, tool, map[string]string{secret + ".txt": secret}, map[string]any{"secret": secret}, runnertest.Limits())

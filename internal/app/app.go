@@ -264,7 +264,8 @@ func OpenRunner(ctx context.Context, cfg config.Config, log *slog.Logger) (runne
 		if pool <= 0 {
 			pool = runtime.NumCPU()
 		}
-		return docker.New(ctx, docker.Config{Image: image, Server: server, PoolSize: min(pool, 8), PoolLimits: RunLimits(cfg)}, log)
+		return docker.New(ctx, docker.Config{Image: image, Server: server, PoolSize: min(pool, 8), PoolLimits: RunLimits(cfg),
+			WarmMemory: cfg.RunnerWarmMemory}, log)
 	}
 	openBwrap := func() (runner.Runner, error) {
 		return bwrap.New(BwrapConfig(cfg), log)

@@ -6,6 +6,7 @@ package docker
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -26,6 +27,12 @@ type box struct {
 // prepare creates, attaches and starts a container with limits l; runID and toolID label
 // it when known (a pooled container gets them only in the log).
 func (r *Runner) prepare(ctx context.Context, l runner.Limits, runID, toolID string) (*box, error) {
+	return r.create(ctx, l, runID, toolID, []string{"/bin/sh", "-c", supervisor}, []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, nil)
+}
+
+// create is prepare with the container's command and environment given, and files (a
+// tar, or nil) copied into /work before it starts.
+func (r *Runner) create(ctx context.Context, l runner.Limits, runID, toolID string, cmd, env []string, files io.Reader) (*box, error) {
 	labels := map[string]string{LabelServer: r.server}
 	name := ""
 	if runID != "" {
@@ -41,7 +48,7 @@ func (r *Runner) prepare(ctx context.Context, l runner.Limits, runID, toolID str
 	created, err := r.cli.ContainerCreate(cctx, client.ContainerCreateOptions{
 		Name: name,
 		Config: &container.Config{
-			Image: r.image, Cmd: []string{"/bin/sh", "-c", supervisor}, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+			Image: r.image, Cmd: cmd, Env: env,
 			User: "65534:65534", WorkingDir: "/work", Labels: labels, NetworkDisabled: true,
 			OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		},
@@ -70,6 +77,11 @@ func (r *Runner) prepare(ctx context.Context, l runner.Limits, runID, toolID str
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
+	}
+	if files != nil {
+		if _, err := r.cli.CopyToContainer(ctx, c.id, client.CopyToContainerOptions{DestinationPath: "/work", Content: files}); err != nil {
+			return fail(fmt.Errorf("copying the shim in: %w", err))
+		}
 	}
 	if c.att, err = r.cli.ContainerAttach(ctx, c.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true}); err != nil {
 		return fail(fmt.Errorf("attaching: %w", err))

@@ -34,17 +34,7 @@ func inputTar(spec runner.Spec, env []byte) (io.Reader, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
-	add := func(name string, mode int64, uid int, body []byte) error {
-		h := &tar.Header{Name: name, Mode: mode, Uid: uid, Gid: uid, ModTime: now, Size: int64(len(body)), Typeflag: tar.TypeReg}
-		if strings.HasSuffix(name, "/") {
-			h.Typeflag, h.Size = tar.TypeDir, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		_, err := tw.Write(body)
-		return err
-	}
+	add := tarAdder(tw, now)
 	if err := add("script.py", 0o444, 0, spec.Script); err != nil {
 		return nil, err
 	}
@@ -61,14 +51,7 @@ func inputTar(spec runner.Spec, env []byte) (io.Reader, error) {
 	if err := add(".skrip/env", 0o444, 0, env); err != nil {
 		return nil, err
 	}
-	// Read-only to the tool: the modules 0444, the commands (bin/) 0555.
-	err := shim.Walk(func(name string, mode fs.FileMode, data []byte) error {
-		if mode.IsDir() {
-			return add(".skrip/"+name+"/", 0o755, 0, nil)
-		}
-		return add(".skrip/"+name, int64(mode.Perm()&0o555), 0, data)
-	})
-	if err != nil {
+	if err := addShim(add); err != nil {
 		return nil, err
 	}
 	if err := add("input/", 0o755, 0, nil); err != nil {
@@ -96,6 +79,48 @@ func inputTar(spec runner.Spec, env []byte) (io.Reader, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	return &buf, tw.Close()
+}
+
+// tarAdder returns a function that writes one member to tw: a directory when name ends
+// in "/", else a regular file holding body.
+func tarAdder(tw *tar.Writer, now time.Time) func(name string, mode int64, uid int, body []byte) error {
+	return func(name string, mode int64, uid int, body []byte) error {
+		h := &tar.Header{Name: name, Mode: mode, Uid: uid, Gid: uid, ModTime: now, Size: int64(len(body)), Typeflag: tar.TypeReg}
+		if strings.HasSuffix(name, "/") {
+			h.Typeflag, h.Size = tar.TypeDir, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		_, err := tw.Write(body)
+		return err
+	}
+}
+
+// addShim adds the shim's files under .skrip/.
+func addShim(add func(name string, mode int64, uid int, body []byte) error) error {
+	// Read-only to the tool: the modules 0444, the commands (bin/) 0555.
+	return shim.Walk(func(name string, mode fs.FileMode, data []byte) error {
+		if mode.IsDir() {
+			return add(".skrip/"+name+"/", 0o755, 0, nil)
+		}
+		return add(".skrip/"+name, int64(mode.Perm()&0o555), 0, data)
+	})
+}
+
+// shimTar packs .skrip/ with the shim's files as inputTar does, for a warm container,
+// whose Python starts before its run's files come.
+func shimTar() (io.Reader, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := tarAdder(tw, time.Now())
+	if err := add(".skrip/", 0o755, 0, nil); err != nil {
+		return nil, err
+	}
+	if err := addShim(add); err != nil {
+		return nil, err
 	}
 	return &buf, tw.Close()
 }

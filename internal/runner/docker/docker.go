@@ -28,6 +28,9 @@ type Config struct {
 	// Server names this server's containers (a hash of it is a label), so that sweeping
 	// orphans at start never touches another server's runs on the same engine.
 	Server string
+	// WarmMemory is what containers parked with Python started ahead of runs may hold
+	// together (SKRIP_RUNNER_WARM_MEMORY); 0 parks none (warm.go).
+	WarmMemory int64
 }
 
 // Runner is the Docker runner.
@@ -39,6 +42,7 @@ type Runner struct {
 	log     *slog.Logger
 	pending sync.WaitGroup // containers being removed
 	pool    *pool
+	warm    *warmPool // containers with Python started ahead of runs (warm.go)
 	// securityOpt is every container's HostConfig.SecurityOpt (seccomp.go).
 	securityOpt []string
 	ready       runner.Readiness
@@ -93,7 +97,7 @@ func Inspect(ctx context.Context, cfg Config, log *slog.Logger) (*Runner, error)
 		return nil, fmt.Errorf("%w: the Docker engine answers, but the runner image %s is missing; build it with `skrip runner-image build` (no registry needed)",
 			runner.ErrUnavailable, cfg.Image)
 	}
-	r := &Runner{cli: cli, image: cfg.Image, server: ServerLabel(cfg.Server), log: log}
+	r := &Runner{cli: cli, image: cfg.Image, server: ServerLabel(cfg.Server), log: log, warm: newWarmPool(cfg.WarmMemory)}
 	if r.securityOpt, err = securityOpt(); err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("%w: building the seccomp profile: %v", runner.ErrUnavailable, err)
@@ -138,6 +142,7 @@ func (r *Runner) Image() string { return r.image }
 // Close implements runner.Runner; it waits for container removals under way.
 func (r *Runner) Close() error {
 	r.pool.close()
+	r.warm.closeAll(r)
 	r.pending.Wait()
 	return r.cli.Close()
 }

@@ -44,35 +44,47 @@ func TestConformanceWarm(t *testing.T) {
 	runnertest.Run(t, func(t *testing.T) runner.Runner { return newPooled(t, 2) })
 }
 
-// TestCloseLeavesNoContainer closes a pooled runner right after a run, while the pool is
-// refilling: neither the run's container nor any warm one may stay behind.
+// TestCloseLeavesNoContainer closes a runner right after a run, while the pool is
+// refilling and a warm container is being parked for the next run: neither the run's
+// container nor any waiting one may stay behind.
 func TestCloseLeavesNoContainer(t *testing.T) {
-	server := "close-test-" + t.Name()
-	r, err := New(context.Background(), Config{Image: testImage(), Server: server, PoolSize: 2, PoolLimits: runnertest.Limits()},
-		slog.New(slog.DiscardHandler))
-	if errors.Is(err, runner.ErrUnavailable) {
-		testutil.Missing(t, "docker", err.Error(), "a running Docker engine and `skrip runner-image build`")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := runnertest.Exec(t, r, "def run_tool(i, o):\n    return 'ok'\n", nil, nil, runnertest.Limits())
-	if o.Parsed.Status != "succeeded" {
-		t.Fatalf("run: %+v", o.Result)
-	}
-	r.Close()
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
-		Filters: make(client.Filters).Add("label", LabelServer+"="+ServerLabel(server))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range list.Items {
-		t.Errorf("container %s (%s) left after Close", c.ID[:12], c.State)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"pool", Config{PoolSize: 2, PoolLimits: runnertest.Limits()}},
+		{"warm", Config{WarmMemory: 1 << 30}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server := "close-test-" + t.Name()
+			cfg := tc.cfg
+			cfg.Image, cfg.Server = testImage(), server
+			r, err := New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+			if errors.Is(err, runner.ErrUnavailable) {
+				testutil.Missing(t, "docker", err.Error(), "a running Docker engine and `skrip runner-image build`")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := runnertest.Exec(t, r, "import json\ndef run_tool(i, o):\n    return 'ok'\n", nil, nil, runnertest.Limits())
+			if o.Parsed.Status != "succeeded" {
+				t.Fatalf("run: %+v", o.Result)
+			}
+			r.Close()
+			cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cli.Close()
+			list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
+				Filters: make(client.Filters).Add("label", LabelServer+"="+ServerLabel(server))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range list.Items {
+				t.Errorf("container %s (%s) left after Close", c.ID[:12], c.State)
+			}
+		})
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 
 // supervisor is the container's first process. It waits for its run's start line on
 // stdin (a marker token and the wall time in seconds), so that a container can be created
-// and started ahead of its run (the warm pool); takes the run's environment from the file
-// copied in with the inputs; runs the shim under timeout(1); reports the exit code and
+// and started ahead of its run (the pool); takes the run's environment from the file
+// copied in with the inputs; runs the shim under timeout(1), with /dev/null as stdin (the
+// container's stays open: a tool reading it would wait for its wall time, where a warm
+// start, and bwrap, give it an empty one); reports the exit code and
 // the cgroup's OOM kill count after the marker on stderr (the engine's State.OOMKilled
 // only notices a kill of the first process, which is this one); and waits, so that
 // /work/output (a tmpfs) is still there to copy out.
@@ -28,7 +31,7 @@ set -a
 set +a
 mkdir -p "$HOME" "$XDG_CACHE_HOME"
 ulimit -f "$fsize"
-timeout -s KILL "$wall" python3 -s -B /work/.skrip/skrip_shim.py
+timeout -s KILL "$wall" python3 -s -B /work/.skrip/skrip_shim.py </dev/null
 code=$?
 # Nothing the tool started may outlive it: collection must not race a process of the run.
 kill -KILL -1 2>/dev/null
@@ -50,8 +53,16 @@ func envFile(spec runner.Spec) []byte {
 	return b.Bytes()
 }
 
-// Run implements runner.Runner. It takes a container from the warm pool when one with
-// the run's limits is there, and makes one otherwise.
+// fsizeBlocks is the run's ulimit -f in blocks: every file it writes is capped at the
+// output limit, since result.json is on the volume.
+func fsizeBlocks(l runner.Limits) int64 {
+	return (max(l.OutputBytes, maxResultBytes) + 511) / 512
+}
+
+// Run implements runner.Runner. It takes a container with Python started and modules the
+// run's script imports already imported when one is parked (warm.go), else a started
+// container from the pool when one with the run's limits is there, and makes one
+// otherwise.
 func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, error) {
 	l := spec.Limits
 	token := randomToken()
@@ -59,14 +70,28 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	if wall < 1 {
 		wall = 1
 	}
-	c := r.pool.take(l)
-	if c != nil {
-		r.log.Debug("run in a warm container", "run", spec.ID, "container", c.id)
-	} else {
-		var err error
-		if c, err = r.prepare(ctx, l, spec.ID, spec.ToolID); err != nil {
-			return runner.Result{}, err
+	modules := runner.Imports(spec.Script)
+	defer r.warm.refill(r, modules, l)
+	var c *box
+	var stream io.Reader // the attach stream: a warm one's holds what Python wrote before its run
+	if w := r.warm.take(modules, l); w != nil {
+		if r.awaitWarm(ctx, w, l) {
+			c, stream = w.c, io.MultiReader(bytes.NewReader(w.early), w.stream)
+			r.log.Debug("run in a container with Python started", "run", spec.ID, "container", c.id, "modules", w.key)
+		} else {
+			r.log.Warn("a warm container had ended; the run starts cold", "run", spec.ID)
 		}
+	}
+	if c == nil {
+		if c = r.pool.take(l); c != nil {
+			r.log.Debug("run in a pooled container", "run", spec.ID, "container", c.id)
+		} else {
+			var err error
+			if c, err = r.prepare(ctx, l, spec.ID, spec.ToolID); err != nil {
+				return runner.Result{}, err
+			}
+		}
+		stream = c.att.Reader
 	}
 	// The container serves this run only, and is always removed with its volume.
 	defer r.remove(c.id)
@@ -79,9 +104,8 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	if _, err := r.cli.CopyToContainer(ctx, c.id, client.CopyToContainerOptions{DestinationPath: "/work", Content: in}); err != nil {
 		return runner.Result{}, fmt.Errorf("copying the inputs in: %w", err)
 	}
-	out := readOutput(c.att.Reader, token, l.LogBytes, spec.OnLine)
-	fsize := (max(l.OutputBytes, maxResultBytes) + 511) / 512 // ulimit -f blocks: result.json is on the volume
-	if _, err := fmt.Fprintf(c.att.Conn, "%s %d %d\n", token, wall, fsize); err != nil {
+	out := readOutput(stream, token, l.LogBytes, spec.OnLine)
+	if _, err := fmt.Fprintf(c.att.Conn, "%s %d %d\n", token, wall, fsizeBlocks(l)); err != nil {
 		return runner.Result{}, fmt.Errorf("starting the run: %w", err)
 	}
 	id, waiter := c.id, c.waiter

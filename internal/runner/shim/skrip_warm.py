@@ -2,7 +2,7 @@
 
 The runner starts, in a sandbox made for one run that has not come yet,
 
-    python3 -s -B /skrip/skrip_warm.py [--ready-fd N] MODULE...
+    python3 -s -B /skrip/skrip_warm.py [--ready-fd N] [--env-nul] MODULE...
 
 with the environment every run shares and nothing of any run's. It imports the MODULEs
 (the heavy ones the tools people run import: pandas, weasyprint, docx, ...), tells the
@@ -14,6 +14,10 @@ JSON object, {"env": {...}}, then closes stdin. The interpreter then
   the container), so a process the tool starts sees exactly that too;
 - gives stdin /dev/null, as a cold start has;
 - runs the shim as __main__ with the shim's own argv, as `python3 -s -B skrip_shim.py`.
+
+With --env-nul (the Docker runner, whose supervisor sources the run's environment as a
+cold start does and hands it over with `env -0`), stdin holds NAME=VALUE entries each
+ended by a NUL byte instead of the JSON object.
 
 Nothing imported here has seen the run's environment, inputs, settings or action: they
 did not exist in the sandbox yet. The interpreter serves that one run and ends with it.
@@ -46,9 +50,16 @@ def _read_all(fd):
 
 def main(argv):
     ready = -1
-    if len(argv) >= 2 and argv[0] == "--ready-fd":
-        ready = int(argv[1])
-        argv = argv[2:]
+    env_nul = False
+    while argv and argv[0] in ("--ready-fd", "--env-nul"):
+        if argv[0] == "--env-nul":
+            env_nul = True
+            argv = argv[1:]
+        elif len(argv) >= 2:
+            ready = int(argv[1])
+            argv = argv[2:]
+        else:
+            break
     with open(SHIM, "rb") as f:
         code = compile(f.read(), SHIM, "exec")
     _preload(argv)
@@ -63,7 +74,14 @@ def main(argv):
     message = _read_all(0)
     if not message:
         return 0
-    env = json.loads(message.decode("utf-8"))["env"]
+    if env_nul:
+        env = {}
+        for entry in message.split(b"\0"):
+            name, sep, value = entry.partition(b"=")
+            if sep:
+                env[os.fsdecode(name)] = os.fsdecode(value)
+    else:
+        env = json.loads(message.decode("utf-8"))["env"]
 
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)

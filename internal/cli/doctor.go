@@ -202,6 +202,7 @@ func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) 
 			}
 			warnMissing(w, rt)
 			printLimits(ctx, w, r, cfg)
+			printWarm(w, nil, cfg)
 			printRuntime(w, "image "+image+", read from its own /"+rootfs.StatusFile, rt, rtErr)
 			return
 		}
@@ -241,14 +242,18 @@ func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) 
 	printRuntime(w, source, rt, rtErr)
 }
 
-// printWarm shows the warm starts' budget, and what interpreters a server on this work
-// directory has parked now.
+// printWarm shows the warm starts' budget, and, on bwrap (r), what interpreters a server
+// on this work directory has parked now. The Docker runner's parked containers show in
+// `docker ps --filter label=skrip.pool` and in the server's /metrics.
 func printWarm(w io.Writer, r *bwrap.Runner, cfg config.Config) {
 	if cfg.RunnerWarmMemory <= 0 {
 		fmt.Fprintf(w, "\nWarm starts\toff\tSKRIP_RUNNER_WARM_MEMORY is 0: every run starts Python itself\n")
 		return
 	}
 	fmt.Fprintf(w, "\nWarm starts\ton\tinterpreters parked ahead of runs may hold %s (SKRIP_RUNNER_WARM_MEMORY)\n", runner.HumanBytes(cfg.RunnerWarmMemory))
+	if r == nil {
+		return
+	}
 	if n, bytes, ok := r.WarmOnMachine(); ok {
 		fmt.Fprintf(w, "  parked now\t%d\thold %s (parked by a server on this data dir, or running their run)\n", n, runner.HumanBytes(bytes))
 	} else {

@@ -268,6 +268,8 @@ func (r *Runner) WarmOnMachine() (n int, bytes int64, ok bool) { return r.limite
 // WarmStats implements runner.Warmer.
 func (r *Runner) WarmStats() runner.WarmStats { return r.warm.stats() }
 
+var _ runner.Warmer = (*Runner)(nil)
+
 // Prime implements runner.Warmer.
 func (r *Runner) Prime(scripts []string, l runner.Limits) {
 	for _, src := range scripts {

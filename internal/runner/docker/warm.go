@@ -323,6 +323,15 @@ func (w *warmPool) closeAll(r *Runner) {
 // WarmStats implements runner.Warmer.
 func (r *Runner) WarmStats() runner.WarmStats { return r.warm.stats() }
 
+// Prime implements runner.Warmer.
+func (r *Runner) Prime(scripts []string, l runner.Limits) {
+	for _, src := range scripts {
+		r.warm.refill(r, runner.Imports([]byte(src)), l)
+	}
+}
+
+var _ runner.Warmer = (*Runner)(nil)
+
 // parkWarm makes a container for runs under l and has Python import modules in it.
 func (r *Runner) parkWarm(modules []string, l runner.Limits) (*warmBox, error) {
 	marker := strings.Replace(randomToken(), "done", "ready", 1)

@@ -194,3 +194,18 @@ func TestWarmBudget(t *testing.T) {
 		t.Errorf("a 1-byte budget parked %+v", st)
 	}
 }
+
+// TestWarmUnderPressure: none is parked while the machine's available memory is below
+// twice the budget (here a budget no machine has).
+func TestWarmUnderPressure(t *testing.T) {
+	r, err := New(Config{WorkDir: t.TempDir(), Rootfs: os.Getenv("SKRIP_TEST_RUNNER_ROOTFS"), WarmMemory: 1 << 50}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	r.Prime([]string{"import csv\n"}, runnertest.Limits())
+	time.Sleep(200 * time.Millisecond)
+	if st := r.WarmStats(); st.Parked+st.Coming != 0 {
+		t.Errorf("parked under memory pressure: %+v", st)
+	}
+}

@@ -534,7 +534,7 @@ func TestWriteTo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(names) != "[bin bin/pandoc pdf_helper.py skrip_shim.py skrip_toolkit.py skriptoteket_toolkit.py tool_errors.py]" {
+	if fmt.Sprint(names) != "[bin bin/pandoc pdf_helper.py skrip_shim.py skrip_toolkit.py skrip_warm.py skriptoteket_toolkit.py tool_errors.py]" {
 		t.Errorf("files %v", names)
 	}
 	if Entry != "/skrip/skrip_shim.py" || fmt.Sprint(Args()) != "[-s -B /skrip/skrip_shim.py]" {

@@ -60,12 +60,10 @@ func Exec(t *testing.T, r runner.Runner, script string, files map[string]string,
 func ExecJob(t *testing.T, r runner.Runner, j Job) Outcome {
 	t.Helper()
 	in := t.TempDir()
-	var m contract.Manifest
 	write := func(name string, body []byte) {
 		if err := os.WriteFile(filepath.Join(in, name), body, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		m.Files = append(m.Files, contract.FileEntry(name, int64(len(body))))
 	}
 	for name, body := range j.Files {
 		write(name, []byte(body))
@@ -76,6 +74,11 @@ func ExecJob(t *testing.T, r runner.Runner, j Job) Outcome {
 			t.Fatal(err)
 		}
 		write(contract.ActionFileName, b)
+	}
+	// The manifest as the run service makes it: action.json stays out of it.
+	m, err := contract.ListInputs(in)
+	if err != nil {
+		t.Fatal(err)
 	}
 	out := Outcome{Files: map[string]string{}}
 	if j.KeepOutput {

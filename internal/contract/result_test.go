@@ -68,7 +68,7 @@ func TestParseResultValid(t *testing.T) {
 				"prefill": map[string]any{"page_size": "a4"}},
 			map[string]any{"action_id": "reset", "label": "Börja om", "kind": "form"},
 		},
-		"state":     map[string]any{"step": "preview", "html_files": []any{"index.html"}},
+		"state": map[string]any{"step": "preview", "html_files": []any{"index.html"}},
 		// As the original's runner lists them, too: a tool may write result.json itself.
 		"artifacts": []any{"output/a.pdf", map[string]any{"path": "output/sub/b.png", "bytes": 12}},
 	})

@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/runner"
@@ -88,11 +87,11 @@ func judge(r store.Run, rep Report, policy contract.Policy) outcome {
 	case res.OOMKilled:
 		out.summary = runner.MemoryExceeded(lim.MemoryBytes)
 	case res.ResultJSON == nil:
-		out.summary = fmt.Sprintf("The tool ended without a result (exit code %d); see stderr.", res.ExitCode)
+		out.summary = contract.NoResultSummary(res.ExitCode)
 	default:
 		parsed, perr := contract.ParseResult(res.ResultJSON, policy)
 		if perr != nil {
-			out.summary = perr.Error()
+			out.summary = contract.ViolationSummary(perr)
 			break
 		}
 		out = outcome{status: parsed.Status, summary: parsed.ErrorSummary, outputs: parsed.Outputs, actions: parsed.NextActions,

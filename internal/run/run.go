@@ -448,6 +448,7 @@ type outcome struct {
 	actions   []contract.NextAction
 	session   *store.SessionEffect // what the run writes to its session, if it succeeded
 	artifacts []Artifact
+	discard   []Artifact     // stored, but not kept: deleted once the run is recorded
 	result    *runner.Result // its logs; nil when it never ran
 }
 

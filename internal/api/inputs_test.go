@@ -98,7 +98,10 @@ func TestRunInputsAgainstSchema(t *testing.T) {
 			{"integer not a number", []string{"a.pdf"}, `{"size":"four"}`, "size", "type", `input "size" (integer) must be a whole number`},
 			{"integer a fraction", []string{"a.pdf"}, `{"size":2.5}`, "size", "type", "got 2.5"},
 			{"number not a number", []string{"a.pdf"}, `{"ratio":"half"}`, "ratio", "type", `input "ratio" (number) must be a number; got "half"`},
-			{"boolean a string", []string{"a.pdf"}, `{"shuffle":"yes"}`, "shuffle", "type", `input "shuffle" (boolean) must be true or false`},
+			{"boolean another string", []string{"a.pdf"}, `{"shuffle":"ja"}`, "shuffle", "type", `input "shuffle" (boolean) must be true or false`},
+			// As the original hub's int(): whole, but not written as an integer.
+			{"integer written 2.0", []string{"a.pdf"}, `{"size":2.0}`, "size", "type", "got 2.0"},
+			{"integer a string 2.0", []string{"a.pdf"}, `{"size":"2.0"}`, "size", "type", `got "2.0"`},
 			{"enum outside its options", []string{"a.pdf"}, `{"paper":"a3"}`, "paper", "enum", `input "paper" (enum) must be one of "a4", "letter"; got "a3"`},
 			{"too many files", []string{"a.pdf", "b.pdf", "c.pdf"}, "", "docs", "max", `file field "docs" takes at most 2 files; 3 were sent`},
 			{"extension not accepted", []string{"a.pdf", "notes.TXT"}, "", "docs", "accept", `file "notes.TXT" is not one of the types file field "docs" takes (.pdf, .docx)`},
@@ -125,9 +128,12 @@ func TestRunInputsAgainstSchema(t *testing.T) {
 		// A run that sends no files gets the session's kept files, and they are what the
 		// file field counts: the user changes only the typed inputs and need not upload
 		// the same file again.
-		if a := runUpload(t, env, u.Token, "form", nil, nil, `{"name":"again"}`, ""); a.status != 201 || a.body["status"] != "succeeded" ||
+		// (Its boolean comes as a string the original hub takes for one.)
+		if a := runUpload(t, env, u.Token, "form", nil, nil, `{"name":"again","shuffle":" FALSE "}`, ""); a.status != 201 || a.body["status"] != "succeeded" ||
 			!strings.Contains(a.raw, `"files":["Report.PDF"]`) {
 			t.Fatalf("a run on the kept files: %d %s", a.status, a.raw)
+		} else if got, _ := json.Marshal(a.body["inputs"]); string(got) != `{"name":"again","shuffle":false}` {
+			t.Fatalf("the run's inputs: %s", got)
 		}
 		// Too few files: min is 1, and a user with no kept files who sends none is refused.
 		_, v := env.User(t, "vera", "user")

@@ -86,7 +86,7 @@ func TestSessionFlow(t *testing.T) {
 			t.Fatalf("action: %d %s", a.status, a.raw)
 		}
 		v := jsonOut(t, a.raw, "run")
-		if v["n"] != 2.0 || fmt.Sprint(v["files"]) != "[a.txt:A b.txt:B]" || fmt.Sprint(v["names"]) != "[a.txt action.json b.txt]" || v["same"] != true {
+		if v["n"] != 2.0 || fmt.Sprint(v["files"]) != "[a.txt:A b.txt:B]" || fmt.Sprint(v["names"]) != "[a.txt b.txt]" || v["same"] != true {
 			t.Fatalf("the action run saw %v", v)
 		}
 		// The same revision again: 409 with expected and current.

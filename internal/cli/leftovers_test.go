@@ -200,6 +200,7 @@ const artifactTool = `
 import os
 def run_tool(input_dir, output_dir):
     open(os.path.join(output_dir, "a.txt"), "w").write("artifact")
+    return ""  # None would fail the run, as on the original hub
 `
 
 // TestCleanupRemovesOrphanBlobs plants blobs under sessions/ and runs/ that no row refers

@@ -7,14 +7,32 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"sort"
+	"strings"
 )
 
 // Version is the contract_version a result.json must carry.
 const Version = 2
 
 // ErrViolation is wrapped by every error of ParseResult: the run broke the contract and
-// fails with "runner contract violation".
+// fails with ViolationSummary.
 var ErrViolation = errors.New("runner contract violation")
+
+// ViolationPrefix begins the error summary of a run that broke the contract: the
+// original hub's words ("Execution failed (runner contract violation)."), then what broke.
+const ViolationPrefix = "Execution failed (runner contract violation)"
+
+// NoResultSummary is the error summary of a run whose tool wrote no result.json.
+func NoResultSummary(exitCode int) string {
+	return fmt.Sprintf("%s: the tool wrote no result.json (exit code %d); see stderr.", ViolationPrefix, exitCode)
+}
+
+// ViolationSummary is the error summary of a run whose result.json broke the contract
+// (err, from ParseResult, wraps ErrViolation).
+func ViolationSummary(err error) string {
+	return ViolationPrefix + ": " + strings.TrimPrefix(err.Error(), ErrViolation.Error()+": ")
+}
 
 // Paths and names inside the sandbox (docs/spec.md §5).
 const (
@@ -36,9 +54,30 @@ type ManifestFile struct {
 	Bytes int64  `json:"bytes"`
 }
 
-// Manifest is SKRIPTOTEKET_INPUT_MANIFEST: every file in InputDir, action.json included.
+// Manifest is SKRIPTOTEKET_INPUT_MANIFEST: every file in InputDir but action.json, as in
+// the original hub, which passes the action only in SKRIPTOTEKET_ACTION: a tool that
+// loops over its input files never picks the action up.
 type Manifest struct {
 	Files []ManifestFile `json:"files"`
+}
+
+// ListInputs returns the manifest of the input directory dir: its regular files, sorted
+// by name, without action.json (in any case: the name is reserved).
+func ListInputs(dir string) (Manifest, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return Manifest{}, err
+	}
+	m := Manifest{Files: []ManifestFile{}}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || strings.EqualFold(e.Name(), ActionFileName) {
+			continue
+		}
+		m.Files = append(m.Files, FileEntry(e.Name(), info.Size()))
+	}
+	sort.Slice(m.Files, func(i, j int) bool { return m.Files[i].Name < m.Files[j].Name })
+	return m, nil
 }
 
 // FileEntry returns the manifest entry of the input file name, with its sandbox path.

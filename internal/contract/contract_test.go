@@ -85,3 +85,15 @@ func TestEnvPanicsOnUnencodableInputs(t *testing.T) {
 	}()
 	Env(Manifest{}, map[string]any{"c": make(chan int)}, nil)
 }
+
+// TestSummaries: a run that broke the contract fails in the original hub's words, then
+// says what broke.
+func TestSummaries(t *testing.T) {
+	if got := NoResultSummary(3); got != "Execution failed (runner contract violation): the tool wrote no result.json (exit code 3); see stderr." {
+		t.Errorf("NoResultSummary: %q", got)
+	}
+	_, err := ParseResult([]byte(`{"contract_version": 1, "status": "succeeded"}`), DefaultPolicy())
+	if got := ViolationSummary(err); got != "Execution failed (runner contract violation): contract_version is 1, want 2" {
+		t.Errorf("ViolationSummary: %q", got)
+	}
+}

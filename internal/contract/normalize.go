@@ -31,8 +31,10 @@ const FilesField = "files"
 // A nil schema accepts any inputs, returned as they are, and any files. With a schema:
 // keys that are no field are refused; null and empty strings leave the key out; strings
 // are trimmed; integers and numbers may come as numeric strings and become numbers
-// (integers as int64); any other value of the wrong type is refused, and so is an enum
-// value outside its options. Files must number min..max of the file field and end in one
+// (integers as int64, and as in the original hub "2.0" or a JSON 2.0 is no integer);
+// booleans may come as the strings the original takes ("yes", "on", "1", " FALSE ");
+// any other value of the wrong type is refused, and so is an enum value outside its
+// options. Files must number min..max of the file field and end in one
 // of its accept extensions (case-insensitive); a schema without a file field refuses
 // files. Errors are *errs.Error of ErrInvalidInput with details {field, rule}.
 func NormalizeInputs(s InputSchema, inputs map[string]any, fileNames []string) (map[string]any, error) {
@@ -208,6 +210,11 @@ func normalize(what string, fields []Field, k string, v any) (out any, keep bool
 		if v, blank = fromNumericString(v); blank {
 			return nil, false, nil
 		}
+		// As the original's int(): "2.0", 2.0 and 2e0 are no integers, though whole.
+		// (A float64 from Go, where 2 and 2.0 are one value, is taken when whole.)
+		if n, isNumber := v.(json.Number); isNumber && !integerLiteral(string(n)) {
+			return fail(RuleType, "must be a whole number between -%d and %d; %s", MaxSafeInteger, MaxSafeInteger, got)
+		}
 		n, ok := toInt64(v)
 		if !ok {
 			return fail(RuleType, "must be a whole number between -%d and %d; %s", MaxSafeInteger, MaxSafeInteger, got)
@@ -225,9 +232,21 @@ func normalize(what string, fields []Field, k string, v any) (out any, keep bool
 		}
 		return fail(RuleType, "must be a number; %s", got)
 	case FieldBoolean:
+		if s, isString := v.(string); isString {
+			// The strings the original hub takes for a boolean, in any case and with
+			// spaces around; a blank one leaves the key out.
+			switch strings.ToLower(strings.TrimSpace(s)) {
+			case "":
+				return nil, false, nil
+			case "true", "1", "yes", "on":
+				return true, true, nil
+			case "false", "0", "no", "off":
+				return false, true, nil
+			}
+		}
 		b, ok := v.(bool)
 		if !ok {
-			return fail(RuleType, "must be true or false; %s", got)
+			return fail(RuleType, "must be true or false (or one of the strings true, false, yes, no, on, off, 1, 0); %s", got)
 		}
 		return b, true, nil
 	case FieldMultiEnum:
@@ -279,6 +298,12 @@ func numeric(s string) bool {
 		}
 	}
 	return true
+}
+
+// integerLiteral reports whether s is a plain integer: an optional sign and digits.
+func integerLiteral(s string) bool {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // toInt64 returns v as an int64 when it is a whole number within ±MaxSafeInteger.

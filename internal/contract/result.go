@@ -18,36 +18,44 @@ const (
 	StatusFailed    = "failed"
 )
 
-// Policy is the size policy of docs/spec.md §5. A result over MaxResultBytes fails the run; any
-// other limit drops only the part over it, which a notice replaces.
+// Policy is the size policy of docs/spec.md §5. A result over MaxResultBytes fails the run.
+// Markdown, html and tables over their limits are cut to size, as the original hub's
+// normalizer cuts them; any other output over a limit is dropped, and a notice says so.
 type Policy struct {
-	MaxOutputs       int   // outputs per result, skrip's notices included
-	MaxNextActions   int   // next_actions per result
-	MaxFields        int   // fields per next action
-	MaxStateBytes    int   // state, as compact JSON
-	MaxMarkdownBytes int   // a markdown output's text
-	MaxHTMLBytes     int   // an html_sandboxed output's html
-	MaxJSONBytes     int   // a json output's value, as compact JSON
-	MaxVegaBytes     int   // a vega_lite output's spec, as compact JSON
-	MaxTableRows     int   // rows per table output
-	MaxTableColumns  int   // columns per table output
-	MaxResultBytes   int64 // result.json itself
+	// Kinds are the output kinds a tool may use, as the original hub's policy profiles
+	// list them; an output of another kind is dropped with a notice.
+	Kinds             []string
+	MaxOutputs        int   // the tool's outputs per result; skrip's notices come on top
+	MaxNextActions    int   // next_actions per result
+	MaxFields         int   // fields per next action
+	MaxStateBytes     int   // state, as compact JSON with sorted keys
+	MaxMarkdownBytes  int   // a markdown output's text
+	MaxHTMLBytes      int   // an html_sandboxed output's html
+	MaxJSONBytes      int   // a json output's value, as compact JSON
+	MaxVegaBytes      int   // a vega_lite output's spec, as compact JSON
+	MaxTableRows      int   // rows per table output
+	MaxTableColumns   int   // columns per table output
+	MaxTableCellBytes int   // a table cell's text
+	MaxResultBytes    int64 // result.json itself
 }
 
-// DefaultPolicy returns the limits of docs/spec.md §5.
+// DefaultPolicy returns the limits of docs/spec.md §5: the original hub's "default"
+// profile, with vega_lite allowed besides (skrip draws charts; the original blocks them).
 func DefaultPolicy() Policy {
 	return Policy{
-		MaxOutputs:       50,
-		MaxNextActions:   10,
-		MaxFields:        25,
-		MaxStateBytes:    64 << 10,
-		MaxMarkdownBytes: 64 << 10,
-		MaxHTMLBytes:     96 << 10,
-		MaxJSONBytes:     96 << 10,
-		MaxVegaBytes:     256 << 10,
-		MaxTableRows:     750,
-		MaxTableColumns:  40,
-		MaxResultBytes:   8 << 20,
+		Kinds:             []string{KindNotice, KindMarkdown, KindTable, KindJSON, KindHTML, KindVegaLite},
+		MaxOutputs:        50,
+		MaxNextActions:    10,
+		MaxFields:         25,
+		MaxStateBytes:     64 << 10,
+		MaxMarkdownBytes:  64 << 10,
+		MaxHTMLBytes:      96 << 10,
+		MaxJSONBytes:      96 << 10,
+		MaxVegaBytes:      256 << 10,
+		MaxTableRows:      750,
+		MaxTableColumns:   40,
+		MaxTableCellBytes: 512,
+		MaxResultBytes:    8 << 20,
 	}
 }
 
@@ -55,8 +63,9 @@ func DefaultPolicy() Policy {
 type Result struct {
 	Status       string // StatusSucceeded or StatusFailed
 	ErrorSummary string
-	// Outputs are the tool's outputs, each one over the policy replaced in place by a
-	// warning notice, then the notices about next_actions, state and artifacts.
+	// Outputs are the tool's outputs, markdown, html and tables over their limits cut to
+	// size and each other one over the policy replaced in place by a warning notice, then
+	// the notices about cuts, next_actions, state and artifacts.
 	Outputs     []Output
 	NextActions []NextAction
 	// State is the state as compact JSON (re-encoded: valid UTF-8, keys sorted); nil
@@ -70,19 +79,24 @@ type Result struct {
 }
 
 // ParseResult reads result.json. Data over p.MaxResultBytes, bad JSON, a contract_version
-// other than Version, a status other than succeeded or failed, or a shim-written field
-// (error_summary, artifacts) of the wrong type give an error wrapping ErrViolation.
+// other than Version, a status other than succeeded or failed, a shim-written field
+// (error_summary, artifacts) of the wrong type, or a vega_lite output whose spec is not
+// an object (the original hub's schema refuses the whole result for it) give an error
+// wrapping ErrViolation. Artifacts may be listed as paths or, as the original's runner
+// writes them, as {"path", "bytes"} objects.
 //
-// Then the size policy: an output over its limit, of an unknown kind or malformed, a
-// malformed next action (or one with too many fields, or a duplicate action_id), and a
-// state over MaxStateBytes or not an object or null are each dropped and replaced by a
-// warning notice that says what was dropped and names the limit. A prefill that does not
-// fit its action's fields drops only the prefill (null entries in it are removed first).
-// Next actions past MaxNextActions are dropped with one notice. Outputs never number
-// more than MaxOutputs, notices included: when the tool's outputs and skrip's notices
-// would be more, the tool's last outputs give way to one notice that says how many were
-// dropped. (With a policy where MaxOutputs is not above MaxNextActions+3 that bound can
-// be passed by the notices alone.)
+// Then the size policy, as the original hub's normalizer applies it: markdown and html
+// over their limits are cut (at a character boundary), tables to their rows, columns and
+// cell limits, each kind with one notice in Swedish, as the original's. An output over
+// another limit, of a kind p does not allow or malformed, and a malformed next action
+// (or one with too many fields, or a duplicate action_id) are each dropped and replaced
+// by a warning notice that says what was dropped and names the limit. A state over
+// MaxStateBytes keeps the most of its keys, in sorted order, that fit (the original's
+// rule), with a notice; a state that is not an object or null is dropped. A prefill that
+// does not fit its action's fields drops only the prefill (null entries in it are
+// removed first). Next actions past MaxNextActions are dropped with one notice. The
+// tool's outputs past MaxOutputs are dropped with one notice; skrip's notices come on
+// top of the MaxOutputs, so a tool never loses an output to them.
 func ParseResult(data []byte, p Policy) (Result, error) {
 	if int64(len(data)) > p.MaxResultBytes {
 		return Result{}, violation("result.json is %d bytes, over the limit of %s", len(data), bytesLimit(p.MaxResultBytes))
@@ -129,24 +143,32 @@ func ParseResult(data []byte, p Policy) (Result, error) {
 	case nil:
 	case []any:
 		for _, e := range a {
+			// The original's runner lists {"path": "output/<name>", "bytes": n}; a tool
+			// that writes result.json itself, as there, may do the same.
+			if o, ok := e.(map[string]any); ok {
+				e = o["path"]
+			}
 			s, ok := e.(string)
 			if !ok {
-				return Result{}, violation("artifacts holds a JSON %s, want only strings", jsonType(e))
+				return Result{}, violation("artifacts holds a JSON %s, want only paths or {\"path\", \"bytes\"} objects", jsonType(e))
 			}
 			artifacts = append(artifacts, s)
 		}
 	default:
-		return Result{}, violation("artifacts is a JSON %s, want a list of strings", jsonType(a))
+		return Result{}, violation("artifacts is a JSON %s, want a list of paths", jsonType(a))
 	}
 
+	outs, notices, err := parseOutputs(top["outputs"], p)
+	if err != nil {
+		return Result{}, err
+	}
 	res := Result{Status: status, ErrorSummary: summary}
-	var extra []Output
+	extra := notices.cut
 	res.NextActions, extra = parseNextActions(top["next_actions"], p, extra)
 	res.State, extra = parseState(top, p, extra)
 	res.Artifacts, extra = checkArtifacts(artifacts, extra)
-	outs, notices := parseOutputs(top["outputs"], p, max(p.MaxOutputs-len(extra), 1))
 	res.Outputs = append(outs, extra...)
-	res.Notices = append(notices, extra...)
+	res.Notices = append(notices.dropped, extra...)
 	return res, nil
 }
 
@@ -158,23 +180,33 @@ func dropped(format string, args ...any) Output {
 	return Notice(LevelWarning, format, args...)
 }
 
-// parseOutputs checks the tool's outputs, keeping at most budget entries.
-func parseOutputs(raw json.RawMessage, p Policy, budget int) (outs, notices []Output) {
+// outputNotices are the notices of parseOutputs: those that replaced dropped outputs in
+// place (and the one about outputs past the limit), and those about outputs cut to size,
+// which come after the tool's outputs.
+type outputNotices struct {
+	dropped, cut []Output
+}
+
+// parseOutputs checks the tool's outputs, keeping at most p.MaxOutputs of them.
+func parseOutputs(raw json.RawMessage, p Policy) ([]Output, outputNotices, error) {
+	var ns outputNotices
 	if isNull(raw) {
-		return nil, nil
+		return nil, ns, nil
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(raw, &raws); err != nil {
 		n := dropped("The result's outputs were dropped: they are a JSON %s, not a list.", jsonType(value(raw)))
-		return []Output{n}, []Output{n}
+		ns.dropped = []Output{n}
+		return []Output{n}, ns, nil
 	}
 	var overflow []Output
-	if len(raws) > budget {
-		keep := budget - 1
-		overflow = []Output{dropped("Outputs %d to %d of %d were dropped: over the limit of %d outputs per result, which counts skrip's notices.",
-			keep+1, len(raws), len(raws), p.MaxOutputs)}
-		raws = raws[:keep]
+	if len(raws) > p.MaxOutputs {
+		overflow = []Output{dropped("Outputs %d to %d of %d were dropped: over the limit of %d outputs per result.",
+			p.MaxOutputs+1, len(raws), len(raws), p.MaxOutputs)}
+		raws = raws[:max(p.MaxOutputs, 0)]
 	}
+	var outs []Output
+	var cuts cutCounts
 	for i, r := range raws {
 		var o Output
 		reason := "it is null"
@@ -184,7 +216,10 @@ func parseOutputs(raw json.RawMessage, p Policy, budget int) (outs, notices []Ou
 				var head kindJSON
 				_ = json.Unmarshal(r, &head) // only to name the kind in the notice
 				o.Kind = head.Kind
+			} else if _, isObject := o.Spec.(map[string]any); o.Kind == KindVegaLite && !isObject {
+				return nil, ns, violation("output %d (vega_lite): its spec is a JSON %s, not an object", i+1, jsonType(o.Spec))
 			} else {
+				o = cuts.cut(o, p)
 				reason = checkOutput(o, p)
 			}
 		}
@@ -198,9 +233,11 @@ func parseOutputs(raw json.RawMessage, p Policy, budget int) (outs, notices []Ou
 		}
 		n := dropped("%s was dropped: %s.", what, reason)
 		outs = append(outs, n)
-		notices = append(notices, n)
+		ns.dropped = append(ns.dropped, n)
 	}
-	return append(outs, overflow...), append(notices, overflow...)
+	ns.dropped = append(ns.dropped, overflow...)
+	ns.cut = cuts.notices(p)
+	return append(outs, overflow...), ns, nil
 }
 
 var outputKinds = []string{KindNotice, KindMarkdown, KindTable, KindJSON, KindHTML, KindVegaLite}
@@ -209,6 +246,9 @@ func knownKind(k string) bool { return slices.Contains(outputKinds, k) }
 
 // checkOutput returns "" when o keeps to the policy, or why it does not.
 func checkOutput(o Output, p Policy) string {
+	if knownKind(o.Kind) && !slices.Contains(p.Kinds, o.Kind) {
+		return fmt.Sprintf("its kind %s is not allowed by the policy (allowed: %s)", quote(o.Kind), strings.Join(p.Kinds, ", "))
+	}
 	switch o.Kind {
 	case KindNotice:
 		if o.Level != LevelInfo && o.Level != LevelWarning && o.Level != LevelError {
@@ -248,9 +288,6 @@ func checkOutput(o Output, p Policy) string {
 			return overBytes(n, p.MaxJSONBytes, "a json value")
 		}
 	case KindVegaLite:
-		if _, ok := o.Spec.(map[string]any); !ok {
-			return fmt.Sprintf("its spec is a JSON %s, not an object", jsonType(o.Spec))
-		}
 		n, err := jsonSize(o.Spec)
 		if err != nil {
 			return "its spec cannot be encoded as JSON"
@@ -280,15 +317,16 @@ func parseState(top map[string]json.RawMessage, p Policy, extra []Output) (json.
 	default:
 		return nil, append(extra, dropped("The result's state was dropped: it is a JSON %s; state must be an object or null.", jsonType(v)))
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	state, err := compactJSON(v)
+	if err != nil {
 		return nil, append(extra, dropped("The result's state was dropped: it cannot be encoded as JSON."))
 	}
-	state := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	if len(state) > p.MaxStateBytes {
-		return nil, append(extra, dropped("The result's state was dropped: it is %d bytes, over the limit of %s for state.", len(state), bytesLimit(int64(p.MaxStateBytes))))
+		kept, left := cutState(v.(map[string]any), p.MaxStateBytes)
+		if kept == nil {
+			return nil, append(extra, dropped("The result's state was dropped: it cannot be encoded as JSON."))
+		}
+		return kept, append(extra, systemNotice("State kortades för att rymmas inom %d byte (%d nycklar togs bort).", p.MaxStateBytes, left))
 	}
 	return json.RawMessage(state), extra
 }

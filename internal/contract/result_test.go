@@ -68,8 +68,9 @@ func TestParseResultValid(t *testing.T) {
 				"prefill": map[string]any{"page_size": "a4"}},
 			map[string]any{"action_id": "reset", "label": "Börja om", "kind": "form"},
 		},
-		"state":     map[string]any{"step": "preview", "html_files": []any{"index.html"}},
-		"artifacts": []any{"output/a.pdf", "output/sub/b.png"},
+		"state": map[string]any{"step": "preview", "html_files": []any{"index.html"}},
+		// As the original's runner lists them, too: a tool may write result.json itself.
+		"artifacts": []any{"output/a.pdf", map[string]any{"path": "output/sub/b.png", "bytes": 12}},
 	})
 	res, err := ParseResult(data, DefaultPolicy())
 	if err != nil {
@@ -130,8 +131,14 @@ func TestParseResultViolations(t *testing.T) {
 		{"bad status", `{"contract_version":2,"status":"ok"}`, DefaultPolicy(), `status is "ok", want "succeeded" or "failed"`},
 		{"status not a string", `{"contract_version":2,"status":true}`, DefaultPolicy(), `status is true, want`},
 		{"error_summary a number", `{"contract_version":2,"status":"failed","error_summary":5}`, DefaultPolicy(), "error_summary is a JSON number, want a string"},
-		{"artifacts a string", `{"contract_version":2,"status":"succeeded","artifacts":"output/a"}`, DefaultPolicy(), "artifacts is a JSON string, want a list of strings"},
+		{"artifacts a string", `{"contract_version":2,"status":"succeeded","artifacts":"output/a"}`, DefaultPolicy(), "artifacts is a JSON string, want a list of paths"},
 		{"artifacts with a number", `{"contract_version":2,"status":"succeeded","artifacts":[1]}`, DefaultPolicy(), "artifacts holds a JSON number"},
+		{"artifact object without a path", `{"contract_version":2,"status":"succeeded","artifacts":[{"bytes":1}]}`, DefaultPolicy(), "artifacts holds a JSON null"},
+		// The original hub's schema refuses the whole result for it, and so the run.
+		{"vega spec not an object", `{"contract_version":2,"status":"succeeded","outputs":[{"kind":"markdown","markdown":"x"},{"kind":"vega_lite","spec":"bar"}]}`,
+			DefaultPolicy(), "output 2 (vega_lite): its spec is a JSON string, not an object"},
+		{"vega spec a list", `{"contract_version":2,"status":"succeeded","outputs":[{"kind":"vega_lite","spec":[]}]}`, DefaultPolicy(), "its spec is a JSON list"},
+		{"vega spec missing", `{"contract_version":2,"status":"succeeded","outputs":[{"kind":"vega_lite"}]}`, DefaultPolicy(), "its spec is a JSON null"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,26 +170,61 @@ func TestParseResultDrops(t *testing.T) {
 		actions []any          // placed after the valid action "ok"
 		set     map[string]any // replaces whole keys
 		notices []string       // one substring per notice expected, in order
+		cut     bool           // the output is cut to size in place, not replaced by a notice
 		check   func(t *testing.T, r Result)
 	}{
 		{name: "markdown at its limit", outputs: []any{md(strings.Repeat("x", 64<<10))}},
-		{name: "markdown over", outputs: []any{md(strings.Repeat("x", 64<<10+1))},
-			notices: []string{"Output 2 (markdown) was dropped: it is 65537 bytes, over the limit of 65536 bytes (64 KiB) for markdown."}},
+		{name: "markdown over", outputs: []any{md(strings.Repeat("x", 64<<10+1))}, cut: true,
+			notices: []string{"Systemmeddelande: 1 markdown-utdata kortades till 65536 byte."},
+			check: func(t *testing.T, r Result) {
+				if r.Outputs[1].Markdown != strings.Repeat("x", 64<<10) || r.Outputs[len(r.Outputs)-1].Message != r.Notices[0].Message {
+					t.Errorf("markdown of %d bytes, outputs end with %+v", len(r.Outputs[1].Markdown), r.Outputs[len(r.Outputs)-1])
+				}
+			}},
+		{name: "markdown over, cut at a character", outputs: []any{md(strings.Repeat("x", 64<<10-1) + "åäö"), md(strings.Repeat("y", 64<<10+5))}, cut: true,
+			notices: []string{"Systemmeddelande: 2 markdown-utdata kortades till 65536 byte."},
+			check: func(t *testing.T, r Result) {
+				if r.Outputs[1].Markdown != strings.Repeat("x", 64<<10-1) || len(r.Outputs[2].Markdown) != 64<<10 {
+					t.Errorf("markdown of %d and %d bytes", len(r.Outputs[1].Markdown), len(r.Outputs[2].Markdown))
+				}
+			}},
 		{name: "html at its limit", outputs: []any{map[string]any{"kind": "html_sandboxed", "html": strings.Repeat("<", 96<<10)}}},
-		{name: "html over", outputs: []any{map[string]any{"kind": "html_sandboxed", "html": strings.Repeat("<", 96<<10+1)}},
-			notices: []string{"over the limit of 98304 bytes (96 KiB) for html_sandboxed"}},
+		{name: "html over", outputs: []any{map[string]any{"kind": "html_sandboxed", "html": strings.Repeat("<", 96<<10+1)}}, cut: true,
+			notices: []string{"Systemmeddelande: 1 html_sandboxed-utdata kortades till 98304 byte."},
+			check: func(t *testing.T, r Result) {
+				if len(r.Outputs[1].HTML) != 96<<10 {
+					t.Errorf("html of %d bytes", len(r.Outputs[1].HTML))
+				}
+			}},
 		{name: "json at its limit", outputs: []any{map[string]any{"kind": "json", "value": strings.Repeat("&", 96<<10-2)}}},
 		{name: "json over", outputs: []any{map[string]any{"kind": "json", "value": strings.Repeat("&", 96<<10-1)}},
 			notices: []string{"Output 2 (json) was dropped: it is 98305 bytes, over the limit of 98304 bytes (96 KiB) for a json value."}},
 		{name: "vega over", outputs: []any{map[string]any{"kind": "vega_lite", "spec": map[string]any{"d": strings.Repeat("x", 256<<10)}}},
 			notices: []string{"over the limit of 262144 bytes (256 KiB) for a vega_lite spec"}},
-		{name: "vega spec not an object", outputs: []any{map[string]any{"kind": "vega_lite", "spec": "bar"}},
-			notices: []string{"Output 2 (vega_lite) was dropped: its spec is a JSON string, not an object."}},
 		{name: "table at its limits", outputs: []any{map[string]any{"kind": "table", "columns": many(40, col), "rows": many(750, row)}}},
-		{name: "table over rows", outputs: []any{map[string]any{"kind": "table", "columns": many(1, col), "rows": many(751, row)}},
-			notices: []string{"Output 2 (table) was dropped: it has 751 rows, over the limit of 750 rows per table."}},
-		{name: "table over columns", outputs: []any{map[string]any{"kind": "table", "columns": many(41, col), "rows": []any{}}},
-			notices: []string{"it has 41 columns, over the limit of 40 columns per table"}},
+		{name: "table over rows", outputs: []any{map[string]any{"kind": "table", "columns": many(1, col), "rows": many(751, row)}}, cut: true,
+			notices: []string{"Systemmeddelande: 1 tabeller kortades till plattformens gränser för rader, kolumner och celler."},
+			check: func(t *testing.T, r Result) {
+				if len(r.Outputs[1].Rows) != 750 || len(r.Outputs[1].Columns) != 1 {
+					t.Errorf("table of %d rows", len(r.Outputs[1].Rows))
+				}
+			}},
+		{name: "table over columns", outputs: []any{map[string]any{"kind": "table", "columns": many(41, col),
+			"rows": []any{map[string]any{"c0": 1, "c40": 2, "other": 3}}}}, cut: true,
+			notices: []string{"Systemmeddelande: 1 tabeller kortades"},
+			check: func(t *testing.T, r Result) {
+				if len(r.Outputs[1].Columns) != 40 || fmt.Sprint(r.Outputs[1].Rows) != "[map[c0:1]]" {
+					t.Errorf("table of %d columns, rows %v", len(r.Outputs[1].Columns), r.Outputs[1].Rows)
+				}
+			}},
+		{name: "table cell over", outputs: []any{map[string]any{"kind": "table", "columns": many(1, col),
+			"rows": []any{map[string]any{"c0": strings.Repeat("é", 300)}, map[string]any{"c0": "kort"}}}}, cut: true,
+			notices: []string{"Systemmeddelande: 1 tabeller kortades"},
+			check: func(t *testing.T, r Result) {
+				if r.Outputs[1].Rows[0]["c0"] != strings.Repeat("é", 256) || r.Outputs[1].Rows[1]["c0"] != "kort" {
+					t.Errorf("rows %.80v", r.Outputs[1].Rows)
+				}
+			}},
 		{name: "table column without key", outputs: []any{map[string]any{"kind": "table", "columns": []any{map[string]any{"label": "x"}}}},
 			notices: []string{"its column 1 has no key"}},
 		{name: "table column key twice", outputs: []any{map[string]any{"kind": "table", "columns": []any{col(1), col(1)}}},
@@ -198,8 +240,8 @@ func TestParseResultDrops(t *testing.T) {
 		{name: "output null", outputs: []any{nil}, notices: []string{"Output 2 was dropped: it is null."}},
 		{name: "output field of the wrong type", outputs: []any{map[string]any{"kind": "markdown", "markdown": 5}},
 			notices: []string{"Output 2 (markdown) was dropped: its markdown is a JSON number, want a string."}},
-		{name: "two drops in place", outputs: []any{md(strings.Repeat("x", 64<<10+1)), md("fine"), "x"},
-			notices: []string{"Output 2 (markdown)", "Output 4 was dropped"},
+		{name: "two drops in place", outputs: []any{map[string]any{"kind": "json", "value": strings.Repeat("&", 96<<10)}, md("fine"), "x"},
+			notices: []string{"Output 2 (json)", "Output 4 was dropped"},
 			check: func(t *testing.T, r Result) {
 				if len(r.Outputs) != 5 || r.Outputs[1].Kind != KindNotice || r.Outputs[2].Markdown != "fine" || r.Outputs[3].Kind != KindNotice {
 					t.Errorf("outputs %+v", r.Outputs)
@@ -268,10 +310,19 @@ func TestParseResultDrops(t *testing.T) {
 		{name: "next_actions not a list", set: map[string]any{"next_actions": "convert"},
 			notices: []string{"The result's next_actions were dropped: they are a JSON string, not a list."}},
 		{name: "state over", set: map[string]any{"state": map[string]any{"s": strings.Repeat("x", 64<<10)}},
-			notices: []string{"The result's state was dropped: it is 65544 bytes, over the limit of 65536 bytes (64 KiB) for state."},
+			notices: []string{"Systemmeddelande: State kortades för att rymmas inom 65536 byte (1 nycklar togs bort)."},
 			check: func(t *testing.T, r Result) {
-				if r.State != nil {
+				if string(r.State) != "{}" {
 					t.Errorf("state kept: %d bytes", len(r.State))
+				}
+			}},
+		// The original's rule: the most keys, in sorted order, that fit; "c" fits but
+		// comes after "b", which does not.
+		{name: "state over, keys in order", set: map[string]any{"state": map[string]any{"b": strings.Repeat("x", 64<<10), "a": 1, "c": 2}},
+			notices: []string{"(2 nycklar togs bort)"},
+			check: func(t *testing.T, r Result) {
+				if string(r.State) != `{"a":1}` {
+					t.Errorf("state kept: %.80s", r.State)
 				}
 			}},
 		{name: "state a list", set: map[string]any{"state": []any{1}},
@@ -322,8 +373,11 @@ func TestParseResultDrops(t *testing.T) {
 				if res.Outputs[0].Markdown != "keep A" || !slices.ContainsFunc(res.Outputs, func(o Output) bool { return o.Markdown == "keep B" }) {
 					t.Errorf("the valid outputs did not survive: %+v", res.Outputs)
 				}
-				if len(tc.outputs) > 0 && len(tc.notices) > 0 && res.Outputs[1].Kind != KindNotice {
+				if len(tc.outputs) > 0 && len(tc.notices) > 0 && !tc.cut && res.Outputs[1].Kind != KindNotice {
 					t.Errorf("the dropped output was not replaced in place: %+v", res.Outputs[1])
+				}
+				if tc.cut && res.Outputs[1].Kind == KindNotice {
+					t.Errorf("the output was replaced, not cut: %+v", res.Outputs[1])
 				}
 			}
 			if _, ok := tc.set["next_actions"]; !ok && (len(res.NextActions) == 0 || res.NextActions[0].ActionID != "ok") {
@@ -332,7 +386,7 @@ func TestParseResultDrops(t *testing.T) {
 			if _, ok := tc.set["state"]; !ok && string(res.State) != `{"step":"x"}` {
 				t.Errorf("state = %s", res.State)
 			}
-			if len(res.Outputs) > DefaultPolicy().MaxOutputs {
+			if len(res.Outputs) > DefaultPolicy().MaxOutputs+len(res.Notices) {
 				t.Errorf("%d outputs", len(res.Outputs))
 			}
 			if tc.check != nil {
@@ -342,8 +396,8 @@ func TestParseResultDrops(t *testing.T) {
 	}
 }
 
-// TestParseResultOutputLimit pins the rule: Outputs never hold more than MaxOutputs
-// entries, skrip's notices included; the tool's last outputs give way to one notice.
+// TestParseResultOutputLimit pins the rule: the tool's outputs past MaxOutputs give way to
+// one notice, and skrip's notices come on top: a tool never loses an output to them.
 func TestParseResultOutputLimit(t *testing.T) {
 	tests := []struct {
 		outputs   int
@@ -353,10 +407,10 @@ func TestParseResultOutputLimit(t *testing.T) {
 		overflow  string
 	}{
 		{outputs: 50, wantKept: 50, wantTotal: 50},
-		{outputs: 51, wantKept: 49, wantTotal: 50, overflow: "Outputs 50 to 51 of 51 were dropped: over the limit of 50 outputs per result, which counts skrip's notices."},
-		{outputs: 500, wantKept: 49, wantTotal: 50, overflow: "Outputs 50 to 500 of 500 were dropped"},
+		{outputs: 51, wantKept: 50, wantTotal: 51, overflow: "Outputs 51 to 51 of 51 were dropped: over the limit of 50 outputs per result."},
+		{outputs: 500, wantKept: 50, wantTotal: 51, overflow: "Outputs 51 to 500 of 500 were dropped"},
 		{outputs: 49, badState: true, wantKept: 49, wantTotal: 50},
-		{outputs: 50, badState: true, wantKept: 48, wantTotal: 50, overflow: "Outputs 49 to 50 of 50 were dropped"},
+		{outputs: 50, badState: true, wantKept: 50, wantTotal: 51},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%d outputs, bad state %v", tc.outputs, tc.badState), func(t *testing.T) {
@@ -403,7 +457,7 @@ func TestParseResultState(t *testing.T) {
 		{"empty object", `"state": {}`, "{}", ""},
 		{"compacted and sorted", `"state": { "b": [1, 2.50], "a": "<b>&" }`, `{"a":"<b>&","b":[1,2.50]}`, ""},
 		{"at the limit", `"state": {"s":"` + strings.Repeat("x", 64<<10-8) + `"}`, `{"s":"` + strings.Repeat("x", 64<<10-8) + `"}`, ""},
-		{"over the limit", `"state": {"s":"` + strings.Repeat("x", 64<<10-7) + `"}`, "<nil>", "65537 bytes, over the limit of 65536 bytes (64 KiB) for state"},
+		{"over the limit", `"state": {"s":"` + strings.Repeat("x", 64<<10-7) + `"}`, "{}", "State kortades för att rymmas inom 65536 byte (1 nycklar togs bort)"},
 		{"a list", `"state": []`, "<nil>", "it is a JSON list; state must be an object or null"},
 		{"a string", `"state": "x"`, "<nil>", "it is a JSON string"},
 		{"a number", `"state": 1`, "<nil>", "it is a JSON number"},
@@ -433,5 +487,25 @@ func TestParseResultState(t *testing.T) {
 				t.Errorf("notices %+v, want one containing %q", res.Notices, tc.notice)
 			}
 		})
+	}
+}
+
+// TestParseResultKinds: an output of a kind the policy does not allow is dropped in
+// place with a notice, as the original hub's profiles drop it.
+func TestParseResultKinds(t *testing.T) {
+	p := DefaultPolicy()
+	p.Kinds = []string{KindNotice, KindMarkdown, KindTable, KindJSON, KindHTML} // the original's "default" profile
+	data := resultJSON(t, map[string]any{"outputs": []any{
+		md("a"), map[string]any{"kind": "vega_lite", "spec": map[string]any{"mark": "bar"}}, md("b")}})
+	res, err := ParseResult(data, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Outputs) != 3 || res.Outputs[1].Kind != KindNotice ||
+		res.Outputs[1].Message != `Output 2 (vega_lite) was dropped: its kind "vega_lite" is not allowed by the policy (allowed: notice, markdown, table, json, html_sandboxed).` {
+		t.Errorf("outputs %+v", res.Outputs)
+	}
+	if res, err := ParseResult(data, DefaultPolicy()); err != nil || len(res.Notices) != 0 || res.Outputs[1].Kind != KindVegaLite {
+		t.Errorf("the default policy: %+v, %v", res.Outputs, err)
 	}
 }

@@ -25,6 +25,7 @@ const artifactTool = `
 import os
 def run_tool(input_dir, output_dir):
     open(os.path.join(output_dir, "new.txt"), "w").write("new bytes")
+    return ""  # None would fail the run, as on the original hub
 `
 
 // TestArtifactRetention: a run that finished longer ago than SKRIP_RUN_ARTIFACTS_TTL

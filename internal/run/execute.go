@@ -2,10 +2,12 @@ package run
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
+	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -88,11 +90,11 @@ func judge(r store.Run, rep Report, policy contract.Policy) outcome {
 	case res.OOMKilled:
 		out.summary = runner.MemoryExceeded(lim.MemoryBytes)
 	case res.ResultJSON == nil:
-		out.summary = fmt.Sprintf("The tool ended without a result (exit code %d); see stderr.", res.ExitCode)
+		out.summary = contract.NoResultSummary(res.ExitCode)
 	default:
 		parsed, perr := contract.ParseResult(res.ResultJSON, policy)
 		if perr != nil {
-			out.summary = perr.Error()
+			out.summary = contract.ViolationSummary(perr)
 			break
 		}
 		out = outcome{status: parsed.Status, summary: parsed.ErrorSummary, outputs: parsed.Outputs, actions: parsed.NextActions,
@@ -103,8 +105,19 @@ func judge(r store.Run, rep Report, policy contract.Policy) outcome {
 		out.outputs = append(out.outputs, leftOutNotice(lim.OutputBytes, res.LeftOut))
 	}
 	out.artifacts = rep.Artifacts
+	if out.status == store.StatusFailed && !isEditor(r) {
+		// As in the original hub, a failed run keeps no artifacts: what a tool left
+		// half-done is no result for its user. The editor keeps them for the author.
+		out.discard, out.artifacts = rep.Artifacts, nil
+	}
 	out.result = &res
 	return out
+}
+
+// isEditor reports whether r ran in the editor sandbox.
+func isEditor(r store.Run) bool {
+	c, err := session.ParseContext(r.Context)
+	return err == nil && c.IsEditor()
 }
 
 // Claim marks run id running as attempt number attempt on worker, and tells the run's
@@ -147,6 +160,14 @@ func (s *Service) record(ctx context.Context, r store.Run, attempt int64, out ou
 	rev, ok, err := s.st.RecordRun(ctx, r, attempt, out.session)
 	if err != nil || !ok {
 		return false, err
+	}
+	for _, a := range out.discard {
+		if a.Key == "" {
+			continue
+		}
+		if err := s.blobs.Delete(ctx, a.Key); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			s.log.Warn("deleting an artifact of a failed run; the janitor's orphan sweep retries", "run", r.ID, "key", a.Key, "error", err)
+		}
 	}
 	if rev != nil && s.cfg.SessionWritten != nil {
 		s.cfg.SessionWritten(ctx, store.SessionKey{ToolID: r.ToolID, UserID: r.UserID, Context: r.Context}, *rev)

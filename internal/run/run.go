@@ -12,8 +12,6 @@ import (
 	"mime"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -334,7 +332,7 @@ func (s *Service) create(ctx context.Context, r store.Run, total int) error {
 
 // newRun is the queued run req asks for, and what executes it.
 func (s *Service) newRun(req Request) (store.Run, Job, error) {
-	manifest, err := listInputs(req.InputDir, false)
+	manifest, err := contract.ListInputs(req.InputDir)
 	if err != nil {
 		return store.Run{}, Job{}, err
 	}
@@ -355,9 +353,9 @@ func (s *Service) newRun(req Request) (store.Run, Job, error) {
 }
 
 // job is what executes run r of req: the sandbox sees the files of its input directory,
-// action.json included.
+// action.json included, and the manifest lists them without it.
 func (s *Service) job(r store.Run, req Request) (Job, error) {
-	files, err := listInputs(req.InputDir, true)
+	files, err := contract.ListInputs(req.InputDir)
 	if err != nil {
 		return Job{}, err
 	}
@@ -450,6 +448,7 @@ type outcome struct {
 	actions   []contract.NextAction
 	session   *store.SessionEffect // what the run writes to its session, if it succeeded
 	artifacts []Artifact
+	discard   []Artifact     // stored, but not kept: deleted once the run is recorded
 	result    *runner.Result // its logs; nil when it never ran
 }
 
@@ -612,28 +611,6 @@ func (s *Service) Shutdown(grace time.Duration) {
 	}
 	s.mu.Unlock()
 	<-done
-}
-
-// listInputs lists the files of an input directory as the manifest the sandbox sees;
-// withAction keeps action.json, which the audit manifest leaves out.
-func listInputs(dir string, withAction bool) (contract.Manifest, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return contract.Manifest{}, err
-	}
-	m := contract.Manifest{Files: []contract.ManifestFile{}}
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil || !info.Mode().IsRegular() {
-			continue
-		}
-		if !withAction && strings.EqualFold(e.Name(), "action.json") {
-			continue
-		}
-		m.Files = append(m.Files, contract.ManifestFile{Name: e.Name(), Path: "/work/input/" + e.Name(), Bytes: info.Size()})
-	}
-	sort.Slice(m.Files, func(i, j int) bool { return m.Files[i].Name < m.Files[j].Name })
-	return m, nil
 }
 
 // ContentType is the media type an artifact named name is served with.

@@ -47,6 +47,7 @@ type env struct {
 	svc              *run.Service
 	st               *store.Store
 	workDir, scratch string // the service's input dirs; the runner's per-run scratch dirs
+	blobDir          string // the blob store's files
 	req              run.Request
 	seq              atomic.Int64
 }
@@ -86,7 +87,7 @@ func newEnv(t *testing.T, st *store.Store, concurrency, queue int) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Shutdown(0) })
-	return &env{svc: svc, st: st, workDir: workDir, scratch: filepath.Join(dir, "bwrap", "runs"),
+	return &env{svc: svc, st: st, workDir: workDir, scratch: filepath.Join(dir, "bwrap", "runs"), blobDir: filepath.Join(dir, "blobs"),
 		req: run.Request{Tool: tool, Version: v, User: u, Context: "default", Kind: "initial"}}
 }
 

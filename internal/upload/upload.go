@@ -78,7 +78,7 @@ type File struct {
 // Form is what Read found in an accepted upload.
 type Form struct {
 	Files  []File            // in upload order
-	Inputs map[string]any    // the "inputs" field parsed as a JSON object (numbers as float64); nil when absent or empty
+	Inputs map[string]any    // the "inputs" field parsed as a JSON object (numbers as json.Number); nil when absent or empty
 	Fields map[string]string // other accepted small text fields named in Options.TextFields; nil when none came
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -121,7 +122,7 @@ func TestReadAccepts(t *testing.T) {
 			},
 			wantFiles:  []string{"a.txt", "Räksmörgås.csv", "empty.bin"},
 			wantBodies: []string{"hello", "a,b\n1,2\n", ""},
-			wantInputs: map[string]any{"page_size": "a4", "n": 2.0},
+			wantInputs: map[string]any{"page_size": "a4", "n": json.Number("2")},
 			wantFields: map[string]string{"wait": "30s"},
 		},
 		{
@@ -139,7 +140,7 @@ func TestReadAccepts(t *testing.T) {
 		{
 			name:       "a browser's empty file input is skipped",
 			parts:      []part{file("", ""), field("inputs", `{"a": [1, "x"]}`)},
-			wantInputs: map[string]any{"a": []any{1.0, "x"}},
+			wantInputs: map[string]any{"a": []any{json.Number("1"), "x"}},
 		},
 		{
 			name:       "inputs sent as a file, as curl -F inputs=@in.json does",
@@ -300,6 +301,13 @@ func TestReadRejects(t *testing.T) {
 			parts:   []part{field("inputs", `{"a" 1}`)},
 			want:    ErrInvalid,
 			wantMsg: []string{"inputs field is not valid JSON", "at byte"},
+		},
+		{
+			name:        "inputs with a number no float64 holds",
+			parts:       []part{field("inputs", `{"n": [1, 1e400]}`)},
+			want:        ErrInvalid,
+			wantMsg:     []string{"the inputs field holds 1e400, larger than any number a tool can take"},
+			wantDetails: map[string]any{"field": "inputs", "input": "n"},
 		},
 		{
 			name:    "inputs an array",

@@ -101,16 +101,25 @@ func (r *result) ShowStale() bool { return r.Rev == "" && !r.Refused() && !r.Con
 // run is the tool's own message to its user (a ToolUserError: "Filen saknar kolumnen
 // 'namn'."), which the page shows as it is.
 // TestCrashOrMessage lists the summaries the code writes; a new one belongs here.
-var crashSummaries = []string{"Tool execution ", "The tool ended without a result", "the sandbox failed", "could not read the run's input files",
+// ("The tool ended without a result" and "runner contract violation" are the words of
+// runs recorded before the run service took the original hub's.)
+var crashSummaries = []string{"Tool execution ", contract.ViolationPrefix, "The tool ended without a result", "the sandbox failed", "could not read the run's input files",
 	"the tool succeeded but its session", "runner contract violation", "memory limit exceeded", "The script defines no function", "run_tool returned ",
 	"run_tool's outputs, next_actions or state are not JSON-serialisable", "interrupted by server restart"}
 
 // genericUserMessage is the summary of a ToolUserError without a message
-// (tool_errors.GENERIC_MESSAGE); the page says it in its own language.
-const genericUserMessage = "The tool stopped with an error but gave no message."
+// (tool_errors.GENERIC_MESSAGE, the original hub's words); the page says it in its own
+// language. oldGenericUserMessage is the one of runs recorded before skrip took them.
+const (
+	genericUserMessage    = "Ett fel inträffade."
+	oldGenericUserMessage = "The tool stopped with an error but gave no message."
+)
 
 // NoMessage says whether a failed run is a ToolUserError that gave no message.
-func (r *result) NoMessage() bool { return strings.TrimSpace(r.Run.ErrorSummary) == genericUserMessage }
+func (r *result) NoMessage() bool {
+	s := strings.TrimSpace(r.Run.ErrorSummary)
+	return s == genericUserMessage || s == oldGenericUserMessage
+}
 
 // UserMessage says whether a failed run's summary is the tool's message to its user.
 func (r *result) UserMessage() bool {

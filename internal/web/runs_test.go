@@ -22,6 +22,8 @@ func TestCrashOrMessage(t *testing.T) {
 		"run_tool returned int; return a str or a dict",
 		"run_tool's outputs, next_actions or state are not JSON-serialisable (ValueError: Circular reference detected).",
 		"The tool ended without a result (exit code 1); see stderr.",
+		contract.NoResultSummary(1),
+		contract.ViolationSummary(fmt.Errorf("%w: status is missing", contract.ErrViolation)),
 		"the sandbox failed: see the server log",
 		"could not read the run's input files",
 		"the tool succeeded but its session could not be saved; see the server log",
@@ -41,8 +43,10 @@ func TestCrashOrMessage(t *testing.T) {
 			t.Errorf("the tool's message %q is taken for a crash", s)
 		}
 	}
-	if r := (&result{Run: store.Run{Status: store.StatusFailed, ErrorSummary: genericUserMessage}}); !r.NoMessage() {
-		t.Error("a ToolUserError without a message is not recognised")
+	for _, s := range []string{genericUserMessage, oldGenericUserMessage} {
+		if r := (&result{Run: store.Run{Status: store.StatusFailed, ErrorSummary: s}}); !r.NoMessage() {
+			t.Errorf("a ToolUserError without a message (%q) is not recognised", s)
+		}
 	}
 	timedOut := &result{Run: store.Run{Status: store.StatusTimedOut, ErrorSummary: runner.TimedOut(time.Minute)}}
 	if timedOut.UserMessage() || !timedOut.Crashed() {

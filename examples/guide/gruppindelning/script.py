@@ -84,8 +84,8 @@ def run_tool(input_dir: str, output_dir: str) -> dict:
     if not isinstance(size, int) or size < 1:
         raise ToolUserError("Gruppstorleken måste vara ett heltal, minst 1.")
 
-    # On an action run the list is the file uploaded at the start, plus action.json.
-    lists = [Path(f["path"]) for f in list_input_files() if f["name"] != "action.json"]
+    # On an action run the list is the file uploaded at the start.
+    lists = [Path(f["path"]) for f in list_input_files()]
     if not lists:
         raise ToolUserError("Ladda upp klasslistan (.csv, .txt eller .xlsx).")
     names = read_names(lists[0])

@@ -49,7 +49,7 @@ def add_note(action):
     if not note:
         raise tk.ToolUserError("Anteckningen är tom.")
     notes.append(note)
-    in_manifest = [f["name"] for f in tk.manifest()["files"]]  # action.json included
+    in_manifest = [f["name"] for f in tk.manifest()["files"]]  # never action.json
     return {
         "outputs": [
             {"kind": "markdown", "markdown": f"## {rubrik}\n\n" + "\n".join(f"- {n}" for n in notes)},

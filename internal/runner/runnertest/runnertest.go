@@ -48,6 +48,9 @@ type Job struct {
 	Limits runner.Limits
 	// KeepOutput copies /work/output's regular files into Outcome.Output.
 	KeepOutput bool
+	// Unparsed leaves result.json unparsed (Outcome.Parsed empty), for a case that checks
+	// how it breaks the contract.
+	Unparsed bool
 }
 
 // Exec runs script on r with input files and inputs, and parses its result.json.
@@ -60,12 +63,10 @@ func Exec(t *testing.T, r runner.Runner, script string, files map[string]string,
 func ExecJob(t *testing.T, r runner.Runner, j Job) Outcome {
 	t.Helper()
 	in := t.TempDir()
-	var m contract.Manifest
 	write := func(name string, body []byte) {
 		if err := os.WriteFile(filepath.Join(in, name), body, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		m.Files = append(m.Files, contract.FileEntry(name, int64(len(body))))
 	}
 	for name, body := range j.Files {
 		write(name, []byte(body))
@@ -76,6 +77,11 @@ func ExecJob(t *testing.T, r runner.Runner, j Job) Outcome {
 			t.Fatal(err)
 		}
 		write(contract.ActionFileName, b)
+	}
+	// The manifest as the run service makes it: action.json stays out of it.
+	m, err := contract.ListInputs(in)
+	if err != nil {
+		t.Fatal(err)
 	}
 	out := Outcome{Files: map[string]string{}}
 	if j.KeepOutput {
@@ -122,7 +128,7 @@ func ExecJob(t *testing.T, r runner.Runner, j Job) Outcome {
 		t.Fatalf("Run: %v", err)
 	}
 	out.Result = res
-	if len(res.ResultJSON) > 0 {
+	if len(res.ResultJSON) > 0 && !j.Unparsed {
 		parsed, err := contract.ParseResult(res.ResultJSON, contract.DefaultPolicy())
 		if err != nil {
 			t.Fatalf("result.json: %v\n%s\nstderr: %s", err, res.ResultJSON, res.Stderr)
@@ -171,6 +177,7 @@ func Run(t *testing.T, newRunner func(t *testing.T) runner.Runner) {
 	t.Run("sparse output", func(t *testing.T) { testSparseOutput(t, r) })
 	t.Run("abuse beside a normal run", func(t *testing.T) { testConcurrent(t, r) })
 	t.Run("original runtime", func(t *testing.T) { runRuntime(t, r) })
+	t.Run("fidelity", func(t *testing.T) { runFidelity(t, r) })
 }
 
 func testContract(t *testing.T, r runner.Runner) {

@@ -156,7 +156,7 @@ func testToolUserError(t *testing.T, r runner.Runner) {
 	for _, tc := range []struct{ script, want string }{
 		{"from tool_errors import ToolUserError\ndef run_tool(i, o):\n    raise ToolUserError('  Filtypen stöds inte. ')\n", "Filtypen stöds inte."},
 		{"import skrip_toolkit\ndef run_tool(i, o):\n    raise skrip_toolkit.ToolUserError('Ladda upp en fil.')\n", "Ladda upp en fil."},
-		{"import tool_errors\ndef run_tool(i, o):\n    raise tool_errors.ToolUserError('')\n", "The tool stopped with an error but gave no message."},
+		{"import tool_errors\ndef run_tool(i, o):\n    raise tool_errors.ToolUserError('')\n", "Ett fel inträffade."},
 	} {
 		o := Exec(t, r, tc.script, nil, nil, Limits())
 		if o.Parsed.Status != contract.StatusFailed || o.Parsed.ErrorSummary != tc.want {
@@ -228,9 +228,14 @@ def run_tool(input_dir, output_dir):
 	if fmt.Sprint(o.Parsed.Artifacts) != "[output/klass 7B/Rapport.PDF]" {
 		t.Errorf("artifacts %v, output %v", o.Parsed.Artifacts, o.Files)
 	}
-	for _, name := range []string{"../x.pdf", "/abs.pdf", "x.txt", "/work/output/y.pdf"} {
-		if s, _ := v[name].(string); !strings.HasPrefix(s, `refused: Cannot save the PDF as "`+name+`": `) {
-			t.Errorf("save_as_pdf(%q): %v", name, v[name])
+	for name, want := range map[string]string{
+		"../x.pdf":           "Ogiltigt filnamn. Filnamnet får inte innehålla '..' eller '.'.",
+		"/abs.pdf":           "Ogiltigt filnamn. Filnamnet måste vara relativt under output.",
+		"x.txt":              "Ogiltigt filnamn. Filnamnet måste sluta med .pdf.",
+		"/work/output/y.pdf": "Ogiltigt filnamn. Filnamnet måste vara relativt under output.",
+	} {
+		if v[name] != "refused: "+want {
+			t.Errorf("save_as_pdf(%q): %v, want the original's refusal %q", name, v[name], want)
 		}
 	}
 }

@@ -10,12 +10,10 @@ Tools written for the original hub import it unchanged::
 
 The PDF is rendered with WeasyPrint. Relative URLs in the HTML (stylesheets, images)
 resolve against /work/, so "input/style.css" is an uploaded file. Every failure raises
-ToolUserError with a sentence the user can act on; the details go to stderr.
+ToolUserError with the original hub's sentence (in Swedish); the details go to stderr.
 """
 
-import errno
 import os
-import stat
 import sys
 import traceback
 
@@ -25,74 +23,17 @@ __all__ = ["save_as_pdf"]
 
 BASE_URL = "/work/"
 
-
-def _show(name):
-    """name as a message quotes it: long names are cut, so the message stays readable."""
-    return name if len(name) <= 120 else name[:117] + "..."
-
-
-def _relative_parts(filename):
-    """Return filename's path segments under the output directory, or raise ToolUserError
-    when it is not a relative path to a .pdf file without "." or ".." segments."""
-    try:
-        name = os.fspath(filename)
-    except TypeError:
-        name = None
-    if not isinstance(name, str):
-        raise ToolUserError('Cannot save the PDF: its file name must be text, like "report.pdf".')
-    name = name.strip()
-    if "\x00" in name:
-        raise ToolUserError("Cannot save the PDF: its file name contains a NUL character.")
-    # Backslashes separate folders too, for tools written on Windows (as in the original).
-    name = name.replace("\\", "/")
-    if name.startswith("/"):
-        raise ToolUserError(
-            'Cannot save the PDF as "%s": give a file name relative to the output folder, like "report.pdf".' % _show(name))
-    parts = [p for p in name.split("/") if p != ""]
-    if any(p in (".", "..") for p in parts):
-        raise ToolUserError(
-            'Cannot save the PDF as "%s": the file name may not contain "." or ".." as a folder.' % _show(name))
-    last = name.rsplit("/", 1)[-1]  # empty when name ends in a folder
-    if len(last) <= len(".pdf") or not last.lower().endswith(".pdf"):
-        raise ToolUserError('Cannot save the PDF as "%s": the file name must end in .pdf, like "report.pdf".' % _show(name))
-    return parts
-
-
-def _target(output_dir, parts):
-    """Return the absolute path of parts under output_dir, making the folders it needs,
-    or raise ToolUserError when it would leave output_dir (through a symlink)."""
-    try:
-        root = os.path.abspath(os.fspath(output_dir))
-    except TypeError:
-        raise ToolUserError("Cannot save the PDF: the output folder must be a path, like the output_dir run_tool gets.") from None
-    if not isinstance(root, str):
-        raise ToolUserError("Cannot save the PDF: the output folder must be a path, like the output_dir run_tool gets.")
-    path = os.path.join(root, *parts)
-    try:
-        real_root, real = os.path.realpath(root), os.path.realpath(path)
-    except (OSError, ValueError):  # ValueError: a NUL in output_dir
-        raise ToolUserError("Cannot save the PDF: the output folder is not a usable path.") from None
-    if os.path.commonpath([real_root, real]) != real_root or real == real_root:
-        raise ToolUserError('Cannot save the PDF as "%s": it must stay inside the output folder.' % _show("/".join(parts)))
-    shown = _show("/".join(parts))
-    too_long = 'Cannot save the PDF as "%s": the file name is too long; use a shorter one.' % shown
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    except OSError as e:
-        if e.errno == errno.ENAMETOOLONG:
-            raise ToolUserError(too_long) from None
-        raise ToolUserError('Cannot save the PDF: the folder for "%s" could not be created (%s).' % (
-            shown, e.strerror or type(e).__name__)) from None
-    # Before rendering: a name the file system refuses, or a folder already there.
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as e:
-        if e.errno == errno.ENAMETOOLONG:
-            raise ToolUserError(too_long) from None
-        mode = 0
-    if stat.S_ISDIR(mode):
-        raise ToolUserError('Cannot save the PDF as "%s": output/%s is a folder; choose another file name.' % (shown, shown))
-    return path
+# The original hub's messages, word for word: a tool's users see the same sentences there
+# and here. What went wrong in detail goes to stderr, for the tool's author.
+BAD_SUFFIX = "Ogiltigt filnamn. Filnamnet måste sluta med .pdf."
+BAD_CHARS = "Ogiltigt filnamn. Filnamnet innehåller ogiltiga tecken."
+NOT_RELATIVE = "Ogiltigt filnamn. Filnamnet måste vara relativt under output."
+DOT_SEGMENT = "Ogiltigt filnamn. Filnamnet får inte innehålla '..' eller '.'."
+OUTSIDE = "Ogiltigt filnamn. PDF måste sparas under output-katalogen."
+NO_OUTPUT_DIR = "Kunde inte skapa output-katalogen för PDF."
+NO_SUBFOLDER = "Kunde inte skapa undermappar för PDF-utdata."
+RENDER_FAILED = ("PDF-rendering misslyckades. Kontrollera att HTML/CSS är giltig och "
+                 "att filnamnet slutar med .pdf.")
 
 
 def _log_failure(what):
@@ -103,34 +44,79 @@ def _log_failure(what):
         pass
 
 
+def _relative_parts(filename):
+    """Return filename's path segments under the output directory, read as the original
+    reads it (a POSIX path: "." segments and repeated slashes fall away, backslashes
+    separate folders), or raise ToolUserError when it is not a relative path to a .pdf
+    file without ".." segments."""
+    try:
+        name = os.fspath(filename)
+    except TypeError:
+        name = None
+    if not isinstance(name, str):
+        _log_failure("the file name is %s, not a str" % type(filename).__name__)
+        raise ToolUserError(BAD_SUFFIX)
+    name = name.strip()
+    if not name:
+        raise ToolUserError(BAD_SUFFIX)
+    if "\x00" in name:
+        raise ToolUserError(BAD_CHARS)
+    name = name.replace("\\", "/")
+    if name.startswith("/"):
+        raise ToolUserError(NOT_RELATIVE)
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ToolUserError(DOT_SEGMENT)
+    last = parts[-1] if parts else ""
+    # The suffix as pathlib sees it: ".pdf" alone is a hidden file without one.
+    if len(last) <= len(".pdf") or not last.lower().endswith(".pdf"):
+        raise ToolUserError(BAD_SUFFIX)
+    return parts
+
+
+def _target(output_dir, parts):
+    """Return the absolute path of parts under output_dir, making the folders it needs,
+    or raise ToolUserError when it would leave output_dir (through a symlink)."""
+    try:
+        root = os.path.abspath(os.fspath(output_dir))
+        os.makedirs(root, exist_ok=True)
+    except Exception:
+        _log_failure("making the output folder %r failed" % (output_dir,))
+        raise ToolUserError(NO_OUTPUT_DIR) from None
+    path = os.path.join(root, *parts)
+    try:
+        real_root, real = os.path.realpath(root), os.path.realpath(path)
+    except (OSError, ValueError):
+        _log_failure("resolving %r failed" % path)
+        raise ToolUserError(OUTSIDE) from None
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise ToolUserError(OUTSIDE)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    except OSError:
+        _log_failure("making the folder of %r failed" % path)
+        raise ToolUserError(NO_SUBFOLDER) from None
+    return path
+
+
 def save_as_pdf(html, output_dir, filename):
     """Render the HTML string html to a PDF at output_dir/filename and return its absolute
     path. filename is relative to output_dir and ends in .pdf (any case); folders in it are
-    created. Raises ToolUserError when the name is refused, WeasyPrint is missing, or the
-    rendering fails."""
+    created. Raises ToolUserError, with the original hub's message, when the name is
+    refused or the rendering fails (WeasyPrint missing included)."""
     parts = _relative_parts(filename)
-    if isinstance(html, (bytes, bytearray)):
-        html = bytes(html)
-    elif not isinstance(html, str):
-        raise ToolUserError("Cannot make the PDF: save_as_pdf needs the HTML as a string, not %s." % type(html).__name__)
-    try:
-        from weasyprint import HTML  # only tools that make PDFs pay for the import
-    except Exception:
-        _log_failure("importing WeasyPrint failed")
-        raise ToolUserError(
-            "Cannot make the PDF: WeasyPrint is not installed in this runner; ask the administrator to install it.") from None
     path = _target(output_dir, parts)
     existed = os.path.lexists(path)
     try:
+        from weasyprint import HTML  # only tools that make PDFs pay for the import
+
         HTML(string=html, base_url=BASE_URL).write_pdf(target=path)
-    except Exception as e:
+    except Exception:
         _log_failure("rendering %s failed" % path)
         if not existed:
             try:
                 os.remove(path)
             except OSError:
                 pass
-        raise ToolUserError(
-            'Rendering the PDF "%s" failed (%s): check that the HTML and CSS are valid.' % (
-                _show("/".join(parts)), type(e).__name__)) from None
+        raise ToolUserError(RENDER_FAILED) from None
     return path

@@ -123,7 +123,10 @@ func TestOriginalToolkit(t *testing.T) {
 		{name: "memory path a directory", env: map[string]string{"SKRIPTOTEKET_MEMORY_PATH": "/"}, expr: "[read_memory(), read_settings()]", want: `[{}, {}]`},
 		{name: "memory empty file", memory: ptr(""), expr: "[read_memory(), read_settings()]", want: `[{}, {}]`},
 		{name: "memory not JSON", memory: ptr(`{"settings": `), expr: "[read_memory(), read_settings()]", want: `[{}, {}]`},
-		{name: "memory not UTF-8", memory: ptr("{\"settings\":{\"a\":\"\xff\"}}"), expr: "[read_memory(), read_settings()]", want: `[{}, {}]`},
+		// The original reads memory.json as UTF-8 and lets the error through.
+		{name: "memory not UTF-8", memory: ptr("{\"settings\":{\"a\":\"\xff\"}}"),
+			expr: "[]\nfor f in (read_memory, read_settings):\n    try:\n        f()\n    except UnicodeDecodeError as e:\n        result.append(type(e).__name__)",
+			want: `["UnicodeDecodeError", "UnicodeDecodeError"]`},
 		{name: "memory a list", memory: ptr(`[{"settings":{}}]`), expr: "[read_memory(), read_settings()]", want: `[{}, {}]`},
 		{name: "memory nested too deep", memory: ptr(deep), expr: "[read_memory(), read_settings()]", want: `[{}, {}]`},
 		{name: "settings not an object", memory: ptr(`{"settings":["a"]}`), expr: "[read_memory(), read_settings()]", want: `[{"settings": ["a"]}, {}]`},
@@ -179,7 +182,7 @@ result = [[str(e), e.safe_message, list(e.args)] for e in (
     ToolUserError("  Filtypen stöds inte.\n"), ToolUserError(""), ToolUserError("   "), ToolUserError(), ToolUserError(None), ToolUserError(42))]
 result.append(GENERIC_MESSAGE)
 `)
-	const g = `"The tool stopped with an error but gave no message."`
+	const g = `"Ett fel intr\u00e4ffade."` // the original's words
 	want := `[["Filtypen st\u00f6ds inte.", "Filtypen st\u00f6ds inte.", ["Filtypen st\u00f6ds inte."]], [` + g + `, ` + g + `, [` + g + `]], [` + g + `, ` + g + `, [` + g + `]], [` + g + `, ` + g + `, [` + g + `]], [` + g + `, ` + g + `, [` + g + `]], ["42", "42", ["42"]], ` + g + `]`
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -250,6 +253,10 @@ func TestSaveAsPDF(t *testing.T) {
 		{name: "bytes of HTML", html: `b"<p>hej</p>"`, filename: `"b.pdf"`, want: "b.pdf"},
 		{name: "over an existing file", setup: "os.makedirs(out)\nopen(os.path.join(out, 'r.pdf'), 'w').write('old')", html: html, filename: `"r.pdf"`, want: "r.pdf"},
 		{name: "output_dir relative", setup: "out = 'output'", html: html, filename: `"r.pdf"`, want: "r.pdf"},
+		// The original reads the name as a POSIX path, where "." segments fall away.
+		{name: "a dot segment", html: html, filename: `"./x.pdf"`, want: "x.pdf"},
+		{name: "a dot segment inside", html: html, filename: `"a/./y.pdf"`, want: "a/y.pdf"},
+		{name: "a slash after", html: html, filename: `"z.pdf/"`, want: "z.pdf"},
 	}
 	var cases []pdfCase
 	for _, tc := range tests {
@@ -268,42 +275,42 @@ func TestSaveAsPDF(t *testing.T) {
 	}
 }
 
+// TestSaveAsPDFRefuses: save_as_pdf refuses as the original hub's does, in its words.
 func TestSaveAsPDFRefuses(t *testing.T) {
 	requirePDF(t)
-	const html = `"<p>x</p>"`
+	const (
+		html         = `"<p>x</p>"`
+		badSuffix    = "Ogiltigt filnamn. Filnamnet måste sluta med .pdf."
+		dotSegment   = "Ogiltigt filnamn. Filnamnet får inte innehålla '..' eller '.'."
+		renderFailed = "PDF-rendering misslyckades. Kontrollera att HTML/CSS är giltig och att filnamnet slutar med .pdf."
+	)
 	tests := []struct {
 		name, setup, html, filename string
 		want                        string // the error message
 	}{
-		{name: "parent", html: html, filename: `"../x.pdf"`, want: `Cannot save the PDF as "../x.pdf": the file name may not contain "." or ".." as a folder.`},
-		{name: "parent inside", html: html, filename: `"a/../../x.pdf"`, want: `Cannot save the PDF as "a/../../x.pdf": the file name may not contain "." or ".." as a folder.`},
-		{name: "parent with backslashes", html: html, filename: `"..\\x.pdf"`, want: `Cannot save the PDF as "../x.pdf": the file name may not contain "." or ".." as a folder.`},
-		{name: "dot", html: html, filename: `"./x.pdf"`, want: `Cannot save the PDF as "./x.pdf": the file name may not contain "." or ".." as a folder.`},
-		{name: "absolute", html: html, filename: `"/abs.pdf"`, want: `Cannot save the PDF as "/abs.pdf": give a file name relative to the output folder, like "report.pdf".`},
-		{name: "not .pdf", html: html, filename: `"x.txt"`, want: `Cannot save the PDF as "x.txt": the file name must end in .pdf, like "report.pdf".`},
-		{name: "only .pdf", html: html, filename: `".pdf"`, want: `Cannot save the PDF as ".pdf": the file name must end in .pdf, like "report.pdf".`},
-		{name: "a folder", html: html, filename: `"x.pdf/"`, want: `Cannot save the PDF as "x.pdf/": the file name must end in .pdf, like "report.pdf".`},
-		{name: "empty", html: html, filename: `"  "`, want: `Cannot save the PDF as "": the file name must end in .pdf, like "report.pdf".`},
-		{name: "NUL", html: html, filename: `"x\x00.pdf"`, want: `Cannot save the PDF: its file name contains a NUL character.`},
-		{name: "not text", html: html, filename: `42`, want: `Cannot save the PDF: its file name must be text, like "report.pdf".`},
-		{name: "bytes", html: html, filename: `b"x.pdf"`, want: `Cannot save the PDF: its file name must be text, like "report.pdf".`},
-		{name: "a long name is cut", html: html, filename: `"x" * 300 + ".txt"`, want: `Cannot save the PDF as "` + strings.Repeat("x", 117) + `...": the file name must end in .pdf, like "report.pdf".`},
+		{name: "parent", html: html, filename: `"../x.pdf"`, want: dotSegment},
+		{name: "parent inside", html: html, filename: `"a/../../x.pdf"`, want: dotSegment},
+		{name: "parent with backslashes", html: html, filename: `"..\\x.pdf"`, want: dotSegment},
+		{name: "absolute", html: html, filename: `"/abs.pdf"`, want: "Ogiltigt filnamn. Filnamnet måste vara relativt under output."},
+		{name: "not .pdf", html: html, filename: `"x.txt"`, want: badSuffix},
+		{name: "only .pdf", html: html, filename: `".pdf"`, want: badSuffix},
+		{name: "only a dot", html: html, filename: `"./"`, want: badSuffix},
+		{name: "empty", html: html, filename: `"  "`, want: badSuffix},
+		{name: "NUL", html: html, filename: `"x\x00.pdf"`, want: "Ogiltigt filnamn. Filnamnet innehåller ogiltiga tecken."},
+		{name: "not text", html: html, filename: `42`, want: badSuffix},
+		{name: "bytes", html: html, filename: `b"x.pdf"`, want: badSuffix},
+		{name: "a long name", html: html, filename: `"x" * 300 + ".txt"`, want: badSuffix},
 		{name: "through a symlink out", setup: "os.makedirs(out)\nos.symlink(os.path.dirname(out), os.path.join(out, 'up'))", html: html, filename: `"up/x.pdf"`,
-			want: `Cannot save the PDF as "up/x.pdf": it must stay inside the output folder.`},
-		{name: "HTML not text", html: `None`, filename: `"x.pdf"`, want: `Cannot make the PDF: save_as_pdf needs the HTML as a string, not NoneType.`},
-		{name: "output_dir not a path", setup: "out = 7", html: html, filename: `"x.pdf"`, want: `Cannot save the PDF: the output folder must be a path, like the output_dir run_tool gets.`},
-		{name: "output_dir a file", setup: "open(out, 'w').write('')", html: html, filename: `"x.pdf"`, want: `Cannot save the PDF: the folder for "x.pdf" could not be created (File exists).`},
-		{name: "a folder by that name", setup: "os.makedirs(os.path.join(out, 'x.pdf'))", html: html, filename: `"x.pdf"`,
-			want: `Cannot save the PDF as "x.pdf": output/x.pdf is a folder; choose another file name.`},
-		{name: "a folder by that name, deeper", setup: "os.makedirs(os.path.join(out, 'a', 'x.PDF'))", html: html, filename: `"a/x.PDF"`,
-			want: `Cannot save the PDF as "a/x.PDF": output/a/x.PDF is a folder; choose another file name.`},
-		{name: "name too long", html: html, filename: `"x" * 300 + ".pdf"`,
-			want: `Cannot save the PDF as "` + strings.Repeat("x", 117) + `...": the file name is too long; use a shorter one.`},
-		{name: "folder name too long", html: html, filename: `"d" * 300 + "/x.pdf"`,
-			want: `Cannot save the PDF as "` + strings.Repeat("d", 117) + `...": the file name is too long; use a shorter one.`},
+			want: "Ogiltigt filnamn. PDF måste sparas under output-katalogen."},
+		{name: "HTML not text", html: `None`, filename: `"x.pdf"`, want: renderFailed},
+		{name: "output_dir not a path", setup: "out = 7", html: html, filename: `"x.pdf"`, want: "Kunde inte skapa output-katalogen för PDF."},
+		{name: "output_dir a file", setup: "open(out, 'w').write('')", html: html, filename: `"x.pdf"`, want: "Kunde inte skapa output-katalogen för PDF."},
+		{name: "a folder by that name", setup: "os.makedirs(os.path.join(out, 'x.pdf'))", html: html, filename: `"x.pdf"`, want: renderFailed},
+		{name: "a folder by that name, deeper", setup: "os.makedirs(os.path.join(out, 'a', 'x.PDF'))", html: html, filename: `"a/x.PDF"`, want: renderFailed},
+		{name: "name too long", html: html, filename: `"x" * 300 + ".pdf"`, want: renderFailed},
+		{name: "folder name too long", html: html, filename: `"d" * 300 + "/x.pdf"`, want: "Kunde inte skapa undermappar för PDF-utdata."},
 		// Last: it hides WeasyPrint from the process for good.
-		{name: "WeasyPrint missing", setup: "sys.modules['weasyprint'] = None", html: html, filename: `"x.pdf"`,
-			want: `Cannot make the PDF: WeasyPrint is not installed in this runner; ask the administrator to install it.`},
+		{name: "WeasyPrint missing", setup: "sys.modules['weasyprint'] = None", html: html, filename: `"x.pdf"`, want: renderFailed},
 	}
 	var cases []pdfCase
 	for _, tc := range tests {

@@ -84,7 +84,10 @@ func runShim(t *testing.T, tl tool) run {
 		if err != nil {
 			t.Fatal(err)
 		}
-		add(contract.ActionFileName, b)
+		// In the input directory, but not in the manifest (contract.ListInputs).
+		if err := os.WriteFile(filepath.Join(r.input, contract.ActionFileName), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	env := contract.Env(m, tl.inputs, tl.action)
 	env["SKRIPTOTEKET_INPUT_DIR"] = r.input
@@ -141,12 +144,23 @@ func TestShim(t *testing.T) {
 			},
 		},
 		{
+			// As in the original hub: a TypeError, with what was returned on stderr.
 			name: "returns None",
 			tool: tool{script: "def run_tool(input_dir, output_dir):\n    print('working')\n"},
 			check: func(t *testing.T, r run) {
+				wantFailed(t, r, "Tool execution failed (TypeError).")
+				if !strings.Contains(r.stderr, "TypeError: run_tool returned None; return a str (HTML) or a dict") || r.stdout != "working\n" {
+					t.Errorf("stderr %q, stdout %q", r.stderr, r.stdout)
+				}
+			},
+		},
+		{
+			name: "returns ''",
+			tool: tool{script: "def run_tool(input_dir, output_dir):\n    return ''\n"},
+			check: func(t *testing.T, r run) {
 				wantSucceeded(t, r)
-				if len(r.res.Outputs) != 0 || r.stdout != "working\n" {
-					t.Errorf("outputs %+v, stdout %q", r.res.Outputs, r.stdout)
+				if len(r.res.Outputs) != 0 {
+					t.Errorf("outputs %+v, want none, as in the original hub", r.res.Outputs)
 				}
 			},
 		},
@@ -230,7 +244,7 @@ def run_tool(input_dir, output_dir):
 		{
 			name:  "ToolUserError without a message",
 			tool:  tool{script: "import skrip_toolkit as tk\ndef run_tool(i, o):\n    raise tk.ToolUserError(' ')\n"},
-			check: func(t *testing.T, r run) { wantFailed(t, r, "The tool stopped with an error but gave no message.") },
+			check: func(t *testing.T, r run) { wantFailed(t, r, "Ett fel inträffade.") },
 		},
 		{
 			name:  "ToolUserError while importing the script",
@@ -282,12 +296,17 @@ def run_tool(i, o):
 		{
 			name:  "returns 42",
 			tool:  tool{script: "def run_tool(i, o):\n    return 42\n"},
-			check: func(t *testing.T, r run) { wantFailed(t, r, "run_tool returned int; return a str or a dict") },
+			check: func(t *testing.T, r run) { wantFailed(t, r, "Tool execution failed (TypeError).") },
 		},
 		{
-			name:  "returns bytes",
-			tool:  tool{script: "def run_tool(i, o):\n    return b'<p>'\n"},
-			check: func(t *testing.T, r run) { wantFailed(t, r, "run_tool returned bytes; return a str or a dict") },
+			name: "returns bytes",
+			tool: tool{script: "def run_tool(i, o):\n    return b'<p>'\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, "Tool execution failed (TypeError).")
+				if !strings.Contains(r.stderr, "run_tool returned bytes;") {
+					t.Errorf("stderr %q", r.stderr)
+				}
+			},
 		},
 		{
 			name: "no run_tool",
@@ -355,7 +374,7 @@ def run_tool(input_dir, output_dir):
 `},
 			check: func(t *testing.T, r run) {
 				v := jsonValue(t, r)
-				if fmt.Sprint(v["manifest"]) != "[action.json index.html]" || fmt.Sprint(v["files"]) != "[index.html]" {
+				if fmt.Sprint(v["manifest"]) != "[index.html]" || fmt.Sprint(v["files"]) != "[index.html]" {
 					t.Errorf("manifest %v, files %v", v["manifest"], v["files"])
 				}
 				if v["same"] != true || fmt.Sprint(v["action"]) != "map[action_id:convert input:map[page_size:a4] state:map[html_files:[index.html] step:preview]]" {
@@ -414,10 +433,39 @@ def run_tool(i, o):
 `},
 			check: func(t *testing.T, r run) {
 				v := jsonValue(t, r)
-				want := map[string]any{"when": "2024-05-01", "dec": "1.10", "nan": nil, "inf": nil, "set": "{1}",
+				want := map[string]any{"when": "2024-05-01", "dec": "1.10", "nan": nil, "inf": nil, "set": []any{1.0},
 					"7": "int key", "null": "none key", "tuple": []any{1.0, 2.0}, "colour": 1.0, "big": 1180591620717411303424.0}
 				if fmt.Sprint(v) != fmt.Sprint(want) {
 					t.Errorf("value %v\nwant  %v", v, want)
+				}
+			},
+		},
+		{
+			// As in the original: a set becomes a list sorted by its items' JSON ("10"
+			// before "2", "\"x\"" before "1"), in outputs and in state alike.
+			name: "sets",
+			tool: tool{script: `
+def run_tool(i, o):
+    return {"outputs": [{"kind": "json", "value": {"n": {10, 2, 1}, "s": frozenset({"b", "a"}), "e": set(), "mixed": {"x", 1}}}],
+            "state": {"valda": {"Åsa", "Bo"}}}
+`},
+			check: func(t *testing.T, r run) {
+				if v := jsonValue(t, r); fmt.Sprint(v) != "map[e:[] mixed:[x 1] n:[1 10 2] s:[a b]]" {
+					t.Errorf("value %v", v)
+				}
+				if string(r.res.State) != `{"valda":["Bo","Åsa"]}` {
+					t.Errorf("state %s", r.res.State)
+				}
+			},
+		},
+		{
+			// As in the original: a failed run lists no artifacts, whatever it wrote.
+			name: "a failed run lists no artifacts",
+			tool: tool{script: "import os\ndef run_tool(i, o):\n    open(os.path.join(o, 'half.csv'), 'w').write('a')\n    raise ValueError('x')\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, "Tool execution failed (ValueError).")
+				if len(r.res.Artifacts) != 0 || !strings.Contains(string(r.raw), `"artifacts": []`) {
+					t.Errorf("artifacts %v in %s", r.res.Artifacts, r.raw)
 				}
 			},
 		},
@@ -563,6 +611,7 @@ values = [
     None, True, False, 0, -1, 2**80, I(7), 0.1, -0.0, 1e16, 1.5e-7, 3.0, float("nan"), float("inf"),
     "", "plain", 'quote " backslash \\ slash /', "\n\r\t\b\f\x00\x01\x1f\x7f", "åäö ✓ 😀", "\udc80 lone",
     S("sub"), [], {}, [1, [2, [3, {}]]], (1, "t"), {"a": 1, "b": [True, None], "c": {"d": "e"}},
+    {3, 1}, frozenset(["b", "a"]), set(),
     {1: "int key", 2.5: "float key", True: "bool key", None: "none key", (1, 2): "tuple key"},
     {"outputs": [{"kind": "html_sandboxed", "html": "<p>" + "x" * 5000 + "</p>"}], "state": {"n": 3}},
     object(),
@@ -585,7 +634,7 @@ for v in values:
 	}
 
 	script := filepath.Join(dir, "script.py")
-	os.WriteFile(script, []byte("import sys\ndef run_tool(i, o):\n    return ' '.join(m for m in ('json', 'traceback', 'importlib.util', 'collections') if m in sys.modules)\n"), 0o644)
+	os.WriteFile(script, []byte("import sys\ndef run_tool(i, o):\n    return 'loaded:' + ' '.join(m for m in ('json', 'traceback', 'importlib.util', 'collections') if m in sys.modules)\n"), 0o644)
 	result := filepath.Join(dir, "result.json")
 	cmd := exec.Command(py, "-s", "-B", filepath.Join(dir, "skrip_shim.py"))
 	cmd.Env = []string{"SKRIPTOTEKET_SCRIPT_PATH=" + script, "SKRIPTOTEKET_OUTPUT_DIR=" + dir, "SKRIPTOTEKET_RESULT_PATH=" + result}
@@ -597,7 +646,7 @@ for v in values:
 	if err := json.Unmarshal(b, &res); err != nil || res.Status != "succeeded" || len(res.Outputs) != 1 {
 		t.Fatalf("result %s: %v", b, err)
 	}
-	if html := res.Outputs[0].HTML; html != "" {
+	if html := res.Outputs[0].HTML; html != "loaded:" {
 		t.Errorf("the shim imported %s before the tool ran", html)
 	}
 }

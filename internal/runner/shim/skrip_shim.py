@@ -9,19 +9,20 @@ SKRIPTOTEKET_SCRIPT_PATH as the module "script", calls its entrypoint
 (SKRIPTOTEKET_ENTRYPOINT, "run_tool") as run_tool(input_dir, output_dir), and writes the
 outcome to SKRIPTOTEKET_RESULT_PATH:
 
-- a returned str becomes one html_sandboxed output;
+- a returned str becomes one html_sandboxed output, and '' none (as in the original hub);
 - a returned dict may carry "outputs", "next_actions" and "state" (state is written only
   when the key is present, even when it is None);
-- None means no outputs;
-- anything else fails the run: "run_tool returned <type>; return a str or a dict";
+- anything else, None included, fails the run as in the original hub: "Tool execution
+  failed (TypeError).", with what was returned on stderr;
 - ToolUserError (tool_errors.ToolUserError, which skrip_toolkit.ToolUserError is) fails
-  the run with its stripped message as error_summary, a generic sentence when it is empty,
-  and no traceback;
+  the run with its stripped message as error_summary, the original's "Ett fel inträffade."
+  when it is empty, and no traceback;
 - any other exception fails it with "Tool execution failed (TypeName)." and the
   traceback on stderr; SystemExit and KeyboardInterrupt fail it too.
 
-Values JSON cannot hold become str (NaN and infinities become null). If the result still
-cannot be encoded, a failed result says so. The exit code is 0 whenever result.json was
+Values JSON cannot hold become str (NaN and infinities become null); sets become lists
+sorted by their items' JSON, as in the original. If the result still cannot be encoded, a
+failed result says so. A failed run lists no artifacts, as in the original. The exit code is 0 whenever result.json was
 written (the status lives in it) and 1 only when writing it failed.
 """
 
@@ -78,10 +79,8 @@ def _load_entrypoint(script_path, entrypoint):
 
 def _apply(result, returned):
     """Put what run_tool returned into result."""
-    if returned is None:
-        return
     if isinstance(returned, str):
-        result["outputs"] = [{"kind": "html_sandboxed", "html": returned}]
+        result["outputs"] = [{"kind": "html_sandboxed", "html": returned}] if returned else []
         return
     if isinstance(returned, Mapping):
         outputs = returned.get("outputs")
@@ -94,7 +93,10 @@ def _apply(result, returned):
         if unknown:
             _log("ignoring key(s) %s in what run_tool returned" % ", ".join(unknown))
         return
-    raise _Failure("run_tool returned %s; return a str or a dict" % type(returned).__name__)
+    # A TypeError, as the original's runner raises: the run fails with "Tool execution
+    # failed (TypeError)." and this sentence, on stderr, tells the author why.
+    raise TypeError("run_tool returned %s; return a str (HTML) or a dict with outputs, next_actions and state"
+                    % ("None" if returned is None else type(returned).__name__))
 
 
 def _user_message(exc):
@@ -199,6 +201,8 @@ def _jsonable(value, depth, active):
         return int(value)
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else None
+    if isinstance(value, (set, frozenset)):
+        return _sorted_set(value, depth, active)
     if not isinstance(value, (Mapping, list, tuple)):
         return str(value)
     if depth >= MAX_DEPTH:
@@ -212,6 +216,18 @@ def _jsonable(value, depth, active):
         return [_jsonable(v, depth + 1, active) for v in value]
     finally:
         active.discard(id(value))
+
+
+def _sorted_set(value, depth, active):
+    """A set as a list of its items made JSON-able, sorted by their compact JSON with keys
+    sorted, so the same set always gives the same list (as the original does)."""
+    if depth >= MAX_DEPTH:
+        raise ValueError("nested more than %d levels deep" % MAX_DEPTH)
+    import json  # only for tools that return sets
+
+    items = [_jsonable(v, depth + 1, active) for v in value]
+    items.sort(key=lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
+    return items
 
 
 def _dumps(value, out):
@@ -294,11 +310,12 @@ def main():
         "next_actions": [],
     }
     _run_tool(result, script_path, entrypoint, input_dir, output_dir)
-    try:
-        result["artifacts"] = _artifacts(output_dir)
-    except Exception as e:
-        _log("listing %s failed: %s" % (output_dir, e))
-        result["artifacts"] = []
+    result["artifacts"] = []
+    if result["status"] == "succeeded":  # a failed run keeps none, as in the original
+        try:
+            result["artifacts"] = _artifacts(output_dir)
+        except Exception as e:
+            _log("listing %s failed: %s" % (output_dir, e))
 
     try:
         data = _encode(result)

@@ -35,13 +35,13 @@ def _env_json(name, default):
 def manifest():
     """Return the input manifest: {"files": [{"name", "path", "bytes"}, ...]}.
 
-    It lists every file in the input directory, action.json included on action runs.
+    It lists every file in the input directory but action.json (see action()).
     """
     return _env_json("SKRIPTOTEKET_INPUT_MANIFEST", {"files": []})
 
 
 def input_files():
-    """Return the manifest's files without action.json: the user's files.
+    """Return the manifest's files: the user's files (never action.json).
 
     Each entry is a dict with "name", "path" (an absolute path) and "bytes".
     """

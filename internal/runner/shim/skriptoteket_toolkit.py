@@ -14,7 +14,8 @@ Tools written for the original hub import it unchanged::
 
 Every function reads the SKRIPTOTEKET_* environment (or the memory file it names) and
 none raises: a value that is missing, not JSON, or not of the expected shape gives the
-documented default.
+documented default. The one exception is the original's: read_memory() raises
+UnicodeDecodeError on a memory file that is not UTF-8.
 """
 
 import json
@@ -77,8 +78,9 @@ def read_inputs():
 
 def read_input_manifest():
     """Return the input manifest (SKRIPTOTEKET_INPUT_MANIFEST): {"files": [{"name", "path",
-    "bytes"}, ...]} for every file in the input directory, action.json included on action
-    runs. {"files": []} when the variable is missing or not a JSON object."""
+    "bytes"}, ...]} for every file in the input directory but action.json (the action is
+    in SKRIPTOTEKET_ACTION). {"files": []} when the variable is missing or not a JSON
+    object."""
     value = _env("SKRIPTOTEKET_INPUT_MANIFEST")
     return value if isinstance(value, dict) else {"files": []}
 
@@ -131,15 +133,17 @@ def get_action_parts():
 def read_memory():
     """Return the dict in the file SKRIPTOTEKET_MEMORY_PATH names (/work/memory.json:
     {"settings": {...}}); {} when the variable is unset or the file is missing, unreadable,
-    or not a JSON object."""
+    or not a JSON object. A file that is not UTF-8 raises UnicodeDecodeError, as in the
+    original."""
     path = os.environ.get("SKRIPTOTEKET_MEMORY_PATH", "").strip()
     if not path:
         return {}
     try:
-        with open(path, encoding="utf-8") as f:
-            value = _parse(f.read())
-    except (OSError, ValueError):  # ValueError: not UTF-8, or a NUL in the path
+        with open(path, "rb") as f:
+            data = f.read()
+    except (OSError, ValueError):  # ValueError: a NUL in the path
         return {}
+    value = _parse(data.decode("utf-8"))
     return value if isinstance(value, dict) else {}
 
 

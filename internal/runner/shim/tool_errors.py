@@ -14,8 +14,9 @@ message as its error_summary and no traceback.
 
 __all__ = ["ToolUserError", "GENERIC_MESSAGE"]
 
-# The error_summary of a ToolUserError raised without a message, or with only spaces.
-GENERIC_MESSAGE = "The tool stopped with an error but gave no message."
+# The error_summary of a ToolUserError raised without a message, or with only spaces: the
+# original hub's words.
+GENERIC_MESSAGE = "Ett fel inträffade."
 
 
 def user_message(message):

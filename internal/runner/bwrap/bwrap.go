@@ -99,7 +99,7 @@ func Inspect(cfg Config, log *slog.Logger) (*Runner, error) {
 	sum := sha256.Sum256([]byte(cfg.WorkDir))
 	r := &Runner{cfg: cfg, bwrap: bw, log: log, limiter: pickLimiter(hex.EncodeToString(sum[:6])), python: "/usr/bin/python3",
 		drop: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(), root: cfg.Rootfs,
-		warm: warmPool{budget: cfg.WarmMemory, coming: map[string]int{}, wanted: map[string]time.Time{}, sizes: map[string]int64{}}}
+		warm: warmPool{budget: cfg.WarmMemory, coming: map[string]int{}, wanted: map[string]time.Time{}, sizes: map[string]int64{}, turn: make(chan struct{}, 1)}}
 	if r.drop {
 		r.uid, r.gid = cmp.Or(cfg.UID, 65534), cmp.Or(cfg.GID, 65534)
 		// Until New makes the view, the sandbox's uid may not reach the root filesystem:
@@ -348,11 +348,12 @@ func (r *Runner) shim() string {
 func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, error) {
 	modules := runner.Imports(spec.Script)
 	defer r.warm.refill(r, modules, spec.Limits)
-	if w := r.warm.take(modules, spec.Limits); w != nil {
+	if w := r.warm.take(r, modules, spec.Limits); w != nil {
 		res, err := r.runWarm(ctx, w, spec)
 		if !errors.Is(err, errWarmDead) {
 			return res, err
 		}
+		r.warm.fellBack()
 		r.log.Warn("a parked interpreter had ended; the run starts cold", "run", spec.ID)
 	}
 	scratch := filepath.Join(r.cfg.WorkDir, "runs", spec.ID)

@@ -40,7 +40,8 @@ type proc struct {
 	g       group
 	name    string // of the cgroups
 	argsW   *os.File
-	started chan bool // whether bwrap said it started the sandboxed command
+	started chan bool     // whether bwrap said it started the sandboxed command
+	exited  chan struct{} // closed when bwrap has ended (its status pipe closed)
 	stdout  lateWriter
 	stderr  lateWriter
 	// What it was started with, for a parked one to serve only runs alike.
@@ -71,7 +72,7 @@ func (r *Runner) spawn(name string, l runner.Limits, seccomp *os.File, command [
 		closeExtra()
 		return nil, err
 	}
-	pr := &proc{g: g, name: name, command: command, limits: l, fsize: fsize, started: make(chan bool, 1)}
+	pr := &proc{g: g, name: name, command: command, limits: l, fsize: fsize, started: make(chan bool, 1), exited: make(chan struct{})}
 	fail := func(err error) (*proc, error) {
 		closeExtra()
 		r.destroy(g, name)
@@ -110,6 +111,7 @@ func (r *Runner) spawn(name string, l runner.Limits, seccomp *os.File, command [
 		b, _ := io.ReadAll(io.LimitReader(statusR, 1<<16))
 		statusR.Close()
 		pr.started <- strings.Contains(string(b), `"child-pid"`)
+		close(pr.exited)
 	}()
 	if err := cmd.Start(); err != nil {
 		c.close()

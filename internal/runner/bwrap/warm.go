@@ -46,8 +46,9 @@ type warmSandbox struct {
 	limits  runner.Limits
 	stdin   *os.File      // the go message goes here
 	ready   chan struct{} // closed once its modules are imported
-	dead    chan struct{} // closed when Python ended before that
+	dead    chan struct{} // closed when its sandbox ended (before or after ready)
 	memory  int64         // what its group held when it became ready
+	ended   sync.Once     // discard's
 }
 
 // warmPool holds the parked interpreters of one runner.
@@ -58,6 +59,7 @@ type warmPool struct {
 	coming map[string]int       // being started, by key
 	wanted map[string]time.Time // when a run last imported each set
 	sizes  map[string]int64     // what an interpreter of each set held, last measured
+	turn   chan struct{}        // one interpreter imports at a time: it is room on the CPU runs share
 	closed bool
 	warm   int64
 	cold   int64
@@ -71,22 +73,56 @@ func sameLimits(want, have runner.Limits) bool {
 	return want == have
 }
 
+// isDead reports whether s's sandbox has ended.
+func (s *warmSandbox) isDead() bool {
+	select {
+	case <-s.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// prune removes the parked interpreters whose sandbox ended (the host's OOM killer, an
+// admin's kill) and returns them, to be discarded outside the lock. w.mu is held.
+func (w *warmPool) prune() []*warmSandbox {
+	var gone []*warmSandbox
+	w.parked = slices.DeleteFunc(w.parked, func(s *warmSandbox) bool {
+		if s.isDead() {
+			gone = append(gone, s)
+			return true
+		}
+		return false
+	})
+	return gone
+}
+
+// discardAll discards sandboxes in the background (discard waits for the sandbox).
+func discardAll(r *Runner, list []*warmSandbox) {
+	for _, s := range list {
+		r.pending.Add(1)
+		go func() {
+			defer r.pending.Done()
+			s.discard(r)
+		}()
+	}
+}
+
 // take returns a ready parked interpreter that may serve a run importing modules under
 // l, the one with the most modules, or nil.
-func (w *warmPool) take(modules []string, l runner.Limits) *warmSandbox {
+func (w *warmPool) take(r *Runner, modules []string, l runner.Limits) *warmSandbox {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.budget <= 0 {
 		return nil
 	}
+	defer discardAll(r, w.prune())
 	// The best is ready and has the most modules; one still importing them is better
 	// than none, since it started before this run.
 	best, bestScore := -1, -1
 	for i, s := range w.parked {
 		score := 2 * len(s.modules)
 		select {
-		case <-s.dead:
-			continue
 		case <-s.ready:
 			score += 1000
 		default:
@@ -125,6 +161,8 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 		return
 	}
 	w.wanted[key] = time.Now()
+	evict := w.prune()
+	defer func() { discardAll(r, evict) }()
 	if w.coming[key] > 0 {
 		w.mu.Unlock()
 		return
@@ -150,7 +188,6 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 	// The parked ones in the order their sets were last wanted, oldest first.
 	byAge := slices.Clone(w.parked)
 	slices.SortStableFunc(byAge, func(a, b *warmSandbox) int { return w.wanted[a.key].Compare(w.wanted[b.key]) })
-	var evict []*warmSandbox
 	for _, s := range byAge {
 		if count < warmMax && held <= w.budget {
 			break
@@ -166,15 +203,18 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 		r.pending.Add(1)
 	}
 	w.mu.Unlock()
-	for _, s := range evict {
-		s.discard(r)
-	}
 	if !park {
 		return
 	}
 	go func() {
 		defer r.pending.Done()
-		s, err := r.parkWarm(modules, l)
+		w.turn <- struct{}{}
+		defer func() { <-w.turn }()
+		var s *warmSandbox
+		err := errors.New("closed")
+		if !w.isClosed() {
+			s, err = r.parkWarm(modules, l)
+		}
 		w.mu.Lock()
 		w.coming[key]--
 		if w.coming[key] == 0 {
@@ -186,14 +226,21 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 		}
 		w.mu.Unlock()
 		switch {
+		case closed && s != nil:
+			s.discard(r)
+		case closed:
 		case err != nil:
 			r.log.Warn("parking a warm interpreter for the next run", "modules", key, "error", err)
-		case closed:
-			s.discard(r)
 		default:
-			go s.measure(r, w)
+			s.measure(r, w) // holding the turn: the next imports once this one is done
 		}
 	}()
+}
+
+func (w *warmPool) isClosed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
 }
 
 // underPressure reports whether the machine's available memory is below twice what
@@ -203,28 +250,72 @@ func underPressure(budget int64) bool {
 	return ok && avail < 2*budget
 }
 
-// measure waits for s to become ready and records the memory its group holds then: a
-// parked interpreter that holds more than the budget alone is given up.
+// measure waits for s to become ready and records the memory its group holds then. Past
+// the budget, the interpreters of the sets wanted longest ago are given up until the rest
+// fit (s too, when it alone does not). One that ended before it was ready is discarded.
 func (s *warmSandbox) measure(r *Runner, w *warmPool) {
 	select {
 	case <-s.ready:
+	case <-s.dead:
 	case <-time.After(time.Minute):
 	}
 	mem := s.pr.g.memUsage()
 	w.mu.Lock()
-	s.memory = mem
-	if mem > 0 {
-		w.sizes[s.key] = mem
-	}
-	over := mem > w.budget && slices.Contains(w.parked, s)
-	if over {
+	var evict []*warmSandbox
+	switch {
+	case !slices.Contains(w.parked, s):
+		// A run took it, or take or refill gave it up: theirs to end.
+	case s.isDead():
 		w.parked = slices.DeleteFunc(w.parked, func(p *warmSandbox) bool { return p == s })
+		evict = append(evict, s)
+	default:
+		s.memory = mem
+		if mem > 0 {
+			w.sizes[s.key] = mem
+		}
+		var held int64
+		for _, p := range w.parked {
+			held += cmp.Or(p.memory, w.sizes[p.key], warmGuess)
+		}
+		byAge := slices.Clone(w.parked)
+		slices.SortStableFunc(byAge, func(a, b *warmSandbox) int {
+			// s goes last: the others make way for it, unless it alone is too much.
+			if a == s || b == s {
+				return cmp.Compare(boolInt(a == s), boolInt(b == s))
+			}
+			return w.wanted[a.key].Compare(w.wanted[b.key])
+		})
+		for _, p := range byAge {
+			if held <= w.budget {
+				break
+			}
+			evict = append(evict, p)
+			held -= cmp.Or(p.memory, w.sizes[p.key], warmGuess)
+		}
+		w.parked = slices.DeleteFunc(w.parked, func(p *warmSandbox) bool { return slices.Contains(evict, p) })
 	}
 	w.mu.Unlock()
-	if over {
-		r.log.Warn("a parked interpreter holds more than SKRIP_RUNNER_WARM_MEMORY; given up", "modules", s.key, "memory", runner.HumanBytes(mem))
-		s.discard(r)
+	if slices.Contains(evict, s) && !s.isDead() {
+		r.log.Warn("a parked interpreter holds more than SKRIP_RUNNER_WARM_MEMORY allows; given up", "modules", s.key, "memory", runner.HumanBytes(mem))
 	}
+	for _, p := range evict {
+		p.discard(r)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// fellBack moves a run counted warm to the cold ones: its interpreter was gone.
+func (w *warmPool) fellBack() {
+	w.mu.Lock()
+	w.warm--
+	w.cold++
+	w.mu.Unlock()
 }
 
 // stats implements runner.Warmer.
@@ -359,23 +450,24 @@ func (r *Runner) parkWarm(modules []string, l runner.Limits) (s *warmSandbox, er
 		// One byte once the modules are imported; EOF if Python died first (then the
 		// sandbox is not ready, and its run would only find it dead).
 		var b [1]byte
-		n, _ := readyR.Read(b[:])
-		readyR.Close()
-		if n == 1 {
+		if n, _ := readyR.Read(b[:]); n == 1 {
 			close(s.ready)
-		} else {
-			close(s.dead)
 		}
+		readyR.Close()
+		<-pr.exited
+		close(s.dead)
 	}()
 	return s, nil
 }
 
 // discard ends a parked interpreter no run took, and removes its scratch directory.
 func (s *warmSandbox) discard(r *Runner) {
-	s.stdin.Close()
-	s.pr.kill()
-	s.mounts.undo()
-	os.RemoveAll(s.scratch)
+	s.ended.Do(func() {
+		s.stdin.Close()
+		s.pr.kill()
+		s.mounts.undo()
+		os.RemoveAll(s.scratch)
+	})
 }
 
 // errWarmDead means a warm sandbox's Python ended before its run came: the run starts
@@ -390,23 +482,29 @@ func (r *Runner) runWarm(ctx context.Context, s *warmSandbox, spec runner.Spec) 
 		s.mounts.undo()
 		os.RemoveAll(s.scratch)
 	}()
-	// One still importing is waited for as long as the run could have taken.
+	// One still importing is waited for within the run's wall time: the run would have
+	// imported the same modules itself. Past it, the run timed out.
 	timeout := time.NewTimer(spec.Limits.WallTime)
 	defer timeout.Stop()
+	giveUp := func() {
+		s.stdin.Close()
+		s.pr.kill()
+	}
 	select {
 	case <-s.ready:
 	case <-s.dead:
-		s.stdin.Close()
-		s.pr.kill()
+		giveUp()
 		return runner.Result{}, errWarmDead
 	case <-timeout.C:
-		s.stdin.Close()
-		s.pr.kill()
-		return runner.Result{}, errWarmDead
+		giveUp()
+		return runner.Result{ExecResult: runner.ExecResult{ExitCode: 137, TimedOut: true, Duration: time.Since(start)}}, nil
 	case <-ctx.Done():
-		s.stdin.Close()
-		s.pr.kill()
-		return runner.Result{}, ctx.Err()
+		giveUp()
+		return runner.Result{ExecResult: runner.ExecResult{ExitCode: 137, Duration: time.Since(start)}}, nil
+	}
+	if s.isDead() {
+		giveUp()
+		return runner.Result{}, errWarmDead
 	}
 	if err := r.fillWarm(s, spec); err != nil {
 		s.stdin.Close()
@@ -421,8 +519,11 @@ func (r *Runner) runWarm(ctx context.Context, s *warmSandbox, spec runner.Spec) 
 		err = cerr
 	}
 	if err != nil {
+		// Nothing of the tool ran: the interpreter was gone (EPIPE), so a cold start
+		// takes the run.
+		r.log.Warn("a parked interpreter could not be handed its run", "error", err)
 		s.pr.kill()
-		return runner.Result{}, fmt.Errorf("starting the run in a warm sandbox: %w", err)
+		return runner.Result{}, errWarmDead
 	}
 	ex, err := r.wait(ctx, s.pr, spec.Limits, spec.OnLine, start)
 	res := runner.Result{ExecResult: ex}

@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,5 +209,142 @@ func TestWarmUnderPressure(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if st := r.WarmStats(); st.Parked+st.Coming != 0 {
 		t.Errorf("parked under memory pressure: %+v", st)
+	}
+}
+
+// TestWarmDiedAfterReady (a review's finding): a parked interpreter that died after it
+// said it was ready (the host's OOM killer, say) does not fail the run that comes for
+// it: the run starts cold, and is counted so.
+func TestWarmDiedAfterReady(t *testing.T) {
+	r := newWarmRunner(t, os.Getenv("SKRIP_TEST_RUNNER_ROOTFS"))
+	const tool = "import csv\ndef run_tool(i, o):\n    return 'x'\n"
+	primeWarm(t, r, runner.Spec{Script: []byte(tool), Limits: runnertest.Limits()})
+	r.warm.mu.Lock()
+	killed := slices.Clone(r.warm.parked)
+	r.warm.mu.Unlock()
+	for _, s := range killed {
+		syscall.Kill(-s.pr.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	// It died before its run came (a death during the hand-off is the run's own end).
+	for _, s := range killed {
+		select {
+		case <-s.dead:
+		case <-time.After(time.Minute):
+			t.Fatal("the killed sandbox was never seen to end")
+		}
+	}
+	before := r.WarmStats()
+	o := runnertest.Exec(t, r, tool, nil, nil, runnertest.Limits())
+	if o.Parsed.Status != "succeeded" {
+		t.Fatalf("the run that came for a dead interpreter: %s %s", o.Parsed.Status, o.Result.Stderr)
+	}
+	if after := r.WarmStats(); after.Warm != before.Warm || after.Cold != before.Cold+1 {
+		t.Errorf("counted as warm: %+v then %+v", before, after)
+	}
+}
+
+// TestWarmDeadIsReplaced (a review's finding): an interpreter that died while importing
+// leaves the pool with its scratch directory, and the next runs of its tool park a new
+// one.
+func TestWarmDeadIsReplaced(t *testing.T) {
+	r := newWarmRunner(t, os.Getenv("SKRIP_TEST_RUNNER_ROOTFS"))
+	const tool = "import pandas\ndef run_tool(i, o):\n    return 'x'\n"
+	l := runnertest.Limits()
+	r.warm.refill(r, runner.Imports([]byte(tool)), l)
+	var s *warmSandbox
+	for deadline := time.Now().Add(time.Minute); s == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing was parked")
+		}
+		r.warm.mu.Lock()
+		if len(r.warm.parked) > 0 {
+			s = r.warm.parked[0]
+		}
+		r.warm.mu.Unlock()
+	}
+	syscall.Kill(-s.pr.cmd.Process.Pid, syscall.SIGKILL) // while it imports pandas
+	select {
+	case <-s.dead:
+	case <-time.After(time.Minute):
+		t.Fatal("the killed sandbox was never seen to end")
+	}
+	select {
+	case <-s.ready:
+		t.Fatal("pandas was imported before the kill: the test shows nothing")
+	default:
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(s.scratch); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dead interpreter's scratch directory %s is still there", s.scratch)
+		}
+	}
+	o := runnertest.Exec(t, r, tool, nil, nil, l)
+	if o.Parsed.Status != "succeeded" {
+		t.Fatalf("status %s: %s", o.Parsed.Status, o.Result.Stderr)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if st := r.WarmStats(); st.Parked == 1 && st.Coming == 0 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("after a run of its tool, no new interpreter was parked: %+v", st)
+		}
+	}
+}
+
+// TestWarmBudgetHolds (a review's finding): interpreters primed together never hold
+// more than the budget once measured; the sets wanted longest ago make way.
+func TestWarmBudgetHolds(t *testing.T) {
+	const budget = 200 << 20
+	r, err := New(Config{WorkDir: t.TempDir(), Rootfs: os.Getenv("SKRIP_TEST_RUNNER_ROOTFS"), WarmMemory: budget}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	l := runnertest.Limits()
+	l.MemoryBytes = 512 << 20
+	heavy := "import pandas, numpy, weasyprint, docx, openpyxl, pypdf, jinja2\n"
+	r.Prime([]string{heavy, heavy + "import csv\n", heavy + "import json\n", heavy + "import html\n"}, l)
+	deadline := time.Now().Add(3 * time.Minute)
+	for st := r.WarmStats(); st.Coming > 0 || st.Parked == 0; st = r.WarmStats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("priming never settled: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := r.WarmStats(); st.Bytes > budget {
+		t.Errorf("parked interpreters hold %s, over the budget %s: %+v", runner.HumanBytes(st.Bytes), runner.HumanBytes(budget), st)
+	}
+}
+
+// TestWarmWallTimeOnce (a review's finding): a run that takes an interpreter still
+// importing waits for it within its own wall time, and no more.
+func TestWarmWallTimeOnce(t *testing.T) {
+	r := newWarmRunner(t, os.Getenv("SKRIP_TEST_RUNNER_ROOTFS"))
+	const tool = "import pandas, weasyprint, docx, openpyxl, jinja2, pypdf\ndef run_tool(i, o):\n    return 'x'\n"
+	l := runnertest.Limits()
+	l.WallTime = 300 * time.Millisecond
+	r.warm.refill(r, runner.Imports([]byte(tool)), l)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		r.warm.mu.Lock()
+		n := len(r.warm.parked)
+		r.warm.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing was parked")
+		}
+	}
+	start := time.Now()
+	res, err := r.Run(context.Background(), runner.Spec{ID: "r_walltime", Script: []byte(tool), InputDir: t.TempDir(), Limits: l})
+	took := time.Since(start)
+	if err != nil || !res.TimedOut {
+		t.Fatalf("a run whose imports outlast its wall time: %+v, %v", res.ExecResult, err)
+	}
+	if took > l.WallTime+time.Second {
+		t.Errorf("a run with a %v wall time took %v", l.WallTime, took)
 	}
 }

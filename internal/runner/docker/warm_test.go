@@ -237,16 +237,40 @@ func TestWarmDeadIsReplaced(t *testing.T) {
 }
 
 // TestWarmEndedAfterReady: a run that takes a container whose Python was ready but which
-// has ended since (as the engine's state reports) starts cold instead, succeeds, and
-// counts as cold.
+// has ended since (as the engine's state reports, whenever its answer to the wait comes)
+// starts cold instead, succeeds, and counts as cold.
 func TestWarmEndedAfterReady(t *testing.T) {
 	r := newWarmRunner(t)
 	const tool = "import json\ndef run_tool(i, o):\n    return 'ok'\n"
 	spec := runner.Spec{Script: []byte(tool), Limits: runnertest.Limits()}
 	primeWarm(t, r, spec)
-	r.warm.mu.Lock()
-	s := r.warm.parked[0]
-	r.warm.mu.Unlock()
+	// primeWarm's refills may have parked a second container: the ready one is killed,
+	// and left the only one parked, so the run cannot take another.
+	var s *warmBox
+	for deadline := time.Now().Add(time.Minute); s == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("containers still being parked after a minute")
+		}
+		r.warm.mu.Lock()
+		if len(r.warm.coming) == 0 {
+			for _, p := range r.warm.parked {
+				select {
+				case <-p.ready:
+					s = p
+				default:
+				}
+			}
+		}
+		var others []*warmBox
+		if s != nil {
+			others = slices.DeleteFunc(r.warm.parked, func(p *warmBox) bool { return p == s })
+			r.warm.parked = []*warmBox{s}
+		}
+		r.warm.mu.Unlock()
+		for _, p := range others {
+			p.discard(r)
+		}
+	}
 	ctx := context.Background()
 	if _, err := r.cli.ContainerKill(ctx, s.c.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		t.Fatal(err)

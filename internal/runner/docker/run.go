@@ -6,6 +6,7 @@ package docker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -72,46 +73,55 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	}
 	modules := runner.Imports(spec.Script)
 	defer r.warm.refill(r, modules, l)
+	tar, err := inputTar(spec, envFile(spec))
+	if err != nil {
+		return runner.Result{}, err
+	}
+	in, err := io.ReadAll(tar)
+	if err != nil {
+		return runner.Result{}, err
+	}
 	var c *box
 	var stream io.Reader // the attach stream: a warm one's holds what Python wrote before its run
+	start := time.Now()  // a warm run's wall time includes the wait for its imports
 	if w := r.warm.take(modules, l); w != nil {
-		if r.awaitWarm(ctx, w, l) {
+		switch err := r.startWarm(ctx, w, l, in, token, start); {
+		case err == nil:
 			c, stream = w.c, io.MultiReader(bytes.NewReader(w.early), w.stream)
+			defer r.remove(c.id)
+			defer c.att.Close()
 			r.log.Debug("run in a container with Python started", "run", spec.ID, "container", c.id, "modules", w.key)
-		} else {
-			r.log.Warn("a warm container had ended; the run starts cold", "run", spec.ID)
+		case errors.Is(err, errWarmDead):
+			r.log.Warn("a warm container had ended; the run starts cold", "run", spec.ID, "error", err)
+		case errors.Is(err, errWarmWall):
+			// As a cold start still importing them would have ended: killed at the wall time.
+			return runner.Result{ExecResult: runner.ExecResult{ExitCode: 137, TimedOut: true, Duration: time.Since(start)}}, nil
+		default:
+			return runner.Result{}, err
 		}
 	}
 	if c == nil {
 		if c = r.pool.take(l); c != nil {
 			r.log.Debug("run in a pooled container", "run", spec.ID, "container", c.id)
 		} else {
-			var err error
 			if c, err = r.prepare(ctx, l, spec.ID, spec.ToolID); err != nil {
 				return runner.Result{}, err
 			}
 		}
 		stream = c.att.Reader
-	}
-	// The container serves this run only, and is always removed with its volume.
-	defer r.remove(c.id)
-	defer c.att.Close()
-
-	in, err := inputTar(spec, envFile(spec))
-	if err != nil {
-		return runner.Result{}, err
-	}
-	if _, err := r.cli.CopyToContainer(ctx, c.id, client.CopyToContainerOptions{DestinationPath: "/work", Content: in}); err != nil {
-		return runner.Result{}, fmt.Errorf("copying the inputs in: %w", err)
+		// The container serves this run only, and is always removed with its volume (so
+		// is a warm one, above).
+		defer r.remove(c.id)
+		defer c.att.Close()
+		if err := r.start(ctx, c, in, fmt.Sprintf("%s %d %d\n", token, wall, fsizeBlocks(l))); err != nil {
+			return runner.Result{}, err
+		}
+		start = time.Now()
 	}
 	out := readOutput(stream, token, l.LogBytes, spec.OnLine)
-	if _, err := fmt.Fprintf(c.att.Conn, "%s %d %d\n", token, wall, fsizeBlocks(l)); err != nil {
-		return runner.Result{}, fmt.Errorf("starting the run: %w", err)
-	}
 	id, waiter := c.id, c.waiter
-	start := time.Now()
 	res := runner.Result{ExecResult: runner.ExecResult{ExitCode: -1}}
-	deadline := time.NewTimer(l.WallTime + killGrace)
+	deadline := time.NewTimer(time.Until(start.Add(l.WallTime)) + killGrace)
 	defer deadline.Stop()
 	finished := false
 	select {
@@ -142,4 +152,15 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	}
 	out.into(&res.ExecResult)
 	return res, nil
+}
+
+// start copies a run's inputs into c and sends its supervisor the start line.
+func (r *Runner) start(ctx context.Context, c *box, in []byte, line string) error {
+	if _, err := r.cli.CopyToContainer(ctx, c.id, client.CopyToContainerOptions{DestinationPath: "/work", Content: bytes.NewReader(in)}); err != nil {
+		return fmt.Errorf("copying the inputs in: %w", err)
+	}
+	if _, err := io.WriteString(c.att.Conn, line); err != nil {
+		return fmt.Errorf("starting the run: %w", err)
+	}
+	return nil
 }

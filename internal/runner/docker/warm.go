@@ -11,14 +11,18 @@ package docker
 // Which modules: those the script of the run just finished imports (runner.Imports), as
 // on bwrap. A run takes only a container whose modules its own script imports, so it
 // never holds memory a cold start would not. At most warmMax are parked (the least
-// recently wanted set makes way), their memory (the engine's stats of each, once ready)
-// within WarmMemory, and none while this machine's available memory is below twice that.
+// recently wanted set makes way), their memory within WarmMemory, and none while this
+// machine's available memory is below twice that. A container's memory is the engine's
+// stats of it once ready; until then (or when the stats fail) it is taken to hold what
+// the last one measured of its set held, or warmGuess.
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -38,6 +42,9 @@ const (
 	warmMax    = 4
 	warmPerSet = 2
 )
+
+// warmGuess is what a warm container is taken to hold until one of its set is measured.
+const warmGuess = 64 << 20
 
 // warmSupervisor is a warm container's first process; $1 is the ready marker, $2 the
 // run's file size cap in ulimit blocks (the limits are the container's), the rest the
@@ -94,13 +101,14 @@ type warmPool struct {
 	parked []*warmBox
 	coming map[string]int // being made, by key
 	wanted map[string]time.Time
+	sizes  map[string]int64 // what a container of each set held, last measured
 	closed bool
 	warm   int64
 	cold   int64
 }
 
 func newWarmPool(budget int64) *warmPool {
-	return &warmPool{budget: budget, coming: map[string]int{}, wanted: map[string]time.Time{}}
+	return &warmPool{budget: budget, coming: map[string]int{}, wanted: map[string]time.Time{}, sizes: map[string]int64{}}
 }
 
 // sameLimits reports whether a container made for have may serve a run under want: the
@@ -155,7 +163,7 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 		return
 	}
 	w.wanted[key] = time.Now()
-	have, held := w.coming[key], int64(0)
+	have, held := w.coming[key], w.held()
 	total := len(w.parked)
 	for _, n := range w.coming {
 		total += n
@@ -164,7 +172,6 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 		if s.key == key && sameLimits(l, s.limits) {
 			have++
 		}
-		held += s.memory
 	}
 	if have >= warmPerSet || (total >= warmMax && have > 0) {
 		w.mu.Unlock()
@@ -183,10 +190,10 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 			return
 		}
 		evict = w.parked[oldest]
-		held -= evict.memory
+		held -= w.size(evict)
 		w.parked = slices.Delete(w.parked, oldest, oldest+1)
 	}
-	if held >= w.budget || underPressure(w.budget) {
+	if held+cmp.Or(w.sizes[key], warmGuess) > w.budget || underPressure(w.budget) {
 		w.mu.Unlock()
 		if evict != nil {
 			evict.discard(r)
@@ -227,6 +234,25 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 	}()
 }
 
+// size is what s is taken to hold: as measured, else as last measured for its set, else
+// warmGuess. w.mu is held.
+func (w *warmPool) size(s *warmBox) int64 {
+	return cmp.Or(s.memory, w.sizes[s.key], warmGuess)
+}
+
+// held is what the parked containers and those being made are taken to hold. w.mu is
+// held.
+func (w *warmPool) held() int64 {
+	var n int64
+	for k, c := range w.coming {
+		n += int64(c) * cmp.Or(w.sizes[k], warmGuess)
+	}
+	for _, s := range w.parked {
+		n += w.size(s)
+	}
+	return n
+}
+
 // underPressure reports whether this machine's available memory is below twice what
 // parked containers may hold.
 func underPressure(budget int64) bool {
@@ -235,8 +261,10 @@ func underPressure(budget int64) bool {
 }
 
 // measure waits for s to become ready and records the memory the engine reports for it
-// then: a container that holds more than the budget alone is given up, and so is one
-// that ended before it was ready (its place goes to the next refill).
+// then, for it and as its set's size. A container that ended before it was ready is
+// given up (its place goes to the next refill); and when the containers are then taken
+// to hold more than the budget, those of the sets wanted longest ago are given up until
+// the rest fit, s first when it alone does not.
 func (s *warmBox) measure(r *Runner, w *warmPool) {
 	select {
 	case <-s.ready:
@@ -254,18 +282,38 @@ func (s *warmBox) measure(r *Runner, w *warmPool) {
 	}
 	mem, err := r.memoryUsage(s.c.id)
 	if err != nil {
-		return // taken and removed meanwhile, or the engine is busy: unknown stays 0
+		return // taken and removed meanwhile, or the engine is busy: it counts as its set's size
 	}
 	w.mu.Lock()
 	s.memory = mem
-	over := mem > w.budget && slices.Contains(w.parked, s)
-	if over {
-		w.parked = slices.DeleteFunc(w.parked, func(p *warmBox) bool { return p == s })
+	w.sizes[s.key] = mem
+	held := w.held()
+	var evict []*warmBox
+	if mem > w.budget && slices.Contains(w.parked, s) {
+		evict = append(evict, s)
+		held -= mem
+	}
+	// The parked ones in the order their sets were last wanted, oldest first.
+	byAge := slices.Clone(w.parked)
+	slices.SortStableFunc(byAge, func(a, b *warmBox) int { return w.wanted[a.key].Compare(w.wanted[b.key]) })
+	for _, p := range byAge {
+		if held <= w.budget {
+			break
+		}
+		if !slices.Contains(evict, p) {
+			evict = append(evict, p)
+			held -= w.size(p)
+		}
+	}
+	w.parked = slices.DeleteFunc(w.parked, func(p *warmBox) bool { return slices.Contains(evict, p) })
+	sizes := make([]int64, len(evict))
+	for i, p := range evict {
+		sizes[i] = w.size(p)
 	}
 	w.mu.Unlock()
-	if over {
-		r.log.Warn("a warm container holds more than SKRIP_RUNNER_WARM_MEMORY; given up", "modules", s.key, "memory", runner.HumanBytes(mem))
-		s.discard(r)
+	for i, p := range evict {
+		r.log.Info("a warm container given up to keep within SKRIP_RUNNER_WARM_MEMORY", "modules", p.key, "memory", runner.HumanBytes(sizes[i]))
+		p.discard(r)
 	}
 }
 
@@ -403,28 +451,74 @@ func (s *warmBox) discard(r *Runner) {
 	r.remove(s.c.id)
 }
 
-// awaitWarm waits for s to be ready, at most as long as the run could take; false means
-// the run starts cold (s is removed): also when the container has ended since it was
-// ready (killed from outside, or by the kernel under memory pressure).
-func (r *Runner) awaitWarm(ctx context.Context, s *warmBox, l runner.Limits) bool {
+// Why a warm container taken for a run did not serve it.
+var (
+	errWarmDead = errors.New("the warm container has ended")
+	errWarmWall = errors.New("the warm container did not import its modules within the run's wall time")
+)
+
+// startWarm hands a run to s: waits for it (awaitWarm), copies the inputs in and sends
+// the start line, with what the wait left of the wall time. On an error s is removed;
+// errWarmDead means the run starts cold, errWarmWall that it has timed out.
+func (r *Runner) startWarm(ctx context.Context, s *warmBox, l runner.Limits, in []byte, token string, began time.Time) error {
+	err := r.awaitWarm(ctx, s, l)
+	left := l.WallTime - time.Since(began)
+	if err == nil && left < time.Millisecond {
+		err = errWarmWall
+	}
+	if err == nil {
+		// A container that ended since it was found running fails here, if at all: the
+		// copy or the start line's write.
+		err = r.start(ctx, s.c, in, fmt.Sprintf("%s %.3f %d\n", token, left.Seconds(), fsizeBlocks(l)))
+		if err != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w: %w", errWarmDead, err)
+		}
+	}
+	if err != nil {
+		s.discard(r)
+		if errors.Is(err, errWarmDead) {
+			r.warm.mu.Lock()
+			r.warm.warm--
+			r.warm.cold++
+			r.warm.mu.Unlock()
+		}
+	}
+	return err
+}
+
+// awaitWarm waits for s to be ready, at most for the run's wall time: importing the
+// modules is part of the run, as in a cold start, so when the time runs out the run has
+// timed out (errWarmWall), with no second start. errWarmDead: the container has ended,
+// before it was ready or since (killed from outside, or by the kernel under memory
+// pressure). The engine's answer to the wait may come well after the container ended, so
+// a ready one is also inspected.
+func (r *Runner) awaitWarm(ctx context.Context, s *warmBox, l runner.Limits) error {
 	timeout := time.NewTimer(l.WallTime)
 	defer timeout.Stop()
 	select {
 	case <-s.ready:
-		select {
-		case <-s.c.waiter.Result:
-		case <-s.c.waiter.Error:
-		default:
-			return true
-		}
 	case <-s.dead:
+		return errWarmDead
 	case <-timeout.C:
+		return errWarmWall
 	case <-ctx.Done():
+		return ctx.Err()
 	}
-	s.discard(r)
-	r.warm.mu.Lock()
-	r.warm.warm--
-	r.warm.cold++
-	r.warm.mu.Unlock()
-	return false
+	select {
+	case <-s.c.waiter.Result:
+		return errWarmDead
+	case <-s.c.waiter.Error:
+		return errWarmDead
+	default:
+	}
+	insp, err := r.cli.ContainerInspect(ctx, s.c.id, client.ContainerInspectOptions{})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return fmt.Errorf("%w: %w", errWarmDead, err)
+	case insp.Container.State == nil || !insp.Container.State.Running:
+		return errWarmDead
+	}
+	return nil
 }

@@ -237,15 +237,40 @@ func TestWarmDeadIsReplaced(t *testing.T) {
 }
 
 // TestWarmEndedAfterReady: a run that takes a container whose Python was ready but which
-// has ended since starts cold instead, and succeeds.
+// has ended since (as the engine's state reports, whenever its answer to the wait comes)
+// starts cold instead, succeeds, and counts as cold.
 func TestWarmEndedAfterReady(t *testing.T) {
 	r := newWarmRunner(t)
 	const tool = "import json\ndef run_tool(i, o):\n    return 'ok'\n"
 	spec := runner.Spec{Script: []byte(tool), Limits: runnertest.Limits()}
 	primeWarm(t, r, spec)
-	r.warm.mu.Lock()
-	s := r.warm.parked[0]
-	r.warm.mu.Unlock()
+	// primeWarm's refills may have parked a second container: the ready one is killed,
+	// and left the only one parked, so the run cannot take another.
+	var s *warmBox
+	for deadline := time.Now().Add(time.Minute); s == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("containers still being parked after a minute")
+		}
+		r.warm.mu.Lock()
+		if len(r.warm.coming) == 0 {
+			for _, p := range r.warm.parked {
+				select {
+				case <-p.ready:
+					s = p
+				default:
+				}
+			}
+		}
+		var others []*warmBox
+		if s != nil {
+			others = slices.DeleteFunc(r.warm.parked, func(p *warmBox) bool { return p == s })
+			r.warm.parked = []*warmBox{s}
+		}
+		r.warm.mu.Unlock()
+		for _, p := range others {
+			p.discard(r)
+		}
+	}
 	ctx := context.Background()
 	if _, err := r.cli.ContainerKill(ctx, s.c.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		t.Fatal(err)
@@ -262,7 +287,8 @@ func TestWarmEndedAfterReady(t *testing.T) {
 			t.Fatal("the killed container still runs")
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // the engine's answer to the wait comes after the state
+	// No wait for the engine's answer to the wait, which may come well after the state
+	// shows the container exited: the run must notice it ended all the same.
 	before := r.WarmStats()
 	o := runnertest.Exec(t, r, tool, nil, nil, runnertest.Limits())
 	if o.Parsed.Status != "succeeded" {
@@ -332,5 +358,142 @@ func TestWarmWatch(t *testing.T) {
 				t.Errorf("stdout %q, stderr %q; want %q, %q", stdout.String(), stderr.String(), tc.stdout, tc.stderr)
 			}
 		})
+	}
+}
+
+// TestWarmBudgetCountsUnmeasured: containers being made, and parked ones not yet
+// measured, count against SKRIP_RUNNER_WARM_MEMORY (at their set's last measured size, or
+// a guess), and once they are measured the parked ones fit in it. Each of these holds
+// about 100 MiB, more than the guess: four are more than the budget.
+func TestWarmBudgetCountsUnmeasured(t *testing.T) {
+	budget := int64(200 << 20)
+	r, err := New(context.Background(), Config{Image: testImage(), Server: t.Name(), WarmMemory: budget}, slog.New(slog.DiscardHandler))
+	if errors.Is(err, runner.ErrUnavailable) {
+		testutil.Missing(t, "docker", err.Error(), "a running Docker engine and `skrip runner-image build`")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	r.Prime([]string{"import pandas\n", "import pandas, csv\n", "import pandas, json\n", "import pandas, html\n"}, runnertest.Limits())
+	r.warm.mu.Lock()
+	coming := 0
+	for _, n := range r.warm.coming {
+		coming += n
+	}
+	r.warm.mu.Unlock()
+	if coming > 3 || coming == 0 {
+		t.Errorf("Prime started %d containers; with a 64 MiB guess each, 3 fit in 200 MiB", coming)
+	}
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		r.warm.mu.Lock()
+		n, measured := len(r.warm.parked), 0
+		for _, s := range r.warm.parked {
+			if s.memory > 0 {
+				measured++
+			}
+		}
+		coming := len(r.warm.coming)
+		r.warm.mu.Unlock()
+		if coming == 0 && n > 0 && measured == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("parked %d, measured %d, coming %d", n, measured, coming)
+		}
+	}
+	st := r.WarmStats()
+	if st.Parked == 0 || st.Bytes > st.Budget {
+		t.Errorf("%d parked containers hold %s, budget %s", st.Parked, runner.HumanBytes(st.Bytes), runner.HumanBytes(st.Budget))
+	}
+	// The size now known, a refill for another set counts it, not the guess.
+	r.warm.mu.Lock()
+	size, held := int64(0), r.warm.held()
+	for _, n := range r.warm.sizes {
+		size = max(size, n)
+	}
+	r.warm.mu.Unlock()
+	if size <= warmGuess {
+		t.Fatalf("a pandas container measured at %s, not more than the guess: the test shows nothing", runner.HumanBytes(size))
+	}
+	r.warm.refill(r, []string{"pandas", "yaml"}, runnertest.Limits())
+	r.warm.mu.Lock()
+	defer r.warm.mu.Unlock()
+	if r.warm.held() > budget {
+		t.Errorf("after a refill for another set %s are held or coming (before %s), budget %s", runner.HumanBytes(r.warm.held()), runner.HumanBytes(held), runner.HumanBytes(budget))
+	}
+}
+
+// parkNeverReady parks a container for runs importing modules under l whose Python never
+// becomes ready: its supervisor is the cold one, which prints nothing before its run.
+func parkNeverReady(t *testing.T, r *Runner, modules []string, l runner.Limits) *warmBox {
+	t.Helper()
+	c, err := r.prepare(context.Background(), l, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &warmBox{c: c, modules: modules, key: strings.Join(modules, ","), limits: l, ready: make(chan struct{}), dead: make(chan struct{})}
+	go s.watch("skrip-ready-never")
+	r.warm.mu.Lock()
+	r.warm.parked = append(r.warm.parked, s)
+	r.warm.mu.Unlock()
+	t.Cleanup(func() { s.discard(r) })
+	return s
+}
+
+// TestWarmImportsWithinWallTime: a run that takes a container still importing its
+// modules waits for it only for its wall time, and then has timed out, as a cold start
+// importing them would have; it does not start again cold with a whole wall time.
+func TestWarmImportsWithinWallTime(t *testing.T) {
+	r := newWarmRunner(t)
+	l := runnertest.Limits()
+	l.WallTime = 2 * time.Second
+	s := parkNeverReady(t, r, []string{"json"}, l)
+	before := r.WarmStats()
+	began := time.Now()
+	o := runnertest.Exec(t, r, "import json\ndef run_tool(i, o):\n    return 'ok'\n", nil, nil, l)
+	took := time.Since(began)
+	if !o.Result.TimedOut || o.Result.ExitCode == 0 || o.Result.ResultJSON != nil {
+		t.Errorf("timed out %v, exit %d, result.json %q: want a run killed at its wall time", o.Result.TimedOut, o.Result.ExitCode, o.Result.ResultJSON)
+	}
+	if took < l.WallTime || took > l.WallTime+2*time.Second {
+		t.Errorf("the run took %v with a wall time of %v", took, l.WallTime)
+	}
+	if o.Result.Duration < l.WallTime {
+		t.Errorf("Duration %v, shorter than the wall time it ran out", o.Result.Duration)
+	}
+	if after := r.WarmStats(); after.Warm != before.Warm+1 || after.Cold != before.Cold {
+		t.Errorf("WarmStats %+v then %+v, want one more warm run and no cold one", before, after)
+	}
+	select {
+	case <-s.dead: // its attach stream closed: it was given up
+	case <-time.After(10 * time.Second):
+		t.Error("the container that did not become ready was not given up")
+	}
+}
+
+// TestWarmDiesWhileAwaited: a container that ends while a run waits for its imports is
+// given up, and the run starts cold, succeeds and counts as cold.
+func TestWarmDiesWhileAwaited(t *testing.T) {
+	r := newWarmRunner(t)
+	l := runnertest.Limits()
+	s := parkNeverReady(t, r, []string{"json"}, l)
+	before := r.WarmStats()
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		if _, err := r.cli.ContainerKill(context.Background(), s.c.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+			t.Error(err)
+		}
+	}()
+	began := time.Now()
+	o := runnertest.Exec(t, r, "import json\ndef run_tool(i, o):\n    return 'ok'\n", nil, nil, l)
+	if o.Parsed.Status != "succeeded" {
+		t.Fatalf("status %s (%s), exit %d: %s", o.Parsed.Status, o.Parsed.ErrorSummary, o.Result.ExitCode, o.Result.Stderr)
+	}
+	if took := time.Since(began); took > l.WallTime {
+		t.Errorf("the run took %v: it waited for the dead container past its wall time %v", took, l.WallTime)
+	}
+	if after := r.WarmStats(); after.Warm != before.Warm || after.Cold != before.Cold+1 {
+		t.Errorf("WarmStats %+v then %+v, want one more cold run", before, after)
 	}
 }

@@ -1,10 +1,11 @@
 // Package protocol is what API nodes and workers of a cluster say to each other
 // (docs/cluster.md): the stream, consumer and registry they share, the subjects, and the
 // JSON of every message on them. Both sides import it; it imports nothing of skrip's
-// but leaves (runjob, runner, errs), so that a worker, which never holds the database
-// URL, links no store and no SQL driver (TestWorkerLinksNoSQL). Changing a name or a
-// tag here changes the wire: nodes of two versions must still understand each other
-// during a rolling upgrade.
+// but leaves (runjob, runner, contract, blob, errs), so that a worker, which never holds
+// the database URL, links no store and no SQL driver (TestWorkerLinksNoSQL,
+// TestProtocolImportsOnlyLeaves). Changing a name or a tag here changes the wire: nodes
+// of two versions must still understand each other during a rolling upgrade
+// (TestWireUnchanged).
 package protocol
 
 import (
@@ -32,8 +33,8 @@ const (
 	leasePrefix  = "skrip.api.lease."
 	APIQueue     = "api"
 
-	// outPrefix+<worker>.<run> carries a running run's output lines from its worker
-	// (lossy); statusPrefix+<run> its status changes from the API node that made them
+	// OutPrefix+<worker>.<run> carries a running run's output lines from its worker
+	// (lossy); StatusPrefix+<run> its status changes from the API node that made them
 	// (lossy: the database is the truth).
 	OutPrefix    = "skrip.out."
 	StatusPrefix = "skrip.st."
@@ -41,7 +42,7 @@ const (
 	// workerPrefix+<worker>+".cancel" asks a worker to stop a run it holds.
 	workerPrefix = "skrip.w."
 
-	// maxDeliveries is the advisory JetStream sends when a run's message was delivered
+	// MaxDeliveries is the advisory JetStream sends when a run's message was delivered
 	// MaxDeliver times and its last holder went silent too.
 	MaxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + Stream + "." + Consumer
 )

@@ -20,7 +20,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/natsblob"
 	"github.com/skrip-dev/skrip/internal/contract"
-	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/ids"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -104,17 +104,17 @@ func hammer(what string, f func(i int) (bool, error)) float64 {
 func queueRate(ctx context.Context, pub, sub *nats.Conn) (int, float64) {
 	pjs, _ := jetstream.New(pub)
 	sjs, _ := jetstream.New(sub)
-	cons, err := sjs.Consumer(ctx, dispatch.Stream, dispatch.Consumer)
+	cons, err := sjs.Consumer(ctx, protocol.Stream, protocol.Consumer)
 	if err != nil {
 		fatalf("the run queue's consumer: %v", err)
 	}
 	// A message as Dispatch makes it for a no-op run.
-	msg := dispatch.Message{Job: run.Job{Run: ids.New("r"), Tool: ids.New("t"), Env: contract.Env(contract.Manifest{}, map[string]any{}, nil),
-		Memory: []byte("{}")}, Script: dispatch.Input{Name: "script.py", SHA256: fmt.Sprintf("%064x", 1), Bytes: int64(len(noop))}}
+	msg := protocol.Message{Job: run.Job{Run: ids.New("r"), Tool: ids.New("t"), Env: contract.Env(contract.Manifest{}, map[string]any{}, nil),
+		Memory: []byte("{}")}, Script: protocol.Input{Name: "script.py", SHA256: fmt.Sprintf("%064x", 1), Bytes: int64(len(noop))}}
 	data, _ := json.Marshal(msg)
 	rate := hammer("the run queue", func(int) (bool, error) {
 		id := ids.New("r")
-		if _, err := pjs.Publish(ctx, dispatch.JobSubject(id), data, jetstream.WithMsgID(id)); err != nil {
+		if _, err := pjs.Publish(ctx, protocol.JobSubject(id), data, jetstream.WithMsgID(id)); err != nil {
 			return false, err
 		}
 		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
@@ -149,7 +149,7 @@ func objectRates(ctx context.Context, nc *nats.Conn) (map[string]float64, time.D
 	if err != nil {
 		fatalf("the bench-work bucket: %v", err)
 	}
-	script := dispatch.CASKey(fmt.Sprintf("%064x", 2))
+	script := protocol.CASKey(fmt.Sprintf("%064x", 2))
 	if _, err := st.Put(ctx, script, bytes.NewReader([]byte(noop)), blob.PutOptions{ContentType: "application/octet-stream"}); err != nil {
 		fatalf("a Put: %v", err)
 	}
@@ -179,7 +179,7 @@ func objectRates(ctx context.Context, nc *nats.Conn) (map[string]float64, time.D
 		return true, err
 	})
 	rates["Put"] = hammer("Put", func(int) (bool, error) {
-		key := dispatch.AttemptPrefix(ids.New("r"), 1) + "report.json"
+		key := protocol.AttemptPrefix(ids.New("r"), 1) + "report.json"
 		_, err := st.Put(ctx, key, bytes.NewReader(report), blob.PutOptions{ContentType: "application/json"})
 		mu.Lock()
 		keys = append(keys, key)
@@ -241,7 +241,7 @@ func age(ctx context.Context, natsURL string, k int) {
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(k) {
-				key := dispatch.AttemptPrefix(ids.New("r"), 1) + "report.json"
+				key := protocol.AttemptPrefix(ids.New("r"), 1) + "report.json"
 				if _, err := st.Put(ctx, key, bytes.NewReader([]byte("{}")), blob.PutOptions{ContentType: "application/json"}); err != nil {
 					fatalf("a Put: %v", err)
 				}

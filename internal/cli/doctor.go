@@ -21,6 +21,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/app"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/natsserver"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/runner/bwrap"
@@ -160,12 +161,12 @@ func printCluster(w io.Writer, cfg config.Config, o dispatch.Overview) {
 		mode = "on"
 	}
 	fmt.Fprintf(w, "\nCluster\t\t%s\n", mode)
-	fmt.Fprintf(w, "  run queue\t%s\t%s, %d redelivered\n", dispatch.Stream, o.Queue, o.Redelivered)
+	fmt.Fprintf(w, "  run queue\t%s\t%s, %d redelivered\n", protocol.Stream, o.Queue, o.Redelivered)
 	for _, b := range o.Buckets {
 		fmt.Fprintf(w, "  bucket\t\t%s\n", b)
 	}
 	if len(o.Workers) == 0 {
-		fmt.Fprintf(w, "  workers\t\tnone seen (a worker's heartbeat lasts %s)\n", 3*dispatch.HeartbeatEvery(cfg.RunAckWait))
+		fmt.Fprintf(w, "  workers\t\tnone seen (a worker's heartbeat lasts %s)\n", 3*protocol.HeartbeatEvery(cfg.RunAckWait))
 	}
 	now := time.Now()
 	for _, hb := range o.Workers {

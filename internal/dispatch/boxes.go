@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/sandbox"
@@ -27,82 +28,14 @@ import (
 // sandbox.ErrLost within about the TTL, never at the deadline. File bodies go through
 // the work bucket (XferKey), streamed both ways.
 
-// The operations a worker serves on BoxSubject(worker, op).
-const (
-	OpCreate = "create" // BoxRequest.Spec → {}
-	OpExec   = "exec"   // BoxRequest.Exec → Result, with Line replies first when asked
-	OpWrite  = "write"  // BoxRequest.Path and Xfer → Size; the worker deletes Xfer
-	OpRead   = "read"   // BoxRequest.Path → Xfer and Size; the API node deletes Xfer
-	OpRemove = "remove" // → {}, or Busy when IfIdle and an operation is under way
-	OpBoxes  = "boxes"  // → Boxes
-	OpCancel = "cancel" // BoxRequest.Call: stop that call (no answer)
-)
-
-// BoxRequest is one operation on a worker's box.
-type BoxRequest struct {
-	Call   string          `json:"call"` // this call's id, for OpCancel
-	Box    string          `json:"box,omitempty"`
-	Spec   *runner.BoxSpec `json:"spec,omitempty"`
-	Exec   *BoxExec        `json:"exec,omitempty"`
-	Path   string          `json:"path,omitempty"`
-	Xfer   string          `json:"xfer,omitempty"`
-	IfIdle bool            `json:"if_idle,omitempty"`
-}
-
-// BoxExec is one command to run in a box.
-type BoxExec struct {
-	Cmd      []string      `json:"cmd"`
-	Stdin    []byte        `json:"stdin,omitempty"`
-	Timeout  time.Duration `json:"timeout"`
-	LogBytes int64         `json:"log_bytes"`
-	Lines    bool          `json:"lines,omitempty"` // send output lines as they come
-}
-
-// BoxReply answers a BoxRequest. An exec that streams sends Line replies before its
-// last one.
-type BoxReply struct {
-	Line   *Line              `json:"line,omitempty"`
-	Error  *BoxError          `json:"error,omitempty"`
-	Result *runner.ExecResult `json:"result,omitempty"`
-	Size   int64              `json:"size,omitempty"`
-	Xfer   string             `json:"xfer,omitempty"`
-	Busy   bool               `json:"busy,omitempty"`
-	Boxes  []string           `json:"boxes,omitempty"`
-}
-
-// BoxError is a failed operation: Kind names one of the runner's sandbox errors (then
-// Message is for the client), or is empty (then Message is for the log only).
-type BoxError struct {
-	Kind    string         `json:"kind,omitempty"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details,omitempty"`
-}
-
-// boxKinds are the errors a worker names to an API node: the runner's, and a budget a
-// new box does not fit in.
-var boxKinds = map[string]error{
-	"path": runner.ErrPath, "no_file": runner.ErrNoFile, "no_space": runner.ErrNoSpace,
-	"no_box": runner.ErrNoBox, "no_sandboxes": runner.ErrNoSandboxes, "budget": sandbox.ErrBudget,
-}
-
-// BoxErrorOf is how a worker reports err.
-func BoxErrorOf(err error) *BoxError {
-	be := &BoxError{Message: err.Error()}
-	for kind, sentinel := range boxKinds {
-		if errors.Is(err, sentinel) {
-			be.Kind = kind
-		}
+// boxErr is the error worker reported, as the API node's services see it: one of the
+// runner's sandbox errors, sandbox.ErrBudget, or an error for the log.
+func boxErr(e *protocol.BoxError, worker string) error {
+	kind := e.Sentinel()
+	if kind == protocol.ErrBudget {
+		kind = sandbox.ErrBudget
 	}
-	var e *errs.Error
-	if errors.As(err, &e) {
-		be.Details = e.Details
-	}
-	return be
-}
-
-// err is the error a worker reported, as the API node's services see it.
-func (e *BoxError) err(worker string) error {
-	if kind := boxKinds[e.Kind]; kind != nil {
+	if kind != nil {
 		return errs.New(kind, e.Details, "%s", e.Message)
 	}
 	return fmt.Errorf("worker %s: %s", worker, e.Message)
@@ -131,15 +64,12 @@ var _ sandbox.Cluster = (*Boxes)(nil)
 
 // NewBoxes returns the boxes of the workers in the registry Setup made.
 func NewBoxes(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, work blob.Store, cfg Config, log *slog.Logger) (*Boxes, error) {
-	kv, err := js.KeyValue(ctx, Registry)
+	kv, err := js.KeyValue(ctx, protocol.Registry)
 	if err != nil {
-		return nil, fmt.Errorf("the worker registry %s: %w", Registry, err)
+		return nil, fmt.Errorf("the worker registry %s: %w", protocol.Registry, err)
 	}
-	return &Boxes{nc: nc, kv: kv, work: work, ttl: RegistryTTL(cfg.AckWait), watch: min(watchEvery, RegistryTTL(cfg.AckWait)), log: log}, nil
+	return &Boxes{nc: nc, kv: kv, work: work, ttl: protocol.RegistryTTL(cfg.AckWait), watch: min(watchEvery, protocol.RegistryTTL(cfg.AckWait)), log: log}, nil
 }
-
-// RegistryTTL is how long a worker's heartbeat stays in the registry, for an ack wait.
-func RegistryTTL(ackWait time.Duration) time.Duration { return 3 * HeartbeatEvery(ackWait) }
 
 // Workers lists the live workers that keep sandboxes (their budget is above 0).
 func (b *Boxes) Workers(ctx context.Context) ([]sandbox.Worker, error) {
@@ -165,17 +95,17 @@ func (b *Boxes) Workers(ctx context.Context) ([]sandbox.Worker, error) {
 
 // heartbeat reads worker id's heartbeat; ok is false when it is gone: not in the
 // registry, or older than its TTL.
-func (b *Boxes) heartbeat(ctx context.Context, id string) (Heartbeat, bool, error) {
+func (b *Boxes) heartbeat(ctx context.Context, id string) (protocol.Heartbeat, bool, error) {
 	e, err := b.kv.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Heartbeat{}, false, nil
+		return protocol.Heartbeat{}, false, nil
 	}
 	if err != nil {
-		return Heartbeat{}, false, fmt.Errorf("reading worker %s in the registry: %w", id, err)
+		return protocol.Heartbeat{}, false, fmt.Errorf("reading worker %s in the registry: %w", id, err)
 	}
-	var hb Heartbeat
+	var hb protocol.Heartbeat
 	if err := json.Unmarshal(e.Value(), &hb); err != nil || hb.Worker != id {
-		return Heartbeat{}, false, nil
+		return protocol.Heartbeat{}, false, nil
 	}
 	return hb, time.Since(e.Created()) <= b.ttl, nil
 }
@@ -194,7 +124,7 @@ func (b *Boxes) On(id string) runner.Sandboxes { return &workerBoxes{b: b, worke
 
 // RemoveIdle removes box id of worker node unless an operation is under way in it.
 func (b *Boxes) RemoveIdle(ctx context.Context, node, id string) (bool, error) {
-	rep, err := b.call(ctx, node, OpRemove, BoxRequest{Box: id, IfIdle: true}, boxDeadline, nil)
+	rep, err := b.call(ctx, node, protocol.OpRemove, protocol.BoxRequest{Box: id, IfIdle: true}, boxDeadline, nil)
 	return err == nil && !rep.Busy, err
 }
 
@@ -204,18 +134,18 @@ func lost(id, worker string) error { return sandbox.Lost(id, worker) }
 // call sends op on box req.Box to worker and waits for its answer: until deadline, or
 // until the worker leaves the registry (sandbox.ErrLost), or until ctx ends (then the
 // worker is told to stop). onLine, when set, gets the Line replies that come first.
-func (b *Boxes) call(ctx context.Context, worker, op string, req BoxRequest, deadline time.Duration, onLine func(Line)) (BoxReply, error) {
+func (b *Boxes) call(ctx context.Context, worker, op string, req protocol.BoxRequest, deadline time.Duration, onLine func(protocol.Line)) (protocol.BoxReply, error) {
 	req.Call = nuid.Next()
 	data, err := json.Marshal(req)
 	if err != nil {
-		return BoxReply{}, err
+		return protocol.BoxReply{}, err
 	}
 	// Lines and the answer come on one subject, in order. Lines are passed on by a
 	// goroutine of their own, and dropped when it falls far behind, so that a slow reader
 	// never holds the answer back.
 	inbox := b.nc.NewInbox()
 	final := make(chan *nats.Msg, 1)
-	lines := make(chan Line, 1024)
+	lines := make(chan protocol.Line, 1024)
 	linesDone := make(chan struct{})
 	go func() {
 		defer close(linesDone)
@@ -235,7 +165,7 @@ func (b *Boxes) call(ctx context.Context, worker, op string, req BoxRequest, dea
 	}
 	sub, err := b.nc.Subscribe(inbox, func(m *nats.Msg) {
 		if onLine != nil && len(m.Header) == 0 {
-			var rep BoxReply
+			var rep protocol.BoxReply
 			if json.Unmarshal(m.Data, &rep) == nil && rep.Line != nil {
 				mu.Lock()
 				if !over {
@@ -255,7 +185,7 @@ func (b *Boxes) call(ctx context.Context, worker, op string, req BoxRequest, dea
 	})
 	if err != nil {
 		end()
-		return BoxReply{}, err
+		return protocol.BoxReply{}, err
 	}
 	defer func() {
 		sub.Unsubscribe()
@@ -264,13 +194,13 @@ func (b *Boxes) call(ctx context.Context, worker, op string, req BoxRequest, dea
 	}()
 	sub.SetPendingLimits(-1, 64<<20)
 	publish := func() error {
-		if err := b.nc.PublishRequest(BoxSubject(worker, op), inbox, data); err != nil {
+		if err := b.nc.PublishRequest(protocol.BoxSubject(worker, op), inbox, data); err != nil {
 			return fmt.Errorf("asking worker %s: %w", worker, err)
 		}
 		return nil
 	}
 	if err := publish(); err != nil {
-		return BoxReply{}, err
+		return protocol.BoxReply{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
@@ -284,42 +214,42 @@ func (b *Boxes) call(ctx context.Context, worker, op string, req BoxRequest, dea
 				// No one serves the worker's subject: it is gone, or between connections.
 				// No one got the request, so it is sent again until the registry tells.
 				if b.gone(ctx, worker) {
-					return BoxReply{}, lost(req.Box, worker)
+					return protocol.BoxReply{}, lost(req.Box, worker)
 				}
 				retry = time.After(b.watch / 4)
 				continue
 			}
-			var rep BoxReply
+			var rep protocol.BoxReply
 			if err := json.Unmarshal(m.Data, &rep); err != nil {
-				return BoxReply{}, fmt.Errorf("worker %s answered %q: %w", worker, m.Data, err)
+				return protocol.BoxReply{}, fmt.Errorf("worker %s answered %q: %w", worker, m.Data, err)
 			}
 			// The lines that came before the answer are passed on before call returns.
 			if rep.Error != nil {
-				return rep, rep.Error.err(worker)
+				return rep, boxErr(rep.Error, worker)
 			}
 			return rep, nil
 		case <-retry:
 			retry = nil
 			if err := publish(); err != nil {
-				return BoxReply{}, err
+				return protocol.BoxReply{}, err
 			}
 		case <-tick.C:
 			if b.gone(ctx, worker) {
 				b.cancel(worker, req.Call)
-				return BoxReply{}, lost(req.Box, worker)
+				return protocol.BoxReply{}, lost(req.Box, worker)
 			}
 		case <-cctx.Done():
 			b.cancel(worker, req.Call)
 			if ctx.Err() != nil {
-				return BoxReply{}, ctx.Err()
+				return protocol.BoxReply{}, ctx.Err()
 			}
 			if b.gone(ctx, worker) {
-				return BoxReply{}, lost(req.Box, worker)
+				return protocol.BoxReply{}, lost(req.Box, worker)
 			}
 			if retry != nil {
-				return BoxReply{}, fmt.Errorf("worker %s is in the registry but has not served its sandboxes for %s", worker, deadline)
+				return protocol.BoxReply{}, fmt.Errorf("worker %s is in the registry but has not served its sandboxes for %s", worker, deadline)
 			}
-			return BoxReply{}, fmt.Errorf("worker %s did not answer %s on sandbox %s within %s", worker, op, req.Box, deadline)
+			return protocol.BoxReply{}, fmt.Errorf("worker %s did not answer %s on sandbox %s within %s", worker, op, req.Box, deadline)
 		}
 	}
 }
@@ -335,8 +265,8 @@ func (b *Boxes) gone(ctx context.Context, worker string) bool {
 
 // cancel tells worker to stop call, best effort.
 func (b *Boxes) cancel(worker, call string) {
-	data, _ := json.Marshal(BoxRequest{Call: call})
-	b.nc.Publish(BoxSubject(worker, OpCancel), data)
+	data, _ := json.Marshal(protocol.BoxRequest{Call: call})
+	b.nc.Publish(protocol.BoxSubject(worker, protocol.OpCancel), data)
 }
 
 // workerBoxes are the boxes of one worker, as runner.Sandboxes.
@@ -346,17 +276,17 @@ type workerBoxes struct {
 }
 
 func (w *workerBoxes) CreateBox(ctx context.Context, spec runner.BoxSpec) error {
-	_, err := w.b.call(ctx, w.worker, OpCreate, BoxRequest{Box: spec.ID, Spec: &spec}, boxDeadline, nil)
+	_, err := w.b.call(ctx, w.worker, protocol.OpCreate, protocol.BoxRequest{Box: spec.ID, Spec: &spec}, boxDeadline, nil)
 	return err
 }
 
 func (w *workerBoxes) Exec(ctx context.Context, id string, spec runner.ExecSpec) (runner.ExecResult, error) {
-	req := BoxRequest{Box: id, Exec: &BoxExec{Cmd: spec.Cmd, Stdin: spec.Stdin, Timeout: spec.Timeout, LogBytes: spec.LogBytes, Lines: spec.OnLine != nil}}
-	var onLine func(Line)
+	req := protocol.BoxRequest{Box: id, Exec: &protocol.BoxExec{Cmd: spec.Cmd, Stdin: spec.Stdin, Timeout: spec.Timeout, LogBytes: spec.LogBytes, Lines: spec.OnLine != nil}}
+	var onLine func(protocol.Line)
 	if spec.OnLine != nil {
-		onLine = func(l Line) { spec.OnLine(l.Type, []byte(l.Data)) }
+		onLine = func(l protocol.Line) { spec.OnLine(l.Type, []byte(l.Data)) }
 	}
-	rep, err := w.b.call(ctx, w.worker, OpExec, req, spec.Timeout+execGrace, onLine)
+	rep, err := w.b.call(ctx, w.worker, protocol.OpExec, req, spec.Timeout+execGrace, onLine)
 	if err != nil {
 		return runner.ExecResult{}, err
 	}
@@ -368,11 +298,11 @@ func (w *workerBoxes) Exec(ctx context.Context, id string, spec runner.ExecSpec)
 
 // WriteFile puts r in the work bucket, and the worker moves it into the box.
 func (w *workerBoxes) WriteFile(ctx context.Context, id, p string, r io.Reader) (int64, error) {
-	key := XferKey(nuid.Next())
+	key := protocol.XferKey(nuid.Next())
 	if _, err := w.b.work.Put(ctx, key, r, blob.PutOptions{ContentType: "application/octet-stream"}); err != nil {
 		return 0, fmt.Errorf("sending a file to sandbox %s: %w", id, err)
 	}
-	rep, err := w.b.call(ctx, w.worker, OpWrite, BoxRequest{Box: id, Path: p, Xfer: key}, xferDeadline, nil)
+	rep, err := w.b.call(ctx, w.worker, protocol.OpWrite, protocol.BoxRequest{Box: id, Path: p, Xfer: key}, xferDeadline, nil)
 	if err != nil {
 		// The worker deletes it once read; it may never have.
 		w.b.work.Delete(context.WithoutCancel(ctx), key)
@@ -384,7 +314,7 @@ func (w *workerBoxes) WriteFile(ctx context.Context, id, p string, r io.Reader) 
 // ReadFile asks the worker to put the file in the work bucket, and streams it from
 // there; the object goes when the reader is closed.
 func (w *workerBoxes) ReadFile(ctx context.Context, id, p string) (io.ReadCloser, int64, error) {
-	rep, err := w.b.call(ctx, w.worker, OpRead, BoxRequest{Box: id, Path: p}, xferDeadline, nil)
+	rep, err := w.b.call(ctx, w.worker, protocol.OpRead, protocol.BoxRequest{Box: id, Path: p}, xferDeadline, nil)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -397,12 +327,12 @@ func (w *workerBoxes) ReadFile(ctx context.Context, id, p string) (io.ReadCloser
 }
 
 func (w *workerBoxes) RemoveBox(ctx context.Context, id string) error {
-	_, err := w.b.call(ctx, w.worker, OpRemove, BoxRequest{Box: id}, boxDeadline, nil)
+	_, err := w.b.call(ctx, w.worker, protocol.OpRemove, protocol.BoxRequest{Box: id}, boxDeadline, nil)
 	return err
 }
 
 func (w *workerBoxes) Boxes(ctx context.Context) ([]string, error) {
-	rep, err := w.b.call(ctx, w.worker, OpBoxes, BoxRequest{}, boxDeadline, nil)
+	rep, err := w.b.call(ctx, w.worker, protocol.OpBoxes, protocol.BoxRequest{}, boxDeadline, nil)
 	return rep.Boxes, err
 }
 

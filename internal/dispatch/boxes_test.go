@@ -24,7 +24,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob/natsblob"
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/config"
-	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/ids"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/runner"
@@ -160,7 +160,7 @@ func TestClusterSandboxes(t *testing.T) {
 	if boxes, _ := a.App.Runner.Boxes(ctx); len(boxes) != 0 {
 		t.Fatalf("the worker still holds %v", boxes)
 	}
-	left := workKeys(t, c, dispatch.XferKey(""))
+	left := workKeys(t, c, protocol.XferKey(""))
 	if len(left) != 0 {
 		t.Fatalf("transfers left in the work bucket: %v", left)
 	}
@@ -174,8 +174,8 @@ func TestClusterSandboxes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	req, _ := json.Marshal(dispatch.BoxRequest{Call: "orphan", Box: orphan, Spec: &spec})
-	if m, err := nc.Request(dispatch.BoxSubject(a.Config.WorkerID, dispatch.OpCreate), req, 30*time.Second); err != nil || string(m.Data) != "{}" {
+	req, _ := json.Marshal(protocol.BoxRequest{Call: "orphan", Box: orphan, Spec: &spec})
+	if m, err := nc.Request(protocol.BoxSubject(a.Config.WorkerID, protocol.OpCreate), req, 30*time.Second); err != nil || string(m.Data) != "{}" {
 		t.Fatalf("making a box without a record: %v", err)
 	}
 	if boxes, _ := a.App.Runner.Boxes(ctx); len(boxes) != 1 {

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 )
 
 // Overview is the state of a cluster's queue and workers, for `skrip doctor`.
@@ -16,14 +17,14 @@ type Overview struct {
 	Queue       string // the stream: replicas, leader, depth; or why it cannot be read
 	Redelivered int    // runs handed to a second worker and not yet done
 	Buckets     []string
-	Workers     []Heartbeat
+	Workers     []protocol.Heartbeat
 }
 
 // Describe reads the cluster's queue, the buckets named, and the workers' heartbeats.
 // Each part it cannot read says why, rather than failing the whole.
 func Describe(ctx context.Context, js jetstream.JetStream, buckets ...string) Overview {
 	var o Overview
-	if s, err := js.Stream(ctx, Stream); err != nil {
+	if s, err := js.Stream(ctx, protocol.Stream); err != nil {
 		o.Queue = "not readable (an API node in cluster mode makes it; a worker's NATS user may not read it): " + err.Error()
 	} else if info, err := s.Info(ctx); err != nil {
 		o.Queue = "not readable: " + err.Error()
@@ -34,7 +35,7 @@ func Describe(ctx context.Context, js jetstream.JetStream, buckets ...string) Ov
 		}
 		o.Queue = fmt.Sprintf("%d replica(s), leader %s, %d run(s) waiting or running (at most %d)",
 			info.Config.Replicas, leader, info.State.Msgs, info.Config.MaxMsgs)
-		if c, err := s.Consumer(ctx, Consumer); err == nil {
+		if c, err := s.Consumer(ctx, protocol.Consumer); err == nil {
 			if ci, err := c.Info(ctx); err == nil {
 				o.Redelivered = ci.NumRedelivered
 			}
@@ -53,7 +54,7 @@ func Describe(ctx context.Context, js jetstream.JetStream, buckets ...string) Ov
 		}
 		o.Buckets = append(o.Buckets, fmt.Sprintf("%s: %d replica(s), %d bytes", b, st.Replicas(), st.Size()))
 	}
-	kv, err := js.KeyValue(ctx, Registry)
+	kv, err := js.KeyValue(ctx, protocol.Registry)
 	if err != nil {
 		return o
 	}
@@ -66,16 +67,11 @@ func Describe(ctx context.Context, js jetstream.JetStream, buckets ...string) Ov
 		if err != nil {
 			continue
 		}
-		var hb Heartbeat
+		var hb protocol.Heartbeat
 		if json.Unmarshal(e.Value(), &hb) == nil {
 			o.Workers = append(o.Workers, hb)
 		}
 	}
 	sort.Slice(o.Workers, func(i, j int) bool { return o.Workers[i].Worker < o.Workers[j].Worker })
 	return o
-}
-
-// Seen says how long ago a heartbeat was put, in whole seconds.
-func (hb Heartbeat) Seen(now time.Time) string {
-	return fmt.Sprintf("%ds ago", int(now.Sub(hb.At).Round(time.Second)/time.Second))
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/config"
-	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
@@ -218,14 +218,14 @@ func newFakeWorker(t *testing.T, url string) *fakeWorker {
 	}
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
-	cons, err := js.Consumer(context.Background(), dispatch.Stream, dispatch.Consumer)
+	cons, err := js.Consumer(context.Background(), protocol.Stream, protocol.Consumer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A worker's heartbeat says it has a slot, and the scheduler sends a run only to a
 	// slot. It is put under a name of its own: the tests of a lost worker need "fake",
 	// the name it claims as, gone from the registry.
-	kv, err := js.KeyValue(context.Background(), dispatch.Registry)
+	kv, err := js.KeyValue(context.Background(), protocol.Registry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func newFakeWorker(t *testing.T, url string) *fakeWorker {
 	go func() {
 		defer close(beating)
 		for ctx.Err() == nil {
-			b, _ := json.Marshal(dispatch.Heartbeat{Worker: "fake-slot", Concurrency: 1, At: time.Now()})
+			b, _ := json.Marshal(protocol.Heartbeat{Worker: "fake-slot", Concurrency: 1, At: time.Now()})
 			kv.Put(ctx, "fake-slot", b)
 			select {
 			case <-ctx.Done():
@@ -250,7 +250,7 @@ func newFakeWorker(t *testing.T, url string) *fakeWorker {
 func (f *fakeWorker) waitQueueEmpty(t *testing.T) {
 	t.Helper()
 	js, _ := jetstream.New(f.nc)
-	stream, _ := js.Stream(context.Background(), dispatch.Stream)
+	stream, _ := js.Stream(context.Background(), protocol.Stream)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		info, err := stream.Info(context.Background())
@@ -271,10 +271,10 @@ func (f *fakeWorker) claim(t *testing.T) (string, int64, string) {
 	if err != nil {
 		t.Fatalf("fetching a run: %v", err)
 	}
-	var m dispatch.Message
+	var m protocol.Message
 	json.Unmarshal(msg.Data(), &m)
 	meta, _ := msg.Metadata()
-	return m.Job.Run, int64(meta.NumDelivered), f.ask(t, dispatch.ClaimSubject("fake"), dispatch.Claim{Run: m.Job.Run, Attempt: int64(meta.NumDelivered), Worker: "fake"})
+	return m.Job.Run, int64(meta.NumDelivered), f.ask(t, protocol.ClaimSubject("fake"), protocol.Claim{Run: m.Job.Run, Attempt: int64(meta.NumDelivered), Worker: "fake"})
 }
 
 func (f *fakeWorker) ask(t *testing.T, subject string, req any) string {
@@ -284,7 +284,7 @@ func (f *fakeWorker) ask(t *testing.T, subject string, req any) string {
 	if err != nil {
 		t.Fatalf("%s: %v", subject, err)
 	}
-	var rep dispatch.Reply
+	var rep protocol.Reply
 	json.Unmarshal(msg.Data, &rep)
 	return rep.Answer
 }
@@ -305,7 +305,7 @@ func TestLateResultDiscarded(t *testing.T) {
 	}
 	fake := newFakeWorker(t, c.nats)
 	id, attempt, answer := fake.claim(t)
-	if id != r.RunID || attempt != 1 || answer != dispatch.Go {
+	if id != r.RunID || attempt != 1 || answer != protocol.Go {
 		t.Fatalf("fake claim = %s, attempt %d, %s", id, attempt, answer)
 	}
 	// A real worker comes; after the ack wait, the run is its attempt 2.
@@ -315,9 +315,9 @@ func TestLateResultDiscarded(t *testing.T) {
 		t.Fatalf("run: %s (%v), attempts %d, state_rev %v, %v", done.Status, done.ErrorSummary, done.Attempts, done.StateRev, err)
 	}
 	// The silent worker's result comes late: refused, and nothing changes.
-	late := fake.ask(t, dispatch.RecordSubject("fake"), dispatch.Record{Run: id, Attempt: 1, Worker: "fake", ReportKey: dispatch.AttemptPrefix(id, 1) + "report.json"})
-	if late != dispatch.Stale {
-		t.Fatalf("a late result was answered %q, want %q: its worker must not acknowledge the message", late, dispatch.Stale)
+	late := fake.ask(t, protocol.RecordSubject("fake"), protocol.Record{Run: id, Attempt: 1, Worker: "fake", ReportKey: protocol.AttemptPrefix(id, 1) + "report.json"})
+	if late != protocol.Stale {
+		t.Fatalf("a late result was answered %q, want %q: its worker must not acknowledge the message", late, protocol.Stale)
 	}
 	after, _ := a.App.Store.GetRun(context.Background(), r.RunID)
 	if after.Status != "succeeded" || after.Attempts != 2 || after.StateRev == nil || *after.StateRev != 1 {
@@ -336,8 +336,8 @@ func TestWorkersLost(t *testing.T) {
 	b := c.node(t, 0)
 	ubc, r := queuedRun(t, b)
 	fake := newFakeWorker(t, c.nats)
-	for want := int64(1); want <= dispatch.MaxDeliver; want++ {
-		if id, attempt, answer := fake.claim(t); id != r.RunID || attempt != want || answer != dispatch.Go {
+	for want := int64(1); want <= protocol.MaxDeliver; want++ {
+		if id, attempt, answer := fake.claim(t); id != r.RunID || attempt != want || answer != protocol.Go {
 			t.Fatalf("fake claim %d = %s, attempt %d, %s", want, id, attempt, answer)
 		}
 	}
@@ -422,8 +422,8 @@ func TestSweepEndsLostRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := newFakeWorker(t, c.nats)
-	for want := int64(1); want <= dispatch.MaxDeliver; want++ {
-		if id, attempt, answer := fake.claim(t); id != r.RunID || attempt != want || answer != dispatch.Go {
+	for want := int64(1); want <= protocol.MaxDeliver; want++ {
+		if id, attempt, answer := fake.claim(t); id != r.RunID || attempt != want || answer != protocol.Go {
 			t.Fatalf("fake claim %d = %s, attempt %d, %s", want, id, attempt, answer)
 		}
 	}
@@ -505,20 +505,20 @@ func TestLeaseDuringClaim(t *testing.T) {
 	b := c.node(t, 0)
 	_, r := queuedRun(t, b)
 	fake := newFakeWorker(t, c.nats)
-	lease := func(attempt int64) dispatch.LeaseReply {
-		b, _ := json.Marshal(dispatch.Lease{Worker: "fake", Runs: []dispatch.Claim{{Run: r.RunID, Attempt: attempt, Worker: "fake"}}})
-		msg, err := fake.nc.Request(dispatch.LeaseSubject("fake"), b, 10*time.Second)
+	lease := func(attempt int64) protocol.LeaseReply {
+		b, _ := json.Marshal(protocol.Lease{Worker: "fake", Runs: []protocol.Claim{{Run: r.RunID, Attempt: attempt, Worker: "fake"}}})
+		msg, err := fake.nc.Request(protocol.LeaseSubject("fake"), b, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rep dispatch.LeaseReply
+		var rep protocol.LeaseReply
 		json.Unmarshal(msg.Data, &rep)
 		return rep
 	}
 	if rep := lease(1); len(rep.Stale) != 0 {
 		t.Fatalf("a queued run whose claim is on its way was called stale: %+v", rep)
 	}
-	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != dispatch.Go {
+	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != protocol.Go {
 		t.Fatalf("claim: attempt %d, %s", attempt, answer)
 	}
 	if rep := lease(1); len(rep.Stale) != 0 {
@@ -539,7 +539,7 @@ func TestCancelWhenWorkerGone(t *testing.T) {
 	b := c.node(t, 0)
 	ubc, r := queuedRun(t, b)
 	fake := newFakeWorker(t, c.nats) // answers nothing after its claim: as a dead worker
-	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != dispatch.Go {
+	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != protocol.Go {
 		t.Fatalf("claim: attempt %d, %s", attempt, answer)
 	}
 	got, err := ubc.CancelRun(context.Background(), r.RunID)
@@ -556,15 +556,15 @@ func TestForgedRequestsRefused(t *testing.T) {
 	b := c.node(t, 0)
 	_, r := queuedRun(t, b)
 	fake := newFakeWorker(t, c.nats)
-	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != dispatch.Go {
+	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != protocol.Go {
 		t.Fatalf("claim: attempt %d, %s", attempt, answer)
 	}
-	forged := fake.ask(t, dispatch.RecordSubject("evil"), dispatch.Record{Run: r.RunID, Attempt: 1, Worker: "fake",
-		ReportKey: dispatch.AttemptPrefix(r.RunID, 1) + "report.json"})
-	if forged != dispatch.Stale {
-		t.Fatalf("a record of another worker's run was answered %q, want %q", forged, dispatch.Stale)
+	forged := fake.ask(t, protocol.RecordSubject("evil"), protocol.Record{Run: r.RunID, Attempt: 1, Worker: "fake",
+		ReportKey: protocol.AttemptPrefix(r.RunID, 1) + "report.json"})
+	if forged != protocol.Stale {
+		t.Fatalf("a record of another worker's run was answered %q, want %q", forged, protocol.Stale)
 	}
-	if got := fake.ask(t, dispatch.ClaimSubject("evil"), dispatch.Claim{Run: r.RunID, Attempt: 99, Worker: "evil"}); got != "" {
+	if got := fake.ask(t, protocol.ClaimSubject("evil"), protocol.Claim{Run: r.RunID, Attempt: 99, Worker: "evil"}); got != "" {
 		t.Fatalf("a claim of attempt 99 was answered %q", got)
 	}
 	if got, _ := b.App.Store.GetRun(context.Background(), r.RunID); got.Status != store.StatusRunning || got.Attempts != 1 || got.Worker != "fake" {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/client"
-	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 )
 
 // TestFairAcrossAPINodes: SKRIP_RUNS_PER_USER holds for the cluster, not per node, and
@@ -109,7 +109,7 @@ func TestSweepSendsAgain(t *testing.T) {
 		t.Fatalf("marking the run sent: %v, %v", ok, err)
 	}
 	fake := newFakeWorker(t, c.nats)
-	if id, attempt, answer := fake.claim(t); id != r.RunID || attempt != 1 || answer != dispatch.Go {
+	if id, attempt, answer := fake.claim(t); id != r.RunID || attempt != 1 || answer != protocol.Go {
 		t.Fatalf("fake claim = %s, attempt %d, %s; want %s, 1, go", id, attempt, answer, r.RunID)
 	}
 }

@@ -15,8 +15,10 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/runjob"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -55,16 +57,16 @@ func Serve(nc *nats.Conn, stream jetstream.Stream, st *store.Store, runs *run.Se
 		queue   bool
 		fn      nats.MsgHandler
 	}{
-		{claimPrefix + "*", true, h.request(h.claim)},
-		{recordPrefix + "*", true, h.request(h.record)},
-		{leasePrefix + "*", true, h.lease},
-		{statusPrefix + "*", false, h.relay},
-		{maxDeliveries, true, h.exhausted},
+		{protocol.ClaimSubject("*"), true, h.request(h.claim)},
+		{protocol.RecordSubject("*"), true, h.request(h.record)},
+		{protocol.LeaseSubject("*"), true, h.lease},
+		{protocol.StatusSubject("*"), false, h.relay},
+		{protocol.MaxDeliveries, true, h.exhausted},
 	} {
 		var sub *nats.Subscription
 		var err error
 		if s.queue {
-			sub, err = nc.QueueSubscribe(s.subject, apiQueue, s.fn)
+			sub, err = nc.QueueSubscribe(s.subject, protocol.APIQueue, s.fn)
 		} else {
 			sub, err = nc.Subscribe(s.subject, s.fn)
 		}
@@ -92,23 +94,19 @@ func (h *Handlers) request(fn func(ctx context.Context, worker string, data []by
 		go func() {
 			h.sem <- struct{}{}
 			defer func() { <-h.sem }()
-			ctx, cancel := context.WithTimeout(context.Background(), RequestTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), protocol.RequestTimeout)
 			defer cancel()
 			answer, err := fn(ctx, workerOf(m.Subject), m.Data)
-			rep := Reply{Answer: answer}
+			rep := protocol.Reply{Answer: answer}
 			if err != nil {
 				h.log.Error("answering a worker", "subject", m.Subject, "error", err)
-				rep = Reply{Error: err.Error()}
+				rep = protocol.Reply{Error: err.Error()}
 			}
 			b, _ := json.Marshal(rep)
 			m.Respond(b)
 		}()
 	}
 }
-
-// RequestTimeout bounds an API node's answer to a worker's claim or record; a worker
-// waits longer than that before it asks again.
-const RequestTimeout = 90 * time.Second
 
 // maxRequests is how many workers' requests an API node answers at once.
 const maxRequests = 64
@@ -119,8 +117,8 @@ func workerOf(subject string) string { return subject[strings.LastIndexByte(subj
 
 // claim gives the run to the worker as the attempt it asks for, when it may have it.
 func (h *Handlers) claim(ctx context.Context, worker string, data []byte) (string, error) {
-	var c Claim
-	if err := json.Unmarshal(data, &c); err != nil || c.Run == "" || c.Attempt < 1 || c.Attempt > MaxDeliver {
+	var c protocol.Claim
+	if err := json.Unmarshal(data, &c); err != nil || c.Run == "" || c.Attempt < 1 || c.Attempt > protocol.MaxDeliver {
 		return "", fmt.Errorf("worker %s: a claim that is not one: %.200q", worker, data)
 	}
 	ok, err := h.runs.Claim(ctx, c.Run, c.Attempt, worker)
@@ -128,8 +126,8 @@ func (h *Handlers) claim(ctx context.Context, worker string, data []byte) (strin
 		return "", err
 	}
 	if ok {
-		h.metrics.DispatchClaims.WithLabelValues(Go).Inc()
-		return Go, nil
+		h.metrics.DispatchClaims.WithLabelValues(protocol.Go).Inc()
+		return protocol.Go, nil
 	}
 	answer, err := h.refusal(ctx, c.Run, c.Attempt)
 	h.metrics.DispatchClaims.WithLabelValues(answer).Inc()
@@ -142,30 +140,30 @@ func (h *Handlers) refusal(ctx context.Context, id string, attempt int64) (strin
 	r, err := h.st.GetRun(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return Final, nil
+		return protocol.Final, nil
 	case err != nil:
 		return "", err
 	case store.Terminal(r.Status):
-		return Final, nil
+		return protocol.Final, nil
 	case r.CancelRequested && r.Attempts <= attempt:
 		// Its worker was lost while the cancel was on its way: end it here.
 		if _, err := h.runs.End(ctx, id, store.StatusCancelled, "cancelled"); err != nil {
 			return "", err
 		}
-		return Final, nil
+		return protocol.Final, nil
 	}
-	return Stale, nil
+	return protocol.Stale, nil
 }
 
 // record keeps an attempt's artifacts and records its report, when the attempt still
 // holds the run. The artifacts are copied from the work bucket under the attempt's own
 // keys, so a losing attempt's copies never touch the winner's.
 func (h *Handlers) record(ctx context.Context, worker string, data []byte) (string, error) {
-	var rec Record
-	if err := json.Unmarshal(data, &rec); err != nil || rec.Run == "" || rec.Attempt < 1 || rec.Attempt > MaxDeliver {
+	var rec protocol.Record
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Run == "" || rec.Attempt < 1 || rec.Attempt > protocol.MaxDeliver {
 		return "", fmt.Errorf("worker %s: a record that is not one: %.200q", worker, data)
 	}
-	prefix := AttemptPrefix(rec.Run, rec.Attempt)
+	prefix := protocol.AttemptPrefix(rec.Run, rec.Attempt)
 	if rec.ReportKey != prefix+"report.json" {
 		return "", fmt.Errorf("run %s: a report at %q, not under %s", rec.Run, rec.ReportKey, prefix)
 	}
@@ -173,7 +171,7 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		h.cleanup(rec.Run, rec.Attempt)
-		return Final, nil
+		return protocol.Final, nil
 	case err != nil:
 		return "", err
 	case r.Attempts != rec.Attempt || r.Worker != worker:
@@ -181,11 +179,11 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 		// acknowledged, it cannot remove a message that is the later attempt's.
 		h.metrics.LateResults.Inc()
 		h.cleanup(rec.Run, rec.Attempt)
-		return Stale, nil
+		return protocol.Stale, nil
 	case store.Terminal(r.Status):
 		// Recorded already (the worker's acknowledgement was lost), or ended while it ran.
 		h.cleanup(rec.Run, rec.Attempt)
-		return Final, nil
+		return protocol.Final, nil
 	}
 	rep, err := h.report(ctx, rec.ReportKey, r)
 	if err != nil {
@@ -214,10 +212,10 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 	}
 	h.forget(left)
 	if ok {
-		return Recorded, nil
+		return protocol.Recorded, nil
 	}
 	answer, err := h.refusal(ctx, rec.Run, rec.Attempt)
-	if answer == Stale {
+	if answer == protocol.Stale {
 		h.metrics.LateResults.Inc()
 	}
 	return answer, err
@@ -250,8 +248,8 @@ func (h *Handlers) report(ctx context.Context, key string, r store.Run) (run.Rep
 // Their room is reserved in q (the run's user's quota) all at once, before any is
 // copied: an artifact that does not fit is not copied, the run keeps what fits and q's
 // notice names the rest; when the run is no longer this attempt's, none is.
-func (h *Handlers) keepArtifacts(ctx context.Context, rec Record, arts []run.Artifact, q *run.Quota) ([]run.Artifact, error) {
-	prefix := AttemptPrefix(rec.Run, rec.Attempt) + "out/"
+func (h *Handlers) keepArtifacts(ctx context.Context, rec protocol.Record, arts []run.Artifact, q *run.Quota) ([]run.Artifact, error) {
+	prefix := protocol.AttemptPrefix(rec.Run, rec.Attempt) + "out/"
 	planned := make([]run.Planned, len(arts))
 	for i, a := range arts {
 		if i == run.MaxArtifacts || !strings.HasPrefix(a.Key, prefix) || !strings.HasPrefix(a.Path, "output/") {
@@ -298,7 +296,7 @@ func (h *Handlers) copy(ctx context.Context, from, to, sha string, size int64) e
 		return err
 	}
 	defer rc.Close()
-	info, err := h.files.Put(ctx, to, io.LimitReader(rc, size+1), blob.PutOptions{ContentType: run.ContentType(to)})
+	info, err := h.files.Put(ctx, to, io.LimitReader(rc, size+1), blob.PutOptions{ContentType: runjob.ContentType(to)})
 	if err != nil {
 		return err
 	}
@@ -336,7 +334,7 @@ func (h *Handlers) cleanup(id string, attempt int64) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		infos, err := h.work.List(ctx, AttemptPrefix(id, attempt))
+		infos, err := h.work.List(ctx, protocol.AttemptPrefix(id, attempt))
 		if err != nil {
 			return
 		}
@@ -348,14 +346,14 @@ func (h *Handlers) cleanup(id string, attempt int64) {
 
 // lease tells a worker which of the runs it holds to stop.
 func (h *Handlers) lease(m *nats.Msg) {
-	var l Lease
+	var l protocol.Lease
 	if err := json.Unmarshal(m.Data, &l); err != nil {
 		return
 	}
 	worker := workerOf(m.Subject)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var rep LeaseReply
+	var rep protocol.LeaseReply
 	for _, c := range l.Runs {
 		r, err := h.st.GetRun(ctx, c.Run)
 		switch {
@@ -377,11 +375,11 @@ func (h *Handlers) lease(m *nats.Msg) {
 
 // relay passes another API node's status change of a run to this node's subscribers.
 func (h *Handlers) relay(m *nats.Msg) {
-	var s Status
+	var s protocol.Status
 	if json.Unmarshal(m.Data, &s) != nil || s.Node == h.node {
 		return
 	}
-	h.runs.Publish(strings.TrimPrefix(m.Subject, statusPrefix), run.Event{Type: "status", Data: s.Status})
+	h.runs.Publish(strings.TrimPrefix(m.Subject, protocol.StatusPrefix), run.Event{Type: "status", Data: s.Status})
 }
 
 // exhausted ends a run whose message was delivered MaxDeliver times and whose last
@@ -414,7 +412,7 @@ func (h *Handlers) exhausted(m *nats.Msg) {
 
 // lost ends run id as failed because its workers were lost.
 func (h *Handlers) lost(ctx context.Context, id string) error {
-	ok, err := h.runs.End(ctx, id, store.StatusFailed, fmt.Sprintf("worker lost: the run was tried on %d workers, and each stopped answering", MaxDeliver))
+	ok, err := h.runs.End(ctx, id, store.StatusFailed, fmt.Sprintf("worker lost: the run was tried on %d workers, and each stopped answering", protocol.MaxDeliver))
 	if ok {
 		h.metrics.WorkerLost.Inc()
 		h.log.Warn("run failed: its workers were lost", "run", id)

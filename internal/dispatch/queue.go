@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blobcache"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/run"
@@ -48,36 +48,31 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Lo
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
-	sc := jetstream.StreamConfig{Name: Stream, Subjects: []string{jobSubjects}, Retention: jetstream.WorkQueuePolicy,
+	sc := jetstream.StreamConfig{Name: protocol.Stream, Subjects: []string{protocol.JobSubjects}, Retention: jetstream.WorkQueuePolicy,
 		MaxMsgs: int64(cfg.Queue), Discard: jetstream.DiscardNew, Duplicates: 2 * time.Minute, Storage: jetstream.FileStorage,
 		Replicas: cfg.Replicas, Description: "skrip: runs waiting for a worker (docs/cluster.md)"}
 	stream, err := js.CreateStream(ctx, sc)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		stream, err = js.Stream(ctx, Stream)
+		stream, err = js.Stream(ctx, protocol.Stream)
 		if err == nil && stream.CachedInfo().Config.Replicas != cfg.Replicas {
 			log.Warn("the run queue's stream has another replica count than SKRIP_NATS_REPLICAS; it is left as it is",
-				"stream", Stream, "replicas", stream.CachedInfo().Config.Replicas, "setting", cfg.Replicas)
+				"stream", protocol.Stream, "replicas", stream.CachedInfo().Config.Replicas, "setting", cfg.Replicas)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("the run queue's stream %s: %w", Stream, err)
+		return nil, fmt.Errorf("the run queue's stream %s: %w", protocol.Stream, err)
 	}
-	_, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: Consumer, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: cfg.AckWait, MaxDeliver: MaxDeliver, MaxAckPending: -1, Description: "skrip workers"})
+	_, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: protocol.Consumer, AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: cfg.AckWait, MaxDeliver: protocol.MaxDeliver, MaxAckPending: -1, Description: "skrip workers"})
 	if err != nil {
-		return nil, fmt.Errorf("the run queue's consumer %s: %w", Consumer, err)
+		return nil, fmt.Errorf("the run queue's consumer %s: %w", protocol.Consumer, err)
 	}
-	_, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Registry, History: 1, TTL: 3 * HeartbeatEvery(cfg.AckWait),
+	_, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: protocol.Registry, History: 1, TTL: 3 * protocol.HeartbeatEvery(cfg.AckWait),
 		Replicas: cfg.Replicas, Description: "skrip: worker heartbeats"})
 	if err != nil {
-		return nil, fmt.Errorf("the worker registry %s: %w", Registry, err)
+		return nil, fmt.Errorf("the worker registry %s: %w", protocol.Registry, err)
 	}
 	return stream, nil
-}
-
-// HeartbeatEvery is how often a worker puts its heartbeat, for an ack wait.
-func HeartbeatEvery(ackWait time.Duration) time.Duration {
-	return max(ackWait/6, 500*time.Millisecond)
 }
 
 // Queue is the run.Dispatcher of an API node: it puts runs' files in the work bucket
@@ -150,13 +145,13 @@ const admitEvery = 200 * time.Millisecond
 // where the scheduler takes it from (Schedule): on the stream, one user's runs would
 // wait ahead of everyone else's.
 func (q *Queue) Dispatch(ctx context.Context, job run.Job, dir string) error {
-	msg := Message{Job: job}
+	msg := protocol.Message{Job: job}
 	msg.Job.Script = nil
 	script, err := q.keep(ctx, job.Script)
 	if err != nil {
 		return err
 	}
-	msg.Script = Input{Name: "script.py", SHA256: script, Bytes: int64(len(job.Script))}
+	msg.Script = protocol.Input{Name: "script.py", SHA256: script, Bytes: int64(len(job.Script))}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -192,7 +187,7 @@ func (q *Queue) publish(ctx context.Context, id string, data []byte) error {
 	wait := 100 * time.Millisecond
 	deadline := time.Now().Add(publishPatience)
 	for {
-		_, err := q.js.Publish(ctx, JobSubject(id), data, jetstream.WithMsgID(id))
+		_, err := q.js.Publish(ctx, protocol.JobSubject(id), data, jetstream.WithMsgID(id))
 		var apiErr *jetstream.APIError
 		switch {
 		case err == nil:
@@ -238,31 +233,31 @@ func (q *Queue) keep(ctx context.Context, b []byte) (string, error) {
 // keepFile puts the file at path in the work bucket by its checksum, unless it is there.
 // A session file linked from the cache is known by its checksum and not read: a run
 // with large session files then costs the API node a Stat of the work bucket.
-func (q *Queue) keepFile(ctx context.Context, path string) (Input, error) {
+func (q *Queue) keepFile(ctx context.Context, path string) (protocol.Input, error) {
 	if q.known != nil {
 		if fi, err := os.Lstat(path); err == nil {
 			if sha, ok := q.known.Checksum(fi); ok {
-				return Input{SHA256: sha, Bytes: fi.Size()}, q.put(ctx, sha, func() (io.ReadCloser, error) { return os.Open(path) })
+				return protocol.Input{SHA256: sha, Bytes: fi.Size()}, q.put(ctx, sha, func() (io.ReadCloser, error) { return os.Open(path) })
 			}
 		}
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return Input{}, err
+		return protocol.Input{}, err
 	}
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	f.Close()
 	if err != nil {
-		return Input{}, err
+		return protocol.Input{}, err
 	}
 	q.metrics.DispatchHashed.Inc()
 	sha := hex.EncodeToString(h.Sum(nil))
-	return Input{SHA256: sha, Bytes: n}, q.put(ctx, sha, func() (io.ReadCloser, error) { return os.Open(path) })
+	return protocol.Input{SHA256: sha, Bytes: n}, q.put(ctx, sha, func() (io.ReadCloser, error) { return os.Open(path) })
 }
 
 func (q *Queue) put(ctx context.Context, sha string, open func() (io.ReadCloser, error)) error {
-	key := CASKey(sha)
+	key := protocol.CASKey(sha)
 	if info, err := q.work.Stat(ctx, key); err == nil && time.Since(info.ModTime) < casRefresh {
 		return nil
 	} else if err != nil && !errors.Is(err, blob.ErrNotFound) {
@@ -298,7 +293,7 @@ func (q *Queue) Cancel(ctx context.Context, r store.Run) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_, err := q.nc.RequestWithContext(ctx, CancelSubject(r.Worker), []byte(r.ID))
+	_, err := q.nc.RequestWithContext(ctx, protocol.CancelSubject(r.Worker), []byte(r.ID))
 	if errors.Is(err, nats.ErrNoResponders) {
 		return false
 	}
@@ -310,8 +305,8 @@ func (q *Queue) Cancel(ctx context.Context, r store.Run) bool {
 
 // Status tells the other API nodes that run id is now status.
 func (q *Queue) Status(id, status string) {
-	b, _ := json.Marshal(Status{Node: q.cfg.Node, Status: status})
-	if err := q.nc.Publish(statusPrefix+id, b); err != nil {
+	b, _ := json.Marshal(protocol.Status{Node: q.cfg.Node, Status: status})
+	if err := q.nc.Publish(protocol.StatusSubject(id), b); err != nil {
 		q.log.Warn("publishing a run's status", "run", id, "error", err)
 	}
 }
@@ -320,19 +315,19 @@ func (q *Queue) Status(id, status string) {
 // the lines the worker kept from before (the backlog), then live ones, each once.
 func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 	var mu sync.Mutex
-	var early []Line      // live lines that came before the backlog
-	var earlyBytes int    // their data, bounded as the lines are
-	last := int64(-1)     // the last line passed on; -1 until the backlog is in
-	attempt := r.Attempts // the attempt whose lines are passed on
+	var early []protocol.Line // live lines that came before the backlog
+	var earlyBytes int        // their data, bounded as the lines are
+	last := int64(-1)         // the last line passed on; -1 until the backlog is in
+	attempt := r.Attempts     // the attempt whose lines are passed on
 	// From any worker: the run's next attempt may be another's. A line from a worker
 	// that does not hold the run is dropped when the run's holder is known (lines are
 	// for viewers only; what is recorded comes from the holder's report).
-	sub, err := q.nc.Subscribe(outPrefix+"*."+r.ID, func(m *nats.Msg) {
-		var l Line
+	sub, err := q.nc.Subscribe(protocol.OutSubject("*", r.ID), func(m *nats.Msg) {
+		var l protocol.Line
 		if json.Unmarshal(m.Data, &l) != nil || l.Type == "status" {
 			return
 		}
-		if from := strings.TrimSuffix(strings.TrimPrefix(m.Subject, outPrefix), "."+r.ID); r.Worker != "" && l.Attempt <= r.Attempts && from != r.Worker {
+		if from := strings.TrimSuffix(strings.TrimPrefix(m.Subject, protocol.OutPrefix), "."+r.ID); r.Worker != "" && l.Attempt <= r.Attempts && from != r.Worker {
 			return
 		}
 		mu.Lock()
@@ -362,9 +357,9 @@ func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 	// The backlog comes from the worker while live lines are held back, so that a slow
 	// worker delays this run's lines, never the caller.
 	go func() {
-		var b Backlog
+		var b protocol.Backlog
 		if r.Status == store.StatusRunning && r.Worker != "" {
-			if msg, err := q.nc.Request(BacklogSubject(r.Worker), []byte(r.ID), 2*time.Second); err == nil {
+			if msg, err := q.nc.Request(protocol.BacklogSubject(r.Worker), []byte(r.ID), 2*time.Second); err == nil {
 				json.Unmarshal(msg.Data, &b)
 			}
 		}
@@ -392,5 +387,3 @@ func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 	}()
 	return func() { sub.Unsubscribe() }
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

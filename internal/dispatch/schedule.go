@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/store"
 )
@@ -179,7 +180,7 @@ func nextUser(waiting map[string][]store.HeldRun, last map[string]time.Time) str
 // capacity is how many runs the live workers run at once: the sum of their heartbeats'
 // concurrency.
 func (q *Queue) capacity(ctx context.Context) (int, error) {
-	kv, err := q.js.KeyValue(ctx, Registry)
+	kv, err := q.js.KeyValue(ctx, protocol.Registry)
 	if err != nil {
 		return 0, err
 	}
@@ -196,7 +197,7 @@ func (q *Queue) capacity(ctx context.Context) (int, error) {
 		if err != nil {
 			continue // gone since Keys
 		}
-		var hb Heartbeat
+		var hb protocol.Heartbeat
 		if json.Unmarshal(e.Value(), &hb) == nil {
 			n += hb.Concurrency
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -31,7 +32,7 @@ const SweepLease = "dispatch-sweep"
 // One node of the cluster runs it at a time (SweepLease); any may, since every change is
 // conditional.
 func (h *Handlers) Sweep(ctx context.Context, grace time.Duration) (int, error) {
-	kv, err := h.js.KeyValue(ctx, Registry)
+	kv, err := h.js.KeyValue(ctx, protocol.Registry)
 	if err != nil {
 		return 0, err
 	}
@@ -78,7 +79,7 @@ func (h *Handlers) Sweep(ctx context.Context, grace time.Duration) (int, error) 
 // orphaned says why run r is to fail, or "" when it is in the queue's hands, and the
 // stream sequence of its message (0: none).
 func (h *Handlers) orphaned(ctx context.Context, kv jetstream.KeyValue, r store.Run) (string, uint64, error) {
-	msg, err := h.stream.GetLastMsgForSubject(ctx, JobSubject(r.ID))
+	msg, err := h.stream.GetLastMsgForSubject(ctx, protocol.JobSubject(r.ID))
 	gone := errors.Is(err, jetstream.ErrMsgNotFound)
 	if err != nil && !gone {
 		return "", 0, err
@@ -94,7 +95,7 @@ func (h *Handlers) orphaned(ctx context.Context, kv jetstream.KeyValue, r store.
 		return "", 0, nil
 	case gone:
 		return "worker lost: the run's worker stopped answering, and it could not be tried again", 0, nil
-	case r.Attempts >= MaxDeliver:
+	case r.Attempts >= protocol.MaxDeliver:
 		live, err := h.live(ctx, kv, r.Worker)
 		if err != nil {
 			return "", 0, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/fsblob"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 )
 
 // TestCollectWork: the work bucket keeps a run's files for a day and what an attempt
@@ -19,7 +20,7 @@ func TestCollectWork(t *testing.T) {
 	}
 	defer work.Close()
 	ctx := context.Background()
-	for _, k := range []string{CASKey(strings.Repeat("a", 64)), AttemptPrefix("r_1", 1) + "report.json", "work/xfer/x1"} {
+	for _, k := range []string{protocol.CASKey(strings.Repeat("a", 64)), protocol.AttemptPrefix("r_1", 1) + "report.json", "work/xfer/x1"} {
 		if _, err := work.Put(ctx, k, strings.NewReader("x"), blob.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}

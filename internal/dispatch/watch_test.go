@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/testutil"
@@ -34,10 +35,10 @@ func TestWatchFollowsTheNextAttempt(t *testing.T) {
 	defer stop()
 	nc.Flush()
 	time.Sleep(100 * time.Millisecond) // the backlog (none: the run was queued) is in
-	for _, l := range []Line{{1, 1, "stdout", "a1"}, {1, 2, "stdout", "a2"}, {1, 2, "stdout", "a2"}, {1, 3, "stdout", "a3"},
-		{2, 1, "stdout", "b1"}, {2, 2, "stdout", "b2"}, {1, 4, "stdout", "late line of attempt 1"}} {
+	for _, l := range []protocol.Line{{Attempt: 1, Seq: 1, Type: "stdout", Data: "a1"}, {Attempt: 1, Seq: 2, Type: "stdout", Data: "a2"}, {Attempt: 1, Seq: 2, Type: "stdout", Data: "a2"}, {Attempt: 1, Seq: 3, Type: "stdout", Data: "a3"},
+		{Attempt: 2, Seq: 1, Type: "stdout", Data: "b1"}, {Attempt: 2, Seq: 2, Type: "stdout", Data: "b2"}, {Attempt: 1, Seq: 4, Type: "stdout", Data: "late line of attempt 1"}} {
 		b, _ := json.Marshal(l)
-		nc.Publish(OutSubject([]string{"", "w1", "w2"}[l.Attempt], "r_w"), b)
+		nc.Publish(protocol.OutSubject([]string{"", "w1", "w2"}[l.Attempt], "r_w"), b)
 	}
 	nc.Flush()
 	deadline := time.Now().Add(5 * time.Second)

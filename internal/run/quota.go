@@ -2,11 +2,11 @@ package run
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/runjob"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
 )
@@ -28,19 +28,13 @@ type Quota struct {
 	kept, dropped int64
 	used          int64 // what the user held at the last refusal
 	full          bool  // the store's total refused, not the user's quota
-	names         skipped
+	names         runjob.Skipped
 }
 
 // Quota returns the Quota of run r's artifacts, of its attempt r.Attempts when that is
 // known (not 0).
 func (s *Service) Quota(r store.Run) *Quota {
 	return &Quota{st: s.st, run: r.ID, user: r.UserID, attempt: r.Attempts, userQuota: s.cfg.UserQuotaBytes, maxTotal: s.cfg.MaxTotalBytes, now: s.now}
-}
-
-// Planned is an artifact to reserve room for: its path ("output/…") and size.
-type Planned struct {
-	Path  string
-	Bytes int64
 }
 
 // Reserve reserves the bytes of a run's artifacts, all in one reservation, and reports
@@ -78,7 +72,7 @@ func (q *Quota) Reserve(ctx context.Context, arts []Planned) ([]bool, error) {
 		q.dropped += a.Bytes
 		q.used = held
 		q.full = held+a.Bytes <= q.userQuota
-		q.names.add(strings.TrimPrefix(a.Path, "output/"))
+		q.names.Add(strings.TrimPrefix(a.Path, "output/"))
 	}
 	return ok, nil
 }
@@ -95,13 +89,10 @@ func (q *Quota) Release(ctx context.Context, n int64) {
 // Notice says which artifacts were dropped for the quota, with the numbers, or nothing
 // when none were.
 func (q *Quota) Notice() []contract.Output {
-	if q == nil || q.names.count == 0 {
+	if q == nil || q.names.Count() == 0 {
 		return nil
 	}
-	list := strings.Join(q.names.names, ", ")
-	if more := q.names.count - len(q.names.names); more > 0 {
-		list += fmt.Sprintf(" and %d more", more)
-	}
+	list := q.names.List()
 	if q.full {
 		return []contract.Output{contract.Notice("warning",
 			"The file store is full (%s limit): this run kept %s of artifacts and dropped %s (%s). Ask an operator to make room.",

@@ -9,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"mime"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/ids"
 	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/runjob"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
@@ -424,10 +423,10 @@ func (s *Service) execute(j *job) {
 func (s *Service) executeHere(j *job) Report {
 	id := j.run.ID
 	collect := func(ctx context.Context, dir string) ([]Artifact, []contract.Output, error) {
-		return Collect(ctx, s.blobs, "runs/"+id+"/output/", dir, s.Quota(j.run))
+		return runjob.Collect(ctx, s.blobs, "runs/"+id+"/output/", dir, s.Quota(j.run))
 	}
 	onLine := func(stream string, line []byte) { s.hub.publish(id, Event{Type: stream, Data: string(line)}) }
-	rep := Execute(j.ctx, s.runner, j.job, j.req.InputDir, collect, onLine)
+	rep := runjob.Execute(j.ctx, s.runner, j.job, j.req.InputDir, collect, onLine)
 	if rep.Failure != "" {
 		s.log.Error("run failed in the server", "run", id, "error", rep.Failure)
 	}
@@ -611,14 +610,6 @@ func (s *Service) Shutdown(grace time.Duration) {
 	}
 	s.mu.Unlock()
 	<-done
-}
-
-// ContentType is the media type an artifact named name is served with.
-func ContentType(name string) string {
-	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
-		return t
-	}
-	return "application/octet-stream"
 }
 
 func mustJSON(v any) string {

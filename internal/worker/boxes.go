@@ -13,14 +13,13 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/skrip-dev/skrip/internal/blob"
-	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/runner"
-	"github.com/skrip-dev/skrip/internal/sandbox"
 )
 
 // boxServer answers the sandbox operations API nodes send to this worker
-// (dispatch.BoxSubject), on its runner's boxes. Each request is served in a goroutine
+// (protocol.BoxSubject), on its runner's boxes. Each request is served in a goroutine
 // of its own: an exec may take minutes. API nodes take turns on a box; the worker keeps
 // track of the calls under way in each, so that an idle box is never removed in the
 // middle of one, and removing a box stops them.
@@ -42,6 +41,10 @@ type boxServer struct {
 	reserved map[string]int64
 }
 
+// budgetSetting is sandbox.BudgetSetting, named here for the worker's messages: the
+// worker does not link sandbox, which holds the store (TestWorkerLinksNoSQL).
+const budgetSetting = "SKRIP_SANDBOX_MEMORY_BUDGET"
+
 type boxCall struct {
 	box    string
 	cancel context.CancelFunc
@@ -62,15 +65,15 @@ func (w *Worker) serveBoxes(ctx context.Context) (stop func(), err error) {
 		s.held[id] = true
 	}
 	w.boxes = s
-	prefix := dispatch.BoxSubject(w.cfg.ID, "")
-	sub, err := w.nc.Subscribe(dispatch.BoxSubject(w.cfg.ID, ">"), func(m *nats.Msg) {
+	prefix := protocol.BoxSubject(w.cfg.ID, "")
+	sub, err := w.nc.Subscribe(protocol.BoxSubject(w.cfg.ID, ">"), func(m *nats.Msg) {
 		op := strings.TrimPrefix(m.Subject, prefix)
-		var req dispatch.BoxRequest
+		var req protocol.BoxRequest
 		if err := json.Unmarshal(m.Data, &req); err != nil {
 			s.log.Warn("a sandbox request that is not one", "subject", m.Subject, "error", err)
 			return
 		}
-		if op == dispatch.OpCancel {
+		if op == protocol.OpCancel {
 			s.stop(req.Call)
 			return
 		}
@@ -90,12 +93,12 @@ func (w *Worker) serveBoxes(ctx context.Context) (stop func(), err error) {
 }
 
 // serve runs one operation and answers it.
-func (s *boxServer) serve(op string, req dispatch.BoxRequest, m *nats.Msg) {
+func (s *boxServer) serve(op string, req protocol.BoxRequest, m *nats.Msg) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var rep dispatch.BoxReply
+	var rep protocol.BoxReply
 	var err error
-	if op == dispatch.OpRemove {
+	if op == protocol.OpRemove {
 		rep, err = s.remove(ctx, req)
 	} else {
 		s.start(req, cancel)
@@ -106,49 +109,49 @@ func (s *boxServer) serve(op string, req dispatch.BoxRequest, m *nats.Msg) {
 		if !errors.Is(err, context.Canceled) {
 			s.log.Info("a sandbox operation failed", "op", op, "sandbox", req.Box, "error", err)
 		}
-		rep = dispatch.BoxReply{Error: dispatch.BoxErrorOf(err)}
+		rep = protocol.BoxReply{Error: protocol.BoxErrorOf(err)}
 	}
 	b, _ := json.Marshal(rep)
 	m.Respond(b)
 }
 
-func (s *boxServer) do(ctx context.Context, op string, req dispatch.BoxRequest, m *nats.Msg) (dispatch.BoxReply, error) {
+func (s *boxServer) do(ctx context.Context, op string, req protocol.BoxRequest, m *nats.Msg) (protocol.BoxReply, error) {
 	switch op {
-	case dispatch.OpCreate:
+	case protocol.OpCreate:
 		if req.Spec == nil || req.Spec.ID != req.Box {
-			return dispatch.BoxReply{}, errors.New("a create without its box")
+			return protocol.BoxReply{}, errors.New("a create without its box")
 		}
-		return dispatch.BoxReply{}, s.create(ctx, *req.Spec)
-	case dispatch.OpExec:
+		return protocol.BoxReply{}, s.create(ctx, *req.Spec)
+	case protocol.OpExec:
 		return s.exec(ctx, req, m)
-	case dispatch.OpWrite:
+	case protocol.OpWrite:
 		return s.write(ctx, req)
-	case dispatch.OpRead:
+	case protocol.OpRead:
 		return s.read(ctx, req)
-	case dispatch.OpBoxes:
-		return dispatch.BoxReply{Boxes: s.ids()}, nil
+	case protocol.OpBoxes:
+		return protocol.BoxReply{Boxes: s.ids()}, nil
 	}
-	return dispatch.BoxReply{}, fmt.Errorf("no sandbox operation %q", op)
+	return protocol.BoxReply{}, fmt.Errorf("no sandbox operation %q", op)
 }
 
-func (s *boxServer) exec(ctx context.Context, req dispatch.BoxRequest, m *nats.Msg) (dispatch.BoxReply, error) {
+func (s *boxServer) exec(ctx context.Context, req protocol.BoxRequest, m *nats.Msg) (protocol.BoxReply, error) {
 	x := req.Exec
 	if x == nil {
-		return dispatch.BoxReply{}, errors.New("an exec without its command")
+		return protocol.BoxReply{}, errors.New("an exec without its command")
 	}
 	spec := runner.ExecSpec{Cmd: x.Cmd, Stdin: x.Stdin, Timeout: x.Timeout, LogBytes: x.LogBytes}
 	if x.Lines {
 		// On the answer's subject, before the answer: the API node gets them in order.
 		spec.OnLine = func(stream string, line []byte) {
-			b, _ := json.Marshal(dispatch.BoxReply{Line: &dispatch.Line{Type: stream, Data: string(line)}})
+			b, _ := json.Marshal(protocol.BoxReply{Line: &protocol.Line{Type: stream, Data: string(line)}})
 			s.nc.Publish(m.Reply, b)
 		}
 	}
 	res, err := s.boxes.Exec(ctx, req.Box, spec)
 	if err != nil {
-		return dispatch.BoxReply{}, err
+		return protocol.BoxReply{}, err
 	}
-	return dispatch.BoxReply{Result: &res}, nil
+	return protocol.BoxReply{Result: &res}, nil
 }
 
 // create makes a box when its workspace fits in the budget beside the others'.
@@ -161,9 +164,9 @@ func (s *boxServer) create(ctx context.Context, spec runner.BoxSpec) error {
 	}
 	if reserved+need > s.budget {
 		s.mu.Unlock()
-		return errs.New(sandbox.ErrBudget, map[string]any{"setting": sandbox.BudgetSetting, "budget_bytes": s.budget, "reserved_bytes": reserved,
+		return errs.New(protocol.ErrBudget, map[string]any{"setting": budgetSetting, "budget_bytes": s.budget, "reserved_bytes": reserved,
 			"needed_bytes": need}, "the worker's sandboxes already take %s of its %s memory budget (%s), and a workspace of %s does not fit; try again, or ask for a smaller one",
-			runner.HumanBytes(reserved), runner.HumanBytes(s.budget), sandbox.BudgetSetting, runner.HumanBytes(spec.WorkspaceBytes))
+			runner.HumanBytes(reserved), runner.HumanBytes(s.budget), budgetSetting, runner.HumanBytes(spec.WorkspaceBytes))
 	}
 	s.reserved[spec.ID] = need
 	s.mu.Unlock()
@@ -190,45 +193,45 @@ func (s *boxServer) ids() []string {
 }
 
 // write moves the body an API node left in the work bucket into the box, and deletes it.
-func (s *boxServer) write(ctx context.Context, req dispatch.BoxRequest) (dispatch.BoxReply, error) {
-	if !strings.HasPrefix(req.Xfer, dispatch.XferKey("")) {
-		return dispatch.BoxReply{}, fmt.Errorf("a write from %q, not a transfer", req.Xfer)
+func (s *boxServer) write(ctx context.Context, req protocol.BoxRequest) (protocol.BoxReply, error) {
+	if !strings.HasPrefix(req.Xfer, protocol.XferKey("")) {
+		return protocol.BoxReply{}, fmt.Errorf("a write from %q, not a transfer", req.Xfer)
 	}
 	defer s.work.Delete(context.WithoutCancel(ctx), req.Xfer)
 	rc, info, err := s.work.Get(ctx, req.Xfer, 0, -1)
 	if err != nil {
-		return dispatch.BoxReply{}, fmt.Errorf("reading the body of a write: %w", err)
+		return protocol.BoxReply{}, fmt.Errorf("reading the body of a write: %w", err)
 	}
 	defer rc.Close()
 	n, err := s.boxes.WriteFile(ctx, req.Box, req.Path, runner.Exactly(rc, info.Size, req.Path))
 	if err != nil {
-		return dispatch.BoxReply{}, err
+		return protocol.BoxReply{}, err
 	}
-	return dispatch.BoxReply{Size: n}, nil
+	return protocol.BoxReply{Size: n}, nil
 }
 
 // read puts the box's file in the work bucket for the API node, which deletes it.
-func (s *boxServer) read(ctx context.Context, req dispatch.BoxRequest) (dispatch.BoxReply, error) {
+func (s *boxServer) read(ctx context.Context, req protocol.BoxRequest) (protocol.BoxReply, error) {
 	rc, size, err := s.boxes.ReadFile(ctx, req.Box, req.Path)
 	if err != nil {
-		return dispatch.BoxReply{}, err
+		return protocol.BoxReply{}, err
 	}
 	defer rc.Close()
-	key := dispatch.XferKey(nuid.Next())
+	key := protocol.XferKey(nuid.Next())
 	info, err := s.work.Put(ctx, key, rc, blob.PutOptions{ContentType: "application/octet-stream"})
 	if err != nil {
-		return dispatch.BoxReply{}, fmt.Errorf("sending %s to the work bucket: %w", req.Path, err)
+		return protocol.BoxReply{}, fmt.Errorf("sending %s to the work bucket: %w", req.Path, err)
 	}
 	if info.Size != size {
 		s.work.Delete(context.WithoutCancel(ctx), key)
-		return dispatch.BoxReply{}, fmt.Errorf("%s: %d of its %d bytes were sent", req.Path, info.Size, size)
+		return protocol.BoxReply{}, fmt.Errorf("%s: %d of its %d bytes were sent", req.Path, info.Size, size)
 	}
-	return dispatch.BoxReply{Xfer: key, Size: size}, nil
+	return protocol.BoxReply{Xfer: key, Size: size}, nil
 }
 
 // remove removes a box, stopping the calls under way in it; when the API node removes
 // it as idle, a call under way keeps it (Busy).
-func (s *boxServer) remove(ctx context.Context, req dispatch.BoxRequest) (dispatch.BoxReply, error) {
+func (s *boxServer) remove(ctx context.Context, req protocol.BoxRequest) (protocol.BoxReply, error) {
 	s.mu.Lock()
 	var stop []context.CancelFunc
 	for _, c := range s.calls {
@@ -238,23 +241,23 @@ func (s *boxServer) remove(ctx context.Context, req dispatch.BoxRequest) (dispat
 	}
 	if req.IfIdle && len(stop) > 0 {
 		s.mu.Unlock()
-		return dispatch.BoxReply{Busy: true}, nil
+		return protocol.BoxReply{Busy: true}, nil
 	}
 	s.mu.Unlock()
 	for _, c := range stop {
 		c()
 	}
 	if err := s.boxes.RemoveBox(ctx, req.Box); err != nil {
-		return dispatch.BoxReply{}, err
+		return protocol.BoxReply{}, err
 	}
 	s.mu.Lock()
 	delete(s.reserved, req.Box)
 	delete(s.held, req.Box)
 	s.mu.Unlock()
-	return dispatch.BoxReply{}, nil
+	return protocol.BoxReply{}, nil
 }
 
-func (s *boxServer) start(req dispatch.BoxRequest, cancel context.CancelFunc) {
+func (s *boxServer) start(req protocol.BoxRequest, cancel context.CancelFunc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls[req.Call] = &boxCall{box: req.Box, cancel: cancel}

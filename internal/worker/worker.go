@@ -24,9 +24,9 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blobcache"
 	"github.com/skrip-dev/skrip/internal/contract"
-	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/metrics"
-	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/runjob"
 	"github.com/skrip-dev/skrip/internal/runner"
 )
 
@@ -80,7 +80,7 @@ type held struct {
 
 	// guarded by Worker.mu: its first lines, for nodes whose viewers come late
 	seq     int64
-	backlog dispatch.Backlog
+	backlog protocol.Backlog
 	bytes   int
 }
 
@@ -124,12 +124,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cancelSub, err := w.nc.Subscribe(dispatch.CancelSubject(w.cfg.ID), w.onCancel)
+	cancelSub, err := w.nc.Subscribe(protocol.CancelSubject(w.cfg.ID), w.onCancel)
 	if err != nil {
 		return err
 	}
 	defer cancelSub.Unsubscribe()
-	backlogSub, err := w.nc.Subscribe(dispatch.BacklogSubject(w.cfg.ID), w.onBacklog)
+	backlogSub, err := w.nc.Subscribe(protocol.BacklogSubject(w.cfg.ID), w.onBacklog)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // consumer waits for the run queue an API node makes.
 func (w *Worker) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	for {
-		cons, err := w.js.Consumer(ctx, dispatch.Stream, dispatch.Consumer)
+		cons, err := w.js.Consumer(ctx, protocol.Stream, protocol.Consumer)
 		if err == nil {
 			return cons, nil
 		}
@@ -206,7 +206,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		return
 	}
 	attempt := int64(meta.NumDelivered)
-	var m dispatch.Message
+	var m protocol.Message
 	if err := json.Unmarshal(msg.Data(), &m); err != nil || m.Job.Run == "" {
 		w.log.Error("a run message that is not one; it is dropped", "subject", msg.Subject(), "error", err)
 		msg.Term()
@@ -260,12 +260,12 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		}
 	}()
 	log := w.log.With("run", id, "attempt", attempt)
-	switch answer := w.ask(ctx, dispatch.ClaimSubject(w.cfg.ID), dispatch.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID}); answer {
-	case dispatch.Go:
+	switch answer := w.ask(ctx, protocol.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID}); answer {
+	case protocol.Go:
 		w.mu.Lock()
 		h.claimed = true
 		w.mu.Unlock()
-	case dispatch.Final:
+	case protocol.Final:
 		w.ack(msg, log)
 		return
 	default:
@@ -287,7 +287,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	// The run is over, cancelled or not: what follows records it, unless the worker
 	// stops for good first.
 	ctx = w.hard
-	key := dispatch.AttemptPrefix(id, attempt) + "report.json"
+	key := protocol.AttemptPrefix(id, attempt) + "report.json"
 	b, _ := json.Marshal(rep)
 	// A worker cut off from NATS keeps its result and tries again until it is back: the
 	// run may still be its own (no other worker was free), or it learns it is not.
@@ -303,8 +303,8 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		log.Warn("leaving the run's report in the work bucket; trying again", "error", err)
 		sleep(ctx, 2*time.Second)
 	}
-	switch answer := w.ask(ctx, dispatch.RecordSubject(w.cfg.ID), dispatch.Record{Run: id, Attempt: attempt, Worker: w.cfg.ID, ReportKey: key}); answer {
-	case dispatch.Recorded, dispatch.Final:
+	switch answer := w.ask(ctx, protocol.RecordSubject(w.cfg.ID), protocol.Record{Run: id, Attempt: attempt, Worker: w.cfg.ID, ReportKey: key}); answer {
+	case protocol.Recorded, protocol.Final:
 		w.ack(msg, log)
 	default:
 		log.Warn("the run's result was not recorded: another attempt holds it", "answer", answer)
@@ -313,29 +313,29 @@ func (w *Worker) handle(msg jetstream.Msg) {
 
 // execute runs m's job as attempt; ok is false when the result is not to be recorded:
 // the run was taken over, or the worker is stopping.
-func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64, h *held, log *slog.Logger) (run.Report, bool) {
+func (w *Worker) execute(ctx context.Context, m protocol.Message, attempt int64, h *held, log *slog.Logger) (runjob.Report, bool) {
 	defer h.release() // on every way out: what follows may take long, and needs no sandbox
 	id := m.Job.Run
 	dir, err := os.MkdirTemp(w.inputs, "in-")
 	if err != nil {
 		log.Error("making the run's input directory", "error", err)
-		return run.Report{Limits: m.Job.Limits, Failure: "the worker could not prepare the run: see its log"}, true
+		return runjob.Report{Limits: m.Job.Limits, Failure: "the worker could not prepare the run: see its log"}, true
 	}
 	defer os.RemoveAll(dir)
 	job := m.Job
 	if err := w.prepare(ctx, m, dir, &job); err != nil {
 		log.Error("fetching the run's files", "error", err)
-		return run.Report{Limits: m.Job.Limits, Failure: "the worker could not fetch the run's files: see its log"}, true
+		return runjob.Report{Limits: m.Job.Limits, Failure: "the worker could not fetch the run's files: see its log"}, true
 	}
-	prefix := dispatch.AttemptPrefix(id, attempt) + "out/"
-	collect := func(ctx context.Context, dir string) ([]run.Artifact, []contract.Output, error) {
-		return run.Collect(ctx, w.work, prefix, dir, nil)
+	prefix := protocol.AttemptPrefix(id, attempt) + "out/"
+	collect := func(ctx context.Context, dir string) ([]runjob.Artifact, []contract.Output, error) {
+		return runjob.Collect(ctx, w.work, prefix, dir, nil)
 	}
-	subject := dispatch.OutSubject(w.cfg.ID, id)
+	subject := protocol.OutSubject(w.cfg.ID, id)
 	onLine := func(stream string, line []byte) {
 		w.mu.Lock()
 		h.seq++
-		l := dispatch.Line{Attempt: h.attempt, Seq: h.seq, Type: stream, Data: string(line)}
+		l := protocol.Line{Attempt: h.attempt, Seq: h.seq, Type: stream, Data: string(line)}
 		if h.bytes+len(line) <= maxBacklogBytes && len(h.backlog.Lines) < maxBacklogLines {
 			h.backlog.Lines = append(h.backlog.Lines, l)
 			h.bytes += len(line)
@@ -346,7 +346,7 @@ func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64,
 		b, _ := json.Marshal(l)
 		w.nc.Publish(subject, b)
 	}
-	rep := run.Execute(ctx, w.runner, job, dir, collect, onLine)
+	rep := runjob.Execute(ctx, w.runner, job, dir, collect, onLine)
 	if rep.Failure != "" {
 		log.Error("the run failed in the worker", "error", rep.Failure)
 	}
@@ -357,7 +357,7 @@ func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64,
 		log.Warn("dropping a run another attempt holds now")
 		return rep, false
 	case h.cancelled:
-		rep.Stopped = run.StopCancelled
+		rep.Stopped = runjob.StopCancelled
 	case ctx.Err() != nil:
 		return rep, false // stopped at the end of the grace period
 	}
@@ -365,7 +365,7 @@ func (w *Worker) execute(ctx context.Context, m dispatch.Message, attempt int64,
 }
 
 // prepare links the run's files into dir and reads its script.
-func (w *Worker) prepare(ctx context.Context, m dispatch.Message, dir string, job *run.Job) error {
+func (w *Worker) prepare(ctx context.Context, m protocol.Message, dir string, job *runjob.Job) error {
 	for _, in := range m.Inputs {
 		if in.Name == "" || filepath.Base(in.Name) != in.Name || in.Name == "." || in.Name == ".." {
 			return fmt.Errorf("an input file named %q", in.Name)
@@ -383,10 +383,10 @@ func (w *Worker) prepare(ctx context.Context, m dispatch.Message, dir string, jo
 }
 
 // fromWork reads the bytes of checksum sha from the work bucket, where the API node
-// that queued the run put them (dispatch.CASKey).
+// that queued the run put them (protocol.CASKey).
 func (w *Worker) fromWork(sha string) blobcache.Source {
 	return func(ctx context.Context) (io.ReadCloser, error) {
-		rc, _, err := w.work.Get(ctx, dispatch.CASKey(sha), 0, -1)
+		rc, _, err := w.work.Get(ctx, protocol.CASKey(sha), 0, -1)
 		if err != nil {
 			return nil, fmt.Errorf("from the work bucket: %w", err)
 		}
@@ -400,11 +400,11 @@ func (w *Worker) ask(ctx context.Context, subject string, req any) string {
 	b, _ := json.Marshal(req)
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		rctx, cancel := context.WithTimeout(ctx, dispatch.RequestTimeout+30*time.Second)
+		rctx, cancel := context.WithTimeout(ctx, protocol.RequestTimeout+30*time.Second)
 		msg, err := w.nc.RequestWithContext(rctx, subject, b)
 		cancel()
 		if err == nil {
-			var rep dispatch.Reply
+			var rep protocol.Reply
 			if err = json.Unmarshal(msg.Data, &rep); err == nil && rep.Error == "" && rep.Answer != "" {
 				return rep.Answer
 			}
@@ -442,9 +442,9 @@ func (w *Worker) onCancel(m *nats.Msg) {
 // onBacklog answers an API node with the first lines of a run this worker holds.
 func (w *Worker) onBacklog(m *nats.Msg) {
 	w.mu.Lock()
-	var b dispatch.Backlog
+	var b protocol.Backlog
 	if h := w.held[string(m.Data)]; h != nil {
-		b = dispatch.Backlog{Lines: append([]dispatch.Line(nil), h.backlog.Lines...), Full: h.backlog.Full}
+		b = protocol.Backlog{Lines: append([]protocol.Line(nil), h.backlog.Lines...), Full: h.backlog.Full}
 	}
 	w.mu.Unlock()
 	data, _ := json.Marshal(b)
@@ -464,10 +464,10 @@ func (w *Worker) leases(ctx context.Context) {
 		case <-t.C:
 		}
 		w.mu.Lock()
-		l := dispatch.Lease{Worker: w.cfg.ID}
+		l := protocol.Lease{Worker: w.cfg.ID}
 		for id, h := range w.held {
 			if h.claimed {
-				l.Runs = append(l.Runs, dispatch.Claim{Run: id, Attempt: h.attempt, Worker: w.cfg.ID})
+				l.Runs = append(l.Runs, protocol.Claim{Run: id, Attempt: h.attempt, Worker: w.cfg.ID})
 			}
 		}
 		w.mu.Unlock()
@@ -476,9 +476,9 @@ func (w *Worker) leases(ctx context.Context) {
 		}
 		b, _ := json.Marshal(l)
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		msg, err := w.nc.RequestWithContext(rctx, dispatch.LeaseSubject(w.cfg.ID), b)
+		msg, err := w.nc.RequestWithContext(rctx, protocol.LeaseSubject(w.cfg.ID), b)
 		cancel()
-		var rep dispatch.LeaseReply
+		var rep protocol.LeaseReply
 		if err != nil || json.Unmarshal(msg.Data, &rep) != nil {
 			continue
 		}
@@ -501,16 +501,16 @@ func (w *Worker) leases(ctx context.Context) {
 
 // heartbeats puts this worker's heartbeat in the registry.
 func (w *Worker) heartbeats(ctx context.Context) {
-	every := dispatch.HeartbeatEvery(w.cfg.AckWait)
+	every := protocol.HeartbeatEvery(w.cfg.AckWait)
 	var kv jetstream.KeyValue
 	for {
 		if kv == nil {
-			kv, _ = w.js.KeyValue(ctx, dispatch.Registry)
+			kv, _ = w.js.KeyValue(ctx, protocol.Registry)
 		}
 		if kv != nil {
 			boxes := w.boxes.ids()
 			w.mu.Lock()
-			hb := dispatch.Heartbeat{Worker: w.cfg.ID, Host: w.cfg.Host, Runner: w.runner.Name(), Concurrency: w.cfg.Concurrency,
+			hb := protocol.Heartbeat{Worker: w.cfg.ID, Host: w.cfg.Host, Runner: w.runner.Name(), Concurrency: w.cfg.Concurrency,
 				Busy: len(w.held), Runs: []string{}, Sandboxes: boxes, BoxBudget: w.cfg.BoxBudget,
 				Version: w.cfg.Version, Started: w.started, At: time.Now()}
 			for id := range w.held {

@@ -21,8 +21,9 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/natsblob"
 	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/metrics"
-	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/runjob"
 	"github.com/skrip-dev/skrip/internal/testutil"
 	"github.com/skrip-dev/skrip/internal/worker"
 )
@@ -57,8 +58,8 @@ func TestStopWithoutAPINodes(t *testing.T) {
 	}
 	defer rn.Close()
 	// An API node that gives every claim, and never answers a record.
-	claims, err := nc.Subscribe(dispatch.ClaimSubject("w1"), func(m *nats.Msg) {
-		b, _ := json.Marshal(dispatch.Reply{Answer: dispatch.Go})
+	claims, err := nc.Subscribe(protocol.ClaimSubject("w1"), func(m *nats.Msg) {
+		b, _ := json.Marshal(protocol.Reply{Answer: protocol.Go})
 		m.Respond(b)
 	})
 	if err != nil {
@@ -68,12 +69,12 @@ func TestStopWithoutAPINodes(t *testing.T) {
 	script := []byte("def run_tool(input_dir, output_dir):\n    return 'ok'\n")
 	sum := sha256.Sum256(script)
 	sha := hex.EncodeToString(sum[:])
-	if _, err := work.Put(ctx, dispatch.CASKey(sha), bytes.NewReader(script), blob.PutOptions{}); err != nil {
+	if _, err := work.Put(ctx, protocol.CASKey(sha), bytes.NewReader(script), blob.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	msg, _ := json.Marshal(dispatch.Message{Job: run.Job{Run: "r_stop", Tool: "t_1", Env: map[string]string{}, Limits: app.RunLimits(cfg)},
-		Script: dispatch.Input{Name: "script.py", SHA256: sha, Bytes: int64(len(script))}})
-	if _, err := js.Publish(ctx, dispatch.JobSubject("r_stop"), msg); err != nil {
+	msg, _ := json.Marshal(protocol.Message{Job: runjob.Job{Run: "r_stop", Tool: "t_1", Env: map[string]string{}, Limits: app.RunLimits(cfg)},
+		Script: protocol.Input{Name: "script.py", SHA256: sha, Bytes: int64(len(script))}})
+	if _, err := js.Publish(ctx, protocol.JobSubject("r_stop"), msg); err != nil {
 		t.Fatal(err)
 	}
 	w, err := worker.New(nc, work, rn, worker.Config{ID: "w1", Concurrency: 1, AckWait: 3 * time.Second, DataDir: filepath.Join(t.TempDir(), "data"),
@@ -87,7 +88,7 @@ func TestStopWithoutAPINodes(t *testing.T) {
 	// The run's report reaches the work bucket: it ran, and its record goes unanswered.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := work.Stat(ctx, dispatch.AttemptPrefix("r_stop", 1)+"report.json"); err == nil {
+		if _, err := work.Stat(ctx, protocol.AttemptPrefix("r_stop", 1)+"report.json"); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -102,7 +103,7 @@ func TestStopWithoutAPINodes(t *testing.T) {
 		t.Fatal("the worker did not stop within 10 s of being told to, with a grace of 1 s")
 	}
 	// Unacknowledged, the run is the queue's again.
-	s, _ := js.Stream(ctx, dispatch.Stream)
+	s, _ := js.Stream(ctx, protocol.Stream)
 	if info, err := s.Info(ctx); err != nil || info.State.Msgs != 1 {
 		t.Fatalf("the run's message: %+v, %v; want it still in the queue", info.State, err)
 	}

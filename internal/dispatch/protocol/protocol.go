@@ -1,13 +1,19 @@
-// Package dispatch hands runs to `skrip worker`s across a cluster (docs/cluster.md): on
-// API nodes, a run is a message on the JetStream work-queue stream SKRIP_RUNS, its input
-// files go to the work bucket, and the node answers the workers' claims and records
-// their results, once, in the database. Workers hold NATS credentials only.
-package dispatch
+// Package protocol is what API nodes and workers of a cluster say to each other
+// (docs/cluster.md): the stream, consumer and registry they share, the subjects, and the
+// JSON of every message on them. Both sides import it; it imports nothing of skrip's
+// but leaves (runjob, runner, contract, blob, errs), so that a worker, which never holds
+// the database URL, links no store and no SQL driver (TestWorkerLinksNoSQL,
+// TestProtocolImportsOnlyLeaves). Changing a name or a tag here changes the wire: nodes
+// of two versions must still understand each other during a rolling upgrade
+// (TestWireUnchanged).
+package protocol
 
 import (
+	"fmt"
+	"strconv"
 	"time"
 
-	"github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/runjob"
 )
 
 // The stream, consumer and subjects the API nodes and workers share. Every subject a
@@ -17,7 +23,7 @@ const (
 	Consumer = "workers"       // the durable pull consumer every worker fetches from
 	Registry = "skrip-workers" // the KV bucket of worker heartbeats, one key per worker
 
-	jobSubjects = "skrip.jobs.*" // the stream's subjects: skrip.jobs.<run>
+	JobSubjects = "skrip.jobs.*" // the stream's subjects: skrip.jobs.<run>
 
 	// Requests from workers to any API node (queue group "api"), each followed by the
 	// worker's id: a worker's NATS user may publish only under its own, so the API node
@@ -25,20 +31,20 @@ const (
 	claimPrefix  = "skrip.api.claim."
 	recordPrefix = "skrip.api.record."
 	leasePrefix  = "skrip.api.lease."
-	apiQueue     = "api"
+	APIQueue     = "api"
 
-	// outPrefix+<worker>.<run> carries a running run's output lines from its worker
-	// (lossy); statusPrefix+<run> its status changes from the API node that made them
+	// OutPrefix+<worker>.<run> carries a running run's output lines from its worker
+	// (lossy); StatusPrefix+<run> its status changes from the API node that made them
 	// (lossy: the database is the truth).
-	outPrefix    = "skrip.out."
-	statusPrefix = "skrip.st."
+	OutPrefix    = "skrip.out."
+	StatusPrefix = "skrip.st."
 
 	// workerPrefix+<worker>+".cancel" asks a worker to stop a run it holds.
 	workerPrefix = "skrip.w."
 
-	// maxDeliveries is the advisory JetStream sends when a run's message was delivered
+	// MaxDeliveries is the advisory JetStream sends when a run's message was delivered
 	// MaxDeliver times and its last holder went silent too.
-	maxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + Stream + "." + Consumer
+	MaxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + Stream + "." + Consumer
 )
 
 // MaxDeliver is how many workers may try a run: one retry after a lost worker.
@@ -48,13 +54,17 @@ const MaxDeliver = 2
 func JobSubject(id string) string { return "skrip.jobs." + id }
 
 // ClaimSubject, RecordSubject and LeaseSubject are the subjects worker asks API nodes
-// on.
+// on; with worker "*", those API nodes answer.
 func ClaimSubject(worker string) string  { return claimPrefix + worker }
 func RecordSubject(worker string) string { return recordPrefix + worker }
 func LeaseSubject(worker string) string  { return leasePrefix + worker }
 
 // OutSubject is the subject of run id's output lines from worker.
-func OutSubject(worker, id string) string { return outPrefix + worker + "." + id }
+func OutSubject(worker, id string) string { return OutPrefix + worker + "." + id }
+
+// StatusSubject is the subject of run id's status changes; StatusSubject("*") is them
+// all.
+func StatusSubject(id string) string { return StatusPrefix + id }
 
 // CancelSubject is the subject worker id answers cancel requests on.
 func CancelSubject(worker string) string { return workerPrefix + worker + ".cancel" }
@@ -77,9 +87,9 @@ type Input struct {
 // Message is a run's message on the stream: everything a worker needs, with the files
 // by checksum (CASKey). It never holds the script's or the files' bytes.
 type Message struct {
-	Job    run.Job `json:"job"` // without Script: ScriptSHA256 names it
-	Script Input   `json:"script"`
-	Inputs []Input `json:"inputs"`
+	Job    runjob.Job `json:"job"` // without Script: ScriptSHA256 names it
+	Script Input      `json:"script"`
+	Inputs []Input    `json:"inputs"`
 }
 
 // CASKey is the work bucket's key of the bytes with checksum sha (hex).
@@ -88,7 +98,7 @@ func CASKey(sha string) string { return "work/cas/" + sha }
 // AttemptPrefix is where attempt number attempt of run id keeps its artifacts and
 // report in the work bucket.
 func AttemptPrefix(id string, attempt int64) string {
-	return "work/runs/" + id + "/a" + itoa(attempt) + "/"
+	return "work/runs/" + id + "/a" + strconv.FormatInt(attempt, 10) + "/"
 }
 
 // Claim asks to run a run as an attempt; the reply is a ClaimReply.
@@ -161,6 +171,19 @@ type Status struct {
 	Status string `json:"status"`
 }
 
+// RequestTimeout bounds an API node's answer to a worker's claim or record; a worker
+// waits longer than that before it asks again.
+const RequestTimeout = 90 * time.Second
+
+// HeartbeatEvery is how often a worker puts its heartbeat, for an ack wait.
+func HeartbeatEvery(ackWait time.Duration) time.Duration {
+	return max(ackWait/6, 500*time.Millisecond)
+}
+
+// RegistryTTL is how long a worker's heartbeat stays in the registry, for an ack wait:
+// a worker whose heartbeat is older is gone.
+func RegistryTTL(ackWait time.Duration) time.Duration { return 3 * HeartbeatEvery(ackWait) }
+
 // Heartbeat is what a worker puts in the registry, every few seconds.
 type Heartbeat struct {
 	Worker      string    `json:"worker"`
@@ -174,4 +197,9 @@ type Heartbeat struct {
 	Version     string    `json:"version"`
 	Started     time.Time `json:"started"`
 	At          time.Time `json:"at"`
+}
+
+// Seen says how long ago a heartbeat was put, in whole seconds.
+func (hb Heartbeat) Seen(now time.Time) string {
+	return fmt.Sprintf("%ds ago", int(now.Sub(hb.At).Round(time.Second)/time.Second))
 }

@@ -214,8 +214,6 @@ func (s *Server) cleanup(w http.ResponseWriter, r *http.Request, u store.User) e
 	if err != nil {
 		return err
 	}
-	// A conversion, not a copy field by field: it stops compiling when the janitor's
-	// report and the wire's part ways.
-	httpkit.WriteJSON(w, http.StatusOK, wire.Cleanup{Removed: wire.CleanupReport(removed)})
+	httpkit.WriteJSON(w, http.StatusOK, wire.Cleanup{Removed: removed})
 	return nil
 }

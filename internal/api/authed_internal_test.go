@@ -22,7 +22,7 @@ import (
 // (it once overwrote it, *r = *...); the request log still names the user.
 func TestAuthedLeavesTheRequest(t *testing.T) {
 	accounts := account.New(storetest.SQLite(t), account.Limits{})
-	ada, token, err := accounts.CreateUser(context.Background(), "ada", store.RoleUser, "")
+	ada, token, err := accounts.CreateUser(context.Background(), account.Actor{User: store.User{Role: store.RoleAdmin}}, "ada", store.RoleUser, "")
 	if err != nil {
 		t.Fatal(err)
 	}

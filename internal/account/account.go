@@ -66,9 +66,14 @@ func New(st *store.Store, limits Limits) *Service {
 		throttle: newThrottle(l.Entries, l.MaxDelay), dummyHash: auth.DummyHash()}
 }
 
-// CreateUser validates and stores a new user and issues its first token. The token is
-// returned once and only its hash is kept.
-func (s *Service) CreateUser(ctx context.Context, name, role, password string) (store.User, string, error) {
+// CreateUser validates and stores a new user for actor, who must be an admin
+// (MayCreateUsers), issues its first token and audits it. The token is returned once and
+// only its hash is kept. The API and the web UI both come here, so who may create which
+// user is decided once.
+func (s *Service) CreateUser(ctx context.Context, actor Actor, name, role, password string) (store.User, string, error) {
+	if err := MayCreateUsers(actor.User); err != nil {
+		return store.User{}, "", err
+	}
 	if !namePattern.MatchString(name) {
 		return store.User{}, "", errs.New(ErrInvalid, map[string]any{"field": "name", "value": name},
 			"user name %q must be 1 to 64 letters, digits or ._@- and start with a letter or digit", name)
@@ -95,10 +100,11 @@ func (s *Service) CreateUser(ctx context.Context, name, role, password string) (
 		}
 		return store.User{}, "", err
 	}
-	tok, err := s.IssueToken(ctx, u.ID, "first token")
+	_, tok, err := s.createToken(ctx, u.ID, TokenSpec{Name: "first token"})
 	if err != nil {
 		return store.User{}, "", err
 	}
+	s.Audit(ctx, actor, AuditUserCreated, u.Name, map[string]any{"role": u.Role})
 	return u, tok, nil
 }
 

@@ -72,14 +72,14 @@ func TestSignOn(t *testing.T) {
 		if again, _, err = s.SignOn(ctx, actor, id); err != nil || again.Role != "admin" {
 			t.Fatalf("the last admin without the claim: %+v, %v; want kept admin", again, err)
 		}
-		if _, _, err := s.CreateUser(ctx, "root", "admin", ""); err != nil {
+		if _, _, err := s.CreateUser(ctx, root, "root", "admin", ""); err != nil {
 			t.Fatal(err)
 		}
 		if again, _, _ = s.SignOn(ctx, actor, id); again.Role != "user" {
 			t.Fatalf("no mapped role: %+v, want the default", again)
 		}
 		// Passwords for admins only: an author's right password is refused, an admin's not.
-		if _, _, err := s.CreateUser(ctx, "lena", "author", "lenas-password"); err != nil {
+		if _, _, err := s.CreateUser(ctx, root, "lena", "author", "lenas-password"); err != nil {
 			t.Fatal(err)
 		}
 		strict := New(st, Limits{AdminPasswordsOnly: true})

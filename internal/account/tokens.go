@@ -105,17 +105,6 @@ const MaxTokenNameLen = 200
 // request writes it again: at most one write a minute per token or session.
 const touchEvery = time.Minute
 
-// IssueToken makes a new token for userID, with scope all, expiring after
-// SKRIP_TOKEN_MAX_LIFETIME when that is set, and returns it; only its hash is stored. A
-// user holding MaxTokensPerUser gets ErrTokenLimit. (The first token of a user and those
-// the admin page issues are made this way; the first-start admin's never expires.)
-func (s *Service) IssueToken(ctx context.Context, userID, name string) (string, error) {
-	if err := s.roomForToken(ctx, userID); err != nil {
-		return "", err
-	}
-	return s.issueToken(ctx, userID, name, s.defaultExpiry(s.now()))
-}
-
 // roomForToken refuses a new token for userID when they hold MaxTokensPerUser.
 func (s *Service) roomForToken(ctx context.Context, userID string) error {
 	n, err := s.st.CountTokens(ctx, userID)
@@ -149,9 +138,33 @@ func (s *Service) issueToken(ctx context.Context, userID, name string, expires t
 	return tok, nil
 }
 
-// CreateToken checks spec and makes a token of it for the user userID. It returns the
-// token as stored and, this once, its secret; only its hash is kept.
-func (s *Service) CreateToken(ctx context.Context, userID string, spec TokenSpec) (store.Token, string, error) {
+// CreateToken makes a token of spec for the user ref (an id or a name) names, for actor,
+// and audits it. Anyone may make their own; an admin may make anyone's, and any other
+// user's is answered as if missing (Lookup). The rules of the token itself (name, scope,
+// expiry no longer than SKRIP_TOKEN_MAX_LIFETIME, MaxTokensPerUser) are the same
+// whoever asks. It returns the token as stored, with its user's name, and, this once,
+// its secret; only its hash is kept. The API and the web UI (the account page, the
+// admin's users page) all come here, so they cannot differ.
+func (s *Service) CreateToken(ctx context.Context, actor Actor, ref string, spec TokenSpec) (store.Token, string, error) {
+	target, err := s.Lookup(ctx, actor.User, ref)
+	if err != nil {
+		return store.Token{}, "", err
+	}
+	t, secret, err := s.createToken(ctx, target.ID, spec)
+	if err != nil {
+		return store.Token{}, "", err
+	}
+	t.UserName = target.Name
+	details := map[string]any{"token": t.ID, "name": t.Name, "scope": t.Scope}
+	if !t.ExpiresAt.IsZero() {
+		details["expires_at"] = t.ExpiresAt.Format(time.RFC3339)
+	}
+	s.Audit(ctx, actor, AuditTokenCreated, target.Name, details)
+	return t, secret, nil
+}
+
+// createToken checks spec and makes a token of it for the user userID, whoever asks.
+func (s *Service) createToken(ctx context.Context, userID string, spec TokenSpec) (store.Token, string, error) {
 	name := strings.TrimSpace(spec.Name)
 	if len(name) > MaxTokenNameLen {
 		return store.Token{}, "", errs.New(ErrBadToken, map[string]any{"field": "name", "max_length": MaxTokenNameLen},

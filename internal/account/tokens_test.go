@@ -22,7 +22,7 @@ func TestTokenScopeAndExpiry(t *testing.T) {
 		clock := time.Now().Truncate(time.Millisecond)
 		s.now = func() time.Time { return clock }
 		ctx := context.Background()
-		ada, _, err := s.CreateUser(ctx, "ada", store.RoleUser, "")
+		ada, _, err := s.CreateUser(ctx, root, "ada", store.RoleUser, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,16 +49,16 @@ func TestTokenScopeAndExpiry(t *testing.T) {
 			}
 		}
 		for _, exp := range []string{"0s", "-1h", "soon", "91d"} {
-			if _, _, err := s.CreateToken(ctx, ada.ID, TokenSpec{Name: "x", ExpiresIn: exp}); !errors.Is(err, ErrBadToken) {
+			if _, _, err := s.CreateToken(ctx, root, ada.ID, TokenSpec{Name: "x", ExpiresIn: exp}); !errors.Is(err, ErrBadToken) {
 				t.Errorf("expires_in %q: %v, want ErrBadToken", exp, err)
 			}
 		}
 		// With a maximum set, a token asked for without an expiry gets the maximum.
-		tok, _, err := s.CreateToken(ctx, ada.ID, TokenSpec{Name: "forever"})
+		tok, _, err := s.CreateToken(ctx, root, ada.ID, TokenSpec{Name: "forever"})
 		if err != nil || !tok.ExpiresAt.Equal(clock.Add(90*24*time.Hour)) {
 			t.Fatalf("a token without expires_in under a maximum: %+v, %v", tok, err)
 		}
-		tok, secret, err := s.CreateToken(ctx, ada.ID, TokenSpec{Name: "ci", Scope: []string{"runs"}, ExpiresIn: "30d"})
+		tok, secret, err := s.CreateToken(ctx, root, ada.ID, TokenSpec{Name: "ci", Scope: []string{"runs"}, ExpiresIn: "30d"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,11 +85,11 @@ func TestTokenLastUsed(t *testing.T) {
 		clock := time.Now().Truncate(time.Millisecond)
 		s.now = func() time.Time { return clock }
 		ctx := context.Background()
-		ada, _, err := s.CreateUser(ctx, "ada", store.RoleUser, "")
+		ada, _, err := s.CreateUser(ctx, root, "ada", store.RoleUser, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok, secret, err := s.CreateToken(ctx, ada.ID, TokenSpec{Name: "laptop"})
+		tok, secret, err := s.CreateToken(ctx, root, ada.ID, TokenSpec{Name: "laptop"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,19 +135,19 @@ func TestTokenListAndRevoke(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s := New(st, Limits{})
 		ctx := context.Background()
-		admin, _, err := s.CreateUser(ctx, "root", store.RoleAdmin, "")
+		admin, _, err := s.CreateUser(ctx, root, "root", store.RoleAdmin, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ada, adas, err := s.CreateUser(ctx, "ada", store.RoleUser, "")
+		ada, adas, err := s.CreateUser(ctx, root, "ada", store.RoleUser, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		bob, _, err := s.CreateUser(ctx, "bob", store.RoleUser, "")
+		bob, _, err := s.CreateUser(ctx, root, "bob", store.RoleUser, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		adaTok, adaSecret, err := s.CreateToken(ctx, ada.ID, TokenSpec{Name: "laptop", Scope: []string{"files"}})
+		adaTok, adaSecret, err := s.CreateToken(ctx, root, ada.ID, TokenSpec{Name: "laptop", Scope: []string{"files"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,11 +185,11 @@ func TestTokenListAndRevoke(t *testing.T) {
 		}
 		// A user holds at most MaxTokensPerUser tokens.
 		for i := 1; i < MaxTokensPerUser; i++ { // bob holds his first token already
-			if _, _, err := s.CreateToken(ctx, bob.ID, TokenSpec{Name: "t"}); err != nil {
+			if _, _, err := s.CreateToken(ctx, root, bob.ID, TokenSpec{Name: "t"}); err != nil {
 				t.Fatalf("bob's token %d: %v", i+1, err)
 			}
 		}
-		if _, _, err := s.CreateToken(ctx, bob.ID, TokenSpec{Name: "one too many"}); !errors.Is(err, ErrTokenLimit) {
+		if _, _, err := s.CreateToken(ctx, root, bob.ID, TokenSpec{Name: "one too many"}); !errors.Is(err, ErrTokenLimit) {
 			t.Fatalf("bob's token past the limit: %v, want ErrTokenLimit", err)
 		}
 		if _, err := s.RevokeToken(ctx, admin, own[0].ID); err != nil {
@@ -211,7 +211,7 @@ func TestWebSessionExpiry(t *testing.T) {
 		clock := time.Now().Truncate(time.Millisecond)
 		s.now = func() time.Time { return clock }
 		ctx := context.Background()
-		ada, _, err := s.CreateUser(ctx, "ada", store.RoleUser, "")
+		ada, _, err := s.CreateUser(ctx, root, "ada", store.RoleUser, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +289,7 @@ func TestWebSessionExpiry(t *testing.T) {
 }
 
 // TestEveryTokenKeepsTheRules (a review found the CLI login's and the admin page's
-// tokens outside them): under SKRIP_TOKEN_MAX_LIFETIME a token from IssueToken and one
+// tokens outside them): under SKRIP_TOKEN_MAX_LIFETIME a token made without an expiry and one
 // from a CLI login expire after it, and a user holding MaxTokensPerUser gets no more from
 // either; the first-start admin's token never expires.
 func TestEveryTokenKeepsTheRules(t *testing.T) {
@@ -298,7 +298,7 @@ func TestEveryTokenKeepsTheRules(t *testing.T) {
 		clock := time.Now().Truncate(time.Millisecond)
 		s.now = func() time.Time { return clock }
 		ctx := context.Background()
-		ada, _, err := s.CreateUser(ctx, "ada", store.RoleUser, "")
+		ada, _, err := s.CreateUser(ctx, root, "ada", store.RoleUser, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +313,7 @@ func TestEveryTokenKeepsTheRules(t *testing.T) {
 			}
 			return s.PollCLILogin(ctx, l.DeviceCode)
 		}
-		if _, err := s.IssueToken(ctx, ada.ID, "admin page"); err != nil {
+		if _, _, err := s.CreateToken(ctx, root, ada.ID, TokenSpec{Name: "admin page"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := login(); err != nil {
@@ -329,12 +329,12 @@ func TestEveryTokenKeepsTheRules(t *testing.T) {
 			}
 		}
 		for i := len(toks); i < MaxTokensPerUser; i++ {
-			if _, err := s.IssueToken(ctx, ada.ID, "more"); err != nil {
+			if _, _, err := s.CreateToken(ctx, root, ada.ID, TokenSpec{Name: "more"}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.IssueToken(ctx, ada.ID, "one too many"); !errors.Is(err, ErrTokenLimit) {
-			t.Fatalf("IssueToken past the limit: %v, want ErrTokenLimit", err)
+		if _, _, err := s.CreateToken(ctx, root, ada.ID, TokenSpec{Name: "one too many"}); !errors.Is(err, ErrTokenLimit) {
+			t.Fatalf("CreateToken past the limit: %v, want ErrTokenLimit", err)
 		}
 		if _, err := login(); !errors.Is(err, ErrTokenLimit) {
 			t.Fatalf("a CLI login past the limit: %v, want ErrTokenLimit", err)

@@ -17,6 +17,13 @@ func RequireAdmin(caller store.User, what string) error {
 	return nil
 }
 
+// MayCreateUsers refuses a caller who may not create users: anyone but an admin, who
+// may create a user of any role. CreateUser checks it; a handler may check it before it
+// reads a request's body, to refuse early.
+func MayCreateUsers(caller store.User) error {
+	return RequireAdmin(caller, "creating a user")
+}
+
 // Users lists every user, for an admin.
 func (s *Service) Users(ctx context.Context, caller store.User) ([]store.User, error) {
 	if err := RequireAdmin(caller, "listing users"); err != nil {

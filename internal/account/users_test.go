@@ -8,12 +8,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/auth"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/store"
 )
+
+// root is the admin who creates the people of a test: CreateUser asks for an admin.
+var root = account.Actor{User: store.User{ID: "u_root", Name: "root", Role: store.RoleAdmin}}
 
 // people is a fresh account service over a SQLite store in a temp dir, with an admin
 // (admin), an author (ada) and a user (ulf) who has a password.
@@ -41,7 +45,7 @@ func newPeople(t *testing.T) people {
 		{&p.ada, "ada", store.RoleAuthor, ""},
 		{&p.ulf, "ulf", store.RoleUser, p.ulfPassword},
 	} {
-		if *u.into, _, err = p.svc.CreateUser(ctx, u.name, u.role, u.password); err != nil {
+		if *u.into, _, err = p.svc.CreateUser(ctx, root, u.name, u.role, u.password); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,7 +271,7 @@ func TestCreateUserExists(t *testing.T) {
 		{"ada", store.RoleAdmin, account.ErrExists},
 		{"ulf2", store.RoleUser, nil},
 	} {
-		_, tok, err := p.svc.CreateUser(ctx, tc.name, tc.role, "")
+		_, tok, err := p.svc.CreateUser(ctx, account.Actor{User: p.admin}, tc.name, tc.role, "")
 		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("CreateUser(%q) = %v, want %v", tc.name, err, tc.want)
 		}
@@ -278,5 +282,56 @@ func TestCreateUserExists(t *testing.T) {
 	// The refused duplicate left the first user as it was.
 	if u, err := p.st.UserByName(ctx, "ada"); err != nil || u.ID != p.ada.ID || u.Role != store.RoleAuthor {
 		t.Errorf("ada after a duplicate = %+v, %v", u, err)
+	}
+}
+
+// TestCallerRules (issue 31): creating users and issuing tokens take the caller, so the
+// API and the web UI get one answer: only an admin creates users (of any role); anyone
+// makes their own tokens, an admin anyone's, and anyone else's is answered as if
+// missing; the token's own rules bind an admin making another's token too.
+func TestCallerRules(t *testing.T) {
+	ctx := context.Background()
+	p := newPeople(t)
+	for _, tc := range []struct {
+		caller store.User
+		name   string
+		want   error
+	}{
+		{p.admin, "new-admin", nil},
+		{p.ada, "by-author", account.ErrForbidden},
+		{p.ulf, "by-user", account.ErrForbidden},
+	} {
+		_, tok, err := p.svc.CreateUser(ctx, account.Actor{User: tc.caller}, tc.name, store.RoleAdmin, "")
+		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("%s creating %s: %v, want %v", tc.caller.Name, tc.name, err, tc.want)
+		}
+		if _, lerr := p.st.UserByName(ctx, tc.name); (lerr == nil) != (tc.want == nil) || (err != nil && tok != "") {
+			t.Errorf("%s creating %s: stored %v, token %q; want stored only when allowed", tc.caller.Name, tc.name, lerr == nil, tok)
+		}
+	}
+	capped := account.New(p.st, account.Limits{TokenMaxLifetime: 24 * time.Hour})
+	for _, tc := range []struct {
+		caller, target store.User
+		spec           account.TokenSpec
+		want           error
+	}{
+		{p.ulf, p.ulf, account.TokenSpec{Name: "own"}, nil},
+		{p.ulf, p.ada, account.TokenSpec{Name: "another's"}, account.ErrNotFound},
+		{p.ada, p.admin, account.TokenSpec{Name: "the admin's"}, account.ErrNotFound},
+		{p.admin, p.ulf, account.TokenSpec{Name: "for ulf"}, nil},
+		{p.admin, p.ulf, account.TokenSpec{Name: "too long", ExpiresIn: "30d"}, account.ErrBadToken},
+		{p.admin, p.ulf, account.TokenSpec{Name: "bad scope", Scope: []string{"everything"}}, account.ErrBadToken},
+	} {
+		tok, secret, err := capped.CreateToken(ctx, account.Actor{User: tc.caller}, tc.target.ID, tc.spec)
+		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("%s making %s's token %q: %v, want %v", tc.caller.Name, tc.target.Name, tc.spec.Name, err, tc.want)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if u, err := capped.Authenticate(ctx, secret); err != nil || u.ID != tc.target.ID || tok.UserName != tc.target.Name {
+			t.Errorf("%s's token %q by %s authenticates as %+v (%v), names %q", tc.target.Name, tc.spec.Name, tc.caller.Name, u, err, tok.UserName)
+		}
 	}
 }

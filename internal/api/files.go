@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -313,15 +312,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, u store.User)
 		}
 		limit = n
 	}
-	after := ""
-	if c := q.Get("cursor"); c != "" {
-		b, err := base64.RawURLEncoding.DecodeString(c)
-		if err != nil {
-			return errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "cursor"}, "cursor %q is not one this server gave out", c)
-		}
-		after = string(b)
-	}
-	list, more, err := s.svc.Staging.List(r.Context(), owner, q.Get("prefix"), after, limit)
+	list, next, err := s.svc.Staging.List(r.Context(), owner, q.Get("prefix"), q.Get("cursor"), limit)
 	if err != nil {
 		return err
 	}
@@ -330,9 +321,8 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, u store.User)
 		out.Files = append(out.Files, fileOf(f))
 	}
 	out.Count = len(out.Files)
-	if more {
-		c := base64.RawURLEncoding.EncodeToString([]byte(list[len(list)-1].Key))
-		out.NextCursor = &c
+	if next != "" {
+		out.NextCursor = &next
 	}
 	httpkit.WriteJSON(w, http.StatusOK, out)
 	return nil

@@ -249,6 +249,13 @@ func TestFilesListPages(t *testing.T) {
 				t.Errorf("list %s: %d %s", bad, a.status, a.raw)
 			}
 		}
+		// A cursor that decodes but holds no key a listing gave out is refused too, not
+		// taken as a place to start from (it once answered 200).
+		for _, bad := range []string{"garbage", "Zm9v", "ZmlsZXMvLi4veA"} { // foo, files/../x
+			if a := send(t, env, "GET", "/api/v1/files?cursor="+bad, u.Token, "", nil); a.status != 400 || !strings.Contains(a.raw, `"reason":"file_cursor"`) {
+				t.Errorf("list with cursor %s: %d %s", bad, a.status, a.raw)
+			}
+		}
 	})
 }
 

@@ -147,8 +147,9 @@ func (s *Server) Register(m *http.ServeMux) {
 
 // authed wraps h so that it runs only for a caller that authenticates (httpkit says
 // how) with a credential whose scope reaches the route (checkScope), and writes h's
-// error through the error table. The user is set on the request
-// context before h runs, so the request log names them.
+// error through the error table. h gets a copy of the request whose context carries the
+// credential and the user (the request log learns the user too, httpkit.WithUser); the
+// request authed was given is left as it was.
 func (s *Server) authed(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := httpkit.Credential(r, s.svc.Accounts)
@@ -156,7 +157,7 @@ func (s *Server) authed(h handlerFunc) http.Handler {
 			httpkit.WriteError(w, r, s.log, err)
 			return
 		}
-		*r = *httpkit.WithCredential(r, c)
+		r = httpkit.WithCredential(r, c)
 		if err := checkScope(r, c.Scope); err != nil {
 			httpkit.WriteError(w, r, s.log, err)
 			return
@@ -213,8 +214,6 @@ func (s *Server) cleanup(w http.ResponseWriter, r *http.Request, u store.User) e
 	if err != nil {
 		return err
 	}
-	// A conversion, not a copy field by field: it stops compiling when the janitor's
-	// report and the wire's part ways.
-	httpkit.WriteJSON(w, http.StatusOK, wire.Cleanup{Removed: wire.CleanupReport(removed)})
+	httpkit.WriteJSON(w, http.StatusOK, wire.Cleanup{Removed: removed})
 	return nil
 }

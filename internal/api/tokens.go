@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/errs"
@@ -43,20 +42,11 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, caller stor
 			return err
 		}
 	}
-	target, err := s.svc.Accounts.Lookup(r.Context(), caller, r.PathValue("id"))
+	t, secret, err := s.svc.Accounts.CreateToken(r.Context(), s.actor(r, caller), r.PathValue("id"),
+		account.TokenSpec{Name: req.Name, Scope: req.Scope, ExpiresIn: req.ExpiresIn})
 	if err != nil {
 		return err
 	}
-	t, secret, err := s.svc.Accounts.CreateToken(r.Context(), target.ID, account.TokenSpec{Name: req.Name, Scope: req.Scope, ExpiresIn: req.ExpiresIn})
-	if err != nil {
-		return err
-	}
-	t.UserName = target.Name
-	details := map[string]any{"token": t.ID, "name": t.Name, "scope": t.Scope}
-	if !t.ExpiresAt.IsZero() {
-		details["expires_at"] = t.ExpiresAt.Format(time.RFC3339)
-	}
-	s.svc.Accounts.Audit(r.Context(), s.actor(r, caller), account.AuditTokenCreated, target.Name, details)
 	httpkit.WriteJSON(w, http.StatusCreated, wire.IssuedToken{Token: tokenOf(t), Secret: secret})
 	return nil
 }

@@ -13,8 +13,14 @@ import (
 // CSRFHeader carries the anti-forgery token on requests a signed-in browser page makes.
 const CSRFHeader = "X-CSRF-Token"
 
-// WithUser returns r with u as the user it is made by, for the request log.
+// WithUser returns a copy of r whose context names u as the user it is made by; the
+// caller passes that copy on and leaves r as it was. The request log (Observe), which
+// holds the request from before anyone knew the user, learns u through the slot it put
+// on the context.
 func WithUser(r *http.Request, u store.User) *http.Request {
+	if s, ok := r.Context().Value(keyLogSlot).(*logSlot); ok {
+		s.user = &u
+	}
 	return r.WithContext(context.WithValue(r.Context(), keyUser, &u))
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/store"
 )
 
 type ctxKey int
@@ -26,7 +27,16 @@ const (
 	keyUser
 	keyCredential
 	keyBody
+	keyLogSlot
 )
+
+// logSlot is what handlers below Observe tell its log line: the user, once WithUser
+// knows them. Handlers pass a copy of the request on (r.WithContext), so Observe cannot
+// read the user from the request it holds; it reads this slot, which the copies share.
+// Only the request's own goroutine writes it, before Observe reads it.
+type logSlot struct {
+	user *store.User
+}
 
 // RequestID returns the id of the request handled under ctx.
 func RequestID(ctx context.Context) string {
@@ -82,6 +92,8 @@ func Observe(next http.Handler, log *slog.Logger, m *metrics.Metrics, bodyIdle t
 		}
 		w.Header().Set("X-Request-Id", rid)
 		ctx := context.WithValue(r.Context(), keyRequestID, rid)
+		slot := &logSlot{}
+		ctx = context.WithValue(ctx, keyLogSlot, slot)
 		rec := &recorder{ResponseWriter: w}
 		if r.Body != nil && r.Body != http.NoBody {
 			rec.body = &body{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: bodyIdle}
@@ -115,8 +127,8 @@ func Observe(next http.Handler, log *slog.Logger, m *metrics.Metrics, bodyIdle t
 				slog.String("route", route), slog.Int("status", status), slog.Int64("bytes", rec.bytes),
 				slog.Duration("duration", d), slog.String("client", front.ClientAddr(r)),
 			}
-			if u, ok := UserFrom(r.Context()); ok {
-				attrs = append(attrs, slog.String("user", u.ID))
+			if slot.user != nil {
+				attrs = append(attrs, slog.String("user", slot.user.ID))
 			}
 			log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 		}()

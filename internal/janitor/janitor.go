@@ -21,45 +21,12 @@ import (
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
-// Report is what one pass removed.
-type Report struct {
-	Files     int   `json:"files"`
-	FileBytes int64 `json:"file_bytes"`
-	// FileVersions are replaced versions of staged files whose bytes were kept for
-	// readers that had them open, deleted once their grace period passed.
-	FileVersions int `json:"file_versions"`
-	// FileVersionsTrimmed are kept versions of staged files beyond SKRIP_FILES_VERSIONS
-	// (after it was lowered), retired: their bytes go with FileVersions later.
-	FileVersionsTrimmed int `json:"file_versions_trimmed"`
-	// FileLinks are share links of staged files that expired.
-	FileLinks int `json:"file_links"`
-	// Uploads are resumable uploads that expired unfinished; UploadBytes the bytes they
-	// had received.
-	Uploads       int   `json:"uploads"`
-	UploadBytes   int64 `json:"upload_bytes"`
-	SessionSets   int   `json:"session_sets"`
-	SessionFiles  int   `json:"session_files"`
-	SessionBytes  int64 `json:"session_bytes"`
-	ArtifactRuns  int   `json:"artifact_runs"`  // runs whose artifacts expired
-	Artifacts     int   `json:"artifacts"`      // expired artifacts
-	ArtifactBytes int64 `json:"artifact_bytes"` // their bytes
-	// BlobLeftovers are the blob store's own debris: temp files and unreferenced object
-	// files (fs), or chunks of objects never committed (NATS).
-	BlobLeftovers int `json:"blob_leftovers"`
-	// OrphanSessionFiles and OrphanArtifacts are blobs under sessions/ and runs/ that no
-	// row refers to.
-	OrphanSessionFiles int   `json:"orphan_session_files"`
-	OrphanArtifacts    int   `json:"orphan_artifacts"`
-	SignIns            int64 `json:"sign_ins"`
-	CLILogins          int64 `json:"cli_logins"` // `skrip login`s that expired
-	// AuditEvents are audit log events older than SKRIP_AUDIT_RETENTION; Invitations
-	// invitations that expired over a day ago.
-	AuditEvents int64 `json:"audit_events"`
-	Invitations int64 `json:"invitations"`
-	Sandboxes   int   `json:"sandboxes"`
-}
+// Report is what one pass removed. It is the API's answer to a cleanup
+// (wire.CleanupReport) itself, not a copy of it, so the two cannot part ways.
+type Report = wire.CleanupReport
 
 // sweeper is implemented by blob stores that can leave leftovers behind after a crash
 // (temp files, unreferenced objects).

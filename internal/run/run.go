@@ -174,7 +174,7 @@ type Request struct {
 	Version  store.ToolVersion
 	User     store.User
 	Context  string
-	Kind     string // "initial" or "action"
+	Kind     string // store.KindInitial or store.KindAction
 	ActionID string
 	// ActionLabel is the label the offered action had ("Konvertera till PDF"), kept on
 	// the run so that lists name the step as the user saw it.
@@ -459,13 +459,13 @@ func SessionEffect(r store.Run, res contract.Result) *store.SessionEffect {
 		return nil
 	}
 	switch {
-	case r.Kind == "action" && r.ExpectedRev != nil:
+	case r.Kind == store.KindAction && r.ExpectedRev != nil:
 		eff := &store.SessionEffect{Expected: *r.ExpectedRev}
 		if res.State != nil {
 			eff.State = store.NormalState(res.State)
 		}
 		return eff
-	case r.Kind == "initial" && len(res.NextActions) > 0:
+	case r.Kind == store.KindInitial && len(res.NextActions) > 0:
 		return &store.SessionEffect{Start: true, State: store.NormalState(res.State)}
 	}
 	return nil

@@ -348,20 +348,25 @@ func (s *Service) Get(ctx context.Context, ownerID, key string) (store.File, err
 	return f, nil
 }
 
-// List returns up to limit of ownerID's live files under prefix, after the key after, and
-// whether more follow.
-func (s *Service) List(ctx context.Context, ownerID, prefix, after string, limit int) ([]store.File, bool, error) {
+// List returns up to limit of ownerID's live files under prefix, from the page cursor
+// names ("" for the first), and the cursor of the next page ("" when none follows). A
+// cursor that no listing gave out is ErrBadCursor.
+func (s *Service) List(ctx context.Context, ownerID, prefix, cursor string, limit int) ([]store.File, string, error) {
+	after, err := ParseCursor(cursor)
+	if err != nil {
+		return nil, "", err
+	}
 	if prefix == "f_" || (strings.HasPrefix(prefix, "f_") && !strings.Contains(prefix, "/")) {
 		prefix = "files/" + prefix
 	}
 	out, err := s.st.ListFiles(ctx, ownerID, prefix, after, limit+1, s.now())
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	if len(out) > limit {
-		return out[:limit], true, nil
+		return out[:limit], Cursor(out[limit-1].Key), nil
 	}
-	return out, false, nil
+	return out, "", nil
 }
 
 // Delete removes ownerID's file under key, with its previous versions.

@@ -18,6 +18,12 @@ const (
 	StatusCancelled = "cancelled"
 )
 
+// Run kinds: a tool's first run in its context, or a run of an action a run offered.
+const (
+	KindInitial = "initial"
+	KindAction  = "action"
+)
+
 // ValidStatus reports whether s is a run status.
 func ValidStatus(s string) bool {
 	switch s {
@@ -39,7 +45,7 @@ type Run struct {
 	VersionID     string
 	UserID        string
 	Context       string
-	Kind          string // initial or action
+	Kind          string // KindInitial or KindAction
 	ActionID      string
 	ActionLabel   string // the offered action's label when it was submitted; '' for older runs
 	Status        string

@@ -59,7 +59,7 @@ func TestToolsAndRuns(t *testing.T) {
 			t.Fatalf("Versions = %+v", vs)
 		}
 
-		run := Run{ID: "r_01", ToolID: "t_1", VersionID: "v_2", UserID: "u_b", Context: "default", Kind: "initial", Status: StatusQueued,
+		run := Run{ID: "r_01", ToolID: "t_1", VersionID: "v_2", UserID: "u_b", Context: "default", Kind: KindInitial, Status: StatusQueued,
 			Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`, CreatedAt: now}
 		if err := s.CreateRun(ctx, run); err != nil {
 			t.Fatal(err)
@@ -231,7 +231,7 @@ func seedRunTool(t *testing.T, s *Store, now time.Time) {
 
 // queuedRun is a queued initial run of seedRunTool's tool.
 func queuedRun(id string, now time.Time) Run {
-	return Run{ID: id, ToolID: "t_1", VersionID: "v_1", UserID: "u_a", Context: "default", Kind: "initial", Status: StatusQueued,
+	return Run{ID: id, ToolID: "t_1", VersionID: "v_1", UserID: "u_a", Context: "default", Kind: KindInitial, Status: StatusQueued,
 		Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`, CreatedAt: now}
 }
 
@@ -299,7 +299,7 @@ func TestRecordRunSessionOnce(t *testing.T) {
 		expected := int64(1)
 		for _, id := range []string{"r_x", "r_y"} {
 			r := queuedRun(id, now)
-			r.Kind, r.ActionID, r.ExpectedRev = "action", "next", &expected
+			r.Kind, r.ActionID, r.ExpectedRev = KindAction, "next", &expected
 			if err := s.CreateRun(ctx, r); err != nil {
 				t.Fatal(err)
 			}
@@ -421,7 +421,7 @@ func TestRecentSources(t *testing.T) {
 		}
 		// Run ids sort by creation: r_1 is the oldest.
 		for i, ver := range []string{"v_1", "v_2", "v_3", "v_3"} {
-			r := Run{ID: fmt.Sprintf("r_%d", i+1), ToolID: "t_1", VersionID: ver, UserID: "u_a", Context: "default", Kind: "initial",
+			r := Run{ID: fmt.Sprintf("r_%d", i+1), ToolID: "t_1", VersionID: ver, UserID: "u_a", Context: "default", Kind: KindInitial,
 				Status: StatusQueued, Inputs: "{}", Outputs: "[]", NextActions: "[]", Artifacts: "[]", InputManifest: `{"files":[]}`, CreatedAt: now}
 			if err := s.CreateRun(ctx, r); err != nil {
 				t.Fatal(err)

@@ -654,7 +654,7 @@ func (h *Handler) editorSteps(r *http.Request, c *call, t store.Tool, v store.To
 	for i, k := range kept {
 		steps[i] = editorStep{Rev: k.StateRev, At: k.CreatedAt, Current: k.StateRev == sess.StateRev}
 		rn, ok := runs[k.RunID]
-		if !ok || rn.Kind != "action" {
+		if !ok || rn.Kind != store.KindAction {
 			continue
 		}
 		steps[i].Action = rn.ActionID

@@ -26,13 +26,9 @@ func (h *Handler) filesPage(w http.ResponseWriter, r *http.Request, c *call) err
 	if ownerID != c.User.ID {
 		owner, ownerQuery = q.Get("owner"), "?owner="+url.QueryEscape(ownerID)
 	}
-	list, more, err := h.staging.List(r.Context(), ownerID, q.Get("prefix"), q.Get("after"), pageSize)
+	list, next, err := h.staging.List(r.Context(), ownerID, q.Get("prefix"), q.Get("cursor"), pageSize)
 	if err != nil {
 		return err
-	}
-	next := ""
-	if more && len(list) > 0 {
-		next = list[len(list)-1].Key
 	}
 	versions, err := h.versionLinks(r.Context(), ownerID, list, ownerID != c.User.ID)
 	if err != nil {

@@ -260,6 +260,50 @@ func TestFilesPageOwner(t *testing.T) {
 	}
 }
 
+// TestFilesPageCursor: the files page pages with the API's cursor (one encoding for
+// both), and a cursor that no listing gave out is a 400 page that says so, in the
+// API's terms too, rather than the first page passed off as the one asked for.
+func TestFilesPageCursor(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	if _, err := env.Admin.CreateUser(ctx, "ada", "user", "a good password"); err != nil {
+		t.Fatal(err)
+	}
+	c := env.Admin.WithFileOwner("ada")
+	for _, k := range []string{"files/a.txt", "files/b.txt", "files/c.txt"} {
+		if _, err := c.Upload(ctx, "x.txt", strings.NewReader(k), client.UploadOptions{Key: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, next, err := c.Files(ctx, "", "", 1)
+	if err != nil || len(first) != 1 || first[0].FileKey != "files/a.txt" || next == "" {
+		t.Fatalf("the API's first page: %+v, next %q, %v", first, next, err)
+	}
+	ada := newBrowserless(t, env.URL)
+	ada.signIn("ada", "a good password")
+	status, _, body := ada.do("GET", "/files?cursor="+url.QueryEscape(next), nil, nil)
+	if status != http.StatusOK || strings.Contains(body, "files/a.txt") || !strings.Contains(body, "files/b.txt") || !strings.Contains(body, "files/c.txt") {
+		t.Fatalf("the files page from the API's cursor (%d) is not the page after files/a.txt:\n%s", status, body)
+	}
+	for _, bad := range []string{"garbage", "!!!", "ZmlsZXMvLi4veA"} { // the last is files/../x
+		status, _, body := ada.do("GET", "/files?cursor="+url.QueryEscape(bad), nil, http.Header{"Accept-Language": {"en"}})
+		if status != http.StatusBadRequest || !strings.Contains(body, "the link&#39;s cursor is not one the server gave out") {
+			t.Errorf("the files page with cursor %q answered %d:\n%s", bad, status, body)
+		}
+		req, _ := http.NewRequest("GET", env.URL+"/api/v1/files?cursor="+url.QueryEscape(bad), nil)
+		req.Header.Set("Authorization", "Bearer "+env.AdminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), `"reason":"file_cursor"`) {
+			t.Errorf("the API with cursor %q answered %d %s", bad, resp.StatusCode, raw)
+		}
+	}
+}
+
 // TestFilesPageVersions: with SKRIP_FILES_VERSIONS=1, the files page shows a file's
 // earlier version with a link that downloads its bytes, for its owner and, with
 // ?owner=, for an admin; a file without one shows none.

@@ -520,7 +520,7 @@ func (h *Handler) retryRun(w http.ResponseWriter, r *http.Request, c *call) erro
 	switch {
 	case !retryable(rn.Status):
 		err = errs.New(contract.ErrInvalidInput, map[string]any{"run": rn.ID, "status": rn.Status}, "run %s %s; only a failed run is tried again", rn.ID, rn.Status)
-	case rn.Kind == "action":
+	case rn.Kind == store.KindAction:
 		var sess store.Session
 		if sess, err = h.workflow.Session(r.Context(), t, c.User, sctx); err == nil {
 			err = h.retryable(r, c, rn, sess, inputs)

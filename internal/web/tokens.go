@@ -63,7 +63,7 @@ func (h *Handler) accountData(r *http.Request, c *call, data map[string]any) err
 
 func (h *Handler) accountIssueToken(w http.ResponseWriter, r *http.Request, c *call) error {
 	spec := account.TokenSpec{Name: strings.TrimSpace(r.PostFormValue("name")), Scope: r.PostForm["scope"], ExpiresIn: r.PostFormValue("expires_in")}
-	t, secret, err := h.accounts.CreateToken(r.Context(), c.User.ID, spec)
+	t, secret, err := h.accounts.CreateToken(r.Context(), h.actor(r, c), c.User.ID, spec)
 	if errors.Is(err, account.ErrBadToken) {
 		status, _ := h.statusOf(w, err)
 		return h.showAccount(w, r, c, status, map[string]any{"TokenError": h.message(r, err), "TokenName": spec.Name})
@@ -71,8 +71,6 @@ func (h *Handler) accountIssueToken(w http.ResponseWriter, r *http.Request, c *c
 	if err != nil {
 		return err
 	}
-	h.accounts.Audit(r.Context(), h.actor(r, c), account.AuditTokenCreated, c.User.Name,
-		map[string]any{"token": t.ID, "name": t.Name, "scope": t.Scope})
 	return h.showAccount(w, r, c, http.StatusCreated, map[string]any{"NewToken": secret, "NewTokenName": t.Name})
 }
 

@@ -28,12 +28,13 @@ type Cleanup struct {
 	Removed CleanupReport `json:"removed"`
 }
 
-// CleanupReport is what one janitor pass removed.
+// CleanupReport is what one janitor pass removed (the janitor's own Report is this
+// type).
 type CleanupReport struct {
 	Files     int   `json:"files"`
 	FileBytes int64 `json:"file_bytes"`
 	// FileVersions are replaced versions of staged files whose bytes were kept for
-	// readers that had them open.
+	// readers that had them open, deleted once their grace period passed.
 	FileVersions int `json:"file_versions"`
 	// FileVersionsTrimmed are kept versions of staged files beyond SKRIP_FILES_VERSIONS
 	// (after it was lowered), retired.
@@ -50,9 +51,11 @@ type CleanupReport struct {
 	ArtifactRuns  int   `json:"artifact_runs"`  // runs whose artifacts expired
 	Artifacts     int   `json:"artifacts"`      // expired artifacts
 	ArtifactBytes int64 `json:"artifact_bytes"` // their bytes
-	// BlobLeftovers are the blob store's own debris: temp files, unreferenced objects.
+	// BlobLeftovers are the blob store's own debris: temp files and unreferenced object
+	// files (fs), or chunks of objects never committed (NATS).
 	BlobLeftovers int `json:"blob_leftovers"`
-	// OrphanSessionFiles and OrphanArtifacts are blobs no row refers to.
+	// OrphanSessionFiles and OrphanArtifacts are blobs under sessions/ and runs/ that no
+	// row refers to.
 	OrphanSessionFiles int   `json:"orphan_session_files"`
 	OrphanArtifacts    int   `json:"orphan_artifacts"`
 	SignIns            int64 `json:"sign_ins"`

@@ -113,7 +113,7 @@ func (st *Service) Initial(ctx context.Context, in Initial) (store.Run, error) {
 		}
 		return nil
 	}
-	rn, err := st.runs.Submit(ctx, run.Request{Tool: in.Tool, Version: in.Version, User: in.User, Context: in.Context.String(), Kind: "initial",
+	rn, err := st.runs.Submit(ctx, run.Request{Tool: in.Tool, Version: in.Version, User: in.User, Context: in.Context.String(), Kind: store.KindInitial,
 		InputDir: in.Dir, Inputs: inputs, Memory: memory, WallTime: st.wallTime(in.Context), Before: files})
 	if err != nil {
 		os.RemoveAll(in.Dir)
@@ -182,7 +182,7 @@ func (st *Service) Action(ctx context.Context, a Action) (store.Run, error) {
 		return store.Run{}, err
 	}
 	expected := a.ExpectedStateRev
-	rn, err := st.runs.Submit(ctx, run.Request{Tool: a.Tool, Version: a.Version, User: a.User, Context: a.Context.String(), Kind: "action",
+	rn, err := st.runs.Submit(ctx, run.Request{Tool: a.Tool, Version: a.Version, User: a.User, Context: a.Context.String(), Kind: store.KindAction,
 		ActionID: a.ActionID, ActionLabel: action.Label, InputDir: dir, Action: &act, Memory: memory, WallTime: st.wallTime(a.Context),
 		ExpectedRev: &expected})
 	if err != nil {
@@ -248,7 +248,7 @@ func Offered(r store.Run, id string) (contract.NextAction, error) {
 // LostRace reports whether r is an action run that succeeded but whose state was not
 // recorded, because another write to the session won meanwhile.
 func LostRace(r store.Run) bool {
-	return r.Kind == "action" && r.Status == store.StatusSucceeded && r.StateRev == nil
+	return r.Kind == store.KindAction && r.Status == store.StatusSucceeded && r.StateRev == nil
 }
 
 // Conflict is the error for a submission made at revision expected when the session is

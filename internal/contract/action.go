@@ -212,9 +212,18 @@ func parseNextActions(raw json.RawMessage, p Policy, extra []Output) ([]NextActi
 				delete(a.Prefill, k)
 			}
 		}
-		if err := ValidateInput(a, a.Prefill); err != nil {
-			extra = append(extra, dropped("The prefill of next %s was dropped: %v.", what, err))
-			a.Prefill = nil
+		// As the original hub: each prefill entry is checked on its own, and only the
+		// ones that don't fit their field are dropped.
+		keys := make([]string, 0, len(a.Prefill))
+		for k := range a.Prefill {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if err := ValidateInput(a, map[string]any{k: a.Prefill[k]}); err != nil {
+				extra = append(extra, dropped("The prefill of next %s lost an entry: %v.", what, err))
+				delete(a.Prefill, k)
+			}
 		}
 		if len(a.Prefill) == 0 {
 			a.Prefill = nil

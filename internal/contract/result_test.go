@@ -291,10 +291,22 @@ func TestParseResultDrops(t *testing.T) {
 			a["prefill"] = map[string]any{"n": 1.5, "s": "x"}
 			return a
 		}()},
-			notices: []string{`The prefill of next action 2 ("p") was dropped: input field "n" (integer) must be a whole number`},
+			// As the original hub: only the entry that does not fit is dropped.
+			notices: []string{`The prefill of next action 2 ("p") lost an entry: input field "n" (integer) must be a whole number`},
 			check: func(t *testing.T, r Result) {
-				if len(r.NextActions) != 2 || r.NextActions[1].Prefill != nil {
+				if len(r.NextActions) != 2 || fmt.Sprint(r.NextActions[1].Prefill) != "map[s:x]" {
 					t.Errorf("next actions %+v", r.NextActions)
+				}
+			}},
+		{name: "prefill of an unknown field", actions: []any{func() any {
+			a := form("p", field("s", "string"))
+			a["prefill"] = map[string]any{"nope": "y", "s": "x"}
+			return a
+		}()},
+			notices: []string{`The prefill of next action 2 ("p") lost an entry: input field "nope" is not a field of action "p"`},
+			check: func(t *testing.T, r Result) {
+				if fmt.Sprint(r.NextActions[1].Prefill) != "map[s:x]" {
+					t.Errorf("prefill %v", r.NextActions[1].Prefill)
 				}
 			}},
 		{name: "prefill with null", actions: []any{func() any {

@@ -366,7 +366,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 		os.RemoveAll(scratch)
 	}()
 	l := spec.Limits
-	if err := r.mountOutput(scratch, l, &m); err != nil {
+	if err := r.mountOutput(filepath.Join(scratch, "output"), l, &m); err != nil {
 		return runner.Result{}, err
 	}
 	c, err := r.runArgs(spec, scratch, &m)
@@ -380,19 +380,18 @@ func (r *Runner) Run(ctx context.Context, spec runner.Spec) (runner.Result, erro
 	if err != nil {
 		return res, err
 	}
-	return res, r.collect(scratch, spec, &res)
+	return res, r.collect(scratch, filepath.Join(scratch, "output"), spec, &res)
 }
 
 // runFsize is the RLIMIT_FSIZE of a run under l.
 func runFsize(l runner.Limits) int64 { return max(l.OutputBytes, maxResultBytes) }
 
-// mountOutput mounts a tmpfs capped at l's output limit on scratch/output, when the
-// server may mount (it is root), adding it to m.
-func (r *Runner) mountOutput(scratch string, l runner.Limits, m *mounts) error {
+// mountOutput mounts a tmpfs capped at l's output limit on the directory output, when
+// the server may mount (it is root), adding it to m.
+func (r *Runner) mountOutput(output string, l runner.Limits, m *mounts) error {
 	if !r.tmpfsOut {
 		return nil
 	}
-	output := filepath.Join(scratch, "output")
 	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700,uid=%d,gid=%d", max(l.OutputBytes, 4096), runner.OutputInodes, r.uid, r.gid)
 	if err := syscall.Mount("tmpfs", output, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mounting the output tmpfs: %w", err)
@@ -401,9 +400,9 @@ func (r *Runner) mountOutput(scratch string, l runner.Limits, m *mounts) error {
 	return nil
 }
 
-// collect reads the result.json a run left in scratch, and hands its output to
-// spec.Collect.
-func (r *Runner) collect(scratch string, spec runner.Spec, res *runner.Result) error {
+// collect reads the result.json a run left in scratch, and hands its output (the host's
+// path of its /work/output) to spec.Collect.
+func (r *Runner) collect(scratch, output string, spec runner.Spec, res *runner.Result) error {
 	if f, err := os.Open(filepath.Join(scratch, "result.json")); err == nil {
 		b, _ := io.ReadAll(io.LimitReader(f, maxResultBytes+1))
 		f.Close()
@@ -416,10 +415,10 @@ func (r *Runner) collect(scratch string, spec runner.Spec, res *runner.Result) e
 	}
 	var err error
 	// The output tmpfs caps the blocks written, not what sparse files claim.
-	if res.LeftOut, err = runner.FitDir(filepath.Join(scratch, "output"), spec.Limits.OutputBytes); err != nil {
+	if res.LeftOut, err = runner.FitDir(output, spec.Limits.OutputBytes); err != nil {
 		return fmt.Errorf("sizing /work/output: %w", err)
 	}
-	if err := spec.Collect(filepath.Join(scratch, "output")); err != nil {
+	if err := spec.Collect(output); err != nil {
 		return fmt.Errorf("collecting /work/output: %w", err)
 	}
 	return nil
@@ -455,7 +454,7 @@ func (r *Runner) runArgs(spec runner.Spec, scratch string, m *mounts) (*cmdline,
 		}
 		input = filepath.Join(src, "input")
 	}
-	c, err := r.workArgs(src, input, spec.Limits)
+	c, err := r.workArgs(src, input, filepath.Join(src, "output"), spec.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -480,9 +479,9 @@ func (r *Runner) handOut(scratch string) error {
 }
 
 // workArgs is the sandbox of a run whose files bwrap finds in src (script.py,
-// memory.json, output/, result.json) and input: everything but its environment and
+// memory.json, result.json), input and output: everything but its environment and
 // command.
-func (r *Runner) workArgs(src, input string, l runner.Limits) (*cmdline, error) {
+func (r *Runner) workArgs(src, input, output string, l runner.Limits) (*cmdline, error) {
 	c := &cmdline{}
 	if err := r.baseArgs(c); err != nil {
 		return nil, err
@@ -498,7 +497,7 @@ func (r *Runner) workArgs(src, input string, l runner.Limits) (*cmdline, error) 
 		// rootfs's /work holds.
 		"--ro-bind", filepath.Join(src, "memory.json"), contract.MemoryPath,
 		"--ro-bind", input, "/work/input",
-		"--bind", filepath.Join(src, "output"), "/work/output",
+		"--bind", output, "/work/output",
 		"--bind", filepath.Join(src, "result.json"), "/work/result.json",
 		"--ro-bind", r.shim(), "/skrip",
 		"--remount-ro", "/work",

@@ -48,6 +48,7 @@ type warmSandbox struct {
 	ready   chan struct{} // closed once its modules are imported
 	dead    chan struct{} // closed when its sandbox ended (before or after ready)
 	memory  int64         // what its group held when it became ready
+	output  string        // the host's path of its /work/output
 	ended   sync.Once     // discard's
 }
 
@@ -398,9 +399,6 @@ func (r *Runner) parkWarm(modules []string, l runner.Limits) (s *warmSandbox, er
 	if err := r.share(input, 0o050); err != nil {
 		return nil, err
 	}
-	if err := r.mountOutput(s.scratch, l, &s.mounts); err != nil {
-		return nil, err
-	}
 	if err := r.handOut(s.scratch); err != nil {
 		return nil, err
 	}
@@ -411,7 +409,24 @@ func (r *Runner) parkWarm(modules []string, l runner.Limits) (s *warmSandbox, er
 			return nil, err
 		}
 	}
-	c, err := r.workArgs(src, filepath.Join(src, "input"), l)
+	// The output tmpfs is mounted on a directory of the view, not of the data dir, when
+	// there is one: a server killed while this waits for its run (an idle server always
+	// has sandboxes parked) leaves no mount point in the data dir, whose directories
+	// could then not be removed.
+	s.output = filepath.Join(s.scratch, "output")
+	if r.view != "" && r.tmpfsOut {
+		s.output = filepath.Join(r.view, "runs", name+".output")
+		if err := os.Mkdir(s.output, 0o711); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.mountOutput(s.output, l, &s.mounts); err != nil {
+		if s.output != filepath.Join(s.scratch, "output") {
+			os.Remove(s.output)
+		}
+		return nil, err
+	}
+	c, err := r.workArgs(src, filepath.Join(src, "input"), s.output, l)
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +545,7 @@ func (r *Runner) runWarm(ctx context.Context, s *warmSandbox, spec runner.Spec) 
 	if err != nil {
 		return res, err
 	}
-	return res, r.collect(s.scratch, spec, &res)
+	return res, r.collect(s.scratch, s.output, spec, &res)
 }
 
 // fillWarm writes spec's script and memory over s's empty ones (in place: the sandbox

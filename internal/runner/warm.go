@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Warm starts (docs/runner-contract.md "Warm starts"): a runner parks sandboxes ahead of
@@ -103,4 +104,28 @@ func MemoryAvailable() (int64, bool) {
 		return kb << 10, err == nil
 	}
 	return 0, false
+}
+
+// WarmSets is how many module sets a runner remembers (when each was last wanted, what
+// an interpreter of it held): one entry per distinct set a run imported would otherwise
+// grow without end.
+const WarmSets = 256
+
+// ForgetOld drops from wanted and sizes the sets wanted longest ago, beyond the WarmSets
+// wanted last, except those inUse (parked or being parked).
+func ForgetOld(wanted map[string]time.Time, sizes map[string]int64, inUse func(key string) bool) {
+	if len(wanted) <= WarmSets {
+		return
+	}
+	keys := make([]string, 0, len(wanted))
+	for k := range wanted {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return wanted[a].Compare(wanted[b]) })
+	for _, k := range keys[:len(keys)-WarmSets] {
+		if !inUse(k) {
+			delete(wanted, k)
+			delete(sizes, k)
+		}
+	}
 }

@@ -162,6 +162,9 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 		return
 	}
 	w.wanted[key] = time.Now()
+	runner.ForgetOld(w.wanted, w.sizes, func(k string) bool {
+		return w.coming[k] > 0 || slices.ContainsFunc(w.parked, func(s *warmSandbox) bool { return s.key == k })
+	})
 	evict := w.prune()
 	defer func() { discardAll(r, evict) }()
 	if w.coming[key] > 0 {

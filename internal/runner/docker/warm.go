@@ -163,6 +163,9 @@ func (w *warmPool) refill(r *Runner, modules []string, l runner.Limits) {
 		return
 	}
 	w.wanted[key] = time.Now()
+	runner.ForgetOld(w.wanted, w.sizes, func(k string) bool {
+		return w.coming[k] > 0 || slices.ContainsFunc(w.parked, func(s *warmBox) bool { return s.key == k })
+	})
 	have, held := w.coming[key], w.held()
 	total := len(w.parked)
 	for _, n := range w.coming {

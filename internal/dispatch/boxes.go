@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,8 +55,8 @@ const (
 type Boxes struct {
 	nc    *nats.Conn
 	kv    jetstream.KeyValue
-	work  blob.Store
-	ttl   time.Duration // a worker whose heartbeat is older is gone
+	own   *workerBuckets // file bodies go through the box's worker's own bucket
+	ttl   time.Duration  // a worker whose heartbeat is older is gone
 	watch time.Duration
 	log   *slog.Logger
 }
@@ -68,7 +69,7 @@ func NewBoxes(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, work b
 	if err != nil {
 		return nil, fmt.Errorf("the worker registry %s: %w", protocol.Registry, err)
 	}
-	return &Boxes{nc: nc, kv: kv, work: work, ttl: protocol.RegistryTTL(cfg.AckWait), watch: min(watchEvery, protocol.RegistryTTL(cfg.AckWait)), log: log}, nil
+	return &Boxes{nc: nc, kv: kv, own: newWorkerBuckets(work), ttl: protocol.RegistryTTL(cfg.AckWait), watch: min(watchEvery, protocol.RegistryTTL(cfg.AckWait)), log: log}, nil
 }
 
 // Workers lists the live workers that keep sandboxes (their budget is above 0).
@@ -296,34 +297,46 @@ func (w *workerBoxes) Exec(ctx context.Context, id string, spec runner.ExecSpec)
 	return *rep.Result, nil
 }
 
-// WriteFile puts r in the work bucket, and the worker moves it into the box.
+// WriteFile puts r in the worker's own bucket, which no other worker may read, and
+// the worker moves it into the box.
 func (w *workerBoxes) WriteFile(ctx context.Context, id, p string, r io.Reader) (int64, error) {
+	own, err := w.b.own.of(ctx, w.worker)
+	if err != nil {
+		return 0, fmt.Errorf("sending a file to sandbox %s: %w", id, err)
+	}
 	key := protocol.XferKey(nuid.Next())
-	if _, err := w.b.work.Put(ctx, key, r, blob.PutOptions{ContentType: "application/octet-stream"}); err != nil {
+	if _, err := own.Put(ctx, key, r, blob.PutOptions{ContentType: "application/octet-stream"}); err != nil {
 		return 0, fmt.Errorf("sending a file to sandbox %s: %w", id, err)
 	}
 	rep, err := w.b.call(ctx, w.worker, protocol.OpWrite, protocol.BoxRequest{Box: id, Path: p, Xfer: key}, xferDeadline, nil)
 	if err != nil {
 		// The worker deletes it once read; it may never have.
-		w.b.work.Delete(context.WithoutCancel(ctx), key)
+		own.Delete(context.WithoutCancel(ctx), key)
 		return 0, err
 	}
 	return rep.Size, nil
 }
 
-// ReadFile asks the worker to put the file in the work bucket, and streams it from
+// ReadFile asks the worker to put the file in its own bucket, and streams it from
 // there; the object goes when the reader is closed.
 func (w *workerBoxes) ReadFile(ctx context.Context, id, p string) (io.ReadCloser, int64, error) {
+	own, err := w.b.own.of(ctx, w.worker)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading a file of sandbox %s: %w", id, err)
+	}
 	rep, err := w.b.call(ctx, w.worker, protocol.OpRead, protocol.BoxRequest{Box: id, Path: p}, xferDeadline, nil)
 	if err != nil {
 		return nil, 0, err
 	}
-	rc, _, err := w.b.work.Get(ctx, rep.Xfer, 0, -1)
+	if !strings.HasPrefix(rep.Xfer, protocol.XferKey("")) {
+		return nil, 0, fmt.Errorf("reading a file of sandbox %s: worker %s answered with %q, not a transfer", id, w.worker, rep.Xfer)
+	}
+	rc, _, err := own.Get(ctx, rep.Xfer, 0, -1)
 	if err != nil {
-		w.b.work.Delete(context.WithoutCancel(ctx), rep.Xfer)
+		own.Delete(context.WithoutCancel(ctx), rep.Xfer)
 		return nil, 0, fmt.Errorf("reading a file of sandbox %s: %w", id, err)
 	}
-	return &xferReader{ReadCloser: runner.Exactly(rc, rep.Size, p), work: w.b.work, key: rep.Xfer}, rep.Size, nil
+	return &xferReader{ReadCloser: runner.Exactly(rc, rep.Size, p), work: own, key: rep.Xfer}, rep.Size, nil
 }
 
 func (w *workerBoxes) RemoveBox(ctx context.Context, id string) error {

@@ -209,6 +209,8 @@ func waitStatus(t *testing.T, c *client.Client, id, status string) client.Run {
 type fakeWorker struct {
 	nc   *nats.Conn
 	cons jetstream.Consumer
+	msg  protocol.Message    // the last one claim fetched
+	keys []protocol.InputKey // what the reply to its claim handed over
 }
 
 func newFakeWorker(t *testing.T, url string) *fakeWorker {
@@ -274,10 +276,18 @@ func (f *fakeWorker) claim(t *testing.T) (string, int64, string) {
 	var m protocol.Message
 	json.Unmarshal(msg.Data(), &m)
 	meta, _ := msg.Metadata()
-	return m.Job.Run, int64(meta.NumDelivered), f.ask(t, protocol.ClaimSubject("fake"), protocol.Claim{Run: m.Job.Run, Attempt: int64(meta.NumDelivered), Worker: "fake"})
+	f.msg = m
+	rep := f.askReply(t, protocol.ClaimSubject("fake"), protocol.Claim{Run: m.Job.Run, Attempt: int64(meta.NumDelivered), Worker: "fake", Token: m.Token})
+	f.keys = rep.Keys
+	return m.Job.Run, int64(meta.NumDelivered), rep.Answer
 }
 
 func (f *fakeWorker) ask(t *testing.T, subject string, req any) string {
+	t.Helper()
+	return f.askReply(t, subject, req).Answer
+}
+
+func (f *fakeWorker) askReply(t *testing.T, subject string, req any) protocol.Reply {
 	t.Helper()
 	b, _ := json.Marshal(req)
 	msg, err := f.nc.Request(subject, b, 10*time.Second)
@@ -286,7 +296,7 @@ func (f *fakeWorker) ask(t *testing.T, subject string, req any) string {
 	}
 	var rep protocol.Reply
 	json.Unmarshal(msg.Data, &rep)
-	return rep.Answer
+	return rep
 }
 
 // TestLateResultDiscarded: a worker that claims a run and goes silent loses it to

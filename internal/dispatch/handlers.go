@@ -330,7 +330,7 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 
 // report reads an attempt's report from the work bucket, bounded.
 func (h *Handlers) report(ctx context.Context, own blob.Store, key string, r store.Run) (run.Report, error) {
-	rc, _, err := own.Get(ctx, key, 0, -1)
+	rc, err := getPatiently(ctx, own, key)
 	if errors.Is(err, blob.ErrNotFound) {
 		return run.Report{Failure: "the worker's report of the run is missing"}, nil
 	}
@@ -411,7 +411,7 @@ func (h *Handlers) keepArtifacts(ctx context.Context, own blob.Store, rec protoc
 // stored. Bytes that are not, or a missing object, are an errBadArtifact, and nothing
 // of them stays.
 func (h *Handlers) copy(ctx context.Context, own blob.Store, from, to, sha string, size int64) (string, error) {
-	rc, _, err := own.Get(ctx, from, 0, -1)
+	rc, err := getPatiently(ctx, own, from)
 	if errors.Is(err, blob.ErrNotFound) {
 		return "", errBadArtifact("is missing from the worker's bucket")
 	}
@@ -431,6 +431,21 @@ func (h *Handlers) copy(ctx context.Context, own blob.Store, from, to, sha strin
 		return "", errBadArtifact(fmt.Sprintf("has sha256:%s (%d bytes), not the sha256:%s (%d bytes) its report says", got, n.Size, sha, size))
 	}
 	return got, nil
+}
+
+// getPatiently opens key of a worker's bucket. The worker asked after it put the
+// object, so a missing one is asked for again for a few seconds before it counts as
+// missing (and the run fails): a replica that has not applied the write yet, with the
+// stream's leader being elected, says it is missing.
+func getPatiently(ctx context.Context, own blob.Store, key string) (io.ReadCloser, error) {
+	wait := 500 * time.Millisecond
+	for {
+		rc, _, err := own.Get(ctx, key, 0, -1)
+		if !errors.Is(err, blob.ErrNotFound) || wait > 4*time.Second || !sleepCtx(ctx, wait) {
+			return rc, err
+		}
+		wait *= 2
+	}
 }
 
 // errBadArtifact is an artifact whose bytes are not what its worker reported: the

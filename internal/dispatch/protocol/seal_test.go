@@ -3,6 +3,8 @@ package protocol
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"testing"
@@ -86,3 +88,19 @@ func TestSealRefusesTampering(t *testing.T) {
 		t.Errorf("sealed keys: %s, %s", SealedKey(key), SealedKey(other))
 	}
 }
+
+// TestSealUnchanged: API nodes seal and workers open, and nodes of two versions meet
+// during an upgrade: the sealed form of a file changes only on purpose.
+func TestSealUnchanged(t *testing.T) {
+	key := make([]byte, 32)
+	for i := range key {
+		key[i] = byte(i)
+	}
+	plain := bytes.Repeat([]byte("skrip "), SealChunk/3) // two chunks, the last one short
+	sum := sha256.Sum256(sealed(t, plain, key))
+	if got := hex.EncodeToString(sum[:]); got != sealedSum {
+		t.Errorf("the sealed form's checksum is %s, was %s", got, sealedSum)
+	}
+}
+
+const sealedSum = "8fb52e3cf564f7af0f119c0cb5d6aca0de05bd3a3349f0430f7cb7c823ec3853"

@@ -27,7 +27,8 @@ import (
 // deadline while it watches the registry: a worker that leaves it (its heartbeat older
 // than the registry's TTL) takes its boxes with it, and the call ends with
 // sandbox.ErrLost within about the TTL, never at the deadline. File bodies go through
-// the work bucket (XferKey), streamed both ways.
+// the worker's own bucket (XferKey, protocol.WorkerBucket), which no other worker may
+// read, streamed both ways.
 
 // boxErr is the error worker reported, as the API node's services see it: one of the
 // runner's sandbox errors, sandbox.ErrBudget, or an error for the log.
@@ -46,7 +47,7 @@ func boxErr(e *protocol.BoxError, worker string) error {
 const (
 	boxDeadline  = time.Minute
 	execGrace    = 5 * time.Second  // past an exec's own timeout
-	xferDeadline = 10 * time.Minute // a file body moved between the work bucket and a box
+	xferDeadline = 10 * time.Minute // a file body moved between the worker's bucket and a box
 	watchEvery   = 2 * time.Second  // how often a call waiting for a worker checks the registry
 )
 
@@ -356,7 +357,7 @@ func (w *workerBoxes) Memory(context.Context) (runner.Memory, error) {
 	return runner.Memory{}, fmt.Errorf("the memory of worker %s is in its heartbeat", w.worker)
 }
 
-// xferReader deletes its work bucket object when closed.
+// xferReader deletes its object of the worker's bucket when closed.
 type xferReader struct {
 	io.ReadCloser
 	work blob.Store

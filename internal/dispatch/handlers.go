@@ -45,7 +45,7 @@ type Handlers struct {
 	sem     chan struct{} // bounds the requests answered at once
 }
 
-// maxReportBytes bounds the report of one attempt read from the work bucket: its two
+// maxReportBytes bounds the report of one attempt read from its worker's bucket: its two
 // logs and result.json, with room for the JSON around them.
 func maxReportBytes(logBytes int64) int64 { return 4*logBytes + 8<<20 }
 
@@ -247,8 +247,8 @@ func (h *Handlers) refusal(ctx context.Context, id string, attempt int64) (strin
 }
 
 // record keeps an attempt's artifacts and records its report, when the attempt still
-// holds the run. The artifacts are copied from the work bucket under the attempt's own
-// keys, so a losing attempt's copies never touch the winner's.
+// holds the run and asks it. The artifacts are copied from that worker's bucket under
+// the attempt's own keys, so a losing attempt's copies never touch the winner's.
 func (h *Handlers) record(ctx context.Context, worker string, data []byte) (string, error) {
 	var rec protocol.Record
 	if err := json.Unmarshal(data, &rec); err != nil || rec.Run == "" || rec.Attempt < 1 || rec.Attempt > protocol.MaxDeliver {
@@ -303,7 +303,7 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 		return "", err
 	}
 	rep.Notices = append(rep.Notices, q.Notice()...)
-	// What the attempt left in the work bucket, by key: listing the bucket would read
+	// What the attempt left in the worker's bucket, by key: listing the bucket would read
 	// every key in it.
 	left := []string{rec.ReportKey}
 	for _, a := range rep.Artifacts {
@@ -328,7 +328,7 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 	return answer, err
 }
 
-// report reads an attempt's report from the work bucket, bounded.
+// report reads an attempt's report from its worker's bucket own, bounded.
 func (h *Handlers) report(ctx context.Context, own blob.Store, key string, r store.Run) (run.Report, error) {
 	rc, err := getPatiently(ctx, own, key)
 	if errors.Is(err, blob.ErrNotFound) {
@@ -474,7 +474,7 @@ func (h *Handlers) forget(own blob.Store, keys []string) {
 	}()
 }
 
-// cleanup deletes what an attempt left in the work bucket, in the background: the
+// cleanup deletes what an attempt left in its worker's bucket own, in the background: the
 // attempt's report and artifacts, found by listing (an attempt refused before its
 // report was read; CollectWork takes what this misses).
 func (h *Handlers) cleanup(own blob.Store, id string, attempt int64) {

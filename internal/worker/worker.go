@@ -1,7 +1,7 @@
 // Package worker is `skrip worker`: it executes runs it pulls from the cluster's queue
 // (docs/cluster.md), with NATS credentials only. It claims each run from an API node,
 // fetches its files by checksum through its cache, runs it in its sandbox, leaves the
-// artifacts and its report in the work bucket, and acknowledges the message once an
+// artifacts and its report in its own bucket, and acknowledges the message once an
 // API node has recorded the result.
 package worker
 
@@ -345,10 +345,10 @@ func (w *Worker) handle(msg jetstream.Msg) {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			log.Error("leaving the run's report in the work bucket; giving up, another worker will run it", "error", err)
+			log.Error("leaving the run's report in the worker's bucket; giving up, another worker will run it", "error", err)
 			return
 		}
-		log.Warn("leaving the run's report in the work bucket; trying again", "error", err)
+		log.Warn("leaving the run's report in the worker's bucket; trying again", "error", err)
 		sleep(ctx, 2*time.Second)
 	}
 	switch answer := w.ask(ctx, protocol.RecordSubject(w.cfg.ID), protocol.Record{Run: id, Attempt: attempt, Worker: w.cfg.ID, ReportKey: key}); answer {

@@ -74,11 +74,12 @@ func CancelSubject(worker string) string { return workerPrefix + worker + ".canc
 // (skrip.w.<worker>.sb.<op>, boxes.go); BoxSubject(id, ">") is them all.
 func BoxSubject(worker, op string) string { return workerPrefix + worker + ".sb." + op }
 
-// XferKey is the work bucket's key of a sandbox file body on its way between an API
-// node and a worker: the side that receives it deletes it.
+// XferKey is the key, in its worker's own bucket (WorkerBucket), of a sandbox file
+// body on its way between an API node and a worker: the side that receives it deletes
+// it.
 func XferKey(id string) string { return "work/xfer/" + id }
 
-// Input is one file of a run's /work/input, kept in the work bucket by its checksum.
+// Input is one file of a run's /work/input, kept sealed in the work bucket (SealedKey).
 type Input struct {
 	Name   string `json:"name"`
 	SHA256 string `json:"sha256"`
@@ -146,7 +147,8 @@ type Reply struct {
 	Keys []InputKey `json:"keys,omitempty"`
 }
 
-// Record reports how an attempt ended: the report is in the work bucket at ReportKey.
+// Record reports how an attempt ended: the report is in the worker's own bucket at
+// ReportKey.
 type Record struct {
 	Run       string `json:"run"`
 	Attempt   int64  `json:"attempt"`

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +27,8 @@ import (
 // deadline while it watches the registry: a worker that leaves it (its heartbeat older
 // than the registry's TTL) takes its boxes with it, and the call ends with
 // sandbox.ErrLost within about the TTL, never at the deadline. File bodies go through
-// the work bucket (XferKey), streamed both ways.
+// the worker's own bucket (XferKey, protocol.WorkerBucket), which no other worker may
+// read, streamed both ways.
 
 // boxErr is the error worker reported, as the API node's services see it: one of the
 // runner's sandbox errors, sandbox.ErrBudget, or an error for the log.
@@ -45,7 +47,7 @@ func boxErr(e *protocol.BoxError, worker string) error {
 const (
 	boxDeadline  = time.Minute
 	execGrace    = 5 * time.Second  // past an exec's own timeout
-	xferDeadline = 10 * time.Minute // a file body moved between the work bucket and a box
+	xferDeadline = 10 * time.Minute // a file body moved between the worker's bucket and a box
 	watchEvery   = 2 * time.Second  // how often a call waiting for a worker checks the registry
 )
 
@@ -54,8 +56,8 @@ const (
 type Boxes struct {
 	nc    *nats.Conn
 	kv    jetstream.KeyValue
-	work  blob.Store
-	ttl   time.Duration // a worker whose heartbeat is older is gone
+	own   *workerBuckets // file bodies go through the box's worker's own bucket
+	ttl   time.Duration  // a worker whose heartbeat is older is gone
 	watch time.Duration
 	log   *slog.Logger
 }
@@ -68,7 +70,7 @@ func NewBoxes(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, work b
 	if err != nil {
 		return nil, fmt.Errorf("the worker registry %s: %w", protocol.Registry, err)
 	}
-	return &Boxes{nc: nc, kv: kv, work: work, ttl: protocol.RegistryTTL(cfg.AckWait), watch: min(watchEvery, protocol.RegistryTTL(cfg.AckWait)), log: log}, nil
+	return &Boxes{nc: nc, kv: kv, own: newWorkerBuckets(work), ttl: protocol.RegistryTTL(cfg.AckWait), watch: min(watchEvery, protocol.RegistryTTL(cfg.AckWait)), log: log}, nil
 }
 
 // Workers lists the live workers that keep sandboxes (their budget is above 0).
@@ -296,34 +298,46 @@ func (w *workerBoxes) Exec(ctx context.Context, id string, spec runner.ExecSpec)
 	return *rep.Result, nil
 }
 
-// WriteFile puts r in the work bucket, and the worker moves it into the box.
+// WriteFile puts r in the worker's own bucket, which no other worker may read, and
+// the worker moves it into the box.
 func (w *workerBoxes) WriteFile(ctx context.Context, id, p string, r io.Reader) (int64, error) {
+	own, err := w.b.own.of(ctx, w.worker)
+	if err != nil {
+		return 0, fmt.Errorf("sending a file to sandbox %s: %w", id, err)
+	}
 	key := protocol.XferKey(nuid.Next())
-	if _, err := w.b.work.Put(ctx, key, r, blob.PutOptions{ContentType: "application/octet-stream"}); err != nil {
+	if _, err := own.Put(ctx, key, r, blob.PutOptions{ContentType: "application/octet-stream"}); err != nil {
 		return 0, fmt.Errorf("sending a file to sandbox %s: %w", id, err)
 	}
 	rep, err := w.b.call(ctx, w.worker, protocol.OpWrite, protocol.BoxRequest{Box: id, Path: p, Xfer: key}, xferDeadline, nil)
 	if err != nil {
 		// The worker deletes it once read; it may never have.
-		w.b.work.Delete(context.WithoutCancel(ctx), key)
+		own.Delete(context.WithoutCancel(ctx), key)
 		return 0, err
 	}
 	return rep.Size, nil
 }
 
-// ReadFile asks the worker to put the file in the work bucket, and streams it from
+// ReadFile asks the worker to put the file in its own bucket, and streams it from
 // there; the object goes when the reader is closed.
 func (w *workerBoxes) ReadFile(ctx context.Context, id, p string) (io.ReadCloser, int64, error) {
+	own, err := w.b.own.of(ctx, w.worker)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading a file of sandbox %s: %w", id, err)
+	}
 	rep, err := w.b.call(ctx, w.worker, protocol.OpRead, protocol.BoxRequest{Box: id, Path: p}, xferDeadline, nil)
 	if err != nil {
 		return nil, 0, err
 	}
-	rc, _, err := w.b.work.Get(ctx, rep.Xfer, 0, -1)
+	if !strings.HasPrefix(rep.Xfer, protocol.XferKey("")) {
+		return nil, 0, fmt.Errorf("reading a file of sandbox %s: worker %s answered with %q, not a transfer", id, w.worker, rep.Xfer)
+	}
+	rc, _, err := own.Get(ctx, rep.Xfer, 0, -1)
 	if err != nil {
-		w.b.work.Delete(context.WithoutCancel(ctx), rep.Xfer)
+		own.Delete(context.WithoutCancel(ctx), rep.Xfer)
 		return nil, 0, fmt.Errorf("reading a file of sandbox %s: %w", id, err)
 	}
-	return &xferReader{ReadCloser: runner.Exactly(rc, rep.Size, p), work: w.b.work, key: rep.Xfer}, rep.Size, nil
+	return &xferReader{ReadCloser: runner.Exactly(rc, rep.Size, p), work: own, key: rep.Xfer}, rep.Size, nil
 }
 
 func (w *workerBoxes) RemoveBox(ctx context.Context, id string) error {
@@ -343,7 +357,7 @@ func (w *workerBoxes) Memory(context.Context) (runner.Memory, error) {
 	return runner.Memory{}, fmt.Errorf("the memory of worker %s is in its heartbeat", w.worker)
 }
 
-// xferReader deletes its work bucket object when closed.
+// xferReader deletes its object of the worker's bucket when closed.
 type xferReader struct {
 	io.ReadCloser
 	work blob.Store

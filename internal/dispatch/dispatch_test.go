@@ -3,7 +3,10 @@ package dispatch_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -19,9 +22,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/blob"
+	"github.com/skrip-dev/skrip/internal/blob/natsblob"
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
+	"github.com/skrip-dev/skrip/internal/runjob"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
@@ -209,6 +215,8 @@ func waitStatus(t *testing.T, c *client.Client, id, status string) client.Run {
 type fakeWorker struct {
 	nc   *nats.Conn
 	cons jetstream.Consumer
+	msg  protocol.Message // the last one claim fetched
+	last jetstream.Msg    // its delivery
 }
 
 func newFakeWorker(t *testing.T, url string) *fakeWorker {
@@ -267,17 +275,30 @@ func (f *fakeWorker) waitQueueEmpty(t *testing.T) {
 // claim takes the next message and claims its run as the attempt its delivery says.
 func (f *fakeWorker) claim(t *testing.T) (string, int64, string) {
 	t.Helper()
+	attempt := f.fetch(t)
+	answer := f.ask(t, protocol.ClaimSubject("fake"), protocol.Claim{Run: f.msg.Job.Run, Attempt: attempt, Worker: "fake", Token: f.msg.Token})
+	return f.msg.Job.Run, attempt, answer
+}
+
+// fetch takes the next message, and returns the attempt its delivery says.
+func (f *fakeWorker) fetch(t *testing.T) int64 {
+	t.Helper()
 	msg, err := f.cons.Next(jetstream.FetchMaxWait(20 * time.Second))
 	if err != nil {
 		t.Fatalf("fetching a run: %v", err)
 	}
-	var m protocol.Message
-	json.Unmarshal(msg.Data(), &m)
+	f.msg, f.last = protocol.Message{}, msg
+	json.Unmarshal(msg.Data(), &f.msg)
 	meta, _ := msg.Metadata()
-	return m.Job.Run, int64(meta.NumDelivered), f.ask(t, protocol.ClaimSubject("fake"), protocol.Claim{Run: m.Job.Run, Attempt: int64(meta.NumDelivered), Worker: "fake"})
+	return int64(meta.NumDelivered)
 }
 
 func (f *fakeWorker) ask(t *testing.T, subject string, req any) string {
+	t.Helper()
+	return f.askReply(t, subject, req).Answer
+}
+
+func (f *fakeWorker) askReply(t *testing.T, subject string, req any) protocol.Reply {
 	t.Helper()
 	b, _ := json.Marshal(req)
 	msg, err := f.nc.Request(subject, b, 10*time.Second)
@@ -286,7 +307,7 @@ func (f *fakeWorker) ask(t *testing.T, subject string, req any) string {
 	}
 	var rep protocol.Reply
 	json.Unmarshal(msg.Data, &rep)
-	return rep.Answer
+	return rep
 }
 
 // TestLateResultDiscarded: a worker that claims a run and goes silent loses it to
@@ -550,24 +571,187 @@ func TestCancelWhenWorkerGone(t *testing.T) {
 
 // TestForgedRequestsRefused: workers are untrusted. One worker cannot record the run
 // another holds (the API node takes who asks from the subject, which only that worker's
-// NATS user may publish on), nor claim an attempt the queue never delivers.
+// NATS user may publish on), nor claim a run it was not delivered, nor an attempt the
+// queue never delivers. The run's files sit sealed in the work bucket, and open only
+// with the keys its claim's reply hands over. A report whose artifacts are not what it
+// says fails the run, with none of them kept. (What a worker's NATS user may not touch
+// at all: natsserver's TestWorkerCredentialsRefused.)
 func TestForgedRequestsRefused(t *testing.T) {
 	c := newCluster(t)
 	b := c.node(t, 0)
-	_, r := queuedRun(t, b)
-	fake := newFakeWorker(t, c.nats)
-	if _, attempt, answer := fake.claim(t); attempt != 1 || answer != protocol.Go {
-		t.Fatalf("claim: attempt %d, %s", attempt, answer)
+	ctx := context.Background()
+	if _, _, err := b.Admin.CreateTool(ctx, "counter", "Counter", "", counterTool, true); err != nil {
+		t.Fatal(err)
 	}
+	ubc, _ := b.User(t, "ulla", "user")
+	const secret = "ulla's secret staged file, 0123456789"
+	r, err := ubc.RunFiles(ctx, "counter", writeFiles(t, map[string]string{"secret.txt": secret}), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newFakeWorker(t, c.nats)
+	attempt := fake.fetch(t)
+	if fake.msg.Job.Run != r.RunID || attempt != 1 || fake.msg.Token == "" || len(fake.msg.Inputs) != 1 {
+		t.Fatalf("delivered: %+v, attempt %d", fake.msg, attempt)
+	}
+
+	// A claim without the delivery's token: a worker that names a run (from another's
+	// heartbeat, say) and was not delivered it.
+	for name, token := range map[string]string{"no token": "", "a guessed token": strings.Repeat("0", 32), "a token one off": "x" + fake.msg.Token} {
+		rep := fake.askReply(t, protocol.ClaimSubject("evil"), protocol.Claim{Run: r.RunID, Attempt: 1, Worker: "evil", Token: token})
+		if rep.Answer != protocol.Stale || len(rep.Keys) != 0 {
+			t.Fatalf("a claim with %s was answered %+v, want %q and no keys", name, rep, protocol.Stale)
+		}
+	}
+	if got, _ := b.App.Store.GetRun(ctx, r.RunID); got.Status != store.StatusQueued || got.Worker != "" {
+		t.Fatalf("after claims without the delivery: %s, worker %q", got.Status, got.Worker)
+	}
+
+	// The run's files in the work bucket: not under their checksum, and ciphertext
+	// without their keys.
+	work, err := natsblob.New(ctx, fake.nc, natsblob.Config{Bucket: b.Config.NATSWorkBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := fake.msg.Inputs[0]
+	if _, err := work.Stat(ctx, protocol.CASKey(in.SHA256)); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("the input is in the work bucket by its checksum: %v", err)
+	}
+	infos, err := work.List(ctx, "work/")
+	if err != nil || len(infos) < 2 {
+		t.Fatalf("the work bucket holds %d objects, %v", len(infos), err)
+	}
+	for _, info := range infos {
+		if !strings.HasPrefix(info.Key, "work/sealed/") {
+			t.Errorf("the work bucket holds %s, not sealed", info.Key)
+		}
+		if got := readAll(t, work, info.Key); strings.Contains(string(got), secret) || strings.Contains(string(got), "run_tool") {
+			t.Errorf("%s holds plaintext", info.Key)
+		}
+	}
+
+	// The claim with the delivery's token: the keys of the run's files, which open
+	// them; one file's key does not open another.
+	rep := fake.askReply(t, protocol.ClaimSubject("fake"), protocol.Claim{Run: r.RunID, Attempt: 1, Worker: "fake", Token: fake.msg.Token})
+	if rep.Answer != protocol.Go || len(rep.Keys) != 2 {
+		t.Fatalf("the delivered claim was answered %q with %d keys", rep.Answer, len(rep.Keys))
+	}
+	keys := map[string][]byte{}
+	for _, k := range rep.Keys {
+		keys[k.SHA256] = k.Key
+	}
+	if got := openSealed(t, work, keys[in.SHA256], keys[in.SHA256]); string(got) != secret {
+		t.Fatalf("the input opened to %q", got)
+	}
+	opened, err := protocol.Open(bytes.NewReader(readAll(t, work, protocol.SealedKey(keys[in.SHA256]))), keys[fake.msg.Script.SHA256])
+	if err == nil {
+		_, err = io.ReadAll(opened)
+	}
+	if !errors.Is(err, protocol.ErrSealed) {
+		t.Fatalf("the input opened with the script's key: %v", err)
+	}
+
+	// Another worker records the run: refused, and its bucket is not read.
 	forged := fake.ask(t, protocol.RecordSubject("evil"), protocol.Record{Run: r.RunID, Attempt: 1, Worker: "fake",
 		ReportKey: protocol.AttemptPrefix(r.RunID, 1) + "report.json"})
 	if forged != protocol.Stale {
 		t.Fatalf("a record of another worker's run was answered %q, want %q", forged, protocol.Stale)
 	}
-	if got := fake.ask(t, protocol.ClaimSubject("evil"), protocol.Claim{Run: r.RunID, Attempt: 99, Worker: "evil"}); got != "" {
+	if got := fake.ask(t, protocol.ClaimSubject("evil"), protocol.Claim{Run: r.RunID, Attempt: 99, Worker: "evil", Token: fake.msg.Token}); got != "" {
 		t.Fatalf("a claim of attempt 99 was answered %q", got)
 	}
-	if got, _ := b.App.Store.GetRun(context.Background(), r.RunID); got.Status != store.StatusRunning || got.Attempts != 1 || got.Worker != "fake" {
+	if got, _ := b.App.Store.GetRun(ctx, r.RunID); got.Status != store.StatusRunning || got.Attempts != 1 || got.Worker != "fake" {
 		t.Fatalf("after the forged requests: %s, attempt %d, worker %q", got.Status, got.Attempts, got.Worker)
 	}
+
+	// The holder's report says its artifact has other bytes than it has: the run fails,
+	// and nothing of it is kept.
+	own, err := work.Sibling(ctx, protocol.WorkerBucket(b.Config.NATSWorkBucket, "fake"), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := natsblob.New(ctx, fake.nc, natsblob.Config{Bucket: b.Config.NATSBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(id string, arts []runjob.Artifact) client.Run {
+		t.Helper()
+		prefix := protocol.AttemptPrefix(id, 1)
+		report, _ := json.Marshal(runjob.Report{Artifacts: arts})
+		if _, err := own.Put(ctx, prefix+"report.json", bytes.NewReader(report), blob.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if answer := fake.ask(t, protocol.RecordSubject("fake"), protocol.Record{Run: id, Attempt: 1, Worker: "fake", ReportKey: prefix + "report.json"}); answer != protocol.Recorded {
+			t.Fatalf("the record was answered %q", answer)
+		}
+		if err := fake.last.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ubc.GetRun(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept, err := files.List(ctx, "runs/"+id+"/"); err != nil || len(kept) != 0 {
+			t.Fatalf("the files bucket keeps %d objects of the run, %v", len(kept), err)
+		}
+		return got
+	}
+	prefix := protocol.AttemptPrefix(r.RunID, 1) + "out/"
+	for name, body := range map[string]string{"good.txt": "honest bytes", "bad.txt": "forged bytes"} {
+		if _, err := own.Put(ctx, prefix+name, strings.NewReader(body), blob.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	honest := sha256.Sum256([]byte("honest bytes"))
+	sum := hex.EncodeToString(honest[:])
+	got := record(r.RunID, []runjob.Artifact{
+		{Path: "output/good.txt", Name: "good.txt", Bytes: 12, SHA256: sum, Key: prefix + "good.txt"},
+		{Path: "output/bad.txt", Name: "bad.txt", Bytes: 12, SHA256: sum, Key: prefix + "bad.txt"},
+	})
+	if got.Status != "failed" || got.ErrorSummary == nil || !strings.Contains(*got.ErrorSummary, "output/bad.txt") ||
+		!strings.Contains(*got.ErrorSummary, "not the sha256:"+sum) || len(got.Artifacts) != 0 {
+		t.Fatalf("a run with a forged checksum: %s (%v), %d artifacts", got.Status, got.ErrorSummary, len(got.Artifacts))
+	}
+
+	// An artifact the report names and the worker never left: the run fails too.
+	r2, err := ubc.RunFiles(ctx, "counter", nil, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _, answer := fake.claim(t); id != r2.RunID || answer != protocol.Go {
+		t.Fatalf("claim of the second run: %s, %s", id, answer)
+	}
+	got = record(r2.RunID, []runjob.Artifact{{Path: "output/gone.txt", Name: "gone.txt", Bytes: 12, SHA256: sum,
+		Key: protocol.AttemptPrefix(r2.RunID, 1) + "out/gone.txt"}})
+	if got.Status != "failed" || got.ErrorSummary == nil || !strings.Contains(*got.ErrorSummary, "output/gone.txt is missing") {
+		t.Fatalf("a run with a missing artifact: %s (%v)", got.Status, got.ErrorSummary)
+	}
+}
+
+func readAll(t *testing.T, s blob.Store, key string) []byte {
+	t.Helper()
+	rc, _, err := s.Get(context.Background(), key, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// openSealed reads the work bucket's object sealed with key and opens it with open.
+func openSealed(t *testing.T, work blob.Store, key, open []byte) []byte {
+	t.Helper()
+	r, err := protocol.Open(bytes.NewReader(readAll(t, work, protocol.SealedKey(key))), open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -2,6 +2,9 @@ package dispatch
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +36,8 @@ type Handlers struct {
 	runs    *run.Service
 	files   blob.Store // where recorded artifacts are kept
 	work    blob.Store
+	own     *workerBuckets // each worker's own bucket, where it leaves its reports and artifacts
+	keys    *keyring       // the keys of runs' files, handed over with a claim
 	node    string
 	log     *slog.Logger
 	metrics *metrics.Metrics
@@ -40,7 +45,7 @@ type Handlers struct {
 	sem     chan struct{} // bounds the requests answered at once
 }
 
-// maxReportBytes bounds the report of one attempt read from the work bucket: its two
+// maxReportBytes bounds the report of one attempt read from its worker's bucket: its two
 // logs and result.json, with room for the JSON around them.
 func maxReportBytes(logBytes int64) int64 { return 4*logBytes + 8<<20 }
 
@@ -51,14 +56,15 @@ func Serve(nc *nats.Conn, stream jetstream.Stream, st *store.Store, runs *run.Se
 	if err != nil {
 		return nil, err
 	}
-	h := &Handlers{sem: make(chan struct{}, maxRequests), nc: nc, js: js, stream: stream, st: st, runs: runs, files: files, work: work, node: node, log: log, metrics: m}
+	h := &Handlers{sem: make(chan struct{}, maxRequests), nc: nc, js: js, stream: stream, st: st, runs: runs, files: files, work: work, node: node, log: log, metrics: m,
+		own: newWorkerBuckets(work), keys: &keyring{js: js}}
 	for _, s := range []struct {
 		subject string
 		queue   bool
 		fn      nats.MsgHandler
 	}{
 		{protocol.ClaimSubject("*"), true, h.request(h.claim)},
-		{protocol.RecordSubject("*"), true, h.request(h.record)},
+		{protocol.RecordSubject("*"), true, h.request(answerOnly(h.record))},
 		{protocol.LeaseSubject("*"), true, h.lease},
 		{protocol.StatusSubject("*"), false, h.relay},
 		{protocol.MaxDeliveries, true, h.exhausted},
@@ -86,8 +92,16 @@ func (h *Handlers) Close() {
 	}
 }
 
+// answerOnly is fn for request, when its reply is an answer alone.
+func answerOnly(fn func(ctx context.Context, worker string, data []byte) (string, error)) func(context.Context, string, []byte) (protocol.Reply, error) {
+	return func(ctx context.Context, worker string, data []byte) (protocol.Reply, error) {
+		answer, err := fn(ctx, worker, data)
+		return protocol.Reply{Answer: answer}, err
+	}
+}
+
 // request answers a worker's request with what fn decides, or with an error to retry.
-func (h *Handlers) request(fn func(ctx context.Context, worker string, data []byte) (string, error)) nats.MsgHandler {
+func (h *Handlers) request(fn func(ctx context.Context, worker string, data []byte) (protocol.Reply, error)) nats.MsgHandler {
 	return func(m *nats.Msg) {
 		// One at a time per subscription would make a worker wait behind another's
 		// large artifacts, and ask again elsewhere; at most maxRequests at once.
@@ -96,8 +110,7 @@ func (h *Handlers) request(fn func(ctx context.Context, worker string, data []by
 			defer func() { <-h.sem }()
 			ctx, cancel := context.WithTimeout(context.Background(), protocol.RequestTimeout)
 			defer cancel()
-			answer, err := fn(ctx, workerOf(m.Subject), m.Data)
-			rep := protocol.Reply{Answer: answer}
+			rep, err := fn(ctx, workerOf(m.Subject), m.Data)
 			if err != nil {
 				h.log.Error("answering a worker", "subject", m.Subject, "error", err)
 				rep = protocol.Reply{Error: err.Error()}
@@ -115,23 +128,101 @@ const maxRequests = 64
 // only that worker's NATS user may publish to.
 func workerOf(subject string) string { return subject[strings.LastIndexByte(subject, '.')+1:] }
 
-// claim gives the run to the worker as the attempt it asks for, when it may have it.
-func (h *Handlers) claim(ctx context.Context, worker string, data []byte) (string, error) {
+// claim gives the run to the worker as the attempt it asks for, when it may have it,
+// with the keys of the run's files. The claim must carry the token of the run's
+// message on the stream, which only a worker the stream delivered it to knows: a
+// worker cannot claim a run it merely names (from another worker's heartbeat, say).
+func (h *Handlers) claim(ctx context.Context, worker string, data []byte) (protocol.Reply, error) {
 	var c protocol.Claim
 	if err := json.Unmarshal(data, &c); err != nil || c.Run == "" || c.Attempt < 1 || c.Attempt > protocol.MaxDeliver {
-		return "", fmt.Errorf("worker %s: a claim that is not one: %.200q", worker, data)
+		return protocol.Reply{}, fmt.Errorf("worker %s: a claim that is not one: %.200q", worker, data)
+	}
+	msg, err := h.delivered(ctx, c)
+	var refused errNotDelivered
+	if errors.As(err, &refused) {
+		h.log.Warn("a claim without its delivery is refused", "worker", worker, "run", c.Run, "attempt", c.Attempt, "why", err)
+		answer := protocol.Stale
+		if refused.gone {
+			// No message, no run to hand over: it is over, or another attempt's.
+			if answer, err = h.refusal(ctx, c.Run, c.Attempt); err != nil {
+				return protocol.Reply{}, err
+			}
+		}
+		h.metrics.DispatchClaims.WithLabelValues(answer).Inc()
+		return protocol.Reply{Answer: answer}, nil
+	}
+	if err != nil {
+		return protocol.Reply{}, err
+	}
+	rep := protocol.Reply{Answer: protocol.Go}
+	if msg.Token != "" {
+		if rep.Keys, err = h.runKeys(ctx, msg); err != nil {
+			return protocol.Reply{}, err
+		}
+	}
+	// The worker leaves its report and artifacts in its own bucket, which it may not make.
+	if _, err := h.own.of(ctx, worker); err != nil {
+		return protocol.Reply{}, err
 	}
 	ok, err := h.runs.Claim(ctx, c.Run, c.Attempt, worker)
 	if err != nil {
-		return "", err
+		return protocol.Reply{}, err
 	}
 	if ok {
 		h.metrics.DispatchClaims.WithLabelValues(protocol.Go).Inc()
-		return protocol.Go, nil
+		return rep, nil
 	}
 	answer, err := h.refusal(ctx, c.Run, c.Attempt)
 	h.metrics.DispatchClaims.WithLabelValues(answer).Inc()
-	return answer, err
+	return protocol.Reply{Answer: answer}, err
+}
+
+// errNotDelivered is a claim no delivery proves; gone says the run's message is not on
+// the stream at all.
+type errNotDelivered struct {
+	why  string
+	gone bool
+}
+
+func (e errNotDelivered) Error() string { return e.why }
+
+// delivered reads the message of the run c claims from the stream, where it stays
+// until its run is recorded, and checks c's token against it. A message of an API node
+// from before tokens has none, and proves nothing either way (a rolling upgrade).
+func (h *Handlers) delivered(ctx context.Context, c protocol.Claim) (protocol.Message, error) {
+	var msg protocol.Message
+	raw, err := h.stream.GetLastMsgForSubject(ctx, protocol.JobSubject(c.Run))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return msg, errNotDelivered{why: "the run's message is not on the stream", gone: true}
+	}
+	if err != nil {
+		return msg, fmt.Errorf("reading run %s's message on the stream: %w", c.Run, err)
+	}
+	if err := json.Unmarshal(raw.Data, &msg); err != nil || msg.Job.Run != c.Run {
+		return msg, errNotDelivered{why: "the run's message on the stream is not one"}
+	}
+	if msg.Token != "" && subtle.ConstantTimeCompare([]byte(msg.Token), []byte(c.Token)) != 1 {
+		return msg, errNotDelivered{why: "the claim's token is not that of the run's message"}
+	}
+	return msg, nil
+}
+
+// runKeys are the keys of msg's script and input files, each once.
+func (h *Handlers) runKeys(ctx context.Context, msg protocol.Message) ([]protocol.InputKey, error) {
+	seen := map[string]bool{}
+	var keys []protocol.InputKey
+	for _, in := range append([]protocol.Input{msg.Script}, msg.Inputs...) {
+		if seen[in.SHA256] {
+			continue
+		}
+		seen[in.SHA256] = true
+		k, err := h.keys.key(ctx, in.SHA256)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, protocol.InputKey{SHA256: in.SHA256, Key: k})
+	}
+	return keys, nil
 }
 
 // refusal is why attempt of run id may not go on: the run is over (or gone), or a
@@ -156,8 +247,8 @@ func (h *Handlers) refusal(ctx context.Context, id string, attempt int64) (strin
 }
 
 // record keeps an attempt's artifacts and records its report, when the attempt still
-// holds the run. The artifacts are copied from the work bucket under the attempt's own
-// keys, so a losing attempt's copies never touch the winner's.
+// holds the run and asks it. The artifacts are copied from that worker's bucket under
+// the attempt's own keys, so a losing attempt's copies never touch the winner's.
 func (h *Handlers) record(ctx context.Context, worker string, data []byte) (string, error) {
 	var rec protocol.Record
 	if err := json.Unmarshal(data, &rec); err != nil || rec.Run == "" || rec.Attempt < 1 || rec.Attempt > protocol.MaxDeliver {
@@ -167,10 +258,16 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 	if rec.ReportKey != prefix+"report.json" {
 		return "", fmt.Errorf("run %s: a report at %q, not under %s", rec.Run, rec.ReportKey, prefix)
 	}
+	// Only what the asking worker left in its own bucket is read: the run is recorded
+	// below only when that worker holds it.
+	own, err := h.own.of(ctx, worker)
+	if err != nil {
+		return "", err
+	}
 	r, err := h.st.GetRun(ctx, rec.Run)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		h.cleanup(rec.Run, rec.Attempt)
+		h.cleanup(own, rec.Run, rec.Attempt)
 		return protocol.Final, nil
 	case err != nil:
 		return "", err
@@ -178,25 +275,35 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 		// A later attempt holds the run, or recorded it: this result is late. Never
 		// acknowledged, it cannot remove a message that is the later attempt's.
 		h.metrics.LateResults.Inc()
-		h.cleanup(rec.Run, rec.Attempt)
+		h.cleanup(own, rec.Run, rec.Attempt)
 		return protocol.Stale, nil
 	case store.Terminal(r.Status):
 		// Recorded already (the worker's acknowledgement was lost), or ended while it ran.
-		h.cleanup(rec.Run, rec.Attempt)
+		h.cleanup(own, rec.Run, rec.Attempt)
 		return protocol.Final, nil
 	}
-	rep, err := h.report(ctx, rec.ReportKey, r)
+	rep, err := h.report(ctx, own, rec.ReportKey, r)
 	if err != nil {
 		return "", err
 	}
 	q := h.runs.Quota(r)
-	kept, err := h.keepArtifacts(ctx, rec, rep.Artifacts, q)
-	if err != nil {
+	kept, err := h.keepArtifacts(ctx, own, rec, rep.Artifacts, q)
+	var bad errBadArtifact
+	switch {
+	case errors.As(err, &bad):
+		// The worker's artifacts are not what its report says, or are not there: the run
+		// fails with none of them, and nothing of its report is trusted.
+		h.drop(ctx, kept, q)
+		h.log.Warn("a worker's artifacts are not what it reported; the run fails", "run", rec.Run, "worker", worker, "error", err)
+		arts := rep.Artifacts
+		rep = run.Report{Limits: rep.Limits, Artifacts: arts, Failure: err.Error()}
+		kept = nil
+	case err != nil:
 		h.drop(ctx, kept, q)
 		return "", err
 	}
 	rep.Notices = append(rep.Notices, q.Notice()...)
-	// What the attempt left in the work bucket, by key: listing the bucket would read
+	// What the attempt left in the worker's bucket, by key: listing the bucket would read
 	// every key in it.
 	left := []string{rec.ReportKey}
 	for _, a := range rep.Artifacts {
@@ -210,7 +317,7 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 	if err != nil {
 		return "", err
 	}
-	h.forget(left)
+	h.forget(own, left)
 	if ok {
 		return protocol.Recorded, nil
 	}
@@ -221,9 +328,12 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 	return answer, err
 }
 
-// report reads an attempt's report from the work bucket, bounded.
-func (h *Handlers) report(ctx context.Context, key string, r store.Run) (run.Report, error) {
-	rc, _, err := h.work.Get(ctx, key, 0, -1)
+// report reads an attempt's report from its worker's bucket own, bounded.
+func (h *Handlers) report(ctx context.Context, own blob.Store, key string, r store.Run) (run.Report, error) {
+	rc, err := getPatiently(ctx, own, key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return run.Report{Failure: "the worker's report of the run is missing"}, nil
+	}
 	if err != nil {
 		return run.Report{}, fmt.Errorf("run %s: reading its report: %w", r.ID, err)
 	}
@@ -243,17 +353,19 @@ func (h *Handlers) report(ctx context.Context, key string, r store.Run) (run.Rep
 	return rep, nil
 }
 
-// keepArtifacts copies an attempt's artifacts from the work bucket into the files
-// store, checking each one's checksum and size, and returns them with their new keys.
+// keepArtifacts copies an attempt's artifacts from the worker's own bucket into the
+// files store, and returns them with their new keys and the checksums this node
+// computed as it copied them: an artifact whose bytes are not the size and checksum the
+// report says, or that is missing, is an errBadArtifact.
 // Their room is reserved in q (the run's user's quota) all at once, before any is
 // copied: an artifact that does not fit is not copied, the run keeps what fits and q's
 // notice names the rest; when the run is no longer this attempt's, none is.
-func (h *Handlers) keepArtifacts(ctx context.Context, rec protocol.Record, arts []run.Artifact, q *run.Quota) ([]run.Artifact, error) {
+func (h *Handlers) keepArtifacts(ctx context.Context, own blob.Store, rec protocol.Record, arts []run.Artifact, q *run.Quota) ([]run.Artifact, error) {
 	prefix := protocol.AttemptPrefix(rec.Run, rec.Attempt) + "out/"
 	planned := make([]run.Planned, len(arts))
 	for i, a := range arts {
 		if i == run.MaxArtifacts || !strings.HasPrefix(a.Key, prefix) || !strings.HasPrefix(a.Path, "output/") {
-			return nil, fmt.Errorf("run %s: the worker reported an artifact it may not: %q at %q", rec.Run, a.Path, a.Key)
+			return nil, errBadArtifact(fmt.Sprintf("the worker reported an artifact it may not: %q at %q", a.Path, a.Key))
 		}
 		planned[i] = run.Planned{Path: a.Path, Bytes: a.Bytes}
 	}
@@ -270,7 +382,8 @@ func (h *Handlers) keepArtifacts(ctx context.Context, rec protocol.Record, arts 
 		// Each record call copies under keys of its own: two calls for one attempt (a
 		// worker asking again) never delete each other's copies.
 		key := fmt.Sprintf("runs/%s/a%d-%s/output/%s", rec.Run, rec.Attempt, call, strings.TrimPrefix(a.Key, prefix))
-		if err := h.copy(ctx, a.Key, key, a.SHA256, a.Bytes); err != nil {
+		sha, err := h.copy(ctx, own, a.Key, key, a.SHA256, a.Bytes)
+		if err != nil {
 			// What was reserved for this one and the ones not copied after it goes back;
 			// the caller gives back the kept ones' as it drops them.
 			var left int64
@@ -280,32 +393,66 @@ func (h *Handlers) keepArtifacts(ctx context.Context, rec protocol.Record, arts 
 				}
 			}
 			q.Release(ctx, left)
+			var bad errBadArtifact
+			if errors.As(err, &bad) {
+				return kept, errBadArtifact(fmt.Sprintf("the worker's artifact %s %s", a.Path, bad))
+			}
 			return kept, fmt.Errorf("run %s: keeping %s: %w", rec.Run, a.Path, err)
 		}
-		a.Key = key
+		a.Key, a.SHA256 = key, sha
 		kept = append(kept, a)
 	}
 	return kept, nil
 }
 
-// copy copies object from of the work bucket to key to of the files store, when its
-// bytes are size bytes with checksum sha: the quota reserved size, so no more is stored.
-func (h *Handlers) copy(ctx context.Context, from, to, sha string, size int64) error {
-	rc, _, err := h.work.Get(ctx, from, 0, -1)
+// copy copies object from of the worker's bucket own to key to of the files store,
+// hashing the bytes as they pass, and returns their checksum when they are size bytes
+// with checksum sha, as the report says: the quota reserved size, so no more is
+// stored. Bytes that are not, or a missing object, are an errBadArtifact, and nothing
+// of them stays.
+func (h *Handlers) copy(ctx context.Context, own blob.Store, from, to, sha string, size int64) (string, error) {
+	rc, err := getPatiently(ctx, own, from)
+	if errors.Is(err, blob.ErrNotFound) {
+		return "", errBadArtifact("is missing from the worker's bucket")
+	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer rc.Close()
-	info, err := h.files.Put(ctx, to, io.LimitReader(rc, size+1), blob.PutOptions{ContentType: runjob.ContentType(to)})
+	hash := sha256.New()
+	n, err := h.files.Put(ctx, to, io.TeeReader(io.LimitReader(rc, size+1), hash), blob.PutOptions{ContentType: runjob.ContentType(to)})
 	if err != nil {
-		return err
-	}
-	if info.Checksum != "sha256:"+sha || info.Size != size {
 		h.files.Delete(context.WithoutCancel(ctx), to)
-		return fmt.Errorf("its bytes have %s (%d bytes), not the sha256:%s (%d bytes) reported", info.Checksum, info.Size, sha, size)
+		return "", err
 	}
-	return nil
+	got := hex.EncodeToString(hash.Sum(nil))
+	if got != sha || n.Size != size {
+		h.files.Delete(context.WithoutCancel(ctx), to)
+		return "", errBadArtifact(fmt.Sprintf("has sha256:%s (%d bytes), not the sha256:%s (%d bytes) its report says", got, n.Size, sha, size))
+	}
+	return got, nil
 }
+
+// getPatiently opens key of a worker's bucket. The worker asked after it put the
+// object, so a missing one is asked for again for a few seconds before it counts as
+// missing (and the run fails): a replica that has not applied the write yet, with the
+// stream's leader being elected, says it is missing.
+func getPatiently(ctx context.Context, own blob.Store, key string) (io.ReadCloser, error) {
+	wait := 500 * time.Millisecond
+	for {
+		rc, _, err := own.Get(ctx, key, 0, -1)
+		if !errors.Is(err, blob.ErrNotFound) || wait > 4*time.Second || !sleepCtx(ctx, wait) {
+			return rc, err
+		}
+		wait *= 2
+	}
+}
+
+// errBadArtifact is an artifact whose bytes are not what its worker reported: the
+// run fails (a runner error), and none of its artifacts is kept.
+type errBadArtifact string
+
+func (e errBadArtifact) Error() string { return string(e) }
 
 // drop deletes artifacts copied for a result that was not recorded, and gives back
 // what q reserved for them.
@@ -316,30 +463,30 @@ func (h *Handlers) drop(ctx context.Context, arts []run.Artifact, q *run.Quota) 
 	}
 }
 
-// forget deletes keys of the work bucket, in the background.
-func (h *Handlers) forget(keys []string) {
+// forget deletes keys of a worker's bucket own, in the background.
+func (h *Handlers) forget(own blob.Store, keys []string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		for _, k := range keys {
-			h.work.Delete(ctx, k)
+			own.Delete(ctx, k)
 		}
 	}()
 }
 
-// cleanup deletes what an attempt left in the work bucket, in the background: the
+// cleanup deletes what an attempt left in its worker's bucket own, in the background: the
 // attempt's report and artifacts, found by listing (an attempt refused before its
 // report was read; CollectWork takes what this misses).
-func (h *Handlers) cleanup(id string, attempt int64) {
+func (h *Handlers) cleanup(own blob.Store, id string, attempt int64) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		infos, err := h.work.List(ctx, protocol.AttemptPrefix(id, attempt))
+		infos, err := own.List(ctx, protocol.AttemptPrefix(id, attempt))
 		if err != nil {
 			return
 		}
 		for _, i := range infos {
-			h.work.Delete(ctx, i.Key)
+			own.Delete(ctx, i.Key)
 		}
 	}()
 }

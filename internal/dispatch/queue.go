@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -72,6 +73,9 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Lo
 	if err != nil {
 		return nil, fmt.Errorf("the worker registry %s: %w", protocol.Registry, err)
 	}
+	if err := setupKeys(ctx, js, cfg.Replicas); err != nil {
+		return nil, fmt.Errorf("the sealing secret's bucket %s: %w", protocol.Keys, err)
+	}
 	return stream, nil
 }
 
@@ -85,6 +89,7 @@ type Queue struct {
 	st      *store.Store
 	work    blob.Store
 	known   *blobcache.Cache // files whose checksum is known without reading them; may be nil
+	keys    *keyring         // seals runs' files in the work bucket
 	cfg     Config
 	metrics *metrics.Metrics
 	log     *slog.Logger
@@ -101,7 +106,7 @@ type Queue struct {
 // be nil.
 func NewQueue(nc *nats.Conn, js jetstream.JetStream, stream jetstream.Stream, st *store.Store, work blob.Store, known *blobcache.Cache, cfg Config,
 	m *metrics.Metrics, log *slog.Logger) *Queue {
-	return &Queue{nc: nc, js: js, stream: stream, st: st, work: work, known: known, cfg: cfg, metrics: m, log: log}
+	return &Queue{nc: nc, js: js, stream: stream, st: st, work: work, known: known, keys: &keyring{js: js}, cfg: cfg, metrics: m, log: log}
 }
 
 var _ run.Dispatcher = (*Queue)(nil)
@@ -145,7 +150,7 @@ const admitEvery = 200 * time.Millisecond
 // where the scheduler takes it from (Schedule): on the stream, one user's runs would
 // wait ahead of everyone else's.
 func (q *Queue) Dispatch(ctx context.Context, job run.Job, dir string) error {
-	msg := protocol.Message{Job: job}
+	msg := protocol.Message{Job: job, Token: newToken()}
 	msg.Job.Script = nil
 	script, err := q.keep(ctx, job.Script)
 	if err != nil {
@@ -223,6 +228,13 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// newToken is a message's claim token (protocol.Message.Token).
+func newToken() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // keep puts b in the work bucket by its checksum, unless it is there, and returns it.
 func (q *Queue) keep(ctx context.Context, b []byte) (string, error) {
 	sum := sha256.Sum256(b)
@@ -256,8 +268,14 @@ func (q *Queue) keepFile(ctx context.Context, path string) (protocol.Input, erro
 	return protocol.Input{SHA256: sha, Bytes: n}, q.put(ctx, sha, func() (io.ReadCloser, error) { return os.Open(path) })
 }
 
+// The file is sealed with its key (keys.go): a worker reads it only with the key its
+// claim of a run that holds the file gets.
 func (q *Queue) put(ctx context.Context, sha string, open func() (io.ReadCloser, error)) error {
-	key := protocol.CASKey(sha)
+	seal, err := q.keys.key(ctx, sha)
+	if err != nil {
+		return err
+	}
+	key := protocol.SealedKey(seal)
 	if info, err := q.work.Stat(ctx, key); err == nil && time.Since(info.ModTime) < casRefresh {
 		return nil
 	} else if err != nil && !errors.Is(err, blob.ErrNotFound) {
@@ -272,14 +290,18 @@ func (q *Queue) put(ctx context.Context, sha string, open func() (io.ReadCloser,
 		return err
 	}
 	defer r.Close()
-	info, err := q.work.Put(ctx, key, r, blob.PutOptions{ContentType: "application/octet-stream"})
+	h := sha256.New()
+	sealed, err := protocol.Seal(io.TeeReader(r, h), seal)
 	if err != nil {
 		return err
 	}
+	if _, err := q.work.Put(ctx, key, sealed, blob.PutOptions{ContentType: "application/octet-stream"}); err != nil {
+		return err
+	}
 	q.metrics.DispatchSent.Inc()
-	if info.Checksum != "sha256:"+sha {
+	if got := hex.EncodeToString(h.Sum(nil)); got != sha {
 		q.work.Delete(context.WithoutCancel(ctx), key)
-		return fmt.Errorf("the file changed while it was sent (%s, not sha256:%s)", info.Checksum, sha)
+		return fmt.Errorf("the file changed while it was sent (sha256:%s, not sha256:%s)", got, sha)
 	}
 	return nil
 }

@@ -168,7 +168,7 @@ func CollectWork(ctx context.Context, work blob.Store, now time.Time) (int, erro
 	for _, c := range []struct {
 		prefix string
 		keep   time.Duration
-	}{{"work/cas/", casKeep}, {"work/runs/", attemptKeep}, {"work/xfer/", attemptKeep}} {
+	}{{"work/sealed/", casKeep}, {"work/cas/", casKeep}, {"work/runs/", attemptKeep}, {"work/xfer/", attemptKeep}} {
 		infos, err := work.List(ctx, c.prefix)
 		if err != nil {
 			return n, err

@@ -15,7 +15,11 @@ const (
 	RunsStream    = "SKRIP_RUNS"    // the work queue of runs
 	RunsConsumer  = "workers"       // the durable pull consumer every worker fetches from
 	WorkersBucket = "skrip-workers" // the KV bucket of worker heartbeats
+	KeysBucket    = "skrip-keys"    // the KV bucket of the API nodes' sealing secret
 )
+
+// WorkerBucket is worker's own bucket beside the work bucket (protocol.WorkerBucket).
+func WorkerBucket(workBucket, worker string) string { return workBucket + "-w-" + worker }
 
 // Kind is the role a NATS user plays in a cluster.
 type Kind string
@@ -45,11 +49,14 @@ func WorkerInboxPrefix(worker string) string { return "_INBOX.w-" + worker }
 //   - fetch from the runs consumer and acknowledge its messages;
 //   - ask API nodes to claim, record and renew its runs, and publish output lines;
 //   - write its own heartbeat and read the others';
-//   - read and write objects of the work bucket;
+//   - read objects of the work bucket (runs' files, sealed: it opens those of the runs
+//     it claims);
+//   - read and write objects of its own bucket (WorkerBucket), where it leaves its
+//     reports and artifacts and its sandboxes' files come and go;
 //   - answer requests sent to its own subjects (skrip.w.<id>.>).
 //
-// It may not touch the files bucket, status events, other workers' subjects or keys, or
-// any other JetStream API. Each subject is one that nats.go (v1.55) sends for the
+// It may not touch the files bucket, the sealing secret, status events, other workers'
+// subjects, keys or buckets, write the work bucket, or use any other JetStream API. Each subject is one that nats.go (v1.55) sends for the
 // calls workers make: KeyValue Put, Get and Watch; ObjectStore Put, Get, GetInfo, List
 // and Delete (push ordered consumers with flow control); and skrip's natsblob (pull
 // ordered consumers, direct gets, purges).
@@ -68,10 +75,15 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 			return nil, fmt.Errorf("natsserver: %s %q: %w", tok.what, tok.v, err)
 		}
 	}
+	if strings.Trim(worker, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+		return nil, fmt.Errorf(`natsserver: worker id %q: it names the worker's bucket, so it may hold only letters, digits, "-" and "_"`, worker)
+	}
 	if workBucket == filesBucket {
 		return nil, errors.New("natsserver: the work bucket and the files bucket must differ")
 	}
 	work := "OBJ_" + workBucket
+	ownBucket := WorkerBucket(workBucket, worker)
+	own := "OBJ_" + ownBucket
 	kv := "KV_" + WorkersBucket
 	api := "$JS.API."
 	pub := []string{
@@ -93,24 +105,33 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 		api + "CONSUMER.CREATE." + kv + ".>",
 		api + "CONSUMER.DELETE." + kv + ".*",
 		"$JS.FC." + kv + ".>",
-		// The work bucket: its subjects and its stream's API. nats.go's Get is a push
-		// ordered consumer with flow control, natsblob's a pull ordered consumer; Delete
-		// purges the object's chunks; natsblob deletes chunks of a failed Put by
-		// sequence.
-		"$O." + workBucket + ".>",
+		// The work bucket, read only: its stream's API. nats.go's Get is a push ordered
+		// consumer with flow control, natsblob's a pull ordered consumer.
 		api + "STREAM.INFO." + work,
 		api + "DIRECT.GET." + work + ".>",
 		api + "STREAM.MSG.GET." + work,
-		api + "STREAM.MSG.DELETE." + work,
-		api + "STREAM.PURGE." + work,
 		api + "CONSUMER.CREATE." + work + ".>",
 		api + "CONSUMER.DELETE." + work + ".*",
 		api + "CONSUMER.MSG.NEXT." + work + ".*",
 		"$JS.FC." + work + ".>",
+		// Its own bucket: its subjects and its stream's API, to read and write. Delete
+		// purges the object's chunks; natsblob deletes chunks of a failed Put by
+		// sequence. It is an API node's to make.
+		"$O." + ownBucket + ".>",
+		api + "STREAM.INFO." + own,
+		api + "DIRECT.GET." + own + ".>",
+		api + "STREAM.MSG.GET." + own,
+		api + "STREAM.MSG.DELETE." + own,
+		api + "STREAM.PURGE." + own,
+		api + "CONSUMER.CREATE." + own + ".>",
+		api + "CONSUMER.DELETE." + own + ".*",
+		api + "CONSUMER.MSG.NEXT." + own + ".*",
+		"$JS.FC." + own + ".>",
 		// Replies to API nodes' requests.
 		"_INBOX.>",
 	}
 	files := "OBJ_" + filesBucket
+	keys := "KV_" + KeysBucket
 	// Nothing above allows these; denying them as well keeps it so if an allow is ever
 	// widened.
 	denyPub := []string{
@@ -120,6 +141,15 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 		api + "*.*.*." + files,
 		api + "*.*.*." + files + ".>",
 		"$JS.FC." + files + ".>",
+		"$KV." + KeysBucket + ".>",
+		api + "*.*." + keys,
+		api + "*.*." + keys + ".>",
+		api + "*.*.*." + keys,
+		api + "*.*.*." + keys + ".>",
+		// Writing the work bucket: only API nodes put runs' files there.
+		"$O." + workBucket + ".>",
+		api + "STREAM.MSG.DELETE." + work,
+		api + "STREAM.PURGE." + work,
 	}
 	sub := []string{
 		WorkerInboxPrefix(worker) + ".>",
@@ -129,6 +159,7 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 		"skrip.api.>",
 		"skrip.st.>",
 		"$O." + filesBucket + ".>",
+		"$O." + workBucket + ".>",
 	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub, Deny: denyPub},

@@ -35,6 +35,8 @@ func TestPermissionsRefusesBadNames(t *testing.T) {
 		{"worker", "", workBucket, filesBucket},
 		{"worker", "w.1", workBucket, filesBucket},
 		{"worker", "w*", workBucket, filesBucket},
+		{"worker", "w/1", workBucket, filesBucket}, // it names a bucket
+		{"worker", "w@1", workBucket, filesBucket},
 		{"worker", "w1", "a>", filesBucket},
 		{"worker", "w1", workBucket, workBucket},
 		{"admin", "w1", workBucket, filesBucket},
@@ -123,7 +125,9 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 	if _, err := akv.Put(ctx, "w2", []byte("alive")); err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []string{workBucket, filesBucket} {
+	// The buckets API nodes make: the files, the shared work bucket, each worker's own,
+	// and the sealing secret's KV.
+	for _, b := range []string{workBucket, filesBucket, WorkerBucket(workBucket, "w1"), WorkerBucket(workBucket, "w2")} {
 		obs, err := ajs.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: b})
 		if err != nil {
 			t.Fatal(err)
@@ -131,6 +135,21 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		if _, err := obs.PutBytes(ctx, "files/secret", []byte("a user's file")); err != nil {
 			t.Fatal(err)
 		}
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB: several chunks
+	apiWork, err := natsblob.New(ctx, api, natsblob.Config{Bucket: workBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apiWork.Put(ctx, "work/sealed/x", bytes.NewReader(big), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := ajs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: KeysBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.Put(ctx, "inputs", []byte("the API nodes' secret")); err != nil {
+		t.Fatal(err)
 	}
 	claims, err := api.QueueSubscribe("skrip.api.>", "api", func(m *nats.Msg) { m.Respond([]byte("go")) })
 	if err != nil {
@@ -219,13 +238,35 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 			t.Errorf("watch saw %d heartbeats, want 2", seen)
 		}
 
-		// The work bucket through nats.go's Object Store.
-		obs, err := wjs.ObjectStore(ctx, workBucket)
+		// The work bucket, read only, through nats.go's Object Store and skrip's natsblob.
+		wobs, err := wjs.ObjectStore(ctx, workBucket)
 		step("open the work bucket", err)
-		big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB: several chunks
+		got, err := wobs.GetBytes(ctx, "work/sealed/x")
+		step("object get from the work bucket", err)
+		if !bytes.Equal(got, big) {
+			t.Errorf("object get returned %d bytes, want %d", len(got), len(big))
+		}
+		_, err = wobs.GetInfo(ctx, "work/sealed/x")
+		step("object info in the work bucket", err)
+		work, err := natsblob.New(ctx, w, natsblob.Config{Bucket: workBucket})
+		step("natsblob on the work bucket", err)
+		rc, _, err := work.Get(ctx, "work/sealed/x", 0, -1)
+		step("natsblob get from the work bucket", err)
+		got, err = io.ReadAll(rc)
+		rc.Close()
+		step("natsblob read from the work bucket", err)
+		if !bytes.Equal(got, big) {
+			t.Errorf("natsblob get returned %d bytes, want %d", len(got), len(big))
+		}
+		_, err = work.Stat(ctx, "work/sealed/x")
+		step("natsblob stat in the work bucket", err)
+
+		// Its own bucket, read and write, through nats.go's Object Store.
+		obs, err := wjs.ObjectStore(ctx, WorkerBucket(workBucket, "w1"))
+		step("open its own bucket", err)
 		_, err = obs.PutBytes(ctx, "work/runs/r1/a1/result.json", big)
 		step("object put", err)
-		got, err := obs.GetBytes(ctx, "work/runs/r1/a1/result.json")
+		got, err = obs.GetBytes(ctx, "work/runs/r1/a1/result.json")
 		step("object get", err)
 		if !bytes.Equal(got, big) {
 			t.Errorf("object get returned %d bytes, want %d", len(got), len(big))
@@ -236,12 +277,13 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		step("object list", err)
 		step("object delete", obs.Delete(ctx, "work/runs/r1/a1/result.json"))
 
-		// The work bucket through skrip's natsblob, which workers use.
-		store, err := natsblob.New(ctx, w, natsblob.Config{Bucket: workBucket})
-		step("natsblob on the work bucket", err)
+		// Its own bucket through skrip's natsblob, which workers use, opened beside the
+		// work bucket as a worker does.
+		store, err := work.Sibling(ctx, WorkerBucket(workBucket, "w1"), time.Hour)
+		step("natsblob on its own bucket", err)
 		_, err = store.Put(ctx, "runs/r1/a1/out", bytes.NewReader(big), blob.PutOptions{})
 		step("natsblob put", err)
-		rc, _, err := store.Get(ctx, "runs/r1/a1/out", 0, -1)
+		rc, _, err = store.Get(ctx, "runs/r1/a1/out", 0, -1)
 		step("natsblob get", err)
 		got, err = io.ReadAll(rc)
 		rc.Close()
@@ -322,6 +364,62 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		}},
 		{"delete the work bucket", "$JS.API.STREAM.DELETE.OBJ_" + workBucket, func() error {
 			_, err := w.Request("$JS.API.STREAM.DELETE.OBJ_"+workBucket, nil, time.Second)
+			return err
+		}},
+		// The shared work bucket holds runs' sealed files, which only API nodes write: a
+		// worker could otherwise replace another run's input (the worker that opens it
+		// would refuse it, but the run would fail).
+		{"write the work bucket", "$O." + workBucket + ".", func() error {
+			c, cancel := short()
+			defer cancel()
+			obs, err := wjs.ObjectStore(c, workBucket)
+			if err != nil {
+				return err
+			}
+			_, err = obs.PutBytes(c, "work/sealed/x", []byte("forged"))
+			return err
+		}},
+		{"write the work bucket through natsblob", "$O." + workBucket + ".", func() error {
+			store, err := natsblob.New(ctx, w, natsblob.Config{Bucket: workBucket, Timeout: time.Second})
+			if err != nil {
+				return err
+			}
+			_, err = store.Put(ctx, "work/sealed/x", strings.NewReader("forged"), blob.PutOptions{})
+			return err
+		}},
+		{"delete from the work bucket", "$JS.API.STREAM.PURGE.OBJ_" + workBucket, func() error {
+			_, err := w.Request("$JS.API.STREAM.PURGE.OBJ_"+workBucket, []byte(`{"filter":"$O.`+workBucket+`.C.x"}`), time.Second)
+			return err
+		}},
+		// Another worker's bucket: its reports, artifacts and sandboxes' files.
+		{"open another worker's bucket", "$JS.API.STREAM.INFO.OBJ_" + WorkerBucket(workBucket, "w2"), func() error {
+			c, cancel := short()
+			defer cancel()
+			_, err := wjs.ObjectStore(c, WorkerBucket(workBucket, "w2"))
+			return err
+		}},
+		{"read another worker's objects", "$JS.API.DIRECT.GET.OBJ_" + WorkerBucket(workBucket, "w2"), func() error {
+			o := WorkerBucket(workBucket, "w2")
+			_, err := w.Request("$JS.API.DIRECT.GET.OBJ_"+o+".$O."+o+".M.x", nil, time.Second)
+			return err
+		}},
+		{"overwrite another worker's report", "$O." + WorkerBucket(workBucket, "w2") + ".M.", func() error {
+			o := WorkerBucket(workBucket, "w2")
+			return w.Publish("$O."+o+".M.d29yay9ydW5zL3IxL2ExL3JlcG9ydC5qc29u", []byte(`{"name":"work/runs/r1/a1/report.json"}`))
+		}},
+		{"make its own bucket", "$JS.API.STREAM.CREATE.OBJ_" + WorkerBucket(workBucket, "w1"), func() error {
+			_, err := w.Request("$JS.API.STREAM.CREATE.OBJ_"+WorkerBucket(workBucket, "w1"), []byte("{}"), time.Second)
+			return err
+		}},
+		// The API nodes' secret, from which every run file's key comes.
+		{"open the sealing secret's bucket", "$JS.API.STREAM.INFO.KV_" + KeysBucket, func() error {
+			c, cancel := short()
+			defer cancel()
+			_, err := wjs.KeyValue(c, KeysBucket)
+			return err
+		}},
+		{"read the sealing secret", "$JS.API.DIRECT.GET.KV_" + KeysBucket, func() error {
+			_, err := w.Request("$JS.API.DIRECT.GET.KV_"+KeysBucket+".$KV."+KeysBucket+".inputs", nil, time.Second)
 			return err
 		}},
 	}

@@ -25,7 +25,7 @@ import (
 // middle of one, and removing a box stops them.
 type boxServer struct {
 	nc    *nats.Conn
-	work  blob.Store
+	own   func(context.Context) (blob.Store, error) // the worker's own bucket, where file bodies come and go
 	boxes runner.Sandboxes
 	log   *slog.Logger
 
@@ -53,7 +53,7 @@ type boxCall struct {
 // serveBoxes subscribes to this worker's sandbox subjects; stop unsubscribes and stops
 // the operations under way (the boxes stay). It sets w.boxes.
 func (w *Worker) serveBoxes(ctx context.Context) (stop func(), err error) {
-	s := &boxServer{nc: w.nc, work: w.work, boxes: w.runner, log: w.log.With("component", "sandboxes"), budget: w.cfg.BoxBudget,
+	s := &boxServer{nc: w.nc, own: w.ownBucket, boxes: w.runner, log: w.log.With("component", "sandboxes"), budget: w.cfg.BoxBudget,
 		calls: map[string]*boxCall{}, held: map[string]bool{}, reserved: map[string]int64{}}
 	// Asked once, before any box is being made: the runner's list removes what it takes
 	// for a box that did not survive, which a box half-made would look like.
@@ -192,13 +192,18 @@ func (s *boxServer) ids() []string {
 	return out
 }
 
-// write moves the body an API node left in the work bucket into the box, and deletes it.
+// write moves the body an API node left in the worker's own bucket into the box, and
+// deletes it. No other worker may read that bucket.
 func (s *boxServer) write(ctx context.Context, req protocol.BoxRequest) (protocol.BoxReply, error) {
 	if !strings.HasPrefix(req.Xfer, protocol.XferKey("")) {
 		return protocol.BoxReply{}, fmt.Errorf("a write from %q, not a transfer", req.Xfer)
 	}
-	defer s.work.Delete(context.WithoutCancel(ctx), req.Xfer)
-	rc, info, err := s.work.Get(ctx, req.Xfer, 0, -1)
+	own, err := s.own(ctx)
+	if err != nil {
+		return protocol.BoxReply{}, err
+	}
+	defer own.Delete(context.WithoutCancel(ctx), req.Xfer)
+	rc, info, err := own.Get(ctx, req.Xfer, 0, -1)
 	if err != nil {
 		return protocol.BoxReply{}, fmt.Errorf("reading the body of a write: %w", err)
 	}
@@ -210,20 +215,25 @@ func (s *boxServer) write(ctx context.Context, req protocol.BoxRequest) (protoco
 	return protocol.BoxReply{Size: n}, nil
 }
 
-// read puts the box's file in the work bucket for the API node, which deletes it.
+// read puts the box's file in the worker's own bucket for the API node, which deletes
+// it. No other worker may read that bucket.
 func (s *boxServer) read(ctx context.Context, req protocol.BoxRequest) (protocol.BoxReply, error) {
+	own, err := s.own(ctx)
+	if err != nil {
+		return protocol.BoxReply{}, err
+	}
 	rc, size, err := s.boxes.ReadFile(ctx, req.Box, req.Path)
 	if err != nil {
 		return protocol.BoxReply{}, err
 	}
 	defer rc.Close()
 	key := protocol.XferKey(nuid.Next())
-	info, err := s.work.Put(ctx, key, rc, blob.PutOptions{ContentType: "application/octet-stream"})
+	info, err := own.Put(ctx, key, rc, blob.PutOptions{ContentType: "application/octet-stream"})
 	if err != nil {
-		return protocol.BoxReply{}, fmt.Errorf("sending %s to the work bucket: %w", req.Path, err)
+		return protocol.BoxReply{}, fmt.Errorf("sending %s to the worker's bucket: %w", req.Path, err)
 	}
 	if info.Size != size {
-		s.work.Delete(context.WithoutCancel(ctx), key)
+		own.Delete(context.WithoutCancel(ctx), key)
 		return protocol.BoxReply{}, fmt.Errorf("%s: %d of its %d bytes were sent", req.Path, info.Size, size)
 	}
 	return protocol.BoxReply{Xfer: key, Size: size}, nil

@@ -1,7 +1,7 @@
 // Package worker is `skrip worker`: it executes runs it pulls from the cluster's queue
 // (docs/cluster.md), with NATS credentials only. It claims each run from an API node,
 // fetches its files by checksum through its cache, runs it in its sandbox, leaves the
-// artifacts and its report in the work bucket, and acknowledges the message once an
+// artifacts and its report in its own bucket, and acknowledges the message once an
 // API node has recorded the result.
 package worker
 
@@ -49,7 +49,9 @@ type Config struct {
 type Worker struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
-	work    blob.Store
+	work    blob.Store // the shared work bucket: runs' sealed files, read only
+	ownMu   sync.Mutex
+	own     blob.Store // its own bucket (protocol.WorkerBucket), once open
 	runner  runner.Runner
 	cache   *blobcache.Cache // the files of runs, by checksum, fetched from the work bucket
 	cfg     Config
@@ -94,6 +96,9 @@ const (
 func New(nc *nats.Conn, work blob.Store, rn runner.Runner, cfg Config, m *metrics.Metrics, log *slog.Logger) (*Worker, error) {
 	if cfg.Concurrency < 1 {
 		return nil, fmt.Errorf("a worker runs at least one run at a time, not %d", cfg.Concurrency)
+	}
+	if !validID(cfg.ID) {
+		return nil, fmt.Errorf("a worker's id %q: it names its own bucket, so it may hold only letters, digits, \"-\" and \"_\"", cfg.ID)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -195,6 +200,40 @@ func (w *Worker) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	}
 }
 
+// validID reports whether id can name a worker's bucket (protocol.WorkerBucket).
+func validID(id string) bool {
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return id != ""
+}
+
+// ownBucket opens this worker's own bucket, where it leaves its reports, artifacts and
+// its sandboxes' files for API nodes: it may write nowhere else. An API node makes it
+// before it hands this worker a run or a file; a worker may not make it.
+func (w *Worker) ownBucket(ctx context.Context) (blob.Store, error) {
+	w.ownMu.Lock()
+	defer w.ownMu.Unlock()
+	if w.own != nil {
+		return w.own, nil
+	}
+	sib, ok := w.work.(interface {
+		Bucket() string
+		Sibling(ctx context.Context, bucket string, ttl time.Duration) (blob.Store, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("the work store %T keeps no bucket per worker", w.work)
+	}
+	own, err := sib.Sibling(ctx, protocol.WorkerBucket(sib.Bucket(), w.cfg.ID), protocol.WorkerBucketTTL)
+	if err != nil {
+		return nil, fmt.Errorf("the worker's own bucket: %w", err)
+	}
+	w.own = own
+	return own, nil
+}
+
 // release tells a later attempt of the run on this worker that h's sandbox is over.
 func (h *held) release() { h.doneOnce.Do(func() { close(h.done) }) }
 
@@ -260,7 +299,9 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		}
 	}()
 	log := w.log.With("run", id, "attempt", attempt)
-	switch answer := w.ask(ctx, protocol.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID}); answer {
+	// The message's token proves the delivery; the reply holds the keys of the run's files.
+	claim := w.askReply(ctx, protocol.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID, Token: m.Token})
+	switch answer := claim.Answer; answer {
 	case protocol.Go:
 		w.mu.Lock()
 		h.claimed = true
@@ -272,7 +313,14 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		log.Info("not running a run another attempt holds", "answer", answer)
 		return
 	}
-	rep, ok := w.execute(ctx, m, attempt, h, log)
+	own, err := w.ownBucket(ctx)
+	if err != nil {
+		// The API node made it before its Go: NATS is away, and the run goes to another
+		// worker after the ack wait.
+		log.Error("opening the worker's own bucket", "error", err)
+		return
+	}
+	rep, ok := w.execute(ctx, m, keysOf(claim.Keys), own, attempt, h, log)
 	if !ok {
 		w.mu.Lock()
 		stale := h.stale
@@ -292,15 +340,15 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	// A worker cut off from NATS keeps its result and tries again until it is back: the
 	// run may still be its own (no other worker was free), or it learns it is not.
 	for deadline := time.Now().Add(10 * time.Minute); ; {
-		_, err := w.work.Put(ctx, key, bytes.NewReader(b), blob.PutOptions{ContentType: "application/json"})
+		_, err := own.Put(ctx, key, bytes.NewReader(b), blob.PutOptions{ContentType: "application/json"})
 		if err == nil {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			log.Error("leaving the run's report in the work bucket; giving up, another worker will run it", "error", err)
+			log.Error("leaving the run's report in the worker's bucket; giving up, another worker will run it", "error", err)
 			return
 		}
-		log.Warn("leaving the run's report in the work bucket; trying again", "error", err)
+		log.Warn("leaving the run's report in the worker's bucket; trying again", "error", err)
 		sleep(ctx, 2*time.Second)
 	}
 	switch answer := w.ask(ctx, protocol.RecordSubject(w.cfg.ID), protocol.Record{Run: id, Attempt: attempt, Worker: w.cfg.ID, ReportKey: key}); answer {
@@ -313,7 +361,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 
 // execute runs m's job as attempt; ok is false when the result is not to be recorded:
 // the run was taken over, or the worker is stopping.
-func (w *Worker) execute(ctx context.Context, m protocol.Message, attempt int64, h *held, log *slog.Logger) (runjob.Report, bool) {
+func (w *Worker) execute(ctx context.Context, m protocol.Message, keys map[string][]byte, own blob.Store, attempt int64, h *held, log *slog.Logger) (runjob.Report, bool) {
 	defer h.release() // on every way out: what follows may take long, and needs no sandbox
 	id := m.Job.Run
 	dir, err := os.MkdirTemp(w.inputs, "in-")
@@ -323,13 +371,13 @@ func (w *Worker) execute(ctx context.Context, m protocol.Message, attempt int64,
 	}
 	defer os.RemoveAll(dir)
 	job := m.Job
-	if err := w.prepare(ctx, m, dir, &job); err != nil {
+	if err := w.prepare(ctx, m, keys, dir, &job); err != nil {
 		log.Error("fetching the run's files", "error", err)
 		return runjob.Report{Limits: m.Job.Limits, Failure: "the worker could not fetch the run's files: see its log"}, true
 	}
 	prefix := protocol.AttemptPrefix(id, attempt) + "out/"
 	collect := func(ctx context.Context, dir string) ([]runjob.Artifact, []contract.Output, error) {
-		return runjob.Collect(ctx, w.work, prefix, dir, nil)
+		return runjob.Collect(ctx, own, prefix, dir, nil)
 	}
 	subject := protocol.OutSubject(w.cfg.ID, id)
 	onLine := func(stream string, line []byte) {
@@ -364,17 +412,36 @@ func (w *Worker) execute(ctx context.Context, m protocol.Message, attempt int64,
 	return rep, true
 }
 
-// prepare links the run's files into dir and reads its script.
-func (w *Worker) prepare(ctx context.Context, m protocol.Message, dir string, job *runjob.Job) error {
+// prepare links the run's files into dir and reads its script, opening each with its
+// key from the claim's reply.
+func (w *Worker) prepare(ctx context.Context, m protocol.Message, keys map[string][]byte, dir string, job *runjob.Job) error {
+	source := func(sha string) (blobcache.Source, error) {
+		if m.Token == "" {
+			return w.fromWork(protocol.CASKey(sha), nil), nil // queued by an API node from before sealing
+		}
+		key := keys[sha]
+		if key == nil {
+			return nil, errors.New("the claim's reply holds no key for it")
+		}
+		return w.fromWork(protocol.SealedKey(key), key), nil
+	}
 	for _, in := range m.Inputs {
 		if in.Name == "" || filepath.Base(in.Name) != in.Name || in.Name == "." || in.Name == ".." {
 			return fmt.Errorf("an input file named %q", in.Name)
 		}
-		if err := w.cache.Link(ctx, in.SHA256, in.Bytes, filepath.Join(dir, in.Name), w.fromWork(in.SHA256)); err != nil {
+		src, err := source(in.SHA256)
+		if err == nil {
+			err = w.cache.Link(ctx, in.SHA256, in.Bytes, filepath.Join(dir, in.Name), src)
+		}
+		if err != nil {
 			return fmt.Errorf("input file %s: %w", in.Name, err)
 		}
 	}
-	script, err := w.cache.Read(ctx, m.Script.SHA256, m.Script.Bytes, w.fromWork(m.Script.SHA256))
+	src, err := source(m.Script.SHA256)
+	if err != nil {
+		return fmt.Errorf("the tool's script: %w", err)
+	}
+	script, err := w.cache.Read(ctx, m.Script.SHA256, m.Script.Bytes, src)
 	if err != nil {
 		return fmt.Errorf("the tool's script: %w", err)
 	}
@@ -382,21 +449,47 @@ func (w *Worker) prepare(ctx context.Context, m protocol.Message, dir string, jo
 	return nil
 }
 
-// fromWork reads the bytes of checksum sha from the work bucket, where the API node
-// that queued the run put them (protocol.CASKey).
-func (w *Worker) fromWork(sha string) blobcache.Source {
+// keysOf indexes a claim's keys by checksum.
+func keysOf(keys []protocol.InputKey) map[string][]byte {
+	m := make(map[string][]byte, len(keys))
+	for _, k := range keys {
+		m[k.SHA256] = k.Key
+	}
+	return m
+}
+
+// fromWork reads object name from the work bucket, where the API node that queued the
+// run put it, opening it with key (nil: it is not sealed). The cache checks the bytes
+// against their checksum.
+func (w *Worker) fromWork(name string, key []byte) blobcache.Source {
 	return func(ctx context.Context) (io.ReadCloser, error) {
-		rc, _, err := w.work.Get(ctx, protocol.CASKey(sha), 0, -1)
+		rc, _, err := w.work.Get(ctx, name, 0, -1)
 		if err != nil {
 			return nil, fmt.Errorf("from the work bucket: %w", err)
 		}
-		return rc, nil
+		if key == nil {
+			return rc, nil
+		}
+		r, err := protocol.Open(rc, key)
+		if err != nil {
+			rc.Close()
+			return nil, err
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{r, rc}, nil
 	}
 }
 
 // ask sends a request to the API nodes until one answers, every 2 s, for up to 10
 // minutes: the message stays alive meanwhile. An empty answer means it gave up.
 func (w *Worker) ask(ctx context.Context, subject string, req any) string {
+	return w.askReply(ctx, subject, req).Answer
+}
+
+// askReply is ask, with the whole reply.
+func (w *Worker) askReply(ctx context.Context, subject string, req any) protocol.Reply {
 	b, _ := json.Marshal(req)
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -406,7 +499,7 @@ func (w *Worker) ask(ctx context.Context, subject string, req any) string {
 		if err == nil {
 			var rep protocol.Reply
 			if err = json.Unmarshal(msg.Data, &rep); err == nil && rep.Error == "" && rep.Answer != "" {
-				return rep.Answer
+				return rep
 			}
 			if err == nil {
 				err = errors.New(rep.Error)
@@ -415,7 +508,7 @@ func (w *Worker) ask(ctx context.Context, subject string, req any) string {
 		w.log.Warn("no answer from the API nodes; asking again", "subject", subject, "error", err)
 		sleep(ctx, 2*time.Second)
 	}
-	return ""
+	return protocol.Reply{}
 }
 
 func (w *Worker) ack(msg jetstream.Msg, log *slog.Logger) {

@@ -49,6 +49,9 @@ type Config struct {
 	// cluster's work bucket), whose every key is new, markers would only pile up, and
 	// listing the bucket reads each one.
 	DropMarkers bool
+	// TTL, when set, is how long the objects of a bucket New creates are kept: a
+	// bucket of transfers no one else cleans up (a cluster worker's own bucket).
+	TTL time.Duration
 	// Log receives warnings, such as a bucket whose settings differ from these or a
 	// transfer that went on after a leader change; nil discards them.
 	Log *slog.Logger
@@ -69,6 +72,7 @@ type Store struct {
 
 	inPuts blob.InFlight // NUIDs whose chunks a Put of this store is writing
 
+	cfg    Config // as New was given it, for Sibling
 	log    *slog.Logger
 	mu     sync.Mutex
 	leader string // the stream's leader as last seen, to tell a stalled ack from a lost one
@@ -116,7 +120,7 @@ func New(ctx context.Context, nc *nats.Conn, cfg Config) (*Store, error) {
 	}
 	s := &Store{nc: nc, js: js, obs: obs, stream: stream, bucket: cfg.Bucket, timeout: cfg.Timeout,
 		node: cfg.Node, exclusive: cfg.Exclusive, dropMarkers: cfg.DropMarkers, log: cfg.Log,
-		chunk: fitChunk(nc.MaxPayload())}
+		chunk: fitChunk(nc.MaxPayload()), cfg: cfg}
 	s.noteLeader(stream.CachedInfo())
 	return s, nil
 }
@@ -134,11 +138,23 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstr
 		MaxBytes:    cfg.MaxBytes,
 		Replicas:    cfg.Replicas,
 		Storage:     jetstream.FileStorage,
+		TTL:         cfg.TTL,
 	})
 	if errors.Is(err, jetstream.ErrBucketExists) {
 		return js.ObjectStore(ctx, cfg.Bucket)
 	}
 	return obs, err
+}
+
+// Bucket is the store's bucket.
+func (s *Store) Bucket() string { return s.bucket }
+
+// Sibling opens bucket on the same connection and with the same settings, creating it
+// with ttl (Config.TTL) when it is missing.
+func (s *Store) Sibling(ctx context.Context, bucket string, ttl time.Duration) (blob.Store, error) {
+	cfg := s.cfg
+	cfg.Bucket, cfg.TTL, cfg.Exclusive = bucket, ttl, false
+	return New(ctx, s.nc, cfg)
 }
 
 // Get opens key and skips to off. The returned reader fetches chunks as it is read and

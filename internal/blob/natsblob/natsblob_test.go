@@ -685,3 +685,35 @@ func bucketBytes(t *testing.T, s *Store) uint64 {
 	}
 	return st.Size()
 }
+
+// TestSibling: a bucket opened beside another has its own objects, the other's
+// settings (drop markers, node), and the TTL it was made with.
+func TestSibling(t *testing.T) {
+	ctx := context.Background()
+	nc := startServer(t)
+	s := newTestStore(t, nc, Config{Bucket: "work", DropMarkers: true, Node: "n1"})
+	if _, err := s.Put(ctx, "files/x", strings.NewReader("x"), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sib, err := s.Sibling(ctx, "work-w-w1", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := sib.(*Store)
+	st, err := o.obs.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Bucket() != "work-w-w1" || st.TTL() != time.Hour || !o.dropMarkers || o.node != "n1" || s.Bucket() != "work" {
+		t.Fatalf("sibling %q ttl %s, drop markers %v, node %q", st.Bucket(), st.TTL(), o.dropMarkers, o.node)
+	}
+	if _, err := sib.Stat(ctx, "files/x"); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("the sibling holds the other bucket's object: %v", err)
+	}
+	if _, err := sib.Put(ctx, "files/y", strings.NewReader("y"), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Stat(ctx, "files/y"); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("the other bucket holds the sibling's object: %v", err)
+	}
+}

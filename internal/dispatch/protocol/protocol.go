@@ -22,6 +22,7 @@ const (
 	Stream   = "SKRIP_RUNS"    // the work queue: one message per run to execute
 	Consumer = "workers"       // the durable pull consumer every worker fetches from
 	Registry = "skrip-workers" // the KV bucket of worker heartbeats, one key per worker
+	Keys     = "skrip-keys"    // the KV bucket of the API nodes' sealing secret; no worker may touch it
 
 	JobSubjects = "skrip.jobs.*" // the stream's subjects: skrip.jobs.<run>
 
@@ -73,11 +74,12 @@ func CancelSubject(worker string) string { return workerPrefix + worker + ".canc
 // (skrip.w.<worker>.sb.<op>, boxes.go); BoxSubject(id, ">") is them all.
 func BoxSubject(worker, op string) string { return workerPrefix + worker + ".sb." + op }
 
-// XferKey is the work bucket's key of a sandbox file body on its way between an API
-// node and a worker: the side that receives it deletes it.
+// XferKey is the key, in its worker's own bucket (WorkerBucket), of a sandbox file
+// body on its way between an API node and a worker: the side that receives it deletes
+// it.
 func XferKey(id string) string { return "work/xfer/" + id }
 
-// Input is one file of a run's /work/input, kept in the work bucket by its checksum.
+// Input is one file of a run's /work/input, kept sealed in the work bucket (SealedKey).
 type Input struct {
 	Name   string `json:"name"`
 	SHA256 string `json:"sha256"`
@@ -85,18 +87,36 @@ type Input struct {
 }
 
 // Message is a run's message on the stream: everything a worker needs, with the files
-// by checksum (CASKey). It never holds the script's or the files' bytes.
+// by checksum. It never holds the script's or the files' bytes, nor their keys.
 type Message struct {
 	Job    runjob.Job `json:"job"` // without Script: ScriptSHA256 names it
 	Script Input      `json:"script"`
 	Inputs []Input    `json:"inputs"`
+	// Token proves a claim: only a worker the stream delivered the message to knows it,
+	// and an API node compares it with the message on the stream. Its files are sealed
+	// (SealedKey) when it is set; a message of an older API node has none, and its
+	// files are in the bucket as they are (CASKey).
+	Token string `json:"token,omitempty"`
 }
 
-// CASKey is the work bucket's key of the bytes with checksum sha (hex).
+// CASKey is the work bucket's key of the bytes with checksum sha (hex), as API nodes
+// before sealing kept a run's files (a Message without Token).
 func CASKey(sha string) string { return "work/cas/" + sha }
 
+// WorkerBucket is the bucket of worker's own objects, beside the shared work bucket
+// work: the artifacts and reports of the runs it holds, and the file bodies of its
+// sandboxes. Only that worker and API nodes may read or write it
+// (natsserver.Permissions); API nodes make it (a worker may not) before they give the
+// worker a run or a file.
+func WorkerBucket(work, worker string) string { return work + "-w-" + worker }
+
+// WorkerBucketTTL is how long a worker's bucket keeps an object: everything in it is
+// taken by an API node within minutes (a report, artifacts, a sandbox file's body), and
+// what a lost worker or node left there goes with it.
+const WorkerBucketTTL = 6 * time.Hour
+
 // AttemptPrefix is where attempt number attempt of run id keeps its artifacts and
-// report in the work bucket.
+// report, in its worker's bucket (WorkerBucket).
 func AttemptPrefix(id string, attempt int64) string {
 	return "work/runs/" + id + "/a" + strconv.FormatInt(attempt, 10) + "/"
 }
@@ -106,6 +126,7 @@ type Claim struct {
 	Run     string `json:"run"`
 	Attempt int64  `json:"attempt"`
 	Worker  string `json:"worker"`
+	Token   string `json:"token,omitempty"` // the delivered Message's, which proves the claim
 }
 
 // What an API node answers a claim or a record with.
@@ -121,9 +142,13 @@ const (
 type Reply struct {
 	Answer string `json:"answer"`
 	Error  string `json:"error,omitempty"`
+	// Keys open the run's sealed files: a Go to a claim of a Message with a Token has
+	// one for the script and one for each input file.
+	Keys []InputKey `json:"keys,omitempty"`
 }
 
-// Record reports how an attempt ended: the report is in the work bucket at ReportKey.
+// Record reports how an attempt ended: the report is in the worker's own bucket at
+// ReportKey.
 type Record struct {
 	Run       string `json:"run"`
 	Attempt   int64  `json:"attempt"`

@@ -40,6 +40,12 @@ var wireJSON = map[string]string{
 	"subjects":   `["SKRIP_RUNS","workers","skrip-workers","skrip.jobs.r_1","skrip.api.claim.w1","skrip.api.record.w1","skrip.api.lease.w1","skrip.out.w1.r_1","skrip.w.w1.cancel","skrip.w.w1.sb.exec","skrip.w.w1.backlog","work/xfer/x","work/cas/ab","work/runs/r_1/a2/"]`,
 	"listened":   `["skrip.jobs.*","skrip.api.claim.*","skrip.api.record.*","skrip.api.lease.*","skrip.st.*","skrip.st.r_1","skrip.out.*.r_1","skrip.out.","$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.SKRIP_RUNS.workers","api"]`,
 	"timing":     `[90000000000,5000000000,500000000,2]`,
+	// Sealed run files and workers' own buckets (issue 31): fields only a message, claim
+	// or reply of an API node or worker that seals carries.
+	"sealed":  `{"job":{"run":"r_1","tool":"","script":null,"env":null,"limits":$LIMITS},"script":{"name":"","sha256":"","bytes":0},"inputs":null,"token":"t"}`,
+	"claimed": `{"run":"r_1","attempt":1,"worker":"w1","token":"t"}`,
+	"keys":    `{"answer":"go","keys":[{"sha256":"ab","key":"AQI="}]}`,
+	"buckets": `["skrip-work-w-w1","work/sealed/eb9e07600bc82b4c23eb6bedf65ea13a8550c47b3a2c0dad8bf807788031284b","skrip-keys",21600000000000]`,
 }
 
 func TestWireUnchanged(t *testing.T) {
@@ -76,6 +82,11 @@ func TestWireUnchanged(t *testing.T) {
 	show("listened", []string{protocol.JobSubjects, protocol.ClaimSubject("*"), protocol.RecordSubject("*"), protocol.LeaseSubject("*"),
 		protocol.StatusSubject("*"), protocol.StatusSubject("r_1"), protocol.OutSubject("*", "r_1"), protocol.OutPrefix, protocol.MaxDeliveries, protocol.APIQueue})
 	show("timing", []time.Duration{protocol.RequestTimeout, protocol.HeartbeatEvery(30 * time.Second), protocol.HeartbeatEvery(time.Second), time.Duration(protocol.MaxDeliver)})
+
+	show("sealed", protocol.Message{Job: runjob.Job{Run: "r_1"}, Token: "t"})
+	show("claimed", protocol.Claim{Run: "r_1", Attempt: 1, Worker: "w1", Token: "t"})
+	show("keys", protocol.Reply{Answer: protocol.Go, Keys: []protocol.InputKey{{SHA256: "ab", Key: []byte{1, 2}}}})
+	show("buckets", []any{protocol.WorkerBucket("skrip-work", "w1"), protocol.SealedKey([]byte{1, 2}), protocol.Keys, protocol.WorkerBucketTTL})
 
 	for name, want := range wireJSON {
 		if want = runnerJSON.Replace(want); got[name] != want {

@@ -20,11 +20,7 @@ func (s *Server) initialRun(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	up, err := s.svc.Runs.ReadUpload(r, nil, nil)
-	if err != nil {
-		return err
-	}
-	rn, err := s.svc.Workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: u, Context: c, Dir: up.Dir, Form: up.Form})
+	rn, err := s.svc.Workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: u, Context: c, Body: r})
 	if err != nil {
 		return err
 	}

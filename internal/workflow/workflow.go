@@ -1,6 +1,7 @@
 // Package workflow owns tool sessions as a user lives them (docs/spec.md §6, §7): an
-// initial run that replaces or keeps the session's files and starts its state, and next
-// actions guarded by state_rev. The API and the web UI both drive it; run executes.
+// initial run that replaces or keeps the session's files and starts its state, next
+// actions guarded by state_rev, and the editor's sandbox session (editor.go). The API
+// and the web UI both drive it; run executes.
 package workflow
 
 import (

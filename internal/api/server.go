@@ -131,6 +131,8 @@ func (s *Server) Register(m *http.ServeMux) {
 	m.Handle("POST /api/v1/editor/tool-versions/{version}/run-sandbox", s.authed(s.editorRun))
 	m.Handle("GET /api/v1/editor/tool-versions/{version}/session", s.authed(s.editorSession))
 	m.Handle("POST /api/v1/editor/tool-versions/{version}/start-action", s.authed(s.editorAction))
+	m.Handle("POST /api/v1/editor/tool-versions/{version}/session/back", s.authed(s.editorGoBack))
+	m.Handle("POST /api/v1/editor/tool-versions/{version}/session/continue", s.authed(s.editorContinue))
 	m.Handle("GET /api/v1/editor/tool-versions/{version}/settings", s.authed(s.getSettings(s.editorSettings())))
 	m.Handle("PUT /api/v1/editor/tool-versions/{version}/settings", s.authed(s.putSettings(s.editorSettings())))
 

@@ -20,11 +20,7 @@ func (s *Server) initialRun(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	up, err := s.svc.Runs.ReadUpload(r, nil, nil)
-	if err != nil {
-		return err
-	}
-	rn, err := s.svc.Workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: u, Context: c, Dir: up.Dir, Form: up.Form})
+	rn, err := s.svc.Workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: u, Context: c, Body: r})
 	if err != nil {
 		return err
 	}
@@ -208,4 +204,51 @@ func (s *Server) editorAction(w http.ResponseWriter, r *http.Request, u store.Us
 		return errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "tool_id"}, "tool_id %q is not the tool of version %s", req.ToolID, v.ID)
 	}
 	return s.runAction(w, r, u, t, v, session.Editor(v.ID), req)
+}
+
+// editorGoBack makes an earlier step of a version's sandbox session current again
+// (workflow.Service.GoBack) and answers with the session.
+func (s *Server) editorGoBack(w http.ResponseWriter, r *http.Request, u store.User) error {
+	var req wire.GoBackRequest
+	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Rev == nil {
+		return errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "rev"}, "rev is required: the state_rev of the step to go back to")
+	}
+	if req.ExpectedStateRev == nil {
+		return errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "expected_state_rev"},
+			"expected_state_rev is required: send the session's state_rev as you last saw it")
+	}
+	sess, err := s.svc.Workflow.GoBack(r.Context(), u, r.PathValue("version"), *req.ExpectedStateRev, *req.Rev)
+	if err != nil {
+		return err
+	}
+	httpkit.WriteJSON(w, http.StatusOK, sessionOut(sess))
+	return nil
+}
+
+// editorContinue makes a version's sandbox session go on from another version's of the
+// same tool (workflow.Service.ContinueFrom) and answers with the session.
+func (s *Server) editorContinue(w http.ResponseWriter, r *http.Request, u store.User) error {
+	var req wire.ContinueRequest
+	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.FromVersionID == "" {
+		return errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "from_version_id"},
+			"from_version_id is required: the version of the same tool whose sandbox session to go on from")
+	}
+	sess, err := s.svc.Workflow.ContinueFrom(r.Context(), u, workflow.Continue{VersionID: r.PathValue("version"), From: req.FromVersionID,
+		Rev: req.Rev, Expected: req.ExpectedStateRev})
+	if err != nil {
+		return err
+	}
+	httpkit.WriteJSON(w, http.StatusOK, sessionOut(sess))
+	return nil
+}
+
+// sessionOut is sess as the API shows it.
+func sessionOut(sess store.Session) wire.Session {
+	return wire.Session{Context: sess.Context, State: json.RawMessage(sess.State), StateRev: sess.StateRev, ToolID: sess.ToolID, UpdatedAt: sess.UpdatedAt}
 }

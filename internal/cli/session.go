@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
@@ -146,6 +147,78 @@ func (e *env) sessionCmd() *cobra.Command {
 	files.Flags().StringVar(&fctx, "context", "default", "session context: default, or sandbox:<version_id>")
 	files.Flags().BoolVar(&fJSON, "json", false, "print JSON")
 	files.Flags().BoolVar(&clear, "clear", false, "remove the session's files")
-	cmd.AddCommand(show, files)
+	cmd.AddCommand(show, files, e.sessionBackCmd(), e.sessionContinueCmd())
+	return cmd
+}
+
+// printSession prints an editor sandbox session after a change.
+func (e *env) printSession(s client.Session, asJSON bool) error {
+	if asJSON {
+		return e.printJSON(s)
+	}
+	fmt.Fprintf(e.stdout, "context    %s\nstate_rev  %d\nstate      %s\n", s.Context, s.StateRev, s.State)
+	return nil
+}
+
+func (e *env) sessionBackCmd() *cobra.Command {
+	var expected int64
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "back VERSION_ID REV",
+		Short: "Make an earlier step of a version's editor sandbox session current again",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rev, err := strconv.ParseInt(args[1], 10, 64)
+			if err != nil {
+				return usageErrorf(cmd, "REV must be a step's state_rev, a whole number; got %q", args[1])
+			}
+			if !cmd.Flags().Changed("expected") {
+				return usageErrorf(cmd, "--expected is required: the session's state_rev now (see `skrip session show TOOL --context sandbox:%s`)", args[0])
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			s, err := c.EditorGoBack(cmd.Context(), args[0], rev, expected)
+			if err != nil {
+				return err
+			}
+			return e.printSession(s, asJSON)
+		},
+	}
+	cmd.Flags().Int64Var(&expected, "expected", 0, "the session's state_rev now; another is refused, as the session changed meanwhile")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the session as JSON")
+	return cmd
+}
+
+func (e *env) sessionContinueCmd() *cobra.Command {
+	var rev, expected int64
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "continue VERSION_ID FROM_VERSION_ID",
+		Short: "Carry the editor sandbox session of another version of the same tool over to a version",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := client.ContinueRequest{FromVersionID: args[1]}
+			if cmd.Flags().Changed("rev") {
+				req.Rev = &rev
+			}
+			if cmd.Flags().Changed("expected") {
+				req.ExpectedStateRev = &expected
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			s, err := c.EditorContinue(cmd.Context(), args[0], req)
+			if err != nil {
+				return err
+			}
+			return e.printSession(s, asJSON)
+		},
+	}
+	cmd.Flags().Int64Var(&rev, "rev", 0, "the step of FROM_VERSION_ID's session to go on from (default: where it is now)")
+	cmd.Flags().Int64Var(&expected, "expected", 0, "the version's session's state_rev now (0: it has none); another is refused")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the session as JSON")
 	return cmd
 }

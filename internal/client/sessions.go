@@ -55,3 +55,27 @@ func (c *Client) SessionFiles(ctx context.Context, tool, sctx string) (SessionFi
 func (c *Client) ClearSessionFiles(ctx context.Context, tool, sctx string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/tools/"+url.PathEscape(tool)+"/session-files?context="+url.QueryEscape(sctx), nil, nil)
 }
+
+// EditorGoBack makes step rev of a version's editor sandbox session current again; the
+// session must be at expectedRev.
+func (c *Client) EditorGoBack(ctx context.Context, versionID string, rev, expectedRev int64) (Session, error) {
+	var s Session
+	return s, c.Do(ctx, http.MethodPost, "/api/v1/editor/tool-versions/"+url.PathEscape(versionID)+"/session/back",
+		wire.GoBackRequest{Rev: &rev, ExpectedStateRev: &expectedRev}, &s)
+}
+
+// ContinueRequest asks that an editor sandbox session go on from another version's.
+type ContinueRequest = wire.ContinueRequest
+
+// EditorContinue makes a version's editor sandbox session go on from the one of version
+// from, a version of the same tool (from its kept step rev, when not nil).
+func (c *Client) EditorContinue(ctx context.Context, versionID string, req ContinueRequest) (Session, error) {
+	var s Session
+	return s, c.Do(ctx, http.MethodPost, "/api/v1/editor/tool-versions/"+url.PathEscape(versionID)+"/session/continue", req, &s)
+}
+
+// EditorSession returns the caller's session of a version's editor sandbox.
+func (c *Client) EditorSession(ctx context.Context, versionID string) (Session, error) {
+	var s Session
+	return s, c.Do(ctx, http.MethodGet, "/api/v1/editor/tool-versions/"+url.PathEscape(versionID)+"/session", nil, &s)
+}

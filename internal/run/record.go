@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -165,35 +163,8 @@ func (s *Service) OpenArtifact(ctx context.Context, r store.Run, path string) (A
 	return Artifact{}, nil, blob.Info{}, errs.New(ErrNoArtifact, map[string]any{"run": r.ID, "path": path}, "run %s has no artifact %s", r.ID, path)
 }
 
-// Upload is a run's upload read into a fresh input directory.
-type Upload struct {
-	Dir  string
-	Form upload.Form
-}
-
 // UploadLimits are the limits of a run's upload.
 func (s *Service) UploadLimits() upload.Limits { return s.cfg.Uploads.WithDefaults() }
-
-// ReadUpload reads the multipart upload of a run request into a fresh input directory,
-// under the service's upload limits; the files come in field "files" and fields are the
-// other text fields the form may send. Nothing is kept when it fails, and check (when
-// set) sees the read form before it is accepted: an error from it refuses the upload.
-// The caller hands Dir to a run or removes it.
-func (s *Service) ReadUpload(r *http.Request, fields []string, check func(upload.Form) error) (Upload, error) {
-	dir, err := s.NewInputDir()
-	if err != nil {
-		return Upload{}, err
-	}
-	form, err := upload.ReadRequest(r, dir, s.UploadLimits(), upload.Options{FileField: "files", TextFields: fields})
-	if err == nil && check != nil {
-		err = check(form)
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return Upload{}, err
-	}
-	return Upload{Dir: dir, Form: form}, nil
-}
 
 // Query selects runs for a listing, newest first.
 type Query struct {

@@ -43,7 +43,7 @@ type Config struct {
 	Queue       int           // runs waiting beyond those; in a cluster, queued and running in all
 	WorkDir     string        // per-run input directories
 	Policy      contract.Policy
-	Uploads     upload.Limits // of a run's multipart upload (ReadUpload)
+	Uploads     upload.Limits // of a run's multipart upload (UploadLimits)
 	Node        string        // this server's node id, recorded as the worker of the runs it claims
 	// PerUser is how many runs one user may have queued and running at once, counted in
 	// the database, so across a cluster's nodes (SKRIP_RUNS_PER_USER); 0 is no cap.
@@ -162,8 +162,9 @@ func (s *Service) Recover(ctx context.Context) error {
 // Runner returns the runner in use.
 func (s *Service) Runner() runner.Runner { return s.runner }
 
-// NewInputDir makes an empty directory for a run's input files. The service owns it from
-// Submit on; a caller that does not submit removes it.
+// NewInputDir makes an empty directory for a run's input files. The service owns it once
+// Submit admits the run; until then, and when Submit refuses it, the caller does
+// (workflow, which removes it on a refusal).
 func (s *Service) NewInputDir() (string, error) {
 	return os.MkdirTemp(s.cfg.WorkDir, "in-")
 }
@@ -197,7 +198,7 @@ type Request struct {
 }
 
 // Submit admits a run and returns it queued. A full queue gives ErrBusy and creates
-// nothing.
+// nothing. A run it refuses leaves req.InputDir to the caller.
 func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 	busy := errs.New(ErrBusy, map[string]any{"queue": s.cfg.Queue}, "every worker is busy and %d runs are waiting; try again in a few seconds", s.cfg.Queue)
 	if s.stopping.Load() {
@@ -257,7 +258,6 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 // submitRemote admits a run into the cluster's queue; admitted releases the user's
 // admission lock once the run is made, before its files are sent.
 func (s *Service) submitRemote(ctx context.Context, req Request, admitted func()) (store.Run, error) {
-	defer os.RemoveAll(req.InputDir) // in the work bucket once dispatched
 	if err := s.remote.Admit(ctx); err != nil {
 		return store.Run{}, err
 	}
@@ -290,6 +290,7 @@ func (s *Service) submitRemote(ctx context.Context, req Request, admitted func()
 		}
 		return store.Run{}, err
 	}
+	os.RemoveAll(req.InputDir) // in the work bucket now
 	return r, nil
 }
 

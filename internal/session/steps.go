@@ -77,12 +77,25 @@ func (s *Service) GoBack(ctx context.Context, k store.SessionKey, expected, rev 
 }
 
 // Copy makes session to continue from session from: from's state, latest run (whose
-// next actions it offers) and files. expected is to's current revision (0: to has no
-// session yet); when to has moved on, nothing is copied. It returns to's new revision.
-func (s *Service) Copy(ctx context.Context, from, to store.SessionKey, expected int64) (int64, error) {
+// next actions it offers) and files; or, when rev is not nil, the state and run of
+// from's kept step rev, with from's files (they belong to the session, not to a step).
+// expected is to's current revision (0: to has no session yet); when to has moved on,
+// nothing is copied. It returns to's new revision.
+func (s *Service) Copy(ctx context.Context, from, to store.SessionKey, expected int64, rev *int64) (int64, error) {
 	src, err := s.Get(ctx, from)
 	if err != nil {
 		return 0, err
+	}
+	if rev != nil {
+		step, err := s.st.SessionStepAt(ctx, from, *rev)
+		if errors.Is(err, store.ErrNotFound) {
+			return 0, errs.New(ErrNoStep, map[string]any{"state_rev": *rev},
+				"the session to go on from keeps no step %d; it keeps the latest %d", *rev, MaxSteps)
+		}
+		if err != nil {
+			return 0, err
+		}
+		src.State, src.LatestRunID = step.State, step.RunID
 	}
 	var current int64
 	switch cur, err := s.Get(ctx, to); {

@@ -93,7 +93,7 @@ func TestCopy(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		s, from, to := stepsEnv(t, st)
 		ctx := context.Background()
-		if _, err := s.Copy(ctx, from, to, 0); !errors.Is(err, ErrNoSession) {
+		if _, err := s.Copy(ctx, from, to, 0, nil); !errors.Is(err, ErrNoSession) {
 			t.Fatalf("copy without a session: %v", err)
 		}
 		dir, names := files(t, map[string]string{"a.txt": "å", "b.csv": "1,2"})
@@ -103,7 +103,7 @@ func TestCopy(t *testing.T) {
 		s.Start(ctx, from, []byte(`{"n": 1}`), "r_1")
 		s.Advance(ctx, from, 1, []byte(`{"n": 2}`), "r_2")
 
-		rev, err := s.Copy(ctx, from, to, 0)
+		rev, err := s.Copy(ctx, from, to, 0, nil)
 		if err != nil || rev != 1 {
 			t.Fatalf("copy: %d, %v", rev, err)
 		}
@@ -133,10 +133,10 @@ func TestCopy(t *testing.T) {
 		}
 		// A stale page (revision 0 when the target is at 1) copies nothing.
 		s.Advance(ctx, from, 2, []byte(`{"n": 3}`), "r_3")
-		if _, err := s.Copy(ctx, from, to, 0); !errors.Is(err, ErrConflict) {
+		if _, err := s.Copy(ctx, from, to, 0, nil); !errors.Is(err, ErrConflict) {
 			t.Fatalf("stale copy: %v", err)
 		}
-		if rev, err := s.Copy(ctx, from, to, 1); err != nil || rev != 2 {
+		if rev, err := s.Copy(ctx, from, to, 1, nil); err != nil || rev != 2 {
 			t.Fatalf("copy over the session: %d, %v", rev, err)
 		}
 		sess, _ = s.Get(ctx, to)

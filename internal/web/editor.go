@@ -12,12 +12,10 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
-	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/session"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/workflow"
@@ -88,12 +86,7 @@ func (h *Handler) serveCodeMirror(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, name, info.ModTime(), f)
 }
 
-func needAuthor(c *call) error {
-	if !c.IsAuthor() {
-		return errs.New(catalog.ErrForbidden, map[string]any{"role": c.User.Role}, "the editor is for authors; you are %s", c.User.Role)
-	}
-	return nil
-}
+func needAuthor(c *call) error { return workflow.NeedAuthor(c.User) }
 
 func (h *Handler) editorIndex(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := needAuthor(c); err != nil {
@@ -216,27 +209,15 @@ func infoPanel(l *Lang, c *call, t store.Tool) *panel {
 	return p
 }
 
-// showEditor renders the editor of a tool's version beside its sandbox run and session.
+// showEditor renders the editor of a tool's version beside its sandbox run and session,
+// as workflow.Service.EditorView finds them.
 func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev editorView) error {
-	ref, versionID, runID, status, runErr := ev.Ref, ev.VersionID, ev.RunID, ev.Status, ev.RunErr
-	if err := needAuthor(c); err != nil {
-		return err
-	}
-	t, err := h.catalog.Owned(r.Context(), c.User, ref)
+	runErr := ev.RunErr
+	ed, err := h.workflow.EditorView(r.Context(), c.User, ev.Ref, ev.VersionID, ev.RunID)
 	if err != nil {
 		return err
 	}
-	versions, err := h.catalog.Versions(r.Context(), c.User, t)
-	if err != nil {
-		return err
-	}
-	v := versions[0]
-	for _, x := range versions {
-		if x.ID == versionID {
-			v = x
-		}
-	}
-	sctx := session.Editor(v.ID)
+	t, v := ed.Tool, ed.Version
 	if ev.Form == nil {
 		ev.Form = newVersionForm(v)
 	}
@@ -252,7 +233,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 			ev.Settings.Saved = ev.SettingsSaved
 		}
 	}
-	data := map[string]any{"Title": h.langOf(r).T("editor.title", "Tool", t.Title), "Tool": t, "Version": v, "Versions": versions,
+	data := map[string]any{"Title": h.langOf(r).T("editor.title", "Tool", t.Title), "Tool": t, "Version": v, "Versions": ed.Versions,
 		"Limits": h.limits(), "Form": ev.Form, "Info": ev.Info, "CodeMirror": h.hasCodeMirror(),
 		"WentBack": ev.WentBack, "Continued": ev.Continued, "Unpublished": ev.Unpublished}
 	if ev.ConfirmPublish && v.ID != t.PublishedVersionID {
@@ -267,71 +248,38 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	if ev.Settings != nil {
 		data["Settings"] = ev.Settings
 	}
-
-	sess, err := h.workflow.Session(r.Context(), t, c.User, sctx)
-	hasSession := err == nil
-	switch {
-	case errors.Is(err, session.ErrNoSession):
-	case err != nil:
-		return err
-	default:
+	if sess := ed.Session; sess != nil {
 		var state any
 		json.Unmarshal([]byte(sess.State), &state)
 		data["Session"] = map[string]any{"Rev": sess.StateRev, "State": indent(state), "Updated": sess.UpdatedAt}
-		if runID == "" {
-			runID = sess.LatestRunID
+		data["Steps"] = ed.Steps
+	}
+	if prev := ed.Previous; prev != nil {
+		cont := map[string]any{"From": prev.ID, "Expected": int64(0), "Replaces": ed.Session != nil}
+		if ed.Session != nil {
+			cont["Expected"] = ed.Session.StateRev
 		}
-		steps, err := h.editorSteps(r, c, t, v, sess)
+		data["Continue"] = cont
+	}
+	if rn := ed.Run; rn != nil {
+		res, err := h.result(r, c, t, *rn)
 		if err != nil {
 			return err
 		}
-		data["Steps"] = steps
-	}
-	if prev := previousVersion(versions, v); prev != nil {
-		// Offered when the previous version's sandbox has a session to go on from.
-		if _, err := h.workflow.Session(r.Context(), t, c.User, session.Editor(prev.ID)); err == nil {
-			cont := map[string]any{"From": prev.ID, "Expected": int64(0), "Replaces": hasSession}
-			if hasSession {
-				cont["Expected"] = sess.StateRev
-			}
-			data["Continue"] = cont
-		} else if !errors.Is(err, session.ErrNoSession) {
-			return err
+		// The action forms go to this version's sandbox session, and are current
+		// while that session's latest run is this one.
+		res.ActionURL, res.ReloadURL = "/editor/versions/"+v.ID+"/actions/", "/editor/"+t.Slug+"?version="+v.ID
+		res.Stale, res.Rev, res.LatestRun = len(res.Actions) > 0, "", ""
+		if ed.Current {
+			res.Stale, res.Rev = false, strconv.FormatInt(ed.Session.StateRev, 10)
 		}
-	}
-	if runID == "" {
-		rn, ok, err := h.latestSandboxRun(r, c, t, v)
-		if err != nil {
-			return err
+		res.Error, res.Confirm = runErr, ev.Confirm
+		if runErr == conflictMessage {
+			res.Rev = ""
 		}
-		if ok {
-			runID = rn.ID
-		}
+		data["Result"] = res
 	}
-	if runID != "" {
-		rn, err := h.runs.Owned(r.Context(), c.User, runID)
-		// The sandbox's own runs, and the run a session copied from the previous
-		// version offers its next actions from.
-		if err == nil && rn.ToolID == t.ID && (rn.Context == sctx.String() || (hasSession && rn.ID == sess.LatestRunID)) {
-			res, err := h.result(r, c, t, rn)
-			if err != nil {
-				return err
-			}
-			// The action forms go to this version's sandbox session, and are current
-			// while that session's latest run is this one.
-			res.ActionURL, res.ReloadURL = "/editor/versions/"+v.ID+"/actions/", "/editor/"+t.Slug+"?version="+v.ID
-			res.Stale, res.Rev, res.LatestRun = len(res.Actions) > 0, "", ""
-			if hasSession && sess.LatestRunID == rn.ID && rn.UserID == c.User.ID {
-				res.Stale, res.Rev = false, strconv.FormatInt(sess.StateRev, 10)
-			}
-			res.Error, res.Confirm = runErr, ev.Confirm
-			if runErr == conflictMessage {
-				res.Rev = ""
-			}
-			data["Result"] = res
-		}
-	}
-	sf, err := h.sessionFiles(r, c, t, sctx)
+	sf, err := h.sessionFiles(r, c, t, session.Editor(v.ID))
 	if err != nil {
 		return err
 	}
@@ -354,7 +302,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		}
 	}
 	data["Run"] = f
-	h.render(w, r, status, "editor", c, data)
+	h.render(w, r, ev.Status, "editor", c, data)
 	return nil
 }
 
@@ -504,20 +452,6 @@ func (h *Handler) checkSyntax(r *http.Request, src string) (string, int) {
 	}
 }
 
-// latestSandboxRun is the newest run of version v in its editor sandbox by c's user.
-func (h *Handler) latestSandboxRun(r *http.Request, c *call, t store.Tool, v store.ToolVersion) (store.Run, bool, error) {
-	page, err := h.runs.List(r.Context(), c.User, run.Query{UserID: c.User.ID, ToolID: t.ID, Limit: 20})
-	if err != nil {
-		return store.Run{}, false, err
-	}
-	for _, rn := range page.Runs {
-		if rn.Context == session.Editor(v.ID).String() {
-			return rn, true, nil
-		}
-	}
-	return store.Run{}, false, nil
-}
-
 // publishDoubts are the reasons to ask before publishing v: its source does not
 // compile, or its latest sandbox run did not succeed. None: publish at once.
 func (h *Handler) publishDoubts(r *http.Request, c *call, t store.Tool, v store.ToolVersion) ([]string, error) {
@@ -530,7 +464,7 @@ func (h *Handler) publishDoubts(r *http.Request, c *call, t store.Tool, v store.
 			doubts = append(doubts, l.T("editor.confirm.syntax", "Message", v.SyntaxError))
 		}
 	}
-	rn, ok, err := h.latestSandboxRun(r, c, t, v)
+	rn, ok, err := h.workflow.LatestSandboxRun(r.Context(), c.User, t, v)
 	if err != nil {
 		return nil, err
 	}
@@ -619,57 +553,6 @@ func (h *Handler) editorRun(w http.ResponseWriter, r *http.Request, c *call) err
 	return nil
 }
 
-// previousVersion is the version saved before v (versions are newest first), or nil.
-func previousVersion(versions []store.ToolVersion, v store.ToolVersion) *store.ToolVersion {
-	for i, x := range versions {
-		if x.ID == v.ID && i+1 < len(versions) {
-			return &versions[i+1]
-		}
-	}
-	return nil
-}
-
-// editorStep is one kept step of a sandbox session, as the editor lists it.
-type editorStep struct {
-	Rev     int64
-	Action  string // the label of the action the step's run took; empty: an initial run
-	At      time.Time
-	Current bool
-}
-
-// editorSteps are the kept steps of the sandbox session sess, newest first. A step's
-// action is named by the label its offer had, on the run of the step before.
-func (h *Handler) editorSteps(r *http.Request, c *call, t store.Tool, v store.ToolVersion, sess store.Session) ([]editorStep, error) {
-	kept, err := h.workflow.Steps(r.Context(), t, c.User, session.Editor(v.ID))
-	if err != nil {
-		return nil, err
-	}
-	runs := map[string]store.Run{}
-	for _, k := range kept {
-		if rn, err := h.runs.Owned(r.Context(), c.User, k.RunID); err == nil {
-			runs[k.RunID] = rn
-		}
-	}
-	steps := make([]editorStep, len(kept))
-	for i, k := range kept {
-		steps[i] = editorStep{Rev: k.StateRev, At: k.CreatedAt, Current: k.StateRev == sess.StateRev}
-		rn, ok := runs[k.RunID]
-		if !ok || rn.Kind != store.KindAction {
-			continue
-		}
-		steps[i].Action = rn.ActionID
-		if i+1 < len(kept) {
-			offers, _ := run.NextActionsOf(runs[kept[i+1].RunID])
-			for _, a := range offers {
-				if a.ActionID == rn.ActionID && a.Label != "" {
-					steps[i].Action = a.Label
-				}
-			}
-		}
-	}
-	return steps, nil
-}
-
 // editorRevision reads the expected_state_rev a sandbox session form sent; a missing
 // or broken one is a conflict, as a page that does not know the revision is stale.
 func editorRevision(r *http.Request) (int64, error) {
@@ -690,30 +573,25 @@ func (h *Handler) editorAction(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	sctx := session.Editor(v.ID)
+	sctx, id := session.Editor(v.ID), r.PathValue("action")
 	expected, err := editorRevision(r)
-	var next store.Run
-	if err == nil {
-		var sess store.Session
-		if sess, err = h.workflow.Session(r.Context(), t, c.User, sctx); err == nil {
-			var latest store.Run
-			if latest, err = h.runs.Owned(r.Context(), c.User, sess.LatestRunID); err == nil {
-				var offered contract.NextAction
-				if offered, err = workflow.Offered(latest, r.PathValue("action")); err == nil {
-					in, ierr := formInput(offered, r.PostForm)
-					if ierr != nil {
-						err = errs.New(contract.ErrInvalidInput, nil, "%s", ierr.Error())
-					} else if step, ask := needsConfirm(latest, offered, r); ask {
-						// A secondary action asks first, as on the run page.
-						return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, RunID: latest.ID, Status: http.StatusOK, Confirm: step})
-					} else {
-						next, err = h.workflow.Action(r.Context(), workflow.Action{Tool: t, Version: v, User: c.User, Context: sctx,
-							ActionID: r.PathValue("action"), Input: in, ExpectedStateRev: expected})
-					}
-				}
-			}
-		}
+	if err != nil {
+		return h.editorRefused(w, r, c, t, v, err)
 	}
+	latest, offered, err := h.workflow.Offer(r.Context(), t, c.User, sctx, id)
+	if err != nil {
+		return h.editorRefused(w, r, c, t, v, err)
+	}
+	in, err := formInput(offered, r.PostForm)
+	if err != nil {
+		return h.editorRefused(w, r, c, t, v, errs.New(contract.ErrInvalidInput, nil, "%s", err.Error()))
+	}
+	if step, ask := needsConfirm(latest, offered, r); ask {
+		// A secondary action asks first, as on the run page.
+		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, RunID: latest.ID, Status: http.StatusOK, Confirm: step})
+	}
+	next, err := h.workflow.Action(r.Context(), workflow.Action{Tool: t, Version: v, User: c.User, Context: sctx,
+		ActionID: id, Input: in, ExpectedStateRev: expected})
 	if err != nil {
 		return h.editorRefused(w, r, c, t, v, err)
 	}
@@ -736,7 +614,8 @@ func (h *Handler) editorRefused(w http.ResponseWriter, r *http.Request, c *call,
 	return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunErr: msg})
 }
 
-// editorGoBack makes an earlier step of a version's sandbox session current again.
+// editorGoBack makes an earlier step of a version's sandbox session current again
+// (workflow.Service.GoBack).
 func (h *Handler) editorGoBack(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := needAuthor(c); err != nil {
 		return err
@@ -751,7 +630,7 @@ func (h *Handler) editorGoBack(w http.ResponseWriter, r *http.Request, c *call) 
 		if perr != nil {
 			err = errs.New(session.ErrNoStep, map[string]any{"rev": r.PostFormValue("rev")}, "no step %q to go back to", r.PostFormValue("rev"))
 		} else {
-			_, err = h.workflow.GoBack(r.Context(), t, c.User, session.Editor(v.ID), expected, rev)
+			_, err = h.workflow.GoBack(r.Context(), c.User, v.ID, expected, rev)
 		}
 	}
 	if err != nil {
@@ -762,7 +641,7 @@ func (h *Handler) editorGoBack(w http.ResponseWriter, r *http.Request, c *call) 
 }
 
 // editorContinue lets a version's sandbox session go on from the previous version's:
-// its state, offered next actions and files.
+// its state, offered next actions and files (workflow.Service.ContinueFrom).
 func (h *Handler) editorContinue(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := needAuthor(c); err != nil {
 		return err
@@ -771,16 +650,14 @@ func (h *Handler) editorContinue(w http.ResponseWriter, r *http.Request, c *call
 	if err != nil {
 		return err
 	}
-	from, ft, err := h.catalog.OwnedVersion(r.Context(), c.User, r.PostFormValue("from"))
-	if err == nil && ft.ID != t.ID {
-		err = errs.New(catalog.ErrNoVersion, map[string]any{"from": from.ID}, "version %s is not a version of %s", from.ID, t.Slug)
-	}
-	if err != nil {
-		return err
-	}
 	expected, err := editorRevision(r)
 	if err == nil {
-		_, err = h.workflow.ContinueFrom(r.Context(), t, c.User, session.Editor(from.ID), session.Editor(v.ID), expected)
+		_, err = h.workflow.ContinueFrom(r.Context(), c.User, workflow.Continue{VersionID: v.ID, From: r.PostFormValue("from"), Expected: &expected})
+	}
+	// A version that is not one to go on from is no refusal of the sandbox's: the page
+	// offers only the previous version of the same tool.
+	if errors.Is(err, catalog.ErrNoVersion) || errors.Is(err, catalog.ErrForbidden) || errors.Is(err, workflow.ErrContinueFrom) {
+		return err
 	}
 	if err != nil {
 		return h.editorRefused(w, r, c, t, v, err)

@@ -565,12 +565,8 @@ func (h *Handler) retryInitial(r *http.Request, c *call, rn store.Run, sctx sess
 	if len(manifest.Files) > 0 && !sameFiles(manifest.Files, kept) {
 		return store.Run{}, errFilesGone
 	}
-	dir, err := h.runs.NewInputDir()
-	if err != nil {
-		return store.Run{}, err
-	}
 	// No files sent: the run gets the session's, which are rn's.
-	return h.workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: c.User, Context: sctx, Dir: dir,
+	return h.workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: c.User, Context: sctx,
 		Form: upload.Form{Inputs: inputs}})
 }
 

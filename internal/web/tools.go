@@ -182,16 +182,21 @@ func (h *Handler) toolPage(w http.ResponseWriter, r *http.Request, c *call) erro
 // The workflow checks the inputs against the version's input_schema. On a refusal, f
 // holds what the user sent and the server's message beside the field it names.
 func (h *Handler) submitRun(r *http.Request, c *call, f *runForm, t store.Tool, v store.ToolVersion, sctx session.Context) (store.Run, error) {
-	up, err := h.runs.ReadUpload(r, f.textFields(), func(form upload.Form) error { return h.checkForm(r, c, form.Fields["csrf"]) })
-	var rn store.Run
-	if err == nil {
-		if len(f.Fields) > 0 {
-			up.Form.Inputs = f.inputs(up.Form.Fields)
+	var fields map[string]string
+	accept := func(form *upload.Form) error {
+		if err := h.checkForm(r, c, form.Fields["csrf"]); err != nil {
+			return err
 		}
-		rn, err = h.workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: c.User, Context: sctx, Dir: up.Dir, Form: up.Form})
+		fields = form.Fields
+		if len(f.Fields) > 0 {
+			form.Inputs = f.inputs(form.Fields)
+		}
+		return nil
 	}
+	rn, err := h.workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: c.User, Context: sctx,
+		Body: r, Fields: f.textFields(), Accept: accept})
 	if status, _ := httpkit.ErrorStatus(err); err != nil && shownToUser(status) {
-		f.keep(up.Form.Fields)
+		f.keep(fields)
 		msg, ok := fileRefusal(h.langOf(r), h.limits(), err)
 		if !ok {
 			msg = h.message(r, err)

@@ -29,3 +29,21 @@ type SessionFile struct {
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
 }
+
+// GoBackRequest is the body of POST /api/v1/editor/tool-versions/{version_id}/session/back:
+// the kept step to make current again, and the revision the session is at now.
+type GoBackRequest struct {
+	Rev              *int64 `json:"rev"`
+	ExpectedStateRev *int64 `json:"expected_state_rev"`
+}
+
+// ContinueRequest is the body of POST
+// /api/v1/editor/tool-versions/{version_id}/session/continue: the version of the same tool
+// whose sandbox session to go on from, the kept step of it to go on from (none: where it
+// is), and the revision the version's own session is at (0: it has none; none: whatever
+// it is).
+type ContinueRequest struct {
+	FromVersionID    string `json:"from_version_id"`
+	Rev              *int64 `json:"rev,omitempty"`
+	ExpectedStateRev *int64 `json:"expected_state_rev,omitempty"`
+}

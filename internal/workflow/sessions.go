@@ -34,22 +34,3 @@ func (st *Service) RaceLost(ctx context.Context, rn store.Run, expected int64) e
 	cur, _ := st.sessions.Get(ctx, store.SessionKey{ToolID: rn.ToolID, UserID: rn.UserID, Context: rn.Context})
 	return Conflict(expected, cur.StateRev)
 }
-
-// Steps lists the kept steps of user's session of tool in c, newest first (editor
-// sessions keep their latest session.MaxSteps; production sessions keep none).
-func (st *Service) Steps(ctx context.Context, tool store.Tool, user store.User, c session.Context) ([]store.SessionStep, error) {
-	return st.sessions.Steps(ctx, c.Key(tool.ID, user.ID))
-}
-
-// GoBack makes step rev of user's session of tool in c current again, as revision
-// expected+1; a session no longer at expected is a conflict and changes nothing.
-func (st *Service) GoBack(ctx context.Context, tool store.Tool, user store.User, c session.Context, expected, rev int64) (int64, error) {
-	return st.sessions.GoBack(ctx, c.Key(tool.ID, user.ID), expected, rev)
-}
-
-// ContinueFrom lets user's session of tool in context to go on from their session in
-// context from (the editor sandbox of the previous version, say): its state, offered
-// next actions and files. expected is to's current revision, 0 when it has none.
-func (st *Service) ContinueFrom(ctx context.Context, tool store.Tool, user store.User, from, to session.Context, expected int64) (int64, error) {
-	return st.sessions.Copy(ctx, from.Key(tool.ID, user.ID), to.Key(tool.ID, user.ID), expected)
-}

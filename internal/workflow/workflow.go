@@ -1,12 +1,14 @@
 // Package workflow owns tool sessions as a user lives them (docs/spec.md §6, §7): an
-// initial run that replaces or keeps the session's files and starts its state, and next
-// actions guarded by state_rev. The API and the web UI both drive it; run executes.
+// initial run that replaces or keeps the session's files and starts its state, next
+// actions guarded by state_rev, and the editor's sandbox session (editor.go). The API
+// and the web UI both drive it; run executes.
 package workflow
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,15 +59,22 @@ func (st *Service) wallTime(c session.Context) time.Duration {
 	return 0
 }
 
-// Initial is an initial run: the version, who runs it, in which context, and the upload
-// that run.Service.ReadUpload accepted into Dir.
+// Initial is an initial run: the version, who runs it, in which context, and its upload.
 type Initial struct {
 	Tool    store.Tool
 	Version store.ToolVersion
 	User    store.User
 	Context session.Context
-	Dir     string
-	Form    upload.Form
+	// Body is the request whose multipart body is the run's upload (files in field
+	// "files", inputs as JSON in "inputs", and the text fields Fields names); nil: the
+	// run sends no files, and Form holds its inputs.
+	Body   *http.Request
+	Fields []string
+	// Accept, when set, sees the form read from Body before anything else is checked:
+	// an error refuses the upload (a web form's anti-forgery token, say), and it may set
+	// the form's inputs (from a web form's typed fields).
+	Accept func(*upload.Form) error
+	Form   upload.Form
 }
 
 // Initial submits an initial run and returns it queued. Its inputs and the names of its
@@ -73,50 +82,82 @@ type Initial struct {
 // stores and runs nothing, and the tool sees the normalised inputs. An upload with files
 // replaces the session's files (after every file was validated), one without keeps and
 // injects them; a run that offers next actions starts the session over with its state.
-// Dir is the run's from then on, or removed when the run is refused. The API, the web UI
-// and so the CLI all start initial runs here, so the rules hold for each alike.
+// Initial reads the upload into the run's input directory itself (see submit, which
+// owns that directory until the run has it). The API, the web UI and so the CLI all
+// start initial runs here, so the rules hold for each alike.
 func (st *Service) Initial(ctx context.Context, in Initial) (store.Run, error) {
 	k := in.Context.Key(in.Tool.ID, in.User.ID)
-	names := make([]string, len(in.Form.Files))
-	for i, f := range in.Form.Files {
-		names[i] = f.Name
-	}
-	// The schema was checked against the upload cap when it was stored; a cap lowered
-	// since does not make it unusable (the upload itself still keeps to the cap).
-	schema, err := contract.ParseInputSchema(in.Version.InputSchema, 0)
-	var counted []string
-	var useKept bool
-	if err == nil {
-		counted, useKept, err = st.countedFiles(ctx, schema, k, names)
-	}
-	var inputs map[string]any
-	if err == nil {
-		inputs, err = contract.NormalizeInputs(schema, in.Form.Inputs, counted)
-	}
-	var memory []byte
-	if err == nil {
-		memory, err = st.catalog.Memory(ctx, in.User.ID, in.Version, in.Context)
-	}
+	return st.submit(ctx, func(dir string) (run.Request, error) {
+		form := in.Form
+		if in.Body != nil {
+			var err error
+			form, err = upload.ReadRequest(in.Body, dir, st.runs.UploadLimits(), upload.Options{FileField: "files", TextFields: in.Fields})
+			if err != nil {
+				return run.Request{}, err
+			}
+		}
+		if in.Accept != nil {
+			if err := in.Accept(&form); err != nil {
+				return run.Request{}, err
+			}
+		}
+		names := make([]string, len(form.Files))
+		for i, f := range form.Files {
+			names[i] = f.Name
+		}
+		// The schema was checked against the upload cap when it was stored; a cap lowered
+		// since does not make it unusable (the upload itself still keeps to the cap).
+		schema, err := contract.ParseInputSchema(in.Version.InputSchema, 0)
+		if err != nil {
+			return run.Request{}, err
+		}
+		counted, useKept, err := st.countedFiles(ctx, schema, k, names)
+		if err != nil {
+			return run.Request{}, err
+		}
+		inputs, err := contract.NormalizeInputs(schema, form.Inputs, counted)
+		if err != nil {
+			return run.Request{}, err
+		}
+		memory, err := st.catalog.Memory(ctx, in.User.ID, in.Version, in.Context)
+		if err != nil {
+			return run.Request{}, err
+		}
+		// The session's files change only once the run is admitted: a run refused for
+		// capacity leaves them as they were.
+		files := func(ctx context.Context) error {
+			if len(form.Files) > 0 {
+				return st.sessions.Replace(ctx, k, dir, names)
+			}
+			if useKept {
+				_, err := st.sessions.Inject(ctx, k, dir)
+				return err
+			}
+			return nil
+		}
+		return run.Request{Tool: in.Tool, Version: in.Version, User: in.User, Context: in.Context.String(), Kind: store.KindInitial,
+			Inputs: inputs, Memory: memory, WallTime: st.wallTime(in.Context), Before: files}, nil
+	})
+}
+
+// submit makes a run's input directory, has fill put the run's files in it and say
+// what run to make, and submits that run with the directory as its input. The
+// directory is the run's once Submit admits it (the run removes it when done with it);
+// until then it is submit's, and a refusal anywhere before or by Submit removes it here,
+// the one place that does.
+func (st *Service) submit(ctx context.Context, fill func(dir string) (run.Request, error)) (store.Run, error) {
+	dir, err := st.runs.NewInputDir()
 	if err != nil {
-		os.RemoveAll(in.Dir)
 		return store.Run{}, err
 	}
-	// The session's files change only once the run is admitted: a run refused for
-	// capacity leaves them as they were.
-	files := func(ctx context.Context) error {
-		if len(in.Form.Files) > 0 {
-			return st.sessions.Replace(ctx, k, in.Dir, names)
-		}
-		if useKept {
-			_, err := st.sessions.Inject(ctx, k, in.Dir)
-			return err
-		}
-		return nil
+	req, err := fill(dir)
+	var rn store.Run
+	if err == nil {
+		req.InputDir = dir
+		rn, err = st.runs.Submit(ctx, req)
 	}
-	rn, err := st.runs.Submit(ctx, run.Request{Tool: in.Tool, Version: in.Version, User: in.User, Context: in.Context.String(), Kind: store.KindInitial,
-		InputDir: in.Dir, Inputs: inputs, Memory: memory, WallTime: st.wallTime(in.Context), Before: files})
 	if err != nil {
-		os.RemoveAll(in.Dir)
+		os.RemoveAll(dir)
 	}
 	return rn, err
 }
@@ -170,25 +211,18 @@ func (st *Service) Action(ctx context.Context, a Action) (store.Run, error) {
 	if err != nil {
 		return store.Run{}, err
 	}
-	dir, err := st.runs.NewInputDir()
-	if err != nil {
-		return store.Run{}, err
-	}
-	if _, err = st.sessions.Inject(ctx, k, dir); err == nil {
-		err = os.WriteFile(filepath.Join(dir, "action.json"), b, 0o444)
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return store.Run{}, err
-	}
 	expected := a.ExpectedStateRev
-	rn, err := st.runs.Submit(ctx, run.Request{Tool: a.Tool, Version: a.Version, User: a.User, Context: a.Context.String(), Kind: store.KindAction,
-		ActionID: a.ActionID, ActionLabel: action.Label, InputDir: dir, Action: &act, Memory: memory, WallTime: st.wallTime(a.Context),
-		ExpectedRev: &expected})
-	if err != nil {
-		os.RemoveAll(dir)
-	}
-	return rn, err
+	return st.submit(ctx, func(dir string) (run.Request, error) {
+		if _, err := st.sessions.Inject(ctx, k, dir); err != nil {
+			return run.Request{}, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "action.json"), b, 0o444); err != nil {
+			return run.Request{}, err
+		}
+		return run.Request{Tool: a.Tool, Version: a.Version, User: a.User, Context: a.Context.String(), Kind: store.KindAction,
+			ActionID: a.ActionID, ActionLabel: action.Label, Action: &act, Memory: memory, WallTime: st.wallTime(a.Context),
+			ExpectedRev: &expected}, nil
+	})
 }
 
 // countedFiles are the files an initial run's file field is checked against, and

@@ -115,11 +115,7 @@ func TestRunsCarryInputsAndMemory(t *testing.T) {
 	}
 	initial := func(u store.User, v store.ToolVersion, sctx session.Context, inputs map[string]any) store.Run {
 		t.Helper()
-		dir, err := runs.NewInputDir()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rn, err := steps.Initial(ctx, workflow.Initial{Tool: tool, Version: v, User: u, Context: sctx, Dir: dir, Form: upload.Form{Inputs: inputs}})
+		rn, err := steps.Initial(ctx, workflow.Initial{Tool: tool, Version: v, User: u, Context: sctx, Form: upload.Form{Inputs: inputs}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,11 +228,7 @@ func TestActionRunRecordsItsInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := env.App.Runs.NewInputDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := env.App.Workflow.Initial(ctx, workflow.Initial{Tool: tool, Version: v, User: u, Context: session.Production(), Dir: dir})
+	first, err := env.App.Workflow.Initial(ctx, workflow.Initial{Tool: tool, Version: v, User: u, Context: session.Production()})
 	if err != nil {
 		t.Fatal(err)
 	}

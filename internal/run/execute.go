@@ -149,8 +149,9 @@ func (s *Service) record(ctx context.Context, r store.Run, attempt int64, out ou
 }
 
 // End ends run id, whatever its attempt, as status with summary, when it is not over
-// yet: a run whose workers were lost, or one cancelled while its worker was. It
-// reports whether it did.
+// yet: a run whose workers were lost, or one cancelled while its worker was. A run it
+// fails is the runner's (store.SourceRunner, as store.EndRun records it). It reports
+// whether it did.
 func (s *Service) End(ctx context.Context, id, status, summary string) (bool, error) {
 	ok, err := s.st.EndRun(ctx, id, status, summary, s.now())
 	if ok {

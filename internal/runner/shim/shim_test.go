@@ -279,9 +279,11 @@ def run_tool(i, o):
 			},
 		},
 		{
-			name:  "error while importing",
-			tool:  tool{script: "import no_such_module_here\ndef run_tool(i, o):\n    return ''\n"},
-			check: func(t *testing.T, r run) { wantFailed(t, r, contract.SourceCrash, "Tool execution failed (ModuleNotFoundError).") },
+			name: "error while importing",
+			tool: tool{script: "import no_such_module_here\ndef run_tool(i, o):\n    return ''\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, contract.SourceCrash, "Tool execution failed (ModuleNotFoundError).")
+			},
 		},
 		{
 			name: "syntax error",
@@ -294,9 +296,11 @@ def run_tool(i, o):
 			},
 		},
 		{
-			name:  "returns 42",
-			tool:  tool{script: "def run_tool(i, o):\n    return 42\n"},
-			check: func(t *testing.T, r run) { wantFailed(t, r, contract.SourceCrash, "Tool execution failed (TypeError).") },
+			name: "returns 42",
+			tool: tool{script: "def run_tool(i, o):\n    return 42\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, contract.SourceCrash, "Tool execution failed (TypeError).")
+			},
 		},
 		{
 			name: "returns bytes",
@@ -323,9 +327,11 @@ def run_tool(i, o):
 			},
 		},
 		{
-			name:  "KeyboardInterrupt",
-			tool:  tool{script: "def run_tool(i, o):\n    raise KeyboardInterrupt\n"},
-			check: func(t *testing.T, r run) { wantFailed(t, r, contract.SourceCrash, "Tool execution was interrupted (KeyboardInterrupt).") },
+			name: "KeyboardInterrupt",
+			tool: tool{script: "def run_tool(i, o):\n    raise KeyboardInterrupt\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, contract.SourceCrash, "Tool execution was interrupted (KeyboardInterrupt).")
+			},
 		},
 		{
 			name: "toolkit on an initial run",

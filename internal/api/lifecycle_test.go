@@ -310,7 +310,8 @@ func checkExport(t *testing.T, env *apptest.Env, token, runID string) {
 	if !strings.Contains(got["settings.json"], `"lang": "sv"`) {
 		t.Errorf("settings.json: %s", got["settings.json"])
 	}
-	if !strings.Contains(got["runs/"+runID+"/run.json"], `"n": 1`) || !strings.Contains(got["runs/"+runID+"/run.json"], "got 1 files") {
+	if !strings.Contains(got["runs/"+runID+"/run.json"], `"n": 1`) || !strings.Contains(got["runs/"+runID+"/run.json"], "got 1 files") ||
+		!strings.Contains(got["runs/"+runID+"/run.json"], `"error_source": null`) {
 		t.Errorf("run.json: %s", got["runs/"+runID+"/run.json"])
 	}
 	sessionFile := false

@@ -30,6 +30,9 @@ func runOf(r store.Run, viewer store.User) (wire.Run, error) {
 	if r.ErrorSummary != "" {
 		out.ErrorSummary = &r.ErrorSummary
 	}
+	if r.ErrorSource != "" {
+		out.ErrorSource = &r.ErrorSource
+	}
 	if r.StartedAt != nil && r.FinishedAt != nil {
 		d := r.FinishedAt.Sub(*r.StartedAt).Milliseconds()
 		out.DurationMS = &d

@@ -313,7 +313,7 @@ func testRunEventsAndTimeout(t *testing.T, b apptest.Backend) {
 	}
 	// A run over the 2s limit times out, with the summary docs/spec.md §5 gives.
 	to := runUpload(t, env, u.Token, "sleep", nil, nil, `{"s": 30}`, "")
-	if to.body["status"] != "timed_out" || to.body["error_summary"] != "Execution timed out after 2s" {
+	if to.body["status"] != "timed_out" || to.body["error_summary"] != "Execution timed out after 2s" || to.body["error_source"] != "runner" {
 		t.Fatalf("timeout: %s", to.raw)
 	}
 }
@@ -336,7 +336,7 @@ func TestRestartFailsInterruptedRuns(t *testing.T) {
 	env2 := apptest.Start(t, cfg)
 	for _, id := range []string{"r_running", "r_queued"} {
 		r, err := env2.App.Store.GetRun(context.Background(), id)
-		if err != nil || r.Status != store.StatusFailed || r.ErrorSummary != "interrupted by server restart" {
+		if err != nil || r.Status != store.StatusFailed || r.ErrorSummary != "interrupted by server restart" || r.ErrorSource != store.SourceRunner {
 			t.Fatalf("%s after restart: %+v, %v", id, r, err)
 		}
 	}

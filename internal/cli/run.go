@@ -15,6 +15,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/contract"
+	"github.com/skrip-dev/skrip/internal/wire"
 )
 
 func (e *env) runCmd() *cobra.Command {
@@ -145,6 +146,25 @@ func (e *env) saveArtifact(cmd *cobra.Command, c *client.Client, a client.Artifa
 	return os.Rename(tmp.Name(), dst)
 }
 
+// sourceNote says where a failed run's error came from, unless it is the tool's own
+// message to its user, which the summary says best by itself.
+func sourceNote(r client.Run) string {
+	if r.ErrorSource == nil {
+		return ""
+	}
+	switch *r.ErrorSource {
+	case wire.SourceCrash:
+		return " (the tool crashed: its stderr is in --json)"
+	case wire.SourceRunner:
+		return " (stopped by the runner)"
+	case wire.SourcePolicy:
+		return " (the result broke the runner contract)"
+	case wire.SourceInput:
+		return " (the input was refused)"
+	}
+	return ""
+}
+
 var tagPattern = regexp.MustCompile(`<[^>]*>`)
 
 // printRun writes a run for people.
@@ -158,7 +178,7 @@ func (e *env) printRun(r client.Run, out string) {
 	if r.DurationMS != nil {
 		dur = fmt.Sprintf(" in %.1fs", float64(*r.DurationMS)/1000)
 	}
-	fmt.Fprintf(w, "Run %s %s%s%s\n", r.RunID, r.Status, dur, summary)
+	fmt.Fprintf(w, "Run %s %s%s%s%s\n", r.RunID, r.Status, dur, sourceNote(r), summary)
 	for _, o := range r.Outputs {
 		fmt.Fprintln(w)
 		switch o.Kind {

@@ -59,8 +59,17 @@ def run_tool(input_dir, output_dir):
 		t.Fatalf("tools push: %d %q", code, out)
 	}
 	code, out, errOut = run(t, env, author.Token, "", "run", "demo")
-	if code != 1 || !strings.Contains(out, "failed") || !strings.Contains(errOut, "Upload a CSV file.") {
+	if code != 1 || !strings.Contains(out, "failed") || !strings.Contains(errOut, "Upload a CSV file.") || strings.Contains(out, "(the tool crashed") {
 		t.Fatalf("failing run: %d %q %q", code, out, errOut)
+	}
+	// A crash says so beside its summary (the run's error_source), a tool's own message not.
+	os.WriteFile(src, []byte("def run_tool(i, o):\n    raise ValueError('oops')\n"), 0o644)
+	if code, out, _ := run(t, env, author.Token, "", "tools", "push", "demo", src, "--publish"); code != 0 || !strings.Contains(out, "published") {
+		t.Fatalf("tools push: %d %q", code, out)
+	}
+	code, out, errOut = run(t, env, author.Token, "", "run", "demo")
+	if code != 1 || !strings.Contains(out, "failed in") || !strings.Contains(out, "(the tool crashed: its stderr is in --json): Tool execution failed (ValueError).") {
+		t.Fatalf("crashing run: %d %q %q", code, out, errOut)
 	}
 	code, _, errOut = run(t, env, author.Token, "", "run", "nope")
 	if code == 0 || !strings.Contains(errOut, `no tool "nope"`) {

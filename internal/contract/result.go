@@ -18,6 +18,15 @@ const (
 	StatusFailed    = "failed"
 )
 
+// Where a failed result's error came from, as result.json's error_source says: the
+// tool's own message to its user (a ToolUserError), or an uncaught exception. The shim
+// writes it; a failed result without it (a tool that writes result.json itself, in the
+// original's format) is the tool's own message.
+const (
+	SourceTool  = "tool"
+	SourceCrash = "crash"
+)
+
 // Policy is the size policy of docs/spec.md §5. A result over MaxResultBytes fails the run.
 // Markdown, html and tables over their limits are cut to size, as the original hub's
 // normalizer cuts them; any other output over a limit is dropped, and a notice says so.
@@ -63,6 +72,7 @@ func DefaultPolicy() Policy {
 type Result struct {
 	Status       string // StatusSucceeded or StatusFailed
 	ErrorSummary string
+	ErrorSource  string // on a failed result, SourceTool or SourceCrash; "" on a succeeded one
 	// Outputs are the tool's outputs, markdown, html and tables over their limits cut to
 	// size and each other one over the policy replaced in place by a warning notice, then
 	// the notices about cuts, next_actions, state and artifacts.
@@ -80,7 +90,7 @@ type Result struct {
 
 // ParseResult reads result.json. Data over p.MaxResultBytes, bad JSON, a contract_version
 // other than Version, a status other than succeeded or failed, a shim-written field
-// (error_summary, artifacts) of the wrong type, or a vega_lite output whose spec is not
+// (error_summary, error_source, artifacts) of the wrong type or value, or a vega_lite output whose spec is not
 // an object (the original hub's schema refuses the whole result for it) give an error
 // wrapping ErrViolation. Artifacts may be listed as paths or, as the original's runner
 // writes them, as {"path", "bytes"} objects.
@@ -138,6 +148,21 @@ func ParseResult(data []byte, p Policy) (Result, error) {
 	default:
 		return Result{}, violation("error_summary is a JSON %s, want a string", jsonType(s))
 	}
+	var source string
+	switch s := value(top["error_source"]).(type) {
+	case nil:
+		source = SourceTool
+	case string:
+		if s != SourceTool && s != SourceCrash {
+			return Result{}, violation("error_source is %s, want %q or %q", quote(s), SourceTool, SourceCrash)
+		}
+		source = s
+	default:
+		return Result{}, violation("error_source is a JSON %s, want a string", jsonType(s))
+	}
+	if status != StatusFailed {
+		source = ""
+	}
 	var artifacts []string
 	switch a := value(top["artifacts"]).(type) {
 	case nil:
@@ -162,7 +187,7 @@ func ParseResult(data []byte, p Policy) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Status: status, ErrorSummary: summary}
+	res := Result{Status: status, ErrorSummary: summary, ErrorSource: source}
 	extra := notices.cut
 	res.NextActions, extra = parseNextActions(top["next_actions"], p, extra)
 	res.State, extra = parseState(top, p, extra)

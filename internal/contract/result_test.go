@@ -100,9 +100,34 @@ func TestParseResultValid(t *testing.T) {
 		t.Errorf("artifacts %v", res.Artifacts)
 	}
 
+	if res.ErrorSource != "" {
+		t.Errorf("a succeeded result has the error source %q", res.ErrorSource)
+	}
 	failed, err := ParseResult([]byte(`{"contract_version": 2.0, "status": "failed", "error_summary": "Ingen HTML-fil."}`), DefaultPolicy())
 	if err != nil || failed.Status != StatusFailed || failed.ErrorSummary != "Ingen HTML-fil." || failed.Outputs != nil || failed.State != nil {
 		t.Errorf("failed result: %+v, %v", failed, err)
+	}
+	// Without error_source (a tool writing result.json in the original's format), a
+	// failed result's summary is the tool's own message.
+	if failed.ErrorSource != SourceTool {
+		t.Errorf("a failed result without error_source has the source %q, want %q", failed.ErrorSource, SourceTool)
+	}
+}
+
+// TestParseResultErrorSource: the source the shim writes is read as it is, on failed
+// results only.
+func TestParseResultErrorSource(t *testing.T) {
+	tests := []struct{ data, want string }{
+		{`{"contract_version":2,"status":"failed","error_summary":"Tool execution failed (ValueError).","error_source":"crash"}`, SourceCrash},
+		{`{"contract_version":2,"status":"failed","error_summary":"Filen saknar kolumnen 'namn'.","error_source":"tool"}`, SourceTool},
+		{`{"contract_version":2,"status":"failed","error_summary":"x","error_source":null}`, SourceTool},
+		{`{"contract_version":2,"status":"succeeded","error_source":"crash"}`, ""},
+	}
+	for _, tc := range tests {
+		res, err := ParseResult([]byte(tc.data), DefaultPolicy())
+		if err != nil || res.ErrorSource != tc.want {
+			t.Errorf("%s: source %q, %v; want %q", tc.data, res.ErrorSource, err, tc.want)
+		}
 	}
 }
 
@@ -131,6 +156,10 @@ func TestParseResultViolations(t *testing.T) {
 		{"bad status", `{"contract_version":2,"status":"ok"}`, DefaultPolicy(), `status is "ok", want "succeeded" or "failed"`},
 		{"status not a string", `{"contract_version":2,"status":true}`, DefaultPolicy(), `status is true, want`},
 		{"error_summary a number", `{"contract_version":2,"status":"failed","error_summary":5}`, DefaultPolicy(), "error_summary is a JSON number, want a string"},
+		{"error_source a number", `{"contract_version":2,"status":"failed","error_source":1}`, DefaultPolicy(), "error_source is a JSON number, want a string"},
+		// Only the tool's side says where it failed: the runner and the policy are the
+		// server's to say.
+		{"error_source runner", `{"contract_version":2,"status":"failed","error_source":"runner"}`, DefaultPolicy(), `error_source is "runner", want "tool" or "crash"`},
 		{"artifacts a string", `{"contract_version":2,"status":"succeeded","artifacts":"output/a"}`, DefaultPolicy(), "artifacts is a JSON string, want a list of paths"},
 		{"artifacts with a number", `{"contract_version":2,"status":"succeeded","artifacts":[1]}`, DefaultPolicy(), "artifacts holds a JSON number"},
 		{"artifact object without a path", `{"contract_version":2,"status":"succeeded","artifacts":[{"bytes":1}]}`, DefaultPolicy(), "artifacts holds a JSON null"},

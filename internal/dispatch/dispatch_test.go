@@ -371,6 +371,9 @@ func TestWorkersLost(t *testing.T) {
 	if err != nil || done.Status != "failed" || done.ErrorSummary == nil || !strings.Contains(*done.ErrorSummary, "worker lost") || done.Attempts != 2 {
 		t.Fatalf("run: %s (%v), attempts %d, %v", done.Status, done.ErrorSummary, done.Attempts, err)
 	}
+	if done.ErrorSource == nil || *done.ErrorSource != store.SourceRunner {
+		t.Errorf("a run whose workers were lost has the error_source %v; want runner", done.ErrorSource)
+	}
 	fake.waitQueueEmpty(t)
 }
 
@@ -453,8 +456,8 @@ func TestSweepEndsLostRuns(t *testing.T) {
 		t.Fatalf("run: %s (%v), %v", done.Status, done.ErrorSummary, err)
 	}
 	got, err := b.App.Store.GetRun(context.Background(), orphan.ID)
-	if err != nil || got.Status != store.StatusFailed || !strings.Contains(got.ErrorSummary, "not queued") {
-		t.Fatalf("the run that never reached the queue: %s (%s), %v", got.Status, got.ErrorSummary, err)
+	if err != nil || got.Status != store.StatusFailed || !strings.Contains(got.ErrorSummary, "not queued") || got.ErrorSource != store.SourceRunner {
+		t.Fatalf("the run that never reached the queue: %s (%s, from %q), %v", got.Status, got.ErrorSummary, got.ErrorSource, err)
 	}
 	// Its message leaves the stream with it: past its last delivery it would hold a
 	// place in the queue for good (and with a queue of one, every run would get 503).

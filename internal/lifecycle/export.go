@@ -132,9 +132,13 @@ func (x *exporter) runs(ctx context.Context) error {
 		inputs, _ := run.InputsOf(r)
 		arts, _ := run.ArtifactsOf(r)
 		dir := "runs/" + r.ID + "/"
+		var source any // null when the run did not fail, as the API gives it
+		if r.ErrorSource != "" {
+			source = r.ErrorSource
+		}
 		err = x.json(dir+"run.json", map[string]any{
 			"id": r.ID, "tool_id": r.ToolID, "version_id": r.VersionID, "context": r.Context, "kind": r.Kind,
-			"action_id": r.ActionID, "status": r.Status, "error_summary": r.ErrorSummary,
+			"action_id": r.ActionID, "status": r.Status, "error_summary": r.ErrorSummary, "error_source": source,
 			"inputs": inputs, "outputs": json.RawMessage(orJSON(r.Outputs, "[]")), "next_actions": json.RawMessage(orJSON(r.NextActions, "[]")),
 			"artifacts": nonNil(arts), "input_manifest": json.RawMessage(orJSON(r.InputManifest, "{}")),
 			"stdout": string(r.Stdout), "stderr": string(r.Stderr),

@@ -27,32 +27,34 @@ const (
 )
 
 // judge turns a worker's report on run r into how the run ended. The tool's result.json
-// is parsed and checked here, against policy, on the node that records the run.
+// is parsed and checked here, against policy, on the node that records the run; so is
+// where a failure came from (store.Run.ErrorSource): a worker's report carries only what
+// happened (its own failure, a limit hit, the result.json the tool left), never a verdict.
 func judge(r store.Run, rep Report, policy contract.Policy) outcome {
 	lim := rep.Limits
 	res := rep.Result
 	out := outcome{status: store.StatusFailed}
 	switch {
 	case rep.Failure != "":
-		return failed(rep.Failure)
+		return failed(rep.Failure, store.SourceRunner)
 	case rep.Stopped == StopCancelled || r.CancelRequested:
 		out = outcome{status: store.StatusCancelled, summary: "cancelled"}
 	case rep.Stopped == StopShutdown:
 		out = outcome{status: store.StatusCancelled, summary: "cancelled: the server shut down"}
 	case res.TimedOut:
-		out = outcome{status: store.StatusTimedOut, summary: runner.TimedOut(lim.WallTime)}
+		out = outcome{status: store.StatusTimedOut, summary: runner.TimedOut(lim.WallTime), source: store.SourceRunner}
 	case res.OOMKilled:
-		out.summary = runner.MemoryExceeded(lim.MemoryBytes)
+		out.summary, out.source = runner.MemoryExceeded(lim.MemoryBytes), store.SourceRunner
 	case res.ResultJSON == nil:
-		out.summary = contract.NoResultSummary(res.ExitCode)
+		out.summary, out.source = contract.NoResultSummary(res.ExitCode), store.SourcePolicy
 	default:
 		parsed, perr := contract.ParseResult(res.ResultJSON, policy)
 		if perr != nil {
-			out.summary = contract.ViolationSummary(perr)
+			out.summary, out.source = contract.ViolationSummary(perr), store.SourcePolicy
 			break
 		}
-		out = outcome{status: parsed.Status, summary: parsed.ErrorSummary, outputs: parsed.Outputs, actions: parsed.NextActions,
-			session: SessionEffect(r, parsed)}
+		out = outcome{status: parsed.Status, summary: parsed.ErrorSummary, source: resultSource(parsed), outputs: parsed.Outputs,
+			actions: parsed.NextActions, session: SessionEffect(r, parsed)}
 	}
 	out.outputs = append(out.outputs, rep.Notices...)
 	if res.LeftOut.Count > 0 {
@@ -66,6 +68,18 @@ func judge(r store.Run, rep Report, policy contract.Policy) outcome {
 	}
 	out.result = &res
 	return out
+}
+
+// resultSource is where the error of a result that keeps to the contract came from, as
+// its result.json says: the tool's own message, or a crash; none when it succeeded.
+func resultSource(res contract.Result) string {
+	switch {
+	case res.Status != contract.StatusFailed:
+		return ""
+	case res.ErrorSource == contract.SourceCrash:
+		return store.SourceCrash
+	}
+	return store.SourceTool
 }
 
 // isEditor reports whether r ran in the editor sandbox.
@@ -103,7 +117,7 @@ func (s *Service) Record(ctx context.Context, id string, attempt int64, rep Repo
 // record stores how run r ended as attempt, and tells its subscribers.
 func (s *Service) record(ctx context.Context, r store.Run, attempt int64, out outcome) (bool, error) {
 	fin := s.now()
-	r.Status, r.ErrorSummary, r.FinishedAt = out.status, out.summary, &fin
+	r.Status, r.ErrorSummary, r.ErrorSource, r.FinishedAt = out.status, out.summary, out.source, &fin
 	r.Outputs = mustJSON(nonNil(out.outputs))
 	r.NextActions = mustJSON(nonNil(out.actions))
 	r.Artifacts = mustJSON(nonNil(out.artifacts))
@@ -135,8 +149,9 @@ func (s *Service) record(ctx context.Context, r store.Run, attempt int64, out ou
 }
 
 // End ends run id, whatever its attempt, as status with summary, when it is not over
-// yet: a run whose workers were lost, or one cancelled while its worker was. It
-// reports whether it did.
+// yet: a run whose workers were lost, or one cancelled while its worker was. A run it
+// fails is the runner's (store.SourceRunner, as store.EndRun records it). It reports
+// whether it did.
 func (s *Service) End(ctx context.Context, id, status, summary string) (bool, error) {
 	ok, err := s.st.EndRun(ctx, id, status, summary, s.now())
 	if ok {

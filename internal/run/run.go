@@ -444,6 +444,7 @@ func (s *Service) executeHere(j *job) Report {
 type outcome struct {
 	status    string
 	summary   string
+	source    string // where a failure came from (store.Source…); "" when it did not fail
 	outputs   []contract.Output
 	actions   []contract.NextAction
 	session   *store.SessionEffect // what the run writes to its session, if it succeeded
@@ -472,7 +473,9 @@ func SessionEffect(r store.Run, res contract.Result) *store.SessionEffect {
 	return nil
 }
 
-func failed(summary string) outcome { return outcome{status: store.StatusFailed, summary: summary} }
+func failed(summary, source string) outcome {
+	return outcome{status: store.StatusFailed, summary: summary, source: source}
+}
 
 // Cancel stops a queued or running run. It reports false when the run was already over.
 func (s *Service) Cancel(ctx context.Context, runID string) (bool, error) {

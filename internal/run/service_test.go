@@ -395,14 +395,14 @@ func TestRecover(t *testing.T) {
 		e := newEnv(t, st, 1, 0)
 		then := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 		cases := []struct {
-			status, want, summary string
+			status, want, summary, source string
 		}{
-			{store.StatusQueued, store.StatusFailed, "interrupted by server restart"},
-			{store.StatusRunning, store.StatusFailed, "interrupted by server restart"},
-			{store.StatusSucceeded, store.StatusSucceeded, ""},
-			{store.StatusFailed, store.StatusFailed, "the tool failed"},
-			{store.StatusCancelled, store.StatusCancelled, "cancelled"},
-			{store.StatusTimedOut, store.StatusTimedOut, "timed out"},
+			{store.StatusQueued, store.StatusFailed, "interrupted by server restart", store.SourceRunner},
+			{store.StatusRunning, store.StatusFailed, "interrupted by server restart", store.SourceRunner},
+			{store.StatusSucceeded, store.StatusSucceeded, "", ""},
+			{store.StatusFailed, store.StatusFailed, "the tool failed", store.SourceTool},
+			{store.StatusCancelled, store.StatusCancelled, "cancelled", ""},
+			{store.StatusTimedOut, store.StatusTimedOut, "timed out", store.SourceRunner},
 		}
 		ids := make([]string, len(cases))
 		for i, tc := range cases {
@@ -418,7 +418,7 @@ func TestRecover(t *testing.T) {
 				}
 			}
 			if store.Terminal(tc.status) {
-				r.Status, r.ErrorSummary, r.FinishedAt = tc.status, tc.summary, &then
+				r.Status, r.ErrorSummary, r.ErrorSource, r.FinishedAt = tc.status, tc.summary, tc.source, &then
 				if _, _, err := st.RecordRun(ctx, r, 1, nil); err != nil {
 					t.Fatal(err)
 				}
@@ -430,8 +430,9 @@ func TestRecover(t *testing.T) {
 		}
 		for i, tc := range cases {
 			got := e.status(t, ids[i])
-			if got.Status != tc.want || got.ErrorSummary != tc.summary || got.FinishedAt == nil {
-				t.Errorf("a run left %s: after Recover %s (%q), finished %v; want %s (%q)", tc.status, got.Status, got.ErrorSummary, got.FinishedAt, tc.want, tc.summary)
+			if got.Status != tc.want || got.ErrorSummary != tc.summary || got.ErrorSource != tc.source || got.FinishedAt == nil {
+				t.Errorf("a run left %s: after Recover %s (%q, source %q), finished %v; want %s (%q, %q)", tc.status, got.Status, got.ErrorSummary,
+					got.ErrorSource, got.FinishedAt, tc.want, tc.summary, tc.source)
 			}
 			if store.Terminal(tc.status) && !got.FinishedAt.Equal(then) {
 				t.Errorf("Recover changed when a %s run finished: %v, want %v", tc.status, got.FinishedAt, then)

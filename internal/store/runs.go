@@ -24,6 +24,16 @@ const (
 	KindAction  = "action"
 )
 
+// Where a run's error came from (Run.ErrorSource, docs/spec.md §5). Pages and clients
+// decide by it, never by the words of the error summary.
+const (
+	SourceTool   = "tool"   // the tool's own message to its user (a ToolUserError)
+	SourceCrash  = "crash"  // an uncaught exception in the tool
+	SourceRunner = "runner" // a limit, a timeout, the sandbox, a lost worker, a restart
+	SourcePolicy = "policy" // the result broke the contract
+	SourceInput  = "input"  // the user's input was refused
+)
+
 // ValidStatus reports whether s is a run status.
 func ValidStatus(s string) bool {
 	switch s {
@@ -50,6 +60,7 @@ type Run struct {
 	ActionLabel   string // the offered action's label when it was submitted; '' for older runs
 	Status        string
 	ErrorSummary  string
+	ErrorSource   string // where a failure came from, a Source constant; "" (NULL) when the run did not fail
 	Inputs        string // JSON object
 	Outputs       string // JSON array
 	NextActions   string // JSON array
@@ -80,18 +91,20 @@ type Run struct {
 
 const runCols = `id, tool_id, version_id, user_id, context, kind, action_id, action_label, status, error_summary, inputs, outputs,
 	next_actions, artifacts, input_manifest, state_rev, attempts, worker, expected_rev, cancel_requested, stdout, stderr, stdout_truncated, stderr_truncated,
-	created_at, started_at, finished_at, held_bytes`
+	created_at, started_at, finished_at, held_bytes, error_source`
 
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var r Run
 	var rev, expected, started, finished sql.NullInt64
 	var created int64
+	var source sql.NullString
 	if err := row.Scan(&r.ID, &r.ToolID, &r.VersionID, &r.UserID, &r.Context, &r.Kind, &r.ActionID, &r.ActionLabel, &r.Status, &r.ErrorSummary,
 		&r.Inputs, &r.Outputs, &r.NextActions, &r.Artifacts, &r.InputManifest, &rev, &r.Attempts, &r.Worker, &expected, &r.CancelRequested, &r.Stdout, &r.Stderr,
-		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished, &r.HeldBytes); err != nil {
+		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished, &r.HeldBytes, &source); err != nil {
 		return Run{}, mapErr(err)
 	}
 	r.CreatedAt = fromMS(created)
+	r.ErrorSource = source.String
 	if rev.Valid {
 		r.StateRev = &rev.Int64
 	}
@@ -116,6 +129,14 @@ func nullTime(t *time.Time) any {
 	return ms(*t)
 }
 
+// nullString is s, or NULL when it is empty.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
 func nullInt(v *int64) any {
 	if v == nil {
 		return nil
@@ -138,7 +159,7 @@ var insertRun = `INSERT INTO runs (` + runCols + `) VALUES (?` + strings.Repeat(
 func runValues(r Run) []any {
 	return []any{r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.ActionLabel, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
 		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Attempts, r.Worker, nullInt(r.ExpectedRev), r.CancelRequested, r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
-		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt), r.HeldBytes}
+		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt), r.HeldBytes, nullString(r.ErrorSource)}
 }
 
 // ClaimRun marks run id running as attempt number attempt, claimed by worker (a node
@@ -187,10 +208,10 @@ func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *Sessio
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		// In PostgreSQL the update locks the run's row until the commit, so a second
 		// record of the same run waits here and then finds it final.
-		res, err := s.txExec(ctx, tx, `UPDATE runs SET status = ?, error_summary = ?, outputs = ?, next_actions = ?, artifacts = ?,
+		res, err := s.txExec(ctx, tx, `UPDATE runs SET status = ?, error_summary = ?, error_source = ?, outputs = ?, next_actions = ?, artifacts = ?,
 			state_rev = NULL, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?, cancel_requested = ?, held_bytes = ?,
 			dispatch = '' WHERE id = ? AND status IN (?, ?) AND attempts = ?`,
-			r.Status, r.ErrorSummary, r.Outputs, r.NextActions, r.Artifacts, r.Stdout, r.Stderr,
+			r.Status, r.ErrorSummary, nullString(r.ErrorSource), r.Outputs, r.NextActions, r.Artifacts, r.Stdout, r.Stderr,
 			r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), false, r.HeldBytes, r.ID, StatusQueued, StatusRunning, attempt)
 		if err != nil {
 			return err
@@ -243,17 +264,28 @@ func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *Sessio
 }
 
 // EndRun ends a run that is not yet final as status with summary, whatever its attempt:
-// what a node does when the run's worker was lost. It reports whether it did.
+// what a node does when the run's worker was lost. A run it ends as failed or timed out
+// failed for the runner's reason (SourceRunner): its workers, its queue. It reports
+// whether it did.
 func (s *Store) EndRun(ctx context.Context, id, status, summary string, at time.Time) (bool, error) {
 	// It keeps no artifacts: what its attempts reserved is no longer held, nor its queue
 	// message (as every final run).
-	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ?, cancel_requested = ?, held_bytes = 0, dispatch = '' WHERE id = ? AND status IN (?, ?)",
-		status, summary, ms(at), false, id, StatusQueued, StatusRunning)
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, error_source = ?, finished_at = ?, cancel_requested = ?, held_bytes = 0, dispatch = '' WHERE id = ? AND status IN (?, ?)",
+		status, summary, nullString(runnerSource(status)), ms(at), false, id, StatusQueued, StatusRunning)
 	if err != nil {
 		return false, fmt.Errorf("ending run %s: %w", id, err)
 	}
 	n, _ := res.RowsAffected()
 	return n == 1, nil
+}
+
+// runnerSource is the error source of a run the runner's side ended as status:
+// SourceRunner when it failed or timed out, none when it was cancelled.
+func runnerSource(status string) string {
+	if status == StatusFailed || status == StatusTimedOut {
+		return SourceRunner
+	}
+	return ""
 }
 
 // RequestCancel marks a running run to be cancelled by the node running it, and ends a
@@ -319,10 +351,11 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 }
 
 // FailUnfinishedRuns marks every queued or running run failed with summary: what a
-// restart finds after a crash. It returns how many it marked.
+// restart finds after a crash, so the runner's (SourceRunner). It returns how many it
+// marked.
 func (s *Store) FailUnfinishedRuns(ctx context.Context, summary string, at time.Time) (int64, error) {
-	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, finished_at = ?, held_bytes = 0, dispatch = '' WHERE status IN (?, ?)",
-		StatusFailed, summary, ms(at), StatusQueued, StatusRunning)
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, error_source = ?, finished_at = ?, held_bytes = 0, dispatch = '' WHERE status IN (?, ?)",
+		StatusFailed, summary, SourceRunner, ms(at), StatusQueued, StatusRunning)
 	if err != nil {
 		return 0, err
 	}

@@ -140,7 +140,7 @@ type editorView struct {
 	VersionID string // empty: the newest
 	RunID     string // the sandbox run beside it; empty: the latest of that version
 	Status    int
-	RunErr    string // why a sandbox action was refused
+	RunErr    refusal // why a sandbox action was refused
 	// Confirm is a secondary sandbox action waiting for the author's confirmation,
 	// as on the run page (needsConfirm); nil otherwise.
 	Confirm *confirmStep
@@ -273,10 +273,8 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		if ed.Current {
 			res.Stale, res.Rev = false, strconv.FormatInt(ed.Session.StateRev, 10)
 		}
-		res.Error, res.Confirm = runErr, ev.Confirm
-		if runErr == conflictMessage {
-			res.Rev = ""
-		}
+		res.Confirm = ev.Confirm
+		res.refuse(runErr)
 		data["Result"] = res
 	}
 	sf, err := h.sessionFiles(r, c, t, session.Editor(v.ID))
@@ -295,11 +293,8 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		// server will: when they fit this version's file slot (KeptFit).
 		f.SessionFiles, f.KeptNames = len(sf.Files), sf.names()
 	}
-	if runErr != "" && data["Result"] == nil {
-		f.Error = runErr
-		if runErr == conflictMessage {
-			f.Error = h.langOf(r).T("run.conflict")
-		}
+	if runErr != (refusal{}) && data["Result"] == nil {
+		f.Error = runErr.text(h.langOf(r))
 	}
 	data["Run"] = f
 	h.render(w, r, ev.Status, "editor", c, data)
@@ -607,11 +602,7 @@ func (h *Handler) editorRefused(w http.ResponseWriter, r *http.Request, c *call,
 	if !shownToUser(status) {
 		return err
 	}
-	msg := h.message(r, err)
-	if errors.Is(err, session.ErrConflict) {
-		msg = conflictMessage
-	}
-	return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunErr: msg})
+	return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunErr: h.refusalOf(r, err)})
 }
 
 // editorGoBack makes an earlier step of a version's sandbox session current again

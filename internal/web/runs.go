@@ -17,10 +17,43 @@ import (
 	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
-// conflictMessage is the refusal of a step whose session moved on in another tab. The
-// result template says it in the page's language (run.conflict) with a link to the
-// latest step; the editor compares against it too.
+// conflictMessage is the text of the session.ErrConflict the web makes itself, for a
+// form that did not say which revision it saw. It is for the log: the page says a
+// conflict in its own language (run.conflict), deciding by the error's kind (refusal).
 const conflictMessage = "This session changed in another tab or window. Reload to continue."
+
+// refusal is why the last submission (a step, a retry, a change to an editor session)
+// was refused, as the page says it. A conflict (the session changed elsewhere) and a
+// retry whose files are gone are said in the page's own words, with the way on; any
+// other refusal by its message, already in the page's language.
+type refusal struct {
+	msg       string
+	conflict  bool // session.ErrConflict, and what a retry counts as one
+	filesGone bool // errFilesGone
+}
+
+// refusalOf is err, a refusal shown to the user, as the page says it.
+func (h *Handler) refusalOf(r *http.Request, err error) refusal {
+	switch {
+	case errors.Is(err, errFilesGone):
+		return refusal{filesGone: true}
+	case errors.Is(err, session.ErrConflict):
+		return refusal{conflict: true}
+	}
+	return refusal{msg: h.message(r, err)}
+}
+
+// text is the refusal as one sentence in the page's language, for a page with no
+// result to show it beside.
+func (f refusal) text(l *Lang) string {
+	switch {
+	case f.conflict:
+		return l.T("run.conflict")
+	case f.filesGone:
+		return l.T("run.retry_files_gone")
+	}
+	return f.msg
+}
 
 // result is a finished or running run as the run page and the editor show it.
 type result struct {
@@ -48,7 +81,9 @@ type result struct {
 	LiveStderr bool
 	Stdout     string
 	Stderr     string
-	Error      string // why the last submission was refused
+	Error      string // why the last submission was refused, when neither of the two below
+	Refused    bool   // the last submission lost to a change made elsewhere (a conflict)
+	FilesGone  bool   // the last "Försök igen" found the run's files gone
 	CSRF       string // for the action forms
 	ReloadURL  string // this run's page, or the editor for a sandbox run
 	ToolURL    string // where a new run starts: the tool's page, or the editor for a sandbox run
@@ -84,28 +119,19 @@ func (r *result) LatestURL() string {
 	return r.ToolURL
 }
 
-// FilesGone says whether the last "Försök igen" found the run's files gone.
-func (r *result) FilesGone() bool { return r.Error == filesGoneMessage }
-
-// Refused says whether the last submission lost to a change made elsewhere.
-func (r *result) Refused() bool { return r.Error == conflictMessage }
+// refuse shows f, why the last submission was refused, above the forms; after a
+// conflict the page holds no current revision, so it offers the latest step instead.
+func (r *result) refuse(f refusal) {
+	r.Error, r.Refused, r.FilesGone = f.msg, f.conflict, f.filesGone
+	if f.conflict {
+		r.Rev = ""
+	}
+}
 
 // ShowStale: the page does not hold the session's current revision, for no reason
 // already said above (a refused submission, a lost race), so instead of its forms it
 // shows the one way on: the latest step.
-func (r *result) ShowStale() bool { return r.Rev == "" && !r.Refused() && !r.Conflict }
-
-// crashSummaries begin the error summaries skrip writes itself when a tool crashed
-// (its shim, from an exception; the run service, from a missing or broken result, the
-// sandbox, the memory limit): words for the tool's author. Any other summary of a failed
-// run is the tool's own message to its user (a ToolUserError: "Filen saknar kolumnen
-// 'namn'."), which the page shows as it is.
-// TestCrashOrMessage lists the summaries the code writes; a new one belongs here.
-// ("The tool ended without a result" and "runner contract violation" are the words of
-// runs recorded before the run service took the original hub's.)
-var crashSummaries = []string{"Tool execution ", contract.ViolationPrefix, "The tool ended without a result", "the sandbox failed", "could not read the run's input files",
-	"the tool succeeded but its session", "runner contract violation", "memory limit exceeded", "The script defines no function", "run_tool returned ",
-	"run_tool's outputs, next_actions or state are not JSON-serialisable", "interrupted by server restart"}
+func (r *result) ShowStale() bool { return r.Rev == "" && !r.Refused && !r.Conflict }
 
 // genericUserMessage is the summary of a ToolUserError without a message
 // (tool_errors.GENERIC_MESSAGE, the original hub's words); the page says it in its own
@@ -115,24 +141,33 @@ const (
 	oldGenericUserMessage = "The tool stopped with an error but gave no message."
 )
 
-// NoMessage says whether a failed run is a ToolUserError that gave no message.
+// NoMessage says whether a failed run is a ToolUserError that gave no message (or the
+// generic one the shim gives it then).
 func (r *result) NoMessage() bool {
 	s := strings.TrimSpace(r.Run.ErrorSummary)
-	return s == genericUserMessage || s == oldGenericUserMessage
+	return r.toolError() && (s == "" || s == genericUserMessage || s == oldGenericUserMessage)
 }
 
-// UserMessage says whether a failed run's summary is the tool's message to its user.
+// UserMessage says whether a failed run's summary is the tool's message to its user,
+// which the page shows as it is: its error came from the tool (a ToolUserError). Every
+// other source (a crash, the runner, the policy) gets a plain sentence in the page's
+// language, the summary folded under "Teknisk information": those are words for the
+// tool's author.
 func (r *result) UserMessage() bool {
-	s := strings.TrimSpace(r.Run.ErrorSummary)
-	if r.Run.Status != store.StatusFailed || s == "" {
-		return false
-	}
-	for _, p := range crashSummaries {
-		if strings.HasPrefix(s, p) {
-			return false
-		}
-	}
-	return true
+	return r.toolError() && strings.TrimSpace(r.Run.ErrorSummary) != ""
+}
+
+// InputRefused says whether a failed run's input was refused (store.SourceInput).
+func (r *result) InputRefused() bool {
+	return r.Run.Status == store.StatusFailed && r.Run.ErrorSource == store.SourceInput
+}
+
+// toolError says whether the run failed with the tool's own message. A failed run with
+// no source was recorded by a node older than error_source, during a rolling upgrade
+// (the migration gave every run before it one): it is taken for a crash, so skrip's own
+// words never read as the tool's message; its summary is still shown, folded.
+func (r *result) toolError() bool {
+	return r.Run.Status == store.StatusFailed && r.Run.ErrorSource == store.SourceTool
 }
 
 // Crashed is a run that ended without doing its job through no choice of the user's:
@@ -207,13 +242,13 @@ func (h *Handler) runPage(w http.ResponseWriter, r *http.Request, c *call) error
 	if err != nil {
 		return err
 	}
-	return h.showRun(w, r, c, rn, http.StatusOK, "", nil)
+	return h.showRun(w, r, c, rn, http.StatusOK, refusal{}, nil)
 }
 
-// showRun renders the run page, with submitErr (a refused action) above the forms, or
-// with a secondary action waiting for its confirmation. The page's title begins with
-// the run's status, which the script keeps current.
-func (h *Handler) showRun(w http.ResponseWriter, r *http.Request, c *call, rn store.Run, status int, submitErr string, confirm *confirmStep) error {
+// showRun renders the run page, with refused (why an action was refused) above the
+// forms, or with a secondary action waiting for its confirmation. The page's title
+// begins with the run's status, which the script keeps current.
+func (h *Handler) showRun(w http.ResponseWriter, r *http.Request, c *call, rn store.Run, status int, refused refusal, confirm *confirmStep) error {
 	t, err := h.catalog.Visible(r.Context(), c.User, rn.ToolID)
 	if err != nil {
 		return err
@@ -222,10 +257,8 @@ func (h *Handler) showRun(w http.ResponseWriter, r *http.Request, c *call, rn st
 	if err != nil {
 		return err
 	}
-	res.Error, res.Confirm = submitErr, confirm
-	if submitErr == conflictMessage {
-		res.Rev = ""
-	}
+	res.Confirm = confirm
+	res.refuse(refused)
 	title := h.langOf(r).T("run.title", "Status", h.langOf(r).Status(rn.Status), "Tool", t.Title)
 	h.render(w, r, status, "run", c, map[string]any{"Title": title, "Tool": t, "Result": res})
 	return nil
@@ -338,33 +371,29 @@ func (h *Handler) submitAction(w http.ResponseWriter, r *http.Request, c *call) 
 	} else if step, ask := needsConfirm(rn, offered, r); ask {
 		// A secondary action asks first, with or without script: nothing runs until
 		// the same form comes back with confirmed=1.
-		return h.showRun(w, r, c, rn, http.StatusOK, "", step)
+		return h.showRun(w, r, c, rn, http.StatusOK, refusal{}, step)
 	} else {
 		next, err = h.workflow.Action(r.Context(), workflow.Action{Tool: t, Version: v, User: c.User, Context: sctx,
 			ActionID: r.PathValue("action"), Input: in, ExpectedStateRev: expected})
 	}
 	if err != nil {
 		status, _ := h.statusOf(w, err)
-		msg := h.message(r, err)
-		if errors.Is(err, session.ErrConflict) {
-			msg = conflictMessage
-		}
 		if !shownToUser(status) {
 			return err
 		}
-		return h.refusedStep(w, r, c, rn, t, v, back, status, msg)
+		return h.refusedStep(w, r, c, rn, t, v, back, status, h.refusalOf(r, err))
 	}
 	h.newStep(w, r, next, back)
 	return nil
 }
 
-// refusedStep shows why a step or a retry from rn was refused (msg, with status): on the
+// refusedStep shows why a step or a retry from rn was refused (f, with status): on the
 // editor page for a sandbox run (back), else on rn's page.
-func (h *Handler) refusedStep(w http.ResponseWriter, r *http.Request, c *call, rn store.Run, t store.Tool, v store.ToolVersion, back string, status int, msg string) error {
+func (h *Handler) refusedStep(w http.ResponseWriter, r *http.Request, c *call, rn store.Run, t store.Tool, v store.ToolVersion, back string, status int, f refusal) error {
 	if back != "" {
-		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, RunID: rn.ID, Status: status, RunErr: msg})
+		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, RunID: rn.ID, Status: status, RunErr: f})
 	}
-	return h.showRun(w, r, c, rn, status, msg, nil)
+	return h.showRun(w, r, c, rn, status, f, nil)
 }
 
 // newStep shows run next, which a step or a retry started, once it ends or runWait
@@ -491,9 +520,6 @@ func (h *Handler) retryable(r *http.Request, c *call, rn store.Run, sess store.S
 // then says so (run.retry_files_gone) with the way to the tool's form.
 var errFilesGone = errors.New("files gone")
 
-// filesGoneMessage is the refusal the result template recognises for errFilesGone.
-const filesGoneMessage = "files gone"
-
 // retryRun runs a failed run again with the same input, and shows the new run: an
 // initial run with the same inputs and the files the session kept from it (refused, with
 // the way back to the tool's form, when those are gone or were replaced since); an
@@ -534,16 +560,17 @@ func (h *Handler) retryRun(w http.ResponseWriter, r *http.Request, c *call) erro
 	}
 	if err != nil {
 		status, _ := h.statusOf(w, err)
-		msg := h.message(r, err)
+		f := h.refusalOf(r, err)
 		switch {
-		case errors.Is(err, errFilesGone):
-			status, msg = http.StatusConflict, filesGoneMessage
+		case f.filesGone:
+			status = http.StatusConflict
 		case errors.Is(err, session.ErrConflict), errors.Is(err, session.ErrNoSession), errors.Is(err, workflow.ErrUnknownAction):
-			status, msg = http.StatusConflict, conflictMessage
+			// A retry against a session that moved on, or is gone, is a stale step.
+			status, f = http.StatusConflict, refusal{conflict: true}
 		case !shownToUser(status):
 			return err
 		}
-		return h.refusedStep(w, r, c, rn, t, v, back, status, msg)
+		return h.refusedStep(w, r, c, rn, t, v, back, status, f)
 	}
 	h.newStep(w, r, next, back)
 	return nil

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -10,46 +9,47 @@ import (
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
-// TestCrashOrMessage: every summary skrip writes itself when a tool fails (the shim's,
-// the run service's, the runner's) is a crash, told to the user as a plain sentence;
-// a ToolUserError's message is the tool's word to its user, shown as it is.
+// TestCrashOrMessage: the page tells the tool's own message from a crash by the run's
+// error_source, never by the summary's words: a ToolUserError's message is shown as it
+// is, even one worded like skrip's own summaries, and every other source gets the page's
+// sentence, the summary folded. A failed run without a source (recorded by an older node
+// during an upgrade) is taken for a crash.
 func TestCrashOrMessage(t *testing.T) {
-	crashes := []string{
-		"Tool execution failed (ValueError).",
-		"Tool execution failed (SystemExit): the tool called exit(1); return from run_tool instead.",
-		"Tool execution was interrupted (KeyboardInterrupt).",
-		"The script defines no function run_tool(input_dir, output_dir).",
-		"run_tool returned int; return a str or a dict",
-		"run_tool's outputs, next_actions or state are not JSON-serialisable (ValueError: Circular reference detected).",
-		"The tool ended without a result (exit code 1); see stderr.",
-		contract.NoResultSummary(1),
-		contract.ViolationSummary(fmt.Errorf("%w: status is missing", contract.ErrViolation)),
-		"the sandbox failed: see the server log",
-		"could not read the run's input files",
-		"the tool succeeded but its session could not be saved; see the server log",
-		fmt.Errorf("%w: status is missing", contract.ErrViolation).Error(),
-		runner.MemoryExceeded(256 << 20),
-		"interrupted by server restart",
+	failed := func(source, summary string) *result {
+		return &result{Run: store.Run{Status: store.StatusFailed, ErrorSource: source, ErrorSummary: summary}}
 	}
-	for _, s := range crashes {
-		r := &result{Run: store.Run{Status: store.StatusFailed, ErrorSummary: s}}
-		if r.UserMessage() || !r.Crashed() {
-			t.Errorf("%q is taken for the tool's message to its user", s)
+	tests := []struct {
+		name                   string
+		r                      *result
+		message, none, refused bool // UserMessage, NoMessage, InputRefused
+	}{
+		{"the tool's message", failed(store.SourceTool, "Filen saknar kolumnen 'namn'."), true, false, false},
+		{"the tool's message in skrip's words", failed(store.SourceTool, "Tool execution failed (ValueError)."), true, false, false},
+		{"no message", failed(store.SourceTool, genericUserMessage), true, true, false},
+		{"no message, old words", failed(store.SourceTool, oldGenericUserMessage), true, true, false},
+		{"an empty message", failed(store.SourceTool, " "), false, true, false},
+		{"a crash", failed(store.SourceCrash, "Tool execution failed (ValueError)."), false, false, false},
+		{"a crash in a message's words", failed(store.SourceCrash, "Filen saknar kolumnen 'namn'."), false, false, false},
+		{"the runner", failed(store.SourceRunner, "worker lost: the run was tried on 2 workers, and each stopped answering"), false, false, false},
+		{"the runner's memory limit", failed(store.SourceRunner, runner.MemoryExceeded(256<<20)), false, false, false},
+		{"the policy", failed(store.SourcePolicy, contract.NoResultSummary(1)), false, false, false},
+		{"the input", failed(store.SourceInput, "the file field needs a file"), false, false, true},
+		{"no source", failed("", "Filen saknar kolumnen 'namn'."), false, false, false},
+		{"no source, generic words", failed("", genericUserMessage), false, false, false},
+		{"timed out", &result{Run: store.Run{Status: store.StatusTimedOut, ErrorSource: store.SourceRunner, ErrorSummary: runner.TimedOut(time.Minute)}}, false, false, false},
+	}
+	for _, tc := range tests {
+		if got := tc.r.UserMessage(); got != tc.message {
+			t.Errorf("%s: UserMessage = %v, want %v", tc.name, got, tc.message)
 		}
-	}
-	for _, s := range []string{"Filen saknar kolumnen 'namn'.", "Ladda upp en fil."} {
-		r := &result{Run: store.Run{Status: store.StatusFailed, ErrorSummary: s}}
-		if !r.UserMessage() || r.NoMessage() {
-			t.Errorf("the tool's message %q is taken for a crash", s)
+		if got := tc.r.NoMessage(); got != tc.none {
+			t.Errorf("%s: NoMessage = %v, want %v", tc.name, got, tc.none)
 		}
-	}
-	for _, s := range []string{genericUserMessage, oldGenericUserMessage} {
-		if r := (&result{Run: store.Run{Status: store.StatusFailed, ErrorSummary: s}}); !r.NoMessage() {
-			t.Errorf("a ToolUserError without a message (%q) is not recognised", s)
+		if got := tc.r.InputRefused(); got != tc.refused {
+			t.Errorf("%s: InputRefused = %v, want %v", tc.name, got, tc.refused)
 		}
-	}
-	timedOut := &result{Run: store.Run{Status: store.StatusTimedOut, ErrorSummary: runner.TimedOut(time.Minute)}}
-	if timedOut.UserMessage() || !timedOut.Crashed() {
-		t.Error("a timeout is shown as the tool's message")
+		if !tc.r.Crashed() {
+			t.Errorf("%s: not shown as a run that did not do its job", tc.name)
+		}
 	}
 }

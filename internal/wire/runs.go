@@ -24,6 +24,7 @@ type Run struct {
 	ActionID        *string               `json:"action_id"`
 	Status          string                `json:"status"`
 	ErrorSummary    *string               `json:"error_summary"`
+	ErrorSource     *string               `json:"error_source"` // a Source constant; null when the run did not fail
 	Inputs          map[string]any        `json:"inputs"`
 	Outputs         []contract.Output     `json:"outputs"`
 	NextActions     []contract.NextAction `json:"next_actions"`
@@ -40,6 +41,16 @@ type Run struct {
 	StdoutTruncated bool                  `json:"stdout_truncated,omitempty"`
 	StderrTruncated bool                  `json:"stderr_truncated,omitempty"`
 }
+
+// Where a run's error came from (Run.ErrorSource): decide by it, not by the summary's
+// words, which are for people.
+const (
+	SourceTool   = "tool"   // the tool's own message to its user (a ToolUserError)
+	SourceCrash  = "crash"  // an uncaught exception in the tool
+	SourceRunner = "runner" // a limit, a timeout, the sandbox, a lost worker
+	SourcePolicy = "policy" // the result broke the contract
+	SourceInput  = "input"  // the user's input was refused
+)
 
 // Done reports whether the run is over.
 func (r Run) Done() bool { return r.Status != StatusQueued && r.Status != StatusRunning }

@@ -148,7 +148,7 @@ func TestShim(t *testing.T) {
 			name: "returns None",
 			tool: tool{script: "def run_tool(input_dir, output_dir):\n    print('working')\n"},
 			check: func(t *testing.T, r run) {
-				wantFailed(t, r, "Tool execution failed (TypeError).")
+				wantFailed(t, r, contract.SourceCrash, "Tool execution failed (TypeError).")
 				if !strings.Contains(r.stderr, "TypeError: run_tool returned None; return a str (HTML) or a dict") || r.stdout != "working\n" {
 					t.Errorf("stderr %q, stdout %q", r.stderr, r.stdout)
 				}
@@ -216,7 +216,7 @@ def run_tool(input_dir, output_dir):
 			name: "ToolUserError",
 			tool: tool{script: "import skrip_toolkit as tk\ndef run_tool(i, o):\n    raise tk.ToolUserError('Ladda upp minst en HTML-fil.')\n"},
 			check: func(t *testing.T, r run) {
-				wantFailed(t, r, "Ladda upp minst en HTML-fil.")
+				wantFailed(t, r, contract.SourceTool, "Ladda upp minst en HTML-fil.")
 				if strings.Contains(r.stderr, "Traceback") {
 					t.Errorf("a traceback for a ToolUserError:\n%s", r.stderr)
 				}
@@ -235,7 +235,7 @@ def run_tool(input_dir, output_dir):
 			name: "ToolUserError from tool_errors",
 			tool: tool{script: "from tool_errors import ToolUserError\ndef run_tool(i, o):\n    raise ToolUserError('  Filtypen stöds inte.\\n')\n"},
 			check: func(t *testing.T, r run) {
-				wantFailed(t, r, "Filtypen stöds inte.")
+				wantFailed(t, r, contract.SourceTool, "Filtypen stöds inte.")
 				if strings.Contains(r.stderr, "Traceback") {
 					t.Errorf("a traceback for a ToolUserError:\n%s", r.stderr)
 				}
@@ -244,12 +244,12 @@ def run_tool(input_dir, output_dir):
 		{
 			name:  "ToolUserError without a message",
 			tool:  tool{script: "import skrip_toolkit as tk\ndef run_tool(i, o):\n    raise tk.ToolUserError(' ')\n"},
-			check: func(t *testing.T, r run) { wantFailed(t, r, "Ett fel inträffade.") },
+			check: func(t *testing.T, r run) { wantFailed(t, r, contract.SourceTool, "Ett fel inträffade.") },
 		},
 		{
 			name:  "ToolUserError while importing the script",
 			tool:  tool{script: "import tool_errors\nraise tool_errors.ToolUserError('Verktyget är avstängt.')\ndef run_tool(i, o):\n    return ''\n"},
-			check: func(t *testing.T, r run) { wantFailed(t, r, "Verktyget är avstängt.") },
+			check: func(t *testing.T, r run) { wantFailed(t, r, contract.SourceTool, "Verktyget är avstängt.") },
 		},
 		{
 			name: "a subclass of ToolUserError with a broken __str__",
@@ -261,13 +261,13 @@ class Mine(ToolUserError):
 def run_tool(i, o):
     raise Mine("Fel i raden 3.")
 `},
-			check: func(t *testing.T, r run) { wantFailed(t, r, "Fel i raden 3.") },
+			check: func(t *testing.T, r run) { wantFailed(t, r, contract.SourceTool, "Fel i raden 3.") },
 		},
 		{
 			name: "ValueError",
 			tool: tool{script: "def helper():\n    raise ValueError('bad value')\n\ndef run_tool(i, o):\n    helper()\n"},
 			check: func(t *testing.T, r run) {
-				wantFailed(t, r, "Tool execution failed (ValueError).")
+				wantFailed(t, r, contract.SourceCrash, "Tool execution failed (ValueError).")
 				for _, want := range []string{"Traceback (most recent call last):", "script.py\", line 5, in run_tool", "line 2, in helper", "ValueError: bad value"} {
 					if !strings.Contains(r.stderr, want) {
 						t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
@@ -279,30 +279,34 @@ def run_tool(i, o):
 			},
 		},
 		{
-			name:  "error while importing",
-			tool:  tool{script: "import no_such_module_here\ndef run_tool(i, o):\n    return ''\n"},
-			check: func(t *testing.T, r run) { wantFailed(t, r, "Tool execution failed (ModuleNotFoundError).") },
+			name: "error while importing",
+			tool: tool{script: "import no_such_module_here\ndef run_tool(i, o):\n    return ''\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, contract.SourceCrash, "Tool execution failed (ModuleNotFoundError).")
+			},
 		},
 		{
 			name: "syntax error",
 			tool: tool{script: "def run_tool(i, o)\n    return ''\n"},
 			check: func(t *testing.T, r run) {
-				wantFailed(t, r, "Tool execution failed (SyntaxError).")
+				wantFailed(t, r, contract.SourceCrash, "Tool execution failed (SyntaxError).")
 				if !strings.Contains(r.stderr, "script.py\", line 1") {
 					t.Errorf("stderr:\n%s", r.stderr)
 				}
 			},
 		},
 		{
-			name:  "returns 42",
-			tool:  tool{script: "def run_tool(i, o):\n    return 42\n"},
-			check: func(t *testing.T, r run) { wantFailed(t, r, "Tool execution failed (TypeError).") },
+			name: "returns 42",
+			tool: tool{script: "def run_tool(i, o):\n    return 42\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, contract.SourceCrash, "Tool execution failed (TypeError).")
+			},
 		},
 		{
 			name: "returns bytes",
 			tool: tool{script: "def run_tool(i, o):\n    return b'<p>'\n"},
 			check: func(t *testing.T, r run) {
-				wantFailed(t, r, "Tool execution failed (TypeError).")
+				wantFailed(t, r, contract.SourceCrash, "Tool execution failed (TypeError).")
 				if !strings.Contains(r.stderr, "run_tool returned bytes;") {
 					t.Errorf("stderr %q", r.stderr)
 				}
@@ -312,20 +316,22 @@ def run_tool(i, o):
 			name: "no run_tool",
 			tool: tool{script: "def main(i, o):\n    return ''\n"},
 			check: func(t *testing.T, r run) {
-				wantFailed(t, r, "The script defines no function run_tool(input_dir, output_dir).")
+				wantFailed(t, r, contract.SourceCrash, "The script defines no function run_tool(input_dir, output_dir).")
 			},
 		},
 		{
 			name: "sys.exit",
 			tool: tool{script: "import sys\ndef run_tool(i, o):\n    sys.exit(3)\n"},
 			check: func(t *testing.T, r run) {
-				wantFailed(t, r, "Tool execution failed (SystemExit): the tool called exit(3); return from run_tool instead.")
+				wantFailed(t, r, contract.SourceCrash, "Tool execution failed (SystemExit): the tool called exit(3); return from run_tool instead.")
 			},
 		},
 		{
-			name:  "KeyboardInterrupt",
-			tool:  tool{script: "def run_tool(i, o):\n    raise KeyboardInterrupt\n"},
-			check: func(t *testing.T, r run) { wantFailed(t, r, "Tool execution was interrupted (KeyboardInterrupt).") },
+			name: "KeyboardInterrupt",
+			tool: tool{script: "def run_tool(i, o):\n    raise KeyboardInterrupt\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, contract.SourceCrash, "Tool execution was interrupted (KeyboardInterrupt).")
+			},
 		},
 		{
 			name: "toolkit on an initial run",
@@ -463,7 +469,7 @@ def run_tool(i, o):
 			name: "a failed run lists no artifacts",
 			tool: tool{script: "import os\ndef run_tool(i, o):\n    open(os.path.join(o, 'half.csv'), 'w').write('a')\n    raise ValueError('x')\n"},
 			check: func(t *testing.T, r run) {
-				wantFailed(t, r, "Tool execution failed (ValueError).")
+				wantFailed(t, r, contract.SourceCrash, "Tool execution failed (ValueError).")
 				if len(r.res.Artifacts) != 0 || !strings.Contains(string(r.raw), `"artifacts": []`) {
 					t.Errorf("artifacts %v in %s", r.res.Artifacts, r.raw)
 				}
@@ -473,7 +479,7 @@ def run_tool(i, o):
 			name: "a cycle",
 			tool: tool{script: "def run_tool(i, o):\n    l = []\n    l.append(l)\n    return {'outputs': [{'kind': 'json', 'value': l}]}\n"},
 			check: func(t *testing.T, r run) {
-				wantFailed(t, r, "run_tool's outputs, next_actions or state are not JSON-serialisable (ValueError: it contains itself).")
+				wantFailed(t, r, contract.SourceCrash, "run_tool's outputs, next_actions or state are not JSON-serialisable (ValueError: it contains itself).")
 			},
 		},
 		{
@@ -502,10 +508,13 @@ func wantSucceeded(t *testing.T, r run) {
 	}
 }
 
-func wantFailed(t *testing.T, r run, summary string) {
+// wantFailed: the run failed with summary, and result.json says its error came from
+// source (contract.SourceTool for a ToolUserError, contract.SourceCrash otherwise).
+func wantFailed(t *testing.T, r run, source, summary string) {
 	t.Helper()
-	if r.res.Status != contract.StatusFailed || r.res.ErrorSummary != summary {
-		t.Fatalf("status %q, error_summary %q; want failed, %q; stderr:\n%s", r.res.Status, r.res.ErrorSummary, summary, r.stderr)
+	if r.res.Status != contract.StatusFailed || r.res.ErrorSummary != summary || r.res.ErrorSource != source {
+		t.Fatalf("status %q, error_summary %q, error_source %q; want failed, %q, %q; stderr:\n%s",
+			r.res.Status, r.res.ErrorSummary, r.res.ErrorSource, summary, source, r.stderr)
 	}
 	if len(r.res.Outputs) != 0 || len(r.res.NextActions) != 0 || r.res.State != nil {
 		t.Errorf("a failed run kept outputs %+v, next actions %+v, state %s", r.res.Outputs, r.res.NextActions, r.res.State)

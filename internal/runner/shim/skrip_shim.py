@@ -20,6 +20,10 @@ outcome to SKRIPTOTEKET_RESULT_PATH:
 - any other exception fails it with "Tool execution failed (TypeName)." and the
   traceback on stderr; SystemExit and KeyboardInterrupt fail it too.
 
+A failed result says where its error came from in error_source: "tool" for a
+ToolUserError (its message is for the tool's user), "crash" for everything else the shim
+fails the run for. The server decides by it, never by the summary's words.
+
 Values JSON cannot hold become str (NaN and infinities become null); sets become lists
 sorted by their items' JSON, as in the original. If the result still cannot be encoded, a
 failed result says so. A failed run lists no artifacts, as in the original. The exit code is 0 whenever result.json was
@@ -133,8 +137,8 @@ def _print_traceback(exc):
 def _run_tool(result, script_path, entrypoint, input_dir, output_dir):
     """Run the tool, recording its outcome in result."""
 
-    def fail(summary):
-        result.update(status="failed", error_summary=summary, outputs=[], next_actions=[])
+    def fail(summary, source="crash"):
+        result.update(status="failed", error_summary=summary, error_source=source, outputs=[], next_actions=[])
         result.pop("state", None)
 
     try:
@@ -144,7 +148,7 @@ def _run_tool(result, script_path, entrypoint, input_dir, output_dir):
         fail(str(e))
         _log(str(e))
     except tool_errors.ToolUserError as e:
-        fail(_user_message(e))
+        fail(_user_message(e), "tool")
     except SystemExit as e:
         fail("Tool execution failed (SystemExit): the tool called exit(%r); return from %s instead." % (e.code, entrypoint))
         _print_traceback(e)
@@ -328,6 +332,7 @@ def main():
             "contract_version": CONTRACT_VERSION,
             "status": "failed",
             "error_summary": "run_tool's outputs, next_actions or state are not JSON-serialisable (%s)." % reason,
+            "error_source": "crash",
             "outputs": [],
             "next_actions": [],
             "artifacts": result["artifacts"],

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -80,10 +81,12 @@ def run_tool(input_dir, output_dir):
 `
 
 // shortSource takes longer than a form waits, then succeeds.
+// shortSource ends before the 5 s the run page once waited for a run: its page must
+// show the run live at once all the same.
 const shortSource = `import time
 
 def run_tool(input_dir, output_dir):
-    time.sleep(8)
+    time.sleep(3)
     return {"outputs": [{"kind": "markdown", "markdown": "**Klart.**"}]}
 `
 
@@ -561,6 +564,32 @@ func (s *site) checkProgress(t *testing.T, ctx context.Context, api *client.Clie
 	}
 	run(t, ctx, emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{}))
 
+	// Avbryt asks first, in the page's language; "no" leaves the run going.
+	var accept atomic.Bool
+	asked := make(chan string, 4)
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok && d.Type == page.DialogTypeConfirm {
+			select {
+			case asked <- d.Message:
+			default:
+			}
+			go chromedp.Run(ctx, page.HandleJavaScriptDialog(accept.Load()))
+		}
+	})
+	run(t, ctx, chromedp.Click("form[data-cancel] button", chromedp.ByQuery))
+	select {
+	case m := <-asked:
+		if m != "Avbryta körningen?" {
+			t.Errorf("Avbryt asks %q", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Avbryt did not ask first")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if rn, err := api.GetRun(context.Background(), runID(u), 0); err != nil || rn.Status != "running" {
+		t.Fatalf("after answering no, the run is %s (%v)", rn.Status, err)
+	}
+	accept.Store(true)
 	started := time.Now()
 	run(t, ctx, chromedp.Click("form[data-cancel] button", chromedp.ByQuery),
 		chromedp.WaitVisible("[data-result][data-status=cancelled]", chromedp.ByQuery))

@@ -120,8 +120,16 @@
     });
   }
 
+  // Avbryt asks first: a run stopped by a slip of the hand is lost work.
+  function askFirst(form) {
+    form.addEventListener("submit", (ev) => {
+      if (!window.confirm(form.dataset.confirm)) ev.preventDefault();
+    });
+  }
+
   function setupResult(root) {
     root.querySelectorAll("form[data-action][data-confirm]").forEach(confirmFirst);
+    root.querySelectorAll("form[data-cancel][data-confirm]").forEach(askFirst);
     root.querySelectorAll("form[data-action]").forEach((f) => once(f, true));
     root.querySelectorAll("form[data-retry], form[data-cancel], form[data-confirm-step]").forEach((f) => once(f, false));
     root.querySelectorAll("[data-live]").forEach(follow);

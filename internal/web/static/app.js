@@ -41,9 +41,21 @@ function escapeKey(key) {
   return key.split("/").map(encodeURIComponent).join("/");
 }
 
-// An error from the JSON API, as the sentence it carries.
-function apiMessage(xhr) {
-  try { return JSON.parse(xhr.responseText).error.message; } catch (e) { return tr("server.answered", { status: xhr.status }); }
+// An error from the JSON API, told in the page's language: the server chooses the
+// sentence from the error's reason and details (POST /refusal), never the API's English.
+async function apiMessage(xhr) {
+  return refusalMessage(xhr.responseText, xhr.status);
+}
+
+async function refusalMessage(text, status) {
+  let answer;
+  try { answer = JSON.parse(text); } catch (e) { return tr("server.answered", { status }); }
+  try {
+    const res = await fetch("/refusal", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ error: answer.error, status }) });
+    if (res.ok) return (await res.json()).message;
+  } catch (e) { /* the server is gone: say so by the status */ }
+  return tr("server.answered", { status });
 }
 
 // The typed file slot of a run form (a tool with an input_schema): the number of files
@@ -247,7 +259,7 @@ function setupStage(form) {
     });
     xhr.addEventListener("load", () => {
       if (xhr.status < 300) { window.location.reload(); return; }
-      fail(apiMessage(xhr));
+      apiMessage(xhr).then(fail);
     });
     xhr.addEventListener("error", () => fail(tr("files.no_server")));
     xhr.send(body);
@@ -262,9 +274,7 @@ function setupDelete(button) {
     const owner = button.dataset.owner ? "?owner=" + encodeURIComponent(button.dataset.owner) : "";
     const res = await fetch("/api/v1/files/" + escapeKey(key) + owner, { method: "DELETE", headers: { "X-CSRF-Token": button.dataset.csrf } });
     if (res.ok) { window.location.reload(); return; }
-    let msg = tr("server.answered", { status: res.status });
-    try { msg = (await res.json()).error.message; } catch (e) { /* keep the status */ }
-    window.alert(msg);
+    window.alert(await refusalMessage(await res.text(), res.status));
     button.disabled = false;
   });
 }
@@ -285,11 +295,12 @@ function setupShare(form) {
     try {
       const res = await fetch("/api/v1/files/" + escapeKey(form.dataset.share) + "/links" + owner, {
         method: "POST", headers: { "Content-Type": "application/json", "X-CSRF-Token": form.dataset.csrf }, body: JSON.stringify(body) });
-      const answer = await res.json().catch(() => ({}));
+      const text = await res.text();
       if (!res.ok) {
-        status.textContent = (answer.error && answer.error.message) || tr("server.answered", { status: res.status });
+        status.textContent = await refusalMessage(text, res.status);
         return;
       }
+      const answer = JSON.parse(text);
       const lang = document.documentElement.lang || undefined;
       const expires = new Intl.DateTimeFormat(lang, { dateStyle: "medium", timeStyle: "short" }).format(new Date(answer.expires_at));
       box.value = answer.url; box.hidden = false;

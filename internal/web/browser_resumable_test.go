@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -187,6 +188,10 @@ func (s *site) startBigUpload(t *testing.T, ctx context.Context, src, key string
 		chromedp.Click("form[data-stage] button[type=submit]", chromedp.ByQuery),
 		chromedp.Poll(`document.querySelector("[data-progress]").value >= 25`, nil, chromedp.WithPollingTimeout(60*time.Second)),
 	)
+	// How far and how fast, in words: "31 % · 12,5 MB/s".
+	if said := text(t, ctx, "[data-upload-status]"); !regexp.MustCompile(`^\d+ % · \d.*/s$`).MatchString(said) {
+		t.Errorf("while uploading the page says %q", said)
+	}
 }
 
 // checkStored downloads key and compares its bytes with the file's sha256 sum (the

@@ -224,27 +224,46 @@ function setupStage(form) {
   const status = form.querySelector("[data-upload-status]");
   const button = form.querySelector("button[type=submit]");
   const resumable = typeof tusUpload === "function";
+  let file = null, started = 0;
+  // How far, and how fast: "42 % · 3,1 MB/s", read out now and then, not at every step.
   const showProgress = (fraction) => {
     progress.hidden = false; progress.value = Math.round(100 * fraction); progress.textContent = progress.value + "%";
+    const seconds = (Date.now() - started) / 1000;
+    const speed = seconds > 0.5 ? formatSize(Math.round(fraction * file.size / seconds)) : "";
+    status.textContent = speed ? tr("files.progress", { percent: progress.value, speed }) : tr("files.progress_start", { percent: progress.value });
   };
   const fail = (msg) => {
     errorBox.textContent = msg; errorBox.hidden = false; progress.hidden = true; status.textContent = ""; button.disabled = false;
   };
-  if (resumable) {
+  // Done: the list is loaded again with the new file, and says so there.
+  const done = (key) => {
+    progress.value = 100; status.textContent = tr("files.done", { key: key || file.name });
+    try { sessionStorage.setItem("skrip.staged", status.textContent); } catch (e) { /* private mode: the list shows it */ }
+    window.location.reload();
+  };
+  try {
+    const said = sessionStorage.getItem("skrip.staged");
+    if (said) { status.textContent = said; sessionStorage.removeItem("skrip.staged"); }
+  } catch (e) { /* nothing kept */ }
+  if (resumable && !status.textContent) {
     const left = tusUnfinished(form.dataset.user);
     if (left.length) status.textContent = tr("files.unfinished", { name: left[0].name, size: formatSize(left[0].size) });
   }
+  // The keys the list shows, for asking before a file takes the place of one of them.
+  const listed = new Set(Array.from(document.querySelectorAll("[data-delete]"), (b) => b.dataset.delete));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    const file = form.querySelector("input[type=file]").files[0];
+    file = form.querySelector("input[type=file]").files[0];
     if (!file) return;
     const key = form.querySelector("[name=key]").value.trim();
     const ttlField = form.querySelector("[name=ttl]");
-    button.disabled = true; errorBox.hidden = true; status.textContent = "";
+    const target = key || "files/" + file.name;
+    if (listed.has(target) && !window.confirm(tr("files.confirm_replace", { key: target, name: file.name }))) return;
+    button.disabled = true; errorBox.hidden = true; status.textContent = ""; started = Date.now();
     if (resumable && file.size >= TUS_MIN_BYTES) {
       tusUpload(file, { user: form.dataset.user, csrf: form.dataset.csrf, key: key, ttl: ttlField ? ttlField.value.trim() : "",
         progress: showProgress, status: (text) => { status.textContent = text; } })
-        .then(() => window.location.reload(), (e) => fail(e.message));
+        .then(() => done(key), (e) => fail(e.message));
       return;
     }
     const body = new FormData();
@@ -258,7 +277,12 @@ function setupStage(form) {
       if (e.lengthComputable) showProgress(e.loaded / e.total);
     });
     xhr.addEventListener("load", () => {
-      if (xhr.status < 300) { window.location.reload(); return; }
+      if (xhr.status < 300) {
+        let stored = key;
+        try { stored = JSON.parse(xhr.responseText).key || key; } catch (e) { /* say it by name */ }
+        done(stored);
+        return;
+      }
       apiMessage(xhr).then(fail);
     });
     xhr.addEventListener("error", () => fail(tr("files.no_server")));

@@ -516,6 +516,8 @@ func TestBrowser(t *testing.T) {
 		if said := text(t, ctx, "[data-upload-status]"); said != "Done: files/notes/anteckningar.txt is uploaded." {
 			t.Errorf("after the upload the page says %q", said)
 		}
+		fitsPhone(t, ctx, s.base+"/files")
+		run(t, ctx, chromedp.Navigate(s.base+"/files"), chromedp.WaitVisible("#stage-file", chromedp.ByQuery))
 		// Sending a file to a key the list shows asks first; "no" sends nothing.
 		var replacing atomic.Bool
 		replacing.Store(true)

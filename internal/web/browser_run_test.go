@@ -522,6 +522,8 @@ func (s *site) checkSteps(t *testing.T, ctx context.Context, api *client.Client,
 // time ticking, what it prints (not its error output, which is the author's) and its
 // status in the title; "Avbryt" stops it.
 func (s *site) checkProgress(t *testing.T, ctx context.Context, api *client.Client) {
+	// A tab of its own: the dialogs of earlier checks are answered by their listeners.
+	ctx = s.tab(t, ctx)
 	run(t, ctx, chromedp.Navigate(s.base+"/tools/langsam"), chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
 		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
 	u := waitPath(t, ctx, "/runs/")

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/skrip-dev/skrip/internal/client"
 )
@@ -408,6 +409,21 @@ func (s *site) checkSteps(t *testing.T, ctx context.Context, api *client.Client,
 		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
 	first := waitPath(t, ctx, "/runs/")
 	run(t, ctx, chromedp.WaitVisible(secondary, chromedp.ByQuery))
+	// The focus is on the result's heading, and the first field of the next step is at
+	// most 3 Tabs away.
+	run(t, ctx, chromedp.Poll(`document.activeElement && document.activeElement.matches("[data-result-heading]")`, nil,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	tabs := 0
+	for ; tabs < 3; tabs++ {
+		var onField bool
+		run(t, ctx, chromedp.KeyEvent(kb.Tab), chromedp.Evaluate(`document.activeElement.matches("form[data-action] input:not([type=hidden]), form[data-action] select, form[data-action] textarea")`, &onField))
+		if onField {
+			break
+		}
+	}
+	if tabs == 3 {
+		t.Errorf("the first next-step field is more than 3 Tabs from the result's heading")
+	}
 	var look struct {
 		PrimaryBG, SecondaryBG, SecondaryClass string
 		Gap                                    float64
@@ -618,7 +634,7 @@ func (s *site) checkFocus(t *testing.T, ctx context.Context) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		evalJS(t, ctx, `({Stayed: window.__stayed === true, Focused: document.activeElement.matches("[data-result][data-status=succeeded]"),
+		evalJS(t, ctx, `({Stayed: window.__stayed === true, Focused: document.activeElement.matches("[data-result][data-status=succeeded] [data-result-heading]"),
 		  Title: document.title, Said: document.querySelector("[data-announce]").textContent})`, &v)
 		if v.Focused || time.Now().After(deadline) {
 			break

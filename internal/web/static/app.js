@@ -165,7 +165,12 @@ function setupUpload(form) {
       if (e.lengthComputable) { progress.hidden = false; progress.value = Math.round(100 * e.loaded / e.total); progress.textContent = progress.value + "%"; }
     });
     xhr.addEventListener("load", () => {
-      if (xhr.status < 400) { window.location.assign(xhr.responseURL); return; }
+      if (xhr.status < 400) {
+        // The run page puts the focus on the result once there is one (static/run.js).
+        try { sessionStorage.setItem("skrip.focusResult", "1"); } catch (e) { /* the live result still takes it */ }
+        window.location.assign(xhr.responseURL);
+        return;
+      }
       // The server answers a refusal with the page it would show without this script:
       // take its messages, each to the same place in this one.
       const doc = xhr.response;

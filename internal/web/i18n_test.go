@@ -216,3 +216,27 @@ func TestSwedishCountsAndTimes(t *testing.T) {
 		t.Errorf("error.internal = %q", got)
 	}
 }
+
+// TestInputRefusals: a refused input says which field and what to change, rule by rule.
+func TestInputRefusals(t *testing.T) {
+	c, err := loadCatalogue(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := c.lang("sv")
+	for _, tc := range []struct {
+		details map[string]any
+		want    string
+	}{
+		{map[string]any{"field": "klasslista", "rule": "min", "files": 0, "min": 1, "max": 1}, "”klasslista” behöver minst 1 fil, och 0 skickades."},
+		{map[string]any{"field": "filer", "rule": "max", "files": 5, "min": 1, "max": 3}, "”filer” tar högst 3 filer, och 5 skickades."},
+		{map[string]any{"field": "filer", "rule": "accept", "file": "bild.png", "accept": []any{".csv", ".xlsx"}}, "Filen ”bild.png” är inte av en typ som ”filer” tar emot (.csv, .xlsx). Välj en fil av rätt typ."},
+		{map[string]any{"field": "size", "rule": "type", "kind": "integer"}, "”size” ska vara ett heltal, till exempel 4."},
+		{map[string]any{"field": "mode", "rule": "enum", "kind": "enum"}, "Välj ett av alternativen för ”mode”."},
+		{nil, "Det du fyllt i går inte att använda. Kontrollera formuläret och försök igen."},
+	} {
+		if got, _ := sv.refusal("invalid_input", tc.details); got != tc.want {
+			t.Errorf("%v: %q; want %q", tc.details, got, tc.want)
+		}
+	}
+}

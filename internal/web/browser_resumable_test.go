@@ -82,12 +82,16 @@ func TestBrowserResumableUpload(t *testing.T) {
 				chromedp.Click("form[data-stage] button[type=submit]", chromedp.ByQuery),
 				chromedp.WaitVisible("form[data-stage] [data-error]", chromedp.ByQuery),
 			)
-			// The refusal in the page's language (Swedish), from the API's reason and
-			// details, not in the API's English.
+			// The refusal in the page's language, from the API's reason and details, not
+			// in the API's English.
 			english, details := refusal(t, srv, "för-stor.csv", resumableCap+1)
+			var lang string
+			run(t, ctx, chromedp.Evaluate(`document.documentElement.lang`, &lang))
+			want := map[string][2]string{"sv": {"”för-stor.csv” är större än gränsen på ", "Inget sparades."},
+				"en": {"“för-stor.csv” is larger than the limit of ", "Nothing was kept."}}[lang]
 			msg := text(t, ctx, "form[data-stage] [data-error]")
-			if details["reason"] != "file_too_large" || msg == english || !strings.HasPrefix(msg, "”för-stor.csv” är större än gränsen på ") || !strings.HasSuffix(msg, "Inget sparades.") {
-				t.Errorf("over the limit, the page says %q; want it in Swedish (the API said %q, %v)", msg, english, details)
+			if details["reason"] != "file_too_large" || msg == english || want[0] == "" || !strings.HasPrefix(msg, want[0]) || !strings.HasSuffix(msg, want[1]) {
+				t.Errorf("over the limit, the %s page says %q; want %q…%q (the API said %q, %v)", lang, msg, want[0], want[1], english, details)
 			}
 			if p, _ := patches.list(); len(p) != 0 {
 				t.Errorf("the page sent %d PATCHes of a file over the limit", len(p))

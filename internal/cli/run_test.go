@@ -97,8 +97,8 @@ func TestExampleTools(t *testing.T) {
 	}
 	_, u := env.User(t, "student", "user")
 	want := map[string][]string{
-		"csv-summary":     {"betyg.csv: 5 rows, 4 columns", "poäng", "number", "64", "78.5"},
-		"html-bundle":     {"All 2 references of 1 page(s) resolve", "style.css", "uploaded", "HTML preview"},
+		"csv-summary":     {"betyg.csv: 5 rader, 4 kolumner", "poäng", "tal", "64", "78.5"},
+		"html-bundle":     {"Alla 2 hänvisningar i 1 sida hittades", "style.css", "uppladdad", "HTML preview"},
 		"markdown-report": {"# Filrapport", "anteckningar.txt", "report.md"},
 	}
 	for _, ex := range tools {

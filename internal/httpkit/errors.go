@@ -170,6 +170,25 @@ var errorTable = []row{
 	{runner.ErrNoSpace, http.StatusInsufficientStorage, "quota_exceeded", "workspace_full", "the file does not fit in the workspace"},
 }
 
+// Reasons lists what tells each row of the error table apart on a page: its reason, or
+// its code where it has none. The web's catalogues hold a sentence for each, in every
+// language (TestCatalogues), so a refusal never reaches a page in the server's English.
+func Reasons() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, row := range errorTable {
+		r := row.reason
+		if r == "" {
+			r = row.code
+		}
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // ErrorStatus returns the HTTP status and error code of err, from the error table: the
 // web UI answers with the same statuses as the API.
 func ErrorStatus(err error) (int, string) {

@@ -192,10 +192,11 @@ func TestAdminRunsPage(t *testing.T) {
 			status int
 			msg    string
 		}{
-			{"status=bogus&user=ada", http.StatusBadRequest, `status "bogus" is not one of queued, running, succeeded, failed, timed_out, cancelled`},
-			{"before=!!!", http.StatusBadRequest, "is not one this server gave out"},
-			{"user=nobody", http.StatusNotFound, `no user "nobody"`},
-			{"tool=nothing", http.StatusNotFound, `no tool "nothing"`},
+			// In the page's language (Swedish), from the refusal's reason and details.
+			{"status=bogus&user=ada", http.StatusBadRequest, "Det finns ingen status ”bogus”. Välj en status i listan."},
+			{"before=!!!", http.StatusBadRequest, "länken kommer inte från servern"},
+			{"user=nobody", http.StatusNotFound, "Det finns ingen användare ”nobody”."},
+			{"tool=nothing", http.StatusNotFound, "Det finns inget sådant verktyg (”nothing”)."},
 		}
 		for _, c := range refusals {
 			p := getAudit(t, root, "/admin/runs?"+c.query)

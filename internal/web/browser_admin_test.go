@@ -162,6 +162,11 @@ func (s *site) adminRuns(t *testing.T) {
 	if scrollWidth > 360 {
 		t.Errorf("All runs at 360 px is %d px wide: it scrolls sideways", scrollWidth)
 	}
+	// On a phone every list an admin reads is cards, and no control of the page or of
+	// the menu sits off-screen.
+	for _, page := range []string{"/admin/runs", "/admin/users", "/admin/audit"} {
+		fitsPhone(t, a, s.base+page)
+	}
 
 	// Not an admin: no link, and the refusal.
 	u := s.as(t, "teacher")
@@ -174,5 +179,32 @@ func (s *site) adminRuns(t *testing.T) {
 	run(t, u, chromedp.Navigate(s.base+"/admin/runs"), chromedp.WaitVisible("main h1", chromedp.ByQuery))
 	if h1, msg := text(t, u, "main h1"), text(t, u, "main .error"); h1 != "Forbidden" || !strings.Contains(msg, "needs the admin role") {
 		t.Fatalf("a teacher opening All runs sees %q: %q", h1, msg)
+	}
+}
+
+// fitsPhone opens url at 390 px and fails unless the page is no wider than the window,
+// every link, button and field of the menu and the page lies whole inside it, and each
+// row of its lists (table.cardlist) shows as a card.
+func fitsPhone(t *testing.T, ctx context.Context, url string) {
+	t.Helper()
+	var v struct {
+		Scroll, Width int
+		Off           []string
+		Rows          int
+		Cards         int
+	}
+	run(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(url), chromedp.WaitVisible("main h1", chromedp.ByQuery),
+		chromedp.Evaluate(`(() => {
+		  const shown = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0 && !e.closest("details:not([open]) > :not(summary)"); };
+		  const off = [...document.querySelectorAll("header a, header button, main a, main button, main select, main input:not([type=hidden])")]
+		    .filter(shown).filter(e => { const r = e.getBoundingClientRect(); return r.left < -1 || r.right > window.innerWidth + 1; })
+		    .map(e => e.outerHTML.slice(0, 80));
+		  const rows = [...document.querySelectorAll("table.cardlist tbody tr")];
+		  return {Scroll: document.documentElement.scrollWidth, Width: window.innerWidth, Off: off,
+		    Rows: rows.length, Cards: rows.filter(r => getComputedStyle(r).display === "block").length};
+		})()`, &v),
+		chromedp.EmulateViewport(1280, 900))
+	if v.Scroll > v.Width || len(v.Off) > 0 || v.Rows == 0 || v.Cards != v.Rows {
+		t.Errorf("%s at 390 px: %d px wide in %d; off-screen %q; %d of %d list rows are cards", url, v.Scroll, v.Width, v.Off, v.Cards, v.Rows)
 	}
 }

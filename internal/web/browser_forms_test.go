@@ -97,7 +97,7 @@ func (s *site) typedForm(t *testing.T) {
 		chromedp.Click(runButton, chromedp.ByQuery),
 		chromedp.WaitVisible("#in-size-error", chromedp.ByQuery),
 	)
-	if got := text(t, ctx, "#in-size-error"); !strings.Contains(got, "size") || !strings.Contains(got, "whole number") {
+	if got := text(t, ctx, "#in-size-error"); !strings.Contains(got, "size") || !strings.Contains(got, "heltal") {
 		t.Fatalf("beside the group size: %q", got)
 	}
 	var kept struct {
@@ -179,7 +179,7 @@ func (s *site) schemaCheck(t *testing.T) {
 	// node id could name a node of the page that was just replaced.
 	var got struct{ Msg, Box string }
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(got.Msg, "kind") {
+	for !strings.Contains(got.Msg, "slaget (kind) går inte att använda här") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the server's refusal never showed beside the schema: %q", got.Msg)
 		}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,9 +82,16 @@ func TestBrowserResumableUpload(t *testing.T) {
 				chromedp.Click("form[data-stage] button[type=submit]", chromedp.ByQuery),
 				chromedp.WaitVisible("form[data-stage] [data-error]", chromedp.ByQuery),
 			)
-			want := refusal(t, srv, "för-stor.csv", resumableCap+1)
-			if msg := text(t, ctx, "form[data-stage] [data-error]"); msg != want {
-				t.Errorf("over the limit, the page says %q; want the server's message %q", msg, want)
+			// The refusal in the page's language, from the API's reason and details, not
+			// in the API's English.
+			english, details := refusal(t, srv, "för-stor.csv", resumableCap+1)
+			var lang string
+			run(t, ctx, chromedp.Evaluate(`document.documentElement.lang`, &lang))
+			want := map[string][2]string{"sv": {"”för-stor.csv” är större än gränsen på ", "Inget sparades."},
+				"en": {"“för-stor.csv” is larger than the limit of ", "Nothing was kept."}}[lang]
+			msg := text(t, ctx, "form[data-stage] [data-error]")
+			if details["reason"] != "file_too_large" || msg == english || want[0] == "" || !strings.HasPrefix(msg, want[0]) || !strings.HasSuffix(msg, want[1]) {
+				t.Errorf("over the limit, the %s page says %q; want %q…%q (the API said %q, %v)", lang, msg, want[0], want[1], english, details)
 			}
 			if p, _ := patches.list(); len(p) != 0 {
 				t.Errorf("the page sent %d PATCHes of a file over the limit", len(p))
@@ -147,8 +155,8 @@ func TestBrowserResumableUpload(t *testing.T) {
 }
 
 // refusal is the message the server answers a creation of an upload of size bytes
-// called name with.
-func refusal(t *testing.T, srv *skripServer, name string, size int64) string {
+// called name with, and its details.
+func refusal(t *testing.T, srv *skripServer, name string, size int64) (string, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", "http://"+srv.addr+"/api/v1/uploads/", nil)
 	req.Header.Set("Authorization", "Bearer "+adminToken)
@@ -161,12 +169,15 @@ func refusal(t *testing.T, srv *skripServer, name string, size int64) string {
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Error struct{ Message string } `json:"error"`
+		Error struct {
+			Message string
+			Details map[string]any
+		} `json:"error"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge || body.Error.Message == "" {
 		t.Fatalf("creating an upload over the limit: %d, %+v (%v)", resp.StatusCode, body, err)
 	}
-	return body.Error.Message
+	return body.Error.Message, body.Error.Details
 }
 
 // startBigUpload chooses src on the Files page, asks for key, sends it and returns once
@@ -181,6 +192,10 @@ func (s *site) startBigUpload(t *testing.T, ctx context.Context, src, key string
 		chromedp.Click("form[data-stage] button[type=submit]", chromedp.ByQuery),
 		chromedp.Poll(`document.querySelector("[data-progress]").value >= 25`, nil, chromedp.WithPollingTimeout(60*time.Second)),
 	)
+	// How far and how fast, in words: "31 % · 12,5 MB/s".
+	if said := text(t, ctx, "[data-upload-status]"); !regexp.MustCompile(`^\d+ % · \d.*/s$`).MatchString(said) {
+		t.Errorf("while uploading the page says %q", said)
+	}
 }
 
 // checkStored downloads key and compares its bytes with the file's sha256 sum (the

@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/skrip-dev/skrip/internal/client"
 )
@@ -80,10 +82,12 @@ def run_tool(input_dir, output_dir):
 `
 
 // shortSource takes longer than a form waits, then succeeds.
+// shortSource ends before the 5 s the run page once waited for a run: its page must
+// show the run live at once all the same.
 const shortSource = `import time
 
 def run_tool(input_dir, output_dir):
-    time.sleep(8)
+    time.sleep(3)
     return {"outputs": [{"kind": "markdown", "markdown": "**Klart.**"}]}
 `
 
@@ -405,6 +409,21 @@ func (s *site) checkSteps(t *testing.T, ctx context.Context, api *client.Client,
 		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
 	first := waitPath(t, ctx, "/runs/")
 	run(t, ctx, chromedp.WaitVisible(secondary, chromedp.ByQuery))
+	// The focus is on the result's heading, and the first field of the next step is at
+	// most 3 Tabs away.
+	run(t, ctx, chromedp.Poll(`document.activeElement && document.activeElement.matches("[data-result-heading]")`, nil,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	tabs := 0
+	for ; tabs < 3; tabs++ {
+		var onField bool
+		run(t, ctx, chromedp.KeyEvent(kb.Tab), chromedp.Evaluate(`document.activeElement.matches("form[data-action] input:not([type=hidden]), form[data-action] select, form[data-action] textarea")`, &onField))
+		if onField {
+			break
+		}
+	}
+	if tabs == 3 {
+		t.Errorf("the first next-step field is more than 3 Tabs from the result's heading")
+	}
 	var look struct {
 		PrimaryBG, SecondaryBG, SecondaryClass string
 		Gap                                    float64
@@ -519,6 +538,8 @@ func (s *site) checkSteps(t *testing.T, ctx context.Context, api *client.Client,
 // time ticking, what it prints (not its error output, which is the author's) and its
 // status in the title; "Avbryt" stops it.
 func (s *site) checkProgress(t *testing.T, ctx context.Context, api *client.Client) {
+	// A tab of its own: the dialogs of earlier checks are answered by their listeners.
+	ctx = s.tab(t, ctx)
 	run(t, ctx, chromedp.Navigate(s.base+"/tools/langsam"), chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
 		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
 	u := waitPath(t, ctx, "/runs/")
@@ -561,6 +582,32 @@ func (s *site) checkProgress(t *testing.T, ctx context.Context, api *client.Clie
 	}
 	run(t, ctx, emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{}))
 
+	// Avbryt asks first, in the page's language; "no" leaves the run going.
+	var accept atomic.Bool
+	asked := make(chan string, 4)
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok && d.Type == page.DialogTypeConfirm {
+			select {
+			case asked <- d.Message:
+			default:
+			}
+			go chromedp.Run(ctx, page.HandleJavaScriptDialog(accept.Load()))
+		}
+	})
+	run(t, ctx, chromedp.Click("form[data-cancel] button", chromedp.ByQuery))
+	select {
+	case m := <-asked:
+		if m != "Avbryta körningen?" {
+			t.Errorf("Avbryt asks %q", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Avbryt did not ask first")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if rn, err := api.GetRun(context.Background(), runID(u), 0); err != nil || rn.Status != "running" {
+		t.Fatalf("after answering no, the run is %s (%v)", rn.Status, err)
+	}
+	accept.Store(true)
 	started := time.Now()
 	run(t, ctx, chromedp.Click("form[data-cancel] button", chromedp.ByQuery),
 		chromedp.WaitVisible("[data-result][data-status=cancelled]", chromedp.ByQuery))
@@ -587,7 +634,7 @@ func (s *site) checkFocus(t *testing.T, ctx context.Context) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		evalJS(t, ctx, `({Stayed: window.__stayed === true, Focused: document.activeElement.matches("[data-result][data-status=succeeded]"),
+		evalJS(t, ctx, `({Stayed: window.__stayed === true, Focused: document.activeElement.matches("[data-result][data-status=succeeded] [data-result-heading]"),
 		  Title: document.title, Said: document.querySelector("[data-announce]").textContent})`, &v)
 		if v.Focused || time.Now().After(deadline) {
 			break

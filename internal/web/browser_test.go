@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -511,6 +512,41 @@ func TestBrowser(t *testing.T) {
 		)
 		if row := text(t, ctx, "tbody tr"); !strings.Contains(row, "1.1 MB") || !strings.Contains(row, "anteckningar.txt") {
 			t.Fatalf("the files table row reads %q", row)
+		}
+		if said := text(t, ctx, "[data-upload-status]"); said != "Done: files/notes/anteckningar.txt is uploaded." {
+			t.Errorf("after the upload the page says %q", said)
+		}
+		fitsPhone(t, ctx, s.base+"/files")
+		run(t, ctx, chromedp.Navigate(s.base+"/files"), chromedp.WaitVisible("#stage-file", chromedp.ByQuery))
+		// Sending a file to a key the list shows asks first; "no" sends nothing.
+		var replacing atomic.Bool
+		replacing.Store(true)
+		replaceAsked := make(chan string, 1)
+		chromedp.ListenTarget(ctx, func(ev any) {
+			if d, ok := ev.(*page.EventJavascriptDialogOpening); ok && replacing.Load() {
+				select {
+				case replaceAsked <- d.Message:
+				default:
+				}
+				go chromedp.Run(ctx, page.HandleJavaScriptDialog(false))
+			}
+		})
+		run(t, ctx,
+			chromedp.SetUploadFiles("#stage-file", []string{src}, chromedp.ByQuery),
+			chromedp.SendKeys("#stage-key", "files/notes/anteckningar.txt", chromedp.ByQuery),
+			chromedp.Click("form[data-stage] button[type=submit]", chromedp.ByQuery))
+		select {
+		case m := <-replaceAsked:
+			if m != "files/notes/anteckningar.txt already exists. Replace it with anteckningar.txt?" {
+				t.Errorf("replacing a file asks %q", m)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("sending a file to a key that is taken did not ask first")
+		}
+		replacing.Store(false)
+		time.Sleep(300 * time.Millisecond)
+		if vs, err := s.userClient(t, "teacher").FileVersions(context.Background(), "files/notes/anteckningar.txt"); err != nil || len(vs) != 1 {
+			t.Fatalf("after answering no, the file has versions %+v (%v)", vs, err)
 		}
 		got := download(t, ctx, link)
 		if !bytes.Equal(got, content) {

@@ -29,8 +29,8 @@ def run_tool(input_dir, output_dir):
     """Called with the uploaded files in input_dir; write downloads to output_dir."""
     names = sorted(p.name for p in __import__("pathlib").Path(input_dir).iterdir())
     if not names:
-        raise ToolUserError("Upload at least one file.")
-    return {"outputs": [{"kind": "notice", "level": "info", "message": "You uploaded: " + ", ".join(names)}]}
+        raise ToolUserError("Ladda upp minst en fil.")
+    return {"outputs": [{"kind": "notice", "level": "info", "message": "Du laddade upp: " + ", ".join(names)}]}
 `
 
 // DefaultCodeMirrorDir is where Debian's libjs-codemirror installs CodeMirror 5: the

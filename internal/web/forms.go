@@ -138,6 +138,10 @@ type runForm struct {
 	Limits upload.Limits
 	Fields []formField
 	File   *fileSlot // nil: the tool takes no files
+	// FileAt is where the file slot stands among Fields: before Fields[FileAt], or last
+	// when it is len(Fields). The schema's order is the author's, so the slot stands
+	// where the instructions say ("1. Ladda upp en klasslista").
+	FileAt int
 	// SessionFiles is how many files the session keeps, which an empty slot reuses when
 	// they fit the slot.
 	SessionFiles int
@@ -174,6 +178,7 @@ func newRunForm(schema contract.InputSchema, idPrefix, fileLabel, blank string, 
 			slot.Label = fileLabel
 		}
 		f.File = slot
+		f.FileAt = len(plain)
 	}
 	f.Fields = newFields(plain, idPrefix+"in", "in.")
 	for i := range f.Fields {

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"html/template"
+	"io/fs"
 	"net/url"
 	"reflect"
 	"strings"
@@ -209,5 +211,46 @@ func TestControlKeysOfUnusualNames(t *testing.T) {
 	set := settingsValues(contract.SettingsSchema{{Name: "två ord", Label: "T", Kind: contract.FieldString}}, url.Values{"set.~0": {"ja"}})
 	if set["två ord"] != "ja" {
 		t.Fatalf("settings = %#v", set)
+	}
+}
+
+// TestFileSlotWhereTheSchemaPutsIt: the run form shows its fields in the schema's order,
+// the file slot included, so a tool whose instructions begin "1. Ladda upp en
+// klasslista" has its file slot first.
+func TestFileSlotWhereTheSchemaPutsIt(t *testing.T) {
+	c, err := loadCatalogue(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partials, _ := fs.Glob(assets, "templates/part_*.html")
+	tmpl, err := template.New("form").Funcs(funcsFor(c.lang("sv"))).ParseFS(assets, partials...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := contract.InputField{Field: contract.Field{Name: "klasslista", Label: "Klasslista", Kind: contract.FieldFile}, Accept: []string{".csv"}, Min: intp(1), Max: intp(1)}
+	size := contract.InputField{Field: contract.Field{Name: "size", Label: "Gruppstorlek", Kind: contract.FieldInteger}}
+	name := contract.InputField{Field: contract.Field{Name: "name", Label: "Namn", Kind: contract.FieldString}}
+	lim := upload.Limits{MaxFiles: 20, MaxFileBytes: 200_000, MaxTotalBytes: 1_000_000}
+	for _, c := range []struct {
+		schema contract.InputSchema
+		want   []string
+	}{
+		{contract.InputSchema{file, size, name}, []string{`name="files"`, `name="in.size"`, `name="in.name"`}},
+		{contract.InputSchema{size, file, name}, []string{`name="in.size"`, `name="files"`, `name="in.name"`}},
+		{contract.InputSchema{size, name, file}, []string{`name="in.size"`, `name="in.name"`, `name="files"`}},
+		{nil, []string{`name="files"`}},
+	} {
+		var b strings.Builder
+		if err := tmpl.ExecuteTemplate(&b, "upload", newRunForm(c.schema, "", "Välj filer", "(inget valt)", lim)); err != nil {
+			t.Fatal(err)
+		}
+		html, at := b.String(), -1
+		for _, w := range c.want {
+			i := strings.Index(html, w)
+			if i <= at || strings.Count(html, w) != 1 {
+				t.Fatalf("schema %v: %s is not once and after the fields before it in the schema:\n%s", c.schema, w, html)
+			}
+			at = i
+		}
 	}
 }

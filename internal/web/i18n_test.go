@@ -11,6 +11,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/httpkit"
+	"github.com/skrip-dev/skrip/internal/staging"
 )
 
 // TestCatalogues: every language has every message the other has, and every message a
@@ -76,6 +80,11 @@ func TestCatalogues(t *testing.T) {
 	if len(used) == 0 {
 		t.Fatal("found no message in use")
 	}
+	// Every refusal the server can give is told on the page in the page's language
+	// (Handler.message), from its reason and details, never in the server's English.
+	for _, reason := range httpkit.Reasons() {
+		used["error."+reason] = "httpkit's error table"
+	}
 	var missing []string
 	for id, where := range used {
 		if !sv[id] || !en[id] {
@@ -85,6 +94,62 @@ func TestCatalogues(t *testing.T) {
 	sort.Strings(missing)
 	for _, m := range missing {
 		t.Errorf("no message %s", m)
+	}
+}
+
+// TestRefusalsRender: every refusal's sentence renders in every language whatever
+// details its error carries (none, or some of the keys its callers pass), with no
+// template left in it and no "<no value>" where a detail is missing.
+func TestRefusalsRender(t *testing.T) {
+	c, err := loadCatalogue(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := []map[string]any{
+		nil,
+		{"field": "ttl", "value": "9y"},
+		{"field": "password", "min_length": 12},
+		{"field": "title", "rule": "required"},
+		{"field": "slug", "value": "Bad Slug", "rule": "pattern"},
+		{"field": "source", "rule": "max_length", "limit_bytes": 262144},
+		{"file": "elever.csv", "limit_bytes": 10 << 20, "quota_bytes": 1 << 30, "size_bytes": 12 << 20},
+		{"field": "klasslista", "rule": "accept", "file": "bild.png", "accept": []string{".csv"}},
+		{"limit": 5, "max": 3, "retry_after_s": 30, "name": "anna", "slug": "pdf", "tool": "pdf"},
+	}
+	for _, reason := range httpkit.Reasons() {
+		for _, tag := range []string{"sv", "en"} {
+			for _, d := range samples {
+				s, ok := c.lang(tag).refusal(reason, d)
+				if !ok {
+					t.Errorf("%s: no sentence for %s", tag, reason)
+					break
+				}
+				if s == "error."+reason || s == "" || strings.Contains(s, "<no value>") || strings.Contains(s, "{{") || strings.Contains(s, "<nil>") {
+					t.Errorf("%s: %s with %v renders %q", tag, reason, d, s)
+				}
+			}
+		}
+	}
+}
+
+// TestRefusalInPageLanguage: a refusal reaches a Swedish page in Swedish, filled from its
+// details, sizes written the Swedish way, and never as the server's English sentence.
+func TestRefusalInPageLanguage(t *testing.T) {
+	c, err := loadCatalogue(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handler{text: c, lang: "sv"}
+	e := errs.New(staging.ErrTooLarge, map[string]any{"file": "elever.csv", "limit_bytes": 10_500_000},
+		"elever.csv is larger than the %d-byte limit", 10_500_000)
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	got := h.message(r, e)
+	if got == e.Message || !strings.Contains(got, "”elever.csv”") || !strings.Contains(got, "10,5 MB") || !strings.Contains(got, "gränsen") {
+		t.Errorf("Swedish page says %q", got)
+	}
+	r.Header.Set("Accept-Language", "en")
+	if got := h.message(r, e); !strings.Contains(got, "“elever.csv”") || !strings.Contains(got, "10.5 MB") {
+		t.Errorf("English page says %q", got)
 	}
 }
 
@@ -149,5 +214,29 @@ func TestSwedishCountsAndTimes(t *testing.T) {
 	}
 	if got := sv.T("error.internal", "RequestID", "r1"); !strings.Contains(got, "r1") || !strings.Contains(got, "servern") {
 		t.Errorf("error.internal = %q", got)
+	}
+}
+
+// TestInputRefusals: a refused input says which field and what to change, rule by rule.
+func TestInputRefusals(t *testing.T) {
+	c, err := loadCatalogue(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := c.lang("sv")
+	for _, tc := range []struct {
+		details map[string]any
+		want    string
+	}{
+		{map[string]any{"field": "klasslista", "rule": "min", "files": 0, "min": 1, "max": 1}, "”klasslista” behöver minst 1 fil, och 0 skickades."},
+		{map[string]any{"field": "filer", "rule": "max", "files": 5, "min": 1, "max": 3}, "”filer” tar högst 3 filer, och 5 skickades."},
+		{map[string]any{"field": "filer", "rule": "accept", "file": "bild.png", "accept": []any{".csv", ".xlsx"}}, "Filen ”bild.png” är inte av en typ som ”filer” tar emot (.csv, .xlsx). Välj en fil av rätt typ."},
+		{map[string]any{"field": "size", "rule": "type", "kind": "integer"}, "”size” ska vara ett heltal, till exempel 4."},
+		{map[string]any{"field": "mode", "rule": "enum", "kind": "enum"}, "Välj ett av alternativen för ”mode”."},
+		{nil, "Det du fyllt i går inte att använda. Kontrollera formuläret och försök igen."},
+	} {
+		if got, _ := sv.refusal("invalid_input", tc.details); got != tc.want {
+			t.Errorf("%v: %q; want %q", tc.details, got, tc.want)
+		}
 	}
 }

@@ -134,7 +134,7 @@ func TestPagesAndCookies(t *testing.T) {
 		otherCSRF := other.signIn("bob", "another password")
 		for _, token := range []string{"", otherCSRF} {
 			status, _, body = b.do("POST", "/signout", url.Values{"csrf": {token}}, nil)
-			if status != http.StatusForbidden || !strings.Contains(body, "out of date or came from another site") {
+			if status != http.StatusForbidden || !strings.Contains(body, "Formuläret är för gammalt eller kommer från en annan webbplats.") {
 				t.Fatalf("sign-out with csrf %q answered %d:\n%s", token, status, body)
 			}
 		}

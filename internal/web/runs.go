@@ -396,11 +396,12 @@ func (h *Handler) refusedStep(w http.ResponseWriter, r *http.Request, c *call, r
 	return h.showRun(w, r, c, rn, status, f, nil)
 }
 
-// newStep shows run next, which a step or a retry started, once it ends or runWait
-// passes: in the editor for a sandbox run (back), else on its own page.
+// newStep shows run next, which a step or a retry started: in the editor for a sandbox
+// run (back) once it ends or runWait passes, else at once on its own page, which follows
+// it live.
 func (h *Handler) newStep(w http.ResponseWriter, r *http.Request, next store.Run, back string) {
-	h.runs.Wait(r.Context(), next.ID, runWait)
 	if back != "" {
+		h.runs.Wait(r.Context(), next.ID, runWait)
 		redirect(w, r, back+"&run="+next.ID)
 		return
 	}

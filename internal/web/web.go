@@ -140,6 +140,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /favicon.ico", h.secure(http.HandlerFunc(h.favicon)))
 	mux.Handle("GET /static/vendor/codemirror/", h.secure(http.HandlerFunc(h.serveCodeMirror)))
 	mux.Handle("GET /lang/{lang}", h.secure(http.HandlerFunc(h.pickLang)))
+	mux.Handle("POST /refusal", h.secure(http.HandlerFunc(h.refusalText)))
 	mux.Handle("GET /signin", h.secure(http.HandlerFunc(h.signInPage)))
 	mux.Handle("POST /signin", h.secure(http.HandlerFunc(h.signIn)))
 	mux.Handle("POST /signout", h.page(h.signOut))
@@ -303,15 +304,43 @@ func (h *Handler) message(r *http.Request, err error) string {
 	if reason == "" {
 		reason = code
 	}
-	if id := "error." + reason; reason != "" && l.Has(id) {
-		// The details (the limit, the value) fill the sentence: {{.limit}}.
-		var args []any
-		for k, v := range details {
-			args = append(args, k, v)
-		}
-		return l.T(id, args...)
+	if s, ok := l.refusal(reason, details); ok {
+		return s
 	}
 	return msg
+}
+
+// refusal is l's sentence for a refusal with reason, filled from its details (the limit,
+// the file): a byte count comes as a size ("10 MB"). ok is false when l has no sentence
+// for reason.
+func (l *Lang) refusal(reason string, details map[string]any) (string, bool) {
+	id := "error." + reason
+	if reason == "" || !l.Has(id) {
+		return "", false
+	}
+	var args []any
+	for k, v := range details {
+		if n, isCount := byteCount(v); isCount && strings.HasSuffix(k, "_bytes") {
+			v = l.Size(n)
+		}
+		args = append(args, k, v)
+	}
+	return l.T(id, args...), true
+}
+
+// byteCount is v as a count of bytes, when it is a whole number.
+func byteCount(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), true
+	case int64:
+		return n, true
+	case uint64:
+		return int64(n), true
+	case float64:
+		return int64(n), n == float64(int64(n))
+	}
+	return 0, false
 }
 
 // langOf is the language of r's page.

@@ -30,9 +30,9 @@ def summarise(path):
                 numbers.append(float(v.replace(",", ".")))
             except ValueError:
                 pass
-        row = {"column": name or f"(column {i + 1})", "values": len(values), "empty": len(body) - len(values)}
+        row = {"column": name or f"(kolumn {i + 1})", "values": len(values), "empty": len(body) - len(values)}
         if values and len(numbers) == len(values):
-            row.update({"type": "number", "min": min(numbers), "max": max(numbers),
+            row.update({"type": "tal", "min": min(numbers), "max": max(numbers),
                         "mean": round(sum(numbers) / len(numbers), 3)})
         else:
             row.update({"type": "text", "min": "", "max": "", "mean": ""})
@@ -43,19 +43,19 @@ def summarise(path):
 def run_tool(input_dir, output_dir):
     files = [f for f in tk.input_files() if f["name"].lower().endswith((".csv", ".tsv", ".txt"))]
     if not files:
-        raise ToolUserError("Upload at least one .csv file.")
+        raise ToolUserError("Ladda upp minst en .csv-fil.")
     outputs = []
     for f in files:
         summary, count = summarise(f["path"])
         if summary is None:
-            outputs.append({"kind": "notice", "level": "warning", "message": f"{f['name']} is empty."})
+            outputs.append({"kind": "notice", "level": "warning", "message": f"{f['name']} är tom."})
             continue
-        outputs.append({"kind": "notice", "level": "info", "message": f"{f['name']}: {count} rows, {len(summary)} columns."})
+        outputs.append({"kind": "notice", "level": "info", "message": f"{f['name']}: {count} {'rad' if count == 1 else 'rader'}, {len(summary)} {'kolumn' if len(summary) == 1 else 'kolumner'}."})
         outputs.append({
             "kind": "table", "title": f["name"],
             "columns": [{"key": k, "label": label} for k, label in
-                        [("column", "Column"), ("type", "Type"), ("values", "Values"), ("empty", "Empty"),
-                         ("min", "Min"), ("max", "Max"), ("mean", "Mean")]],
+                        [("column", "Kolumn"), ("type", "Typ"), ("values", "Värden"), ("empty", "Tomma"),
+                         ("min", "Minsta"), ("max", "Största"), ("mean", "Medel")]],
             "rows": summary,
         })
     return {"outputs": outputs}

@@ -36,7 +36,7 @@ def run_tool(input_dir, output_dir):
     files = {f["name"]: f for f in tk.input_files()}
     pages = sorted(n for n in files if n.lower().endswith((".html", ".htm")))
     if not pages:
-        raise ToolUserError("Upload an .html file together with the CSS and images it uses.")
+        raise ToolUserError("Ladda upp en .html-fil tillsammans med CSS-filerna och bilderna den använder.")
     rows, missing, used = [], [], set()
     for page in pages:
         with open(files[page]["path"], encoding="utf-8", errors="replace") as f:
@@ -45,14 +45,14 @@ def run_tool(input_dir, output_dir):
         p.feed(source)
         for kind, ref in p.refs:
             if not local(ref):
-                rows.append({"page": page, "kind": kind, "reference": ref, "status": "external (not loaded)"})
+                rows.append({"page": page, "kind": kind, "reference": ref, "status": "extern (laddas inte)"})
                 continue
             name = os.path.basename(ref.split("?")[0].split("#")[0])
             ok = name in files
             used.add(name)
             if not ok:
                 missing.append(f"{page} → {ref}")
-            rows.append({"page": page, "kind": kind, "reference": ref, "status": "uploaded" if ok else "MISSING"})
+            rows.append({"page": page, "kind": kind, "reference": ref, "status": "uppladdad" if ok else "SAKNAS"})
     unused = sorted(n for n in files if n not in used and n not in pages)
 
     # A self-contained preview of the first page: CSS inlined, images as data URIs.
@@ -75,14 +75,14 @@ def run_tool(input_dir, output_dir):
     outputs = []
     if missing:
         outputs.append({"kind": "notice", "level": "warning",
-                        "message": "Missing files: " + "; ".join(missing) + ". Upload them with the page."})
+                        "message": "Filer saknas: " + "; ".join(missing) + ". Ladda upp dem tillsammans med sidan."})
     else:
-        outputs.append({"kind": "notice", "level": "info", "message": f"All {len(rows)} references of {len(pages)} page(s) resolve."})
+        outputs.append({"kind": "notice", "level": "info", "message": f"Alla {len(rows)} hänvisningar i {len(pages)} {'sida' if len(pages) == 1 else 'sidor'} hittades."})
     if unused:
-        outputs.append({"kind": "notice", "level": "info", "message": "Uploaded but not used: " + ", ".join(unused)})
-    outputs.append({"kind": "table", "title": "References",
-                    "columns": [{"key": "page", "label": "Page"}, {"key": "kind", "label": "Kind"},
-                                {"key": "reference", "label": "Reference"}, {"key": "status", "label": "Status"}],
+        outputs.append({"kind": "notice", "level": "info", "message": "Uppladdade men används inte: " + ", ".join(unused)})
+    outputs.append({"kind": "table", "title": "Hänvisningar",
+                    "columns": [{"key": "page", "label": "Sida"}, {"key": "kind", "label": "Slag"},
+                                {"key": "reference", "label": "Hänvisning"}, {"key": "status", "label": "Status"}],
                     "rows": rows})
     outputs.append({"kind": "html_sandboxed", "html": preview})
     return {"outputs": outputs}

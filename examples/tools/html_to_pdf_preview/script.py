@@ -199,7 +199,7 @@ def import_weasyprint():
     try:
         import weasyprint
     except Exception as e:  # ImportError, or a missing native library (OSError)
-        raise ToolUserError(f"WeasyPrint is not installed on this server: {type(e).__name__}: {e}") from None
+        raise ToolUserError(f"WeasyPrint finns inte installerat på den här servern: {type(e).__name__}: {e}") from None
     return weasyprint
 
 

@@ -22,13 +22,13 @@ def describe(path):
 def run_tool(input_dir, output_dir):
     files = tk.input_files()
     if not files:
-        raise ToolUserError("Upload one or more files to report on.")
+        raise ToolUserError("Ladda upp en eller flera filer att skriva en rapport om.")
     title = tk.inputs().get("title") or "Filrapport"
-    md = [f"# {title}", "", f"{len(files)} file(s), {sum(f['bytes'] for f in files)} bytes in all.", "",
-          "| File | Bytes | Lines | SHA-256 |", "|---|---:|---:|---|"]
+    md = [f"# {title}", "", f"{len(files)} {'fil' if len(files) == 1 else 'filer'}, {sum(f['bytes'] for f in files)} byte totalt.", "",
+          "| Fil | Byte | Rader | SHA-256 |", "|---|---:|---:|---|"]
     for f in files:
         digest, lines = describe(f["path"])
-        md.append(f"| {f['name']} | {f['bytes']} | {lines if lines is not None else 'binary'} | `{digest[:16]}…` |")
+        md.append(f"| {f['name']} | {f['bytes']} | {lines if lines is not None else 'binär'} | `{digest[:16]}…` |")
     md.append("")
     report = "\n".join(md)
     with open(os.path.join(output_dir, "report.md"), "w", encoding="utf-8") as out:

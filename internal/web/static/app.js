@@ -41,9 +41,21 @@ function escapeKey(key) {
   return key.split("/").map(encodeURIComponent).join("/");
 }
 
-// An error from the JSON API, as the sentence it carries.
-function apiMessage(xhr) {
-  try { return JSON.parse(xhr.responseText).error.message; } catch (e) { return tr("server.answered", { status: xhr.status }); }
+// An error from the JSON API, told in the page's language: the server chooses the
+// sentence from the error's reason and details (POST /refusal), never the API's English.
+async function apiMessage(xhr) {
+  return refusalMessage(xhr.responseText, xhr.status);
+}
+
+async function refusalMessage(text, status) {
+  let answer;
+  try { answer = JSON.parse(text); } catch (e) { return tr("server.answered", { status }); }
+  try {
+    const res = await fetch("/refusal", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ error: answer.error, status }) });
+    if (res.ok) return (await res.json()).message;
+  } catch (e) { /* the server is gone: say so by the status */ }
+  return tr("server.answered", { status });
 }
 
 // The typed file slot of a run form (a tool with an input_schema): the number of files
@@ -153,7 +165,12 @@ function setupUpload(form) {
       if (e.lengthComputable) { progress.hidden = false; progress.value = Math.round(100 * e.loaded / e.total); progress.textContent = progress.value + "%"; }
     });
     xhr.addEventListener("load", () => {
-      if (xhr.status < 400) { window.location.assign(xhr.responseURL); return; }
+      if (xhr.status < 400) {
+        // The run page puts the focus on the result once there is one (static/run.js).
+        try { sessionStorage.setItem("skrip.focusResult", "1"); } catch (e) { /* the live result still takes it */ }
+        window.location.assign(xhr.responseURL);
+        return;
+      }
       // The server answers a refusal with the page it would show without this script:
       // take its messages, each to the same place in this one.
       const doc = xhr.response;
@@ -212,27 +229,46 @@ function setupStage(form) {
   const status = form.querySelector("[data-upload-status]");
   const button = form.querySelector("button[type=submit]");
   const resumable = typeof tusUpload === "function";
+  let file = null, started = 0;
+  // How far, and how fast: "42 % · 3,1 MB/s", read out now and then, not at every step.
   const showProgress = (fraction) => {
     progress.hidden = false; progress.value = Math.round(100 * fraction); progress.textContent = progress.value + "%";
+    const seconds = (Date.now() - started) / 1000;
+    const speed = seconds > 0.5 ? formatSize(Math.round(fraction * file.size / seconds)) : "";
+    status.textContent = speed ? tr("files.progress", { percent: progress.value, speed }) : tr("files.progress_start", { percent: progress.value });
   };
   const fail = (msg) => {
     errorBox.textContent = msg; errorBox.hidden = false; progress.hidden = true; status.textContent = ""; button.disabled = false;
   };
-  if (resumable) {
+  // Done: the list is loaded again with the new file, and says so there.
+  const done = (key) => {
+    progress.value = 100; status.textContent = tr("files.done", { key: key || file.name });
+    try { sessionStorage.setItem("skrip.staged", status.textContent); } catch (e) { /* private mode: the list shows it */ }
+    window.location.reload();
+  };
+  try {
+    const said = sessionStorage.getItem("skrip.staged");
+    if (said) { status.textContent = said; sessionStorage.removeItem("skrip.staged"); }
+  } catch (e) { /* nothing kept */ }
+  if (resumable && !status.textContent) {
     const left = tusUnfinished(form.dataset.user);
     if (left.length) status.textContent = tr("files.unfinished", { name: left[0].name, size: formatSize(left[0].size) });
   }
+  // The keys the list shows, for asking before a file takes the place of one of them.
+  const listed = new Set(Array.from(document.querySelectorAll("[data-delete]"), (b) => b.dataset.delete));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    const file = form.querySelector("input[type=file]").files[0];
+    file = form.querySelector("input[type=file]").files[0];
     if (!file) return;
     const key = form.querySelector("[name=key]").value.trim();
     const ttlField = form.querySelector("[name=ttl]");
-    button.disabled = true; errorBox.hidden = true; status.textContent = "";
+    const target = key || "files/" + file.name;
+    if (listed.has(target) && !window.confirm(tr("files.confirm_replace", { key: target, name: file.name }))) return;
+    button.disabled = true; errorBox.hidden = true; status.textContent = ""; started = Date.now();
     if (resumable && file.size >= TUS_MIN_BYTES) {
       tusUpload(file, { user: form.dataset.user, csrf: form.dataset.csrf, key: key, ttl: ttlField ? ttlField.value.trim() : "",
         progress: showProgress, status: (text) => { status.textContent = text; } })
-        .then(() => window.location.reload(), (e) => fail(e.message));
+        .then(() => done(key), (e) => fail(e.message));
       return;
     }
     const body = new FormData();
@@ -246,8 +282,13 @@ function setupStage(form) {
       if (e.lengthComputable) showProgress(e.loaded / e.total);
     });
     xhr.addEventListener("load", () => {
-      if (xhr.status < 300) { window.location.reload(); return; }
-      fail(apiMessage(xhr));
+      if (xhr.status < 300) {
+        let stored = key;
+        try { stored = JSON.parse(xhr.responseText).key || key; } catch (e) { /* say it by name */ }
+        done(stored);
+        return;
+      }
+      apiMessage(xhr).then(fail);
     });
     xhr.addEventListener("error", () => fail(tr("files.no_server")));
     xhr.send(body);
@@ -262,9 +303,7 @@ function setupDelete(button) {
     const owner = button.dataset.owner ? "?owner=" + encodeURIComponent(button.dataset.owner) : "";
     const res = await fetch("/api/v1/files/" + escapeKey(key) + owner, { method: "DELETE", headers: { "X-CSRF-Token": button.dataset.csrf } });
     if (res.ok) { window.location.reload(); return; }
-    let msg = tr("server.answered", { status: res.status });
-    try { msg = (await res.json()).error.message; } catch (e) { /* keep the status */ }
-    window.alert(msg);
+    window.alert(await refusalMessage(await res.text(), res.status));
     button.disabled = false;
   });
 }
@@ -285,11 +324,12 @@ function setupShare(form) {
     try {
       const res = await fetch("/api/v1/files/" + escapeKey(form.dataset.share) + "/links" + owner, {
         method: "POST", headers: { "Content-Type": "application/json", "X-CSRF-Token": form.dataset.csrf }, body: JSON.stringify(body) });
-      const answer = await res.json().catch(() => ({}));
+      const text = await res.text();
       if (!res.ok) {
-        status.textContent = (answer.error && answer.error.message) || tr("server.answered", { status: res.status });
+        status.textContent = await refusalMessage(text, res.status);
         return;
       }
+      const answer = JSON.parse(text);
       const lang = document.documentElement.lang || undefined;
       const expires = new Intl.DateTimeFormat(lang, { dateStyle: "medium", timeStyle: "short" }).format(new Date(answer.expires_at));
       box.value = answer.url; box.hidden = false;

@@ -51,7 +51,9 @@
           setupResult(node);
           setTitle(node.dataset.status);
           if (announce) announce.textContent = tr("run.ended", { status: tr("run.status." + node.dataset.status) });
-          node.focus();
+          // The result's heading: reading goes on from there, and the first next-step
+          // field is a few Tabs away.
+          (node.querySelector("[data-result-heading]") || node).focus();
           return;
         }
       } catch (e) { /* try again */ }
@@ -120,13 +122,37 @@
     });
   }
 
+  // Avbryt asks first: a run stopped by a slip of the hand is lost work.
+  function askFirst(form) {
+    form.addEventListener("submit", (ev) => {
+      if (!window.confirm(form.dataset.confirm)) ev.preventDefault();
+    });
+  }
+
   function setupResult(root) {
     root.querySelectorAll("form[data-action][data-confirm]").forEach(confirmFirst);
+    root.querySelectorAll("form[data-cancel][data-confirm]").forEach(askFirst);
     root.querySelectorAll("form[data-action]").forEach((f) => once(f, true));
+    root.querySelectorAll("form[data-action], form[data-retry]").forEach((f) => f.addEventListener("submit", (ev) => {
+      if (ev.defaultPrevented) return;
+      try { sessionStorage.setItem("skrip.focusResult", "1"); } catch (e) { /* the live result still takes it */ }
+    }));
     root.querySelectorAll("form[data-retry], form[data-cancel], form[data-confirm-step]").forEach((f) => once(f, false));
     root.querySelectorAll("[data-live]").forEach(follow);
   }
 
-  const start = () => document.querySelectorAll("[data-result]").forEach(setupResult);
+  // Right after a run was started or a step taken, a result that is already there gets
+  // the focus, as one that arrives live does (showResult).
+  function focusNewResult() {
+    let asked = false;
+    try { asked = sessionStorage.getItem("skrip.focusResult") === "1"; sessionStorage.removeItem("skrip.focusResult"); } catch (e) { /* no storage */ }
+    const heading = document.querySelector("[data-result] [data-result-heading]");
+    if (asked && heading) heading.focus();
+  }
+
+  const start = () => {
+    document.querySelectorAll("[data-result]").forEach(setupResult);
+    focusNewResult();
+  };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start); else start();
 })();

@@ -221,6 +221,6 @@ async function tusUpload(file, opts) {
       continue;
     }
     if (done) return null; // staged, but the upload's record is gone: the list shows the file
-    throw new Error(apiMessage(xhr));
+    throw new Error(await apiMessage(xhr));
   }
 }

@@ -18,7 +18,7 @@ import (
 )
 
 var (
-	auditRow  = regexp.MustCompile(`<tr data-run="([^"]+)">\s*<td>.*?</td>\s*<td data-user>([^<]*)</td>`)
+	auditRow  = regexp.MustCompile(`<tr data-run="([^"]+)">\s*<td[^>]*>.*?</td>\s*<td [^>]*data-user>([^<]*)</td>`)
 	auditStat = regexp.MustCompile(`data-status="([^"]+)"`)
 	olderLink = regexp.MustCompile(`<a href="([^"]+)" rel="next">Äldre körningar</a>`)
 )

@@ -207,7 +207,7 @@ func TestPagesAndCookies(t *testing.T) {
 			t.Fatalf("a user opening /admin/users got %d; want 403", status)
 		}
 		status, _, body = other.do("GET", "/no/such/page", nil, http.Header{"Accept": {"text/html,*/*"}})
-		if status != http.StatusNotFound || !strings.Contains(body, "There is no page at /no/such/page") {
+		if status != http.StatusNotFound || !strings.Contains(body, "Det finns ingen sida här") {
 			t.Fatalf("an unknown page answered %d:\n%s", status, body)
 		}
 	})

@@ -50,7 +50,7 @@ type Worker struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	work    blob.Store
-	runner  runner.Runner
+	runner  runner.Engine    // runs, and the boxes of agents' sandboxes
 	cache   *blobcache.Cache // the files of runs, by checksum, fetched from the work bucket
 	cfg     Config
 	log     *slog.Logger
@@ -91,7 +91,7 @@ const (
 )
 
 // New prepares a worker. The connection is the caller's.
-func New(nc *nats.Conn, work blob.Store, rn runner.Runner, cfg Config, m *metrics.Metrics, log *slog.Logger) (*Worker, error) {
+func New(nc *nats.Conn, work blob.Store, rn runner.Engine, cfg Config, m *metrics.Metrics, log *slog.Logger) (*Worker, error) {
 	if cfg.Concurrency < 1 {
 		return nil, fmt.Errorf("a worker runs at least one run at a time, not %d", cfg.Concurrency)
 	}

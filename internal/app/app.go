@@ -176,11 +176,12 @@ func (a *App) open(ctx context.Context) error {
 	}
 	a.closers = append(a.closers, func() error { a.Runs.Shutdown(a.cfg.ShutdownGrace); return nil })
 	if a.cfg.Cluster() {
-		// Unfinished runs are the cluster's, not this node's: the queue keeps them.
 		if err := a.openCluster(ctx); err != nil {
 			return err
 		}
-	} else if err := a.Runs.Recover(ctx); err != nil {
+	}
+	// This node's unfinished runs fail; a cluster's queue keeps the cluster's.
+	if err := a.Runs.Recover(ctx); err != nil {
 		return err
 	}
 	// After openCluster: a cluster's sandboxes are its workers'.

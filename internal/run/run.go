@@ -1,6 +1,7 @@
-// Package run orchestrates tool runs: it admits a run into a bounded queue, executes it
-// on the runner with a worker pool, keeps its artifacts in the blob store, turns the
-// runner's result into the run's status and outputs, and publishes its events.
+// Package run orchestrates tool runs: it admits a run into a bounded queue, hands it to
+// its Executor (this server's worker pool, local.go, or a cluster's queue), keeps its
+// artifacts in the blob store, turns the runner's result into the run's status and
+// outputs, and publishes its events.
 package run
 
 import (

@@ -173,8 +173,13 @@ func (f *fixture) get(t *testing.T, id string) store.Run {
 // printed waits until run id is running and has printed "started".
 func (f *fixture) printed(t *testing.T, id string) {
 	t.Helper()
-	_, sub := f.env.Runs.Subscribe(id, true)
+	past, sub := f.env.Runs.Subscribe(id, true)
 	defer sub.Close()
+	for _, e := range past {
+		if e.Type == "stdout" && e.Data == "started" {
+			return
+		}
+	}
 	deadline := time.After(time.Minute)
 	for {
 		select {
@@ -275,12 +280,19 @@ func testCancel(t *testing.T, f *fixture) {
 	}
 }
 
-// testEvents: a subscriber from submission on sees the run start, its lines in order and
-// each once, and its end.
+// testEvents: a subscriber of a queued run sees it start, its lines in order and each
+// once, and its end.
 func testEvents(t *testing.T, f *fixture) {
+	// The run waits behind another until its subscriber is in place.
+	ahead := f.mustSubmit(t, map[string]any{"sleep": 3600}, nil)
+	f.printed(t, ahead.ID)
 	r := f.mustSubmit(t, map[string]any{"lines": []string{"early line", "late line"}}, nil)
-	_, sub := f.env.Runs.Subscribe(r.ID, true)
+	past, sub := f.env.Runs.Subscribe(r.ID, true)
 	defer sub.Close()
+	if len(past) != 0 {
+		t.Errorf("a queued run had events before it ran: %+v", past)
+	}
+	f.cancel(t, ahead.ID)
 	var events []run.Event
 	deadline := time.After(2 * time.Minute)
 wait:

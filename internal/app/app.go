@@ -56,7 +56,7 @@ type App struct {
 	Blobs    blob.Store
 	Files    *staging.Service
 	Janitor  *janitor.Janitor
-	Runner   runner.Runner
+	Runner   runner.Engine // runs tools, and keeps sandboxes unless in a cluster
 	Runs     *run.Service
 	Sessions *session.Service
 	Catalog  *catalog.Service
@@ -176,11 +176,12 @@ func (a *App) open(ctx context.Context) error {
 	}
 	a.closers = append(a.closers, func() error { a.Runs.Shutdown(a.cfg.ShutdownGrace); return nil })
 	if a.cfg.Cluster() {
-		// Unfinished runs are the cluster's, not this node's: the queue keeps them.
 		if err := a.openCluster(ctx); err != nil {
 			return err
 		}
-	} else if err := a.Runs.Recover(ctx); err != nil {
+	}
+	// This node's unfinished runs fail; a cluster's queue keeps the cluster's.
+	if err := a.Runs.Recover(ctx); err != nil {
 		return err
 	}
 	// After openCluster: a cluster's sandboxes are its workers'.
@@ -253,8 +254,8 @@ func BwrapConfig(cfg config.Config) bwrap.Config {
 // OpenRunner opens the sandbox SKRIP_RUNNER names: docker (the engine must answer and
 // the image exist), bwrap, or auto (docker when it can, else bwrap). There is no
 // unsandboxed mode: when no sandbox works here, it fails with what to install.
-func OpenRunner(ctx context.Context, cfg config.Config, log *slog.Logger) (runner.Runner, error) {
-	openDocker := func() (runner.Runner, error) {
+func OpenRunner(ctx context.Context, cfg config.Config, log *slog.Logger) (runner.Engine, error) {
+	openDocker := func() (runner.Engine, error) {
 		image := cfg.RunnerImage
 		if image == "" {
 			image = docker.DefaultImage()
@@ -267,7 +268,7 @@ func OpenRunner(ctx context.Context, cfg config.Config, log *slog.Logger) (runne
 		return docker.New(ctx, docker.Config{Image: image, Server: server, PoolSize: min(pool, 8), PoolLimits: RunLimits(cfg),
 			WarmMemory: cfg.RunnerWarmMemory}, log)
 	}
-	openBwrap := func() (runner.Runner, error) {
+	openBwrap := func() (runner.Engine, error) {
 		return bwrap.New(BwrapConfig(cfg), log)
 	}
 	switch cfg.Runner {

@@ -45,8 +45,8 @@ func (a *App) openCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	queue := dispatch.NewQueue(a.nc, js, stream, a.Store, work, a.sessionCache, dcfg, a.Metrics, a.log)
-	a.Runs.SetDispatcher(queue)
+	queue := dispatch.NewQueue(a.Runs, a.nc, js, stream, a.Store, work, a.sessionCache, dcfg, a.Metrics, a.log)
+	a.Runs.Use(queue)
 	boxes, err := dispatch.NewBoxes(ctx, a.nc, js, work, dcfg, a.log)
 	if err != nil {
 		return err

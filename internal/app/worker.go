@@ -109,7 +109,7 @@ func RunWorker(ctx context.Context, cfg config.Config, ln net.Listener, log *slo
 // WorkerBoxBudget is the memory the agent sandboxes a worker keeps on rn may take
 // (SandboxBudget), or 0 when rn cannot keep them with every limit enforced here: API
 // nodes then place none on it.
-func WorkerBoxBudget(ctx context.Context, cfg config.Config, rn runner.Runner, log *slog.Logger) (int64, error) {
+func WorkerBoxBudget(ctx context.Context, cfg config.Config, rn runner.Engine, log *slog.Logger) (int64, error) {
 	budget, err := SandboxBudget(ctx, cfg, rn)
 	if err != nil {
 		return 0, err

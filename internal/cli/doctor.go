@@ -318,7 +318,7 @@ func upstreamVersion(v string) string {
 }
 
 // printLimits says how r enforces the limits of tool runs and of agent sandboxes.
-func printLimits(ctx context.Context, w io.Writer, r runner.Runner, cfg config.Config) {
+func printLimits(ctx context.Context, w io.Writer, r runner.Engine, cfg config.Config) {
 	printEnforcement(w, r.Enforcement(app.RunLimits(cfg)))
 	sb := app.SandboxConfig(cfg)
 	fmt.Fprintf(w, "\nAgent sandboxes\t%s runner\tdestroyed after %s unused, %d per user, one exec up to %s\n",
@@ -329,7 +329,7 @@ func printLimits(ctx context.Context, w io.Writer, r runner.Runner, cfg config.C
 
 // printBudget shows the memory budget of all workspaces together beside the machine's
 // memory.
-func printBudget(ctx context.Context, w io.Writer, r runner.Runner, cfg config.Config, workspace int64) {
+func printBudget(ctx context.Context, w io.Writer, r runner.Sandboxes, cfg config.Config, workspace int64) {
 	mem, err := r.Memory(ctx)
 	if err != nil {
 		fmt.Fprintf(w, "  memory budget\tNOT known\t%s: skrip serve refuses to start\n", err)

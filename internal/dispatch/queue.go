@@ -79,10 +79,11 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Lo
 	return stream, nil
 }
 
-// Queue is the run.Dispatcher of an API node: it puts runs' files in the work bucket
-// and holds their messages in the database, and its Schedule sends them on the stream,
-// users in turn, as workers have room.
+// Queue is the run.Executor of a cluster's API node: it puts runs' files in the work
+// bucket and holds their messages in the database, and its Schedule sends them on the
+// stream, users in turn, as workers have room.
 type Queue struct {
+	runs    *run.Service
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	stream  jetstream.Stream
@@ -99,17 +100,18 @@ type Queue struct {
 	countedAt  time.Time // when they were counted
 }
 
-// NewQueue returns the dispatcher that queues runs for stream (from Setup), holding them
-// in st until Schedule sends them. An input
+// NewQueue returns the executor that queues runs of runs for stream (from Setup),
+// holding them in st until Schedule sends them; runs.Use(q) makes it runs' executor. An
+// input
 // file that is a hard link of a file in known (the session files' cache, which checked
 // its bytes against its name) is sent by that checksum without being read; known may
 // be nil.
-func NewQueue(nc *nats.Conn, js jetstream.JetStream, stream jetstream.Stream, st *store.Store, work blob.Store, known *blobcache.Cache, cfg Config,
-	m *metrics.Metrics, log *slog.Logger) *Queue {
-	return &Queue{nc: nc, js: js, stream: stream, st: st, work: work, known: known, keys: &keyring{js: js}, cfg: cfg, metrics: m, log: log}
+func NewQueue(runs *run.Service, nc *nats.Conn, js jetstream.JetStream, stream jetstream.Stream, st *store.Store, work blob.Store, known *blobcache.Cache,
+	cfg Config, m *metrics.Metrics, log *slog.Logger) *Queue {
+	return &Queue{runs: runs, nc: nc, js: js, stream: stream, st: st, work: work, known: known, keys: &keyring{js: js}, cfg: cfg, metrics: m, log: log}
 }
 
-var _ run.Dispatcher = (*Queue)(nil)
+var _ run.Executor = (*Queue)(nil)
 
 func (q *Queue) busy() error {
 	return errs.New(run.ErrBusy, map[string]any{"queue": q.cfg.Queue},
@@ -121,26 +123,66 @@ func (q *Queue) busy() error {
 // the database, not on the stream: a run waits there until the scheduler sends it, and
 // the stream holds no more than the workers' slots. The count is read at most every
 // admitEvery and counts the runs Admit let in since, so that a burst on one node is
-// refused at once; the insert of the run counts again, exactly (store.AdmitRun).
-func (q *Queue) Admit(ctx context.Context) error {
+// refused at once; the insert of the run counts again, exactly (store.AdmitRun, with
+// Limit). Nothing is given back: the count is read again soon.
+func (q *Queue) Admit(ctx context.Context) (release func(), err error) {
 	if q.cfg.Queue <= 0 {
-		return nil
+		return func() {}, nil
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if time.Since(q.countedAt) > admitEvery {
 		n, err := q.st.UnfinishedRuns(ctx, "")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		q.unfinished, q.countedAt = n, time.Now()
 	}
 	if q.unfinished >= q.cfg.Queue {
-		return q.busy()
+		return nil, q.busy()
 	}
 	q.unfinished++
-	return nil
+	return func() {}, nil
 }
+
+// Limit is the cluster's queue: its runs wait in the database, so they are counted
+// there as a run is stored.
+func (q *Queue) Limit() int { return q.cfg.Queue }
+
+// Start dispatches run r and removes dir once its files are in the work bucket. A run
+// that could not be queued is removed, as one refused at the door would have been.
+func (q *Queue) Start(ctx context.Context, r store.Run, job run.Job, dir string) error {
+	defer os.RemoveAll(dir) // in the work bucket once dispatched
+	err := q.Dispatch(ctx, job, dir)
+	if err == nil {
+		return nil
+	}
+	// Never queued: the run goes. (Before has run: the session's files are the new
+	// ones, as after any admitted run.)
+	if _, derr := q.st.DeleteQueuedRun(context.WithoutCancel(ctx), r.ID); derr != nil {
+		q.log.Error("removing a run that could not be queued", "run", r.ID, "error", derr)
+	}
+	if !errors.Is(err, run.ErrBusy) {
+		// The queue did not answer (NATS unreachable, a leader not elected in time):
+		// the client may try again, as after a full queue.
+		q.log.Error("queueing a run", "run", r.ID, "error", err)
+		err = errs.New(run.ErrBusy, nil, "the run queue did not answer; try again in a moment")
+	}
+	return err
+}
+
+// Cancel ends queued run id at once, and asks the worker of a running one to stop it
+// (run.Service.RequestCancel).
+func (q *Queue) Cancel(ctx context.Context, id string) (bool, error) {
+	return q.runs.RequestCancel(ctx, id, q.stop)
+}
+
+// Recover leaves the cluster's unfinished runs as they are: the queue holds them, and
+// the sweep ends those it lost (Handlers.Sweep).
+func (q *Queue) Recover(context.Context) error { return nil }
+
+// Shutdown has nothing to wait for: the runs are the workers'.
+func (q *Queue) Shutdown(time.Duration) {}
 
 // admitEvery is how long Admit trusts its count of the cluster's runs.
 const admitEvery = 200 * time.Millisecond
@@ -306,10 +348,10 @@ func (q *Queue) put(ctx context.Context, sha string, open func() (io.ReadCloser,
 	return nil
 }
 
-// Cancel asks the worker holding run r to stop it; if the worker does not answer, its
+// stop asks the worker holding run r to stop it; if the worker does not answer, its
 // lease check stops it within a third of the ack wait. It reports false when no one
 // answers the worker's subject: the worker is gone.
-func (q *Queue) Cancel(ctx context.Context, r store.Run) bool {
+func (q *Queue) stop(ctx context.Context, r store.Run) bool {
 	if r.Worker == "" {
 		return true
 	}

@@ -65,14 +65,15 @@ func TestCancelAsTheWorkerTakesTheRun(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		s.mu.Lock()
-		j := s.active[queued.ID]
-		s.mu.Unlock()
+		l := s.exec.(*local)
+		l.mu.Lock()
+		j := l.active[queued.ID]
+		l.mu.Unlock()
 		j.canceled.Store(true) // Cancel, first: the job is flagged and its context ended
 		j.cancel()
-		next, _ := s.jobs.pop()
-		s.execute(next) // the worker takes it and starts the run
-		s.retire(j)
+		next, _ := l.jobs.pop()
+		l.execute(next) // the worker takes it and starts the run
+		l.retire(j)
 		if ok, err := st.CancelQueuedRun(ctx, queued.ID, "cancelled", s.now()); err != nil || ok {
 			t.Fatalf("Cancel's CancelQueuedRun = %v, %v; the interleaving needs it to find the run started", ok, err)
 		}
@@ -84,8 +85,8 @@ func TestCancelAsTheWorkerTakesTheRun(t *testing.T) {
 		if got.Status != store.StatusCancelled || got.ErrorSummary != "cancelled" || got.FinishedAt == nil {
 			t.Errorf("the run is %s (%q), finished %v; want cancelled", got.Status, got.ErrorSummary, got.FinishedAt)
 		}
-		if len(s.slots) != 0 {
-			t.Errorf("%d slots held, want none", len(s.slots))
+		if len(l.slots) != 0 {
+			t.Errorf("%d slots held, want none", len(l.slots))
 		}
 	})
 }

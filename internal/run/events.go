@@ -50,6 +50,9 @@ type backlog struct {
 	events []Event
 	bytes  int
 	full   bool // lines came after the backlog was full
+	// watched: the lines came from a watch of a run printing elsewhere (Executor.Watch),
+	// which keeps its own backlog; forget drops them when no one here watches any more.
+	watched bool
 }
 
 func newHub() *hub {
@@ -162,14 +165,22 @@ func (h *hub) subscribe(runID string, lines bool) ([]Event, *Subscription) {
 	return past, s
 }
 
-// forget drops what the hub keeps of runID's lines: no one here watches it any more.
+// forget drops what the hub keeps of runID's lines from a watch: no one here watches it
+// any more. The lines of a run printing in this process stay until it ends.
 func (h *hub) forget(runID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.backlog, runID)
+	if b := h.backlog[runID]; b != nil && b.watched {
+		delete(h.backlog, runID)
+	}
 }
 
-func (h *hub) publish(runID string, e Event) {
+func (h *hub) publish(runID string, e Event) { h.publishFrom(runID, e, false) }
+
+// publishWatched publishes e, which a watch of a run printing elsewhere passed on.
+func (h *hub) publishWatched(runID string, e Event) { h.publishFrom(runID, e, true) }
+
+func (h *hub) publishFrom(runID string, e Event, watched bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
@@ -178,7 +189,7 @@ func (h *hub) publish(runID string, e Event) {
 	case e.Type != "status":
 		b := h.backlog[runID]
 		if b == nil {
-			b = &backlog{}
+			b = &backlog{watched: watched}
 			h.backlog[runID] = b
 		}
 		if !b.full && len(b.events) < maxBacklogEvents && b.bytes+e.size() <= maxBacklogBytes {

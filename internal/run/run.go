@@ -1,6 +1,7 @@
-// Package run orchestrates tool runs: it admits a run into a bounded queue, executes it
-// on the runner with a worker pool, keeps its artifacts in the blob store, turns the
-// runner's result into the run's status and outputs, and publishes its events.
+// Package run orchestrates tool runs: it admits a run into a bounded queue, hands it to
+// its Executor (this server's worker pool, local.go, or a cluster's queue), keeps its
+// artifacts in the blob store, turns the runner's result into the run's status and
+// outputs, and publishes its events.
 package run
 
 import (
@@ -19,7 +20,6 @@ import (
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/ids"
 	"github.com/skrip-dev/skrip/internal/metrics"
-	"github.com/skrip-dev/skrip/internal/runjob"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/upload"
@@ -68,35 +68,12 @@ type Service struct {
 	hub     *hub
 	now     func() time.Time
 
-	slots    chan struct{} // one per admitted run, queued or running
-	jobs     *fairQueue    // the admitted runs waiting for a worker of this node
+	exec     Executor      // where the runs execute
+	syntax   chan struct{} // the slots syntax checks take (CheckSyntax)
 	admits   userLocks     // one user's admissions, one at a time
 	stopping atomic.Bool
 	mu       sync.Mutex
-	active   map[string]*job
-	workers  sync.WaitGroup
-
-	// remote, when set, executes runs on a cluster's workers instead of this node's
-	// pool; watches are the runs whose output lines this node receives from them.
-	remote  Dispatcher
-	watches map[string]*watch
-}
-
-// Dispatcher hands runs to workers elsewhere: a cluster's queue (package dispatch).
-type Dispatcher interface {
-	// Admit returns an ErrBusy error when the queue is full, before a run is made.
-	Admit(ctx context.Context) error
-	// Dispatch queues job with the files of dir as its input; the caller removes dir.
-	// A queue that filled since Admit gives an ErrBusy error.
-	Dispatch(ctx context.Context, job Job, dir string) error
-	// Cancel asks the worker holding running run r to stop it. It reports false when
-	// that worker is known to be gone (no one answers its subject).
-	Cancel(ctx context.Context, r store.Run) bool
-	// Status tells the other nodes that run id is now status.
-	Status(id, status string)
-	// Watch passes run r's output lines from its worker to deliver until stop is called,
-	// the ones it printed before the call first.
-	Watch(r store.Run, deliver func(Event)) (stop func())
+	watches  map[string]*watch // the runs whose lines this node receives from elsewhere
 }
 
 // watch is this node's reception of a remote run's lines, shared by its subscribers.
@@ -105,18 +82,8 @@ type watch struct {
 	stop func()
 }
 
-type job struct {
-	req      Request
-	job      Job // what executes, computed at submission
-	run      store.Run
-	ctx      context.Context
-	cancel   context.CancelFunc
-	canceled atomic.Bool // by a user, not by shutdown
-	retired  sync.Once
-	attempt  int64 // the run's attempt this job claimed; its result is recorded only as that
-}
-
-// New starts the worker pool. Call Shutdown to stop it.
+// New starts the service with its own pool of cfg.Concurrency workers as its executor
+// (Use replaces it). Call Shutdown to stop it.
 func New(st *store.Store, blobs blob.Store, r runner.Runner, cfg Config, m *metrics.Metrics, log *slog.Logger) (*Service, error) {
 	if err := os.RemoveAll(cfg.WorkDir); err != nil {
 		return nil, fmt.Errorf("cleaning %s: %w", cfg.WorkDir, err)
@@ -124,19 +91,22 @@ func New(st *store.Store, blobs blob.Store, r runner.Runner, cfg Config, m *metr
 	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Service{st: st, blobs: blobs, runner: r, cfg: cfg, metrics: m, log: log, hub: newHub(), now: time.Now,
-		slots: make(chan struct{}, cfg.Concurrency+cfg.Queue), jobs: newFairQueue(),
-		active: map[string]*job{}, watches: map[string]*watch{}}
-	for range cfg.Concurrency {
-		s.workers.Add(1)
-		go s.worker()
-	}
+	s := &Service{st: st, blobs: blobs, runner: r, cfg: cfg, metrics: m, log: log, hub: newHub(), now: time.Now, watches: map[string]*watch{}}
+	pool := newLocal(s)
+	s.exec = pool
+	// Syntax checks run on this node's runner whatever executes the runs: beside them,
+	// in the pool's slots, while the pool executes them.
+	s.syntax = pool.slots
 	return s, nil
 }
 
-// SetDispatcher makes the service queue runs on d for workers elsewhere, instead of its
-// own pool (which then has no workers). Call it before the first Submit.
-func (s *Service) SetDispatcher(d Dispatcher) { s.remote = d }
+// Use makes e execute the service's runs instead of its own pool, which it stops (a
+// cluster's API node: package dispatch). Call it before the first Submit.
+func (s *Service) Use(e Executor) {
+	old := s.exec
+	s.exec = e
+	old.Shutdown(0)
+}
 
 // Publish passes an event of run id that happened on another node (a status from the
 // node that recorded it) to this node's subscribers.
@@ -145,19 +115,12 @@ func (s *Service) Publish(id string, e Event) { s.hub.publish(id, e) }
 // status tells run id's subscribers here, and the other nodes, that it is now st.
 func (s *Service) status(id, st string) {
 	s.hub.publish(id, Event{Type: "status", Data: st})
-	if s.remote != nil {
-		s.remote.Status(id, st)
-	}
+	s.exec.Status(id, st)
 }
 
-// Recover marks runs a crash left queued or running as failed; call it once at start.
-func (s *Service) Recover(ctx context.Context) error {
-	n, err := s.st.FailUnfinishedRuns(ctx, "interrupted by server restart", s.now())
-	if n > 0 {
-		s.log.Warn("marked runs interrupted by a restart as failed", "runs", n)
-	}
-	return err
-}
+// Recover ends the runs a crash left unfinished (the executor says which are this
+// server's); call it once at start.
+func (s *Service) Recover(ctx context.Context) error { return s.exec.Recover(ctx) }
 
 // Runner returns the runner in use.
 func (s *Service) Runner() runner.Runner { return s.runner }
@@ -200,7 +163,6 @@ type Request struct {
 // Submit admits a run and returns it queued. A full queue gives ErrBusy and creates
 // nothing. A run it refuses leaves req.InputDir to the caller.
 func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
-	busy := errs.New(ErrBusy, map[string]any{"queue": s.cfg.Queue}, "every worker is busy and %d runs are waiting; try again in a few seconds", s.cfg.Queue)
 	if s.stopping.Load() {
 		return store.Run{}, errs.New(ErrBusy, nil, "the server is shutting down; try again in a moment")
 	}
@@ -212,18 +174,14 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 	if err := s.admitUser(ctx, req.User.ID); err != nil {
 		return store.Run{}, err
 	}
-	if s.remote != nil {
-		return s.submitRemote(ctx, req, unlock)
+	release, err := s.exec.Admit(ctx)
+	if err != nil {
+		return store.Run{}, err
 	}
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		return store.Run{}, busy
-	}
-	admitted := false
+	started := false
 	defer func() {
-		if !admitted {
-			<-s.slots
+		if !started {
+			release()
 		}
 	}()
 	if req.Before != nil {
@@ -235,62 +193,16 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 	if err != nil {
 		return store.Run{}, err
 	}
-	if err := s.create(ctx, r, 0); err != nil {
+	if err := s.create(ctx, r, s.exec.Limit()); err != nil {
 		return store.Run{}, err
 	}
-	jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	j := &job{req: req, job: exec, run: r, ctx: jctx, cancel: cancel}
-	s.mu.Lock()
-	if s.stopping.Load() {
-		s.mu.Unlock()
-		cancel()
-		s.st.CancelQueuedRun(ctx, r.ID, "cancelled: the server shut down", s.now())
-		return store.Run{}, errs.New(ErrBusy, nil, "the server is shutting down; try again in a moment")
-	}
-	s.active[r.ID] = j
-	s.jobs.push(j) // a slot was reserved
-	s.mu.Unlock()
-	admitted = true
-	s.metrics.QueueDepth.Inc()
-	return r, nil
-}
-
-// submitRemote admits a run into the cluster's queue; admitted releases the user's
-// admission lock once the run is made, before its files are sent.
-func (s *Service) submitRemote(ctx context.Context, req Request, admitted func()) (store.Run, error) {
-	if err := s.remote.Admit(ctx); err != nil {
+	// The run is counted where admitUser counts: the user's next run may be admitted
+	// while this one's files are sent.
+	unlock()
+	if err := s.exec.Start(ctx, r, exec, req.InputDir); err != nil {
 		return store.Run{}, err
 	}
-	if req.Before != nil {
-		if err := req.Before(ctx); err != nil {
-			return store.Run{}, err
-		}
-	}
-	r, exec, err := s.newRun(req)
-	if err != nil {
-		return store.Run{}, err
-	}
-	// The cluster's runs wait in the database (the dispatcher's scheduler sends them to
-	// the workers in turn), so its queue's size is counted there too.
-	if err := s.create(ctx, r, s.cfg.Queue); err != nil {
-		return store.Run{}, err
-	}
-	admitted()
-	if err := s.remote.Dispatch(ctx, exec, req.InputDir); err != nil {
-		// Never queued: the run goes, as one refused at the door would have. (Before has
-		// run: the session's files are the new ones, as after any admitted run.)
-		if _, derr := s.st.DeleteQueuedRun(context.WithoutCancel(ctx), r.ID); derr != nil {
-			s.log.Error("removing a run that could not be queued", "run", r.ID, "error", derr)
-		}
-		if !errors.Is(err, ErrBusy) {
-			// The queue did not answer (NATS unreachable, a leader not elected in
-			// time): the client may try again, as after a full queue.
-			s.log.Error("queueing a run", "run", r.ID, "error", err)
-			err = errs.New(ErrBusy, nil, "the run queue did not answer; try again in a moment")
-		}
-		return store.Run{}, err
-	}
-	os.RemoveAll(req.InputDir) // in the work bucket now
+	started = true
 	return r, nil
 }
 
@@ -367,79 +279,6 @@ func (s *Service) job(r store.Run, req Request) (Job, error) {
 		Memory: req.Memory, Limits: lim}, nil
 }
 
-func (s *Service) worker() {
-	defer s.workers.Done()
-	for {
-		j, ok := s.jobs.pop()
-		if !ok {
-			return
-		}
-		s.metrics.QueueDepth.Dec()
-		s.execute(j)
-		s.retire(j)
-		s.jobs.done(j)
-	}
-}
-
-// retire gives back what job j holds: its input directory and its slot. finish calls it
-// before the run is recorded as over, so that a caller who saw it end finds the slot
-// free; it runs once.
-func (s *Service) retire(j *job) {
-	j.retired.Do(func() {
-		s.mu.Lock()
-		delete(s.active, j.run.ID)
-		s.mu.Unlock()
-		j.cancel()
-		os.RemoveAll(j.req.InputDir)
-		<-s.slots
-	})
-}
-
-// execute runs one job to its end on this node's runner and records it.
-func (s *Service) execute(j *job) {
-	ctx := context.WithoutCancel(j.ctx)
-	r := j.run
-	// The local pool runs each run once: its only claim is attempt 1.
-	j.attempt = 1
-	if ok, err := s.Claim(ctx, r.ID, j.attempt, s.cfg.Node); err != nil || !ok {
-		if err != nil {
-			s.log.Error("claiming run", "run", r.ID, "error", err)
-		}
-		return // cancelled while queued
-	}
-	rep := Report{Limits: j.job.Limits, Stopped: StopCancelled}
-	if !j.canceled.Load() {
-		// Cancel came as this worker took the run, when it is set here: the run was still
-		// queued when Cancel flagged it, but running by the time Cancel tried to end it as
-		// queued, so it is for the worker to end.
-		rep = s.executeHere(j)
-	}
-	s.retire(j)
-	if _, err := s.Record(ctx, r.ID, j.attempt, rep); err != nil {
-		s.log.Error("recording a finished run", "run", r.ID, "error", err)
-	}
-}
-
-// executeHere runs job j on this node's runner, keeping its artifacts in the blob store.
-func (s *Service) executeHere(j *job) Report {
-	id := j.run.ID
-	collect := func(ctx context.Context, dir string) ([]Artifact, []contract.Output, error) {
-		return runjob.Collect(ctx, s.blobs, "runs/"+id+"/output/", dir, s.Quota(j.run))
-	}
-	onLine := func(stream string, line []byte) { s.hub.publish(id, Event{Type: stream, Data: string(line)}) }
-	rep := runjob.Execute(j.ctx, s.runner, j.job, j.req.InputDir, collect, onLine)
-	if rep.Failure != "" {
-		s.log.Error("run failed in the server", "run", id, "error", rep.Failure)
-	}
-	switch {
-	case j.canceled.Load():
-		rep.Stopped = StopCancelled
-	case j.ctx.Err() != nil:
-		rep.Stopped = StopShutdown
-	}
-	return rep
-}
-
 // outcome is how a run ended, before it is stored.
 type outcome struct {
 	status    string
@@ -479,34 +318,15 @@ func failed(summary, source string) outcome {
 
 // Cancel stops a queued or running run. It reports false when the run was already over.
 func (s *Service) Cancel(ctx context.Context, runID string) (bool, error) {
-	if s.remote != nil {
-		return s.cancelRemote(ctx, runID)
-	}
-	s.mu.Lock()
-	j := s.active[runID]
-	s.mu.Unlock()
-	if j == nil {
-		return false, nil
-	}
-	j.canceled.Store(true)
-	j.cancel()
-	// A run still queued never reaches the runner: end it here. A running one is ended by
-	// its worker, which keeps what it printed and wrote so far.
-	ok, err := s.st.CancelQueuedRun(ctx, runID, "cancelled", s.now())
-	if err != nil {
-		return false, err
-	}
-	if ok {
-		s.metrics.Runs.WithLabelValues(store.StatusCancelled).Inc()
-		s.status(runID, store.StatusCancelled)
-	}
-	return true, nil
+	return s.exec.Cancel(ctx, runID)
 }
 
-// cancelRemote ends a queued run at once (its message is dropped by the worker that
-// claims it), and asks the worker of a running one to stop it: the run ends cancelled
-// when that worker's report is recorded.
-func (s *Service) cancelRemote(ctx context.Context, runID string) (bool, error) {
+// RequestCancel is Cancel for an executor whose runs wait in the database and run
+// elsewhere: it ends a queued run at once (its message is dropped by the worker that
+// claims it), and asks stop to stop a running one: the run ends cancelled when its
+// worker's report is recorded. stop reports false when the run's worker is known to be
+// gone; the run then ends here.
+func (s *Service) RequestCancel(ctx context.Context, runID string, stop func(context.Context, store.Run) bool) (bool, error) {
 	r, now, err := s.st.RequestCancel(ctx, runID, "cancelled", s.now())
 	switch {
 	case err != nil:
@@ -516,7 +336,7 @@ func (s *Service) cancelRemote(ctx context.Context, runID string) (bool, error) 
 		s.status(runID, store.StatusCancelled)
 		return true, nil
 	case r.Status == store.StatusRunning:
-		if !s.remote.Cancel(ctx, r) {
+		if !stop(ctx, r) {
 			// Its worker is gone, and with no other worker free the run would stay
 			// "running" until one comes: it ends here.
 			if _, err := s.End(ctx, runID, store.StatusCancelled, "cancelled"); err != nil {
@@ -533,14 +353,14 @@ func (s *Service) cancelRemote(ctx context.Context, runID string) (bool, error) 
 // its status changes. Close the subscription when done.
 func (s *Service) Subscribe(runID string, lines bool) ([]Event, *Subscription) {
 	past, sub := s.hub.subscribe(runID, lines)
-	if s.remote != nil && lines {
+	if lines {
 		// Which worker holds it, for the lines it printed before.
 		r, _ := s.st.GetRun(context.Background(), runID)
 		r.ID = runID
 		s.mu.Lock()
 		w := s.watches[runID]
 		if w == nil {
-			w = &watch{stop: s.remote.Watch(r, func(e Event) { s.hub.publish(runID, e) })}
+			w = &watch{stop: s.exec.Watch(r, func(e Event) { s.hub.publishWatched(runID, e) })}
 			s.watches[runID] = w
 		}
 		w.subs++
@@ -594,26 +414,10 @@ func (s *Service) Wait(ctx context.Context, runID string, d time.Duration) (stor
 // Shutdown stops admitting runs, lets running and queued ones finish for up to grace,
 // then cancels the rest (they end "cancelled") and waits for the workers.
 func (s *Service) Shutdown(grace time.Duration) {
-	s.mu.Lock()
 	if s.stopping.Swap(true) {
-		s.mu.Unlock()
 		return
 	}
-	s.jobs.close()
-	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() { s.workers.Wait(); close(done) }()
-	select {
-	case <-done:
-		return
-	case <-time.After(grace):
-	}
-	s.mu.Lock()
-	for _, j := range s.active {
-		j.cancel()
-	}
-	s.mu.Unlock()
-	<-done
+	s.exec.Shutdown(grace)
 }
 
 func mustJSON(v any) string {

@@ -51,11 +51,11 @@ def run_tool(input_dir, output_dir):
 // run beside more runs than the server admits.
 func (s *Service) CheckSyntax(ctx context.Context, src string) (*SyntaxError, error) {
 	select {
-	case s.slots <- struct{}{}:
+	case s.syntax <- struct{}{}:
 	default:
 		return nil, errs.New(ErrBusy, map[string]any{"queue": s.cfg.Queue}, "every worker is busy; the syntax check did not run")
 	}
-	defer func() { <-s.slots }()
+	defer func() { <-s.syntax }()
 	dir, err := s.NewInputDir()
 	if err != nil {
 		return nil, err

@@ -102,7 +102,14 @@ type Runner interface {
 	Ping(ctx context.Context) error
 	// Close releases what the runner holds; persistent sandboxes outlive it.
 	Close() error
-	// Sandboxes keeps the persistent sandboxes of agents (docs/spec.md §9).
+}
+
+// Engine is a sandbox engine that does both jobs, as bwrap and docker do: it runs tools
+// (Runner) and keeps agents' persistent sandboxes (Sandboxes, docs/spec.md §9). Only
+// what needs both asks for an Engine (the server's start, a worker); the run service
+// asks for a Runner, the sandbox service for Sandboxes.
+type Engine interface {
+	Runner
 	Sandboxes
 }
 

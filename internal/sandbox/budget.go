@@ -145,9 +145,13 @@ func (s *Service) checkShare(owner store.User, list []store.Sandbox, counts func
 func (s *Service) createReserved(ctx context.Context, b *store.Sandbox, owner store.User, quota int64) error {
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
-	if s.cluster != nil {
-		return s.place(ctx, b, owner, quota)
-	}
+	return s.host.place(ctx, b, owner, quota)
+}
+
+// place checks b's workspace against this server's memory budget and its owner's share
+// of it, and inserts b's record; the caller holds createMu.
+func (h *localHost) place(ctx context.Context, b *store.Sandbox, owner store.User, quota int64) error {
+	s := h.s
 	list, err := s.st.Sandboxes(ctx, "")
 	if err != nil {
 		return err

@@ -40,24 +40,27 @@ type Cluster interface {
 
 // UseCluster makes the service keep its sandboxes on c's workers. It is called once,
 // before the service is used.
-func (s *Service) UseCluster(c Cluster) { s.cluster = c }
+func (s *Service) UseCluster(c Cluster) { s.host = &clusterHost{s: s, c: c} }
 
-// here reports whether this server may act on b's box: one it holds, or any in a cluster.
-func (s *Service) here(b store.Sandbox) bool { return s.cluster != nil || b.Node == s.cfg.Node }
-
-// reachable reports whether this server can use b's box: here, and by the runner that
-// made it.
-func (s *Service) reachable(b store.Sandbox) bool {
-	return s.here(b) && (s.cluster != nil || b.Runner == s.runner)
+// clusterHost keeps the boxes on a cluster's workers: every API node reaches every box
+// through the Cluster.
+type clusterHost struct {
+	s *Service
+	c Cluster
 }
 
-// boxesOf is what holds b's box.
-func (s *Service) boxesOf(b store.Sandbox) runner.Sandboxes {
-	if s.cluster != nil {
-		return s.cluster.On(b.Node)
-	}
-	return s.boxes
-}
+var _ host = (*clusterHost)(nil)
+
+func (h *clusterHost) here(store.Sandbox) bool { return true }
+
+func (h *clusterHost) reachable(store.Sandbox) bool { return true }
+
+func (h *clusterHost) boxes(b store.Sandbox) runner.Sandboxes { return h.c.On(b.Node) }
+
+func (h *clusterHost) live(ctx context.Context, node string) bool { return h.c.Live(ctx, node) }
+
+// recover has no boxes to match: an API node holds none.
+func (h *clusterHost) recover(context.Context) error { return nil }
 
 // Lost is the error of sandbox id, lost with its worker.
 func Lost(id, worker string) error {
@@ -67,7 +70,7 @@ func Lost(id, worker string) error {
 
 // checkLive answers ErrLost for b, and removes its record, when its worker is gone.
 func (s *Service) checkLive(ctx context.Context, b store.Sandbox) error {
-	if s.cluster == nil || s.cluster.Live(ctx, b.Node) {
+	if s.host.live(ctx, b.Node) {
 		return nil
 	}
 	s.log.Warn("a sandbox was lost with its worker; removing its record", "sandbox", b.ID, "worker", b.Node)
@@ -78,12 +81,12 @@ func (s *Service) checkLive(ctx context.Context, b store.Sandbox) error {
 // lost reports whether b's worker is gone, and then removes b's record. live keeps what
 // the registry said of each worker, for one listing.
 func (s *Service) lost(ctx context.Context, b store.Sandbox, live map[string]bool) bool {
-	if s.cluster == nil || s.busy(b.ID) {
+	if s.busy(b.ID) {
 		return false
 	}
 	ok, asked := live[b.Node]
 	if !asked {
-		ok = s.cluster.Live(ctx, b.Node)
+		ok = s.host.live(ctx, b.Node)
 		live[b.Node] = ok
 	}
 	if ok {
@@ -94,10 +97,11 @@ func (s *Service) lost(ctx context.Context, b store.Sandbox, live map[string]boo
 	return true
 }
 
-// expireRemote destroys cur, idle past its timeout, unless its worker says an operation
-// is under way in it; the caller holds cur.
-func (s *Service) expireRemote(ctx context.Context, e *entry, cur store.Sandbox) (bool, error) {
-	removed, err := s.cluster.RemoveIdle(context.WithoutCancel(ctx), cur.Node, cur.ID)
+// expire destroys cur, idle past its timeout, unless its worker says an operation is
+// under way in it; the caller holds cur.
+func (h *clusterHost) expire(ctx context.Context, e *entry, cur store.Sandbox) (bool, error) {
+	s := h.s
+	removed, err := h.c.RemoveIdle(context.WithoutCancel(ctx), cur.Node, cur.ID)
 	if errors.Is(err, ErrLost) {
 		removed, err = true, nil
 	}
@@ -117,8 +121,9 @@ func (s *Service) expireRemote(ctx context.Context, e *entry, cur store.Sandbox)
 // sandboxes', the one holding the fewest. The owner's share is of the cluster's budget,
 // the live workers' budgets together, since the owner's sandboxes may be on any of them.
 // The caller holds createMu.
-func (s *Service) place(ctx context.Context, b *store.Sandbox, owner store.User, quota int64) error {
-	workers, err := s.cluster.Workers(ctx)
+func (h *clusterHost) place(ctx context.Context, b *store.Sandbox, owner store.User, quota int64) error {
+	s := h.s
+	workers, err := h.c.Workers(ctx)
 	if err != nil {
 		return err
 	}
@@ -179,13 +184,14 @@ func (s *Service) place(ctx context.Context, b *store.Sandbox, owner store.User,
 	return s.st.CreateSandbox(ctx, *b, s.cfg.MaxPerUser, s.cfg.MaxTotal)
 }
 
-// sweepOrphans removes the records of sandboxes lost with their workers, and the boxes
+// sweep removes the records of sandboxes lost with their workers, and the boxes
 // live workers hold that no record knows: one whose create was given up on, or whose
 // record went while its worker was cut off. A record is made before its box and removed
 // after it, so a box listed in a heartbeat, read before the records, without a record is
 // no one's.
-func (s *Service) sweepOrphans(ctx context.Context) error {
-	workers, err := s.cluster.Workers(ctx)
+func (h *clusterHost) sweep(ctx context.Context) error {
+	s := h.s
+	workers, err := h.c.Workers(ctx)
 	if err != nil {
 		return err
 	}
@@ -207,7 +213,7 @@ func (s *Service) sweepOrphans(ctx context.Context) error {
 				continue
 			}
 			s.log.Info("removing a sandbox box without a record", "sandbox", id, "worker", w.ID)
-			if err := s.cluster.On(w.ID).RemoveBox(ctx, id); err != nil && !errors.Is(err, ErrLost) {
+			if err := h.c.On(w.ID).RemoveBox(ctx, id); err != nil && !errors.Is(err, ErrLost) {
 				failed = append(failed, err)
 			}
 		}

@@ -32,9 +32,7 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 			n++
 		}
 	}
-	if s.cluster != nil {
-		errs = append(errs, s.sweepOrphans(ctx))
-	}
+	errs = append(errs, s.host.sweep(ctx))
 	return n, errors.Join(errs...)
 }
 
@@ -43,10 +41,8 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 // goes, and so does a box without a record. A cluster's API node holds no boxes: it only
 // empties its upload spool.
 func (s *Service) Recover(ctx context.Context) error {
-	if s.cluster == nil {
-		if err := s.recoverBoxes(ctx); err != nil {
-			return err
-		}
+	if err := s.host.recover(ctx); err != nil {
+		return err
 	}
 	if s.cfg.SpoolDir != "" {
 		// Spool files are unlinked once made; one a crash caught in between is left.
@@ -54,8 +50,15 @@ func (s *Service) Recover(ctx context.Context) error {
 			return fmt.Errorf("emptying the upload spool: %w", err)
 		}
 	}
-	if s.cluster != nil {
-		return nil
+	return nil
+}
+
+// recover matches the boxes the runner still holds with the records of this server's
+// sandboxes, and says when those kept take more than the memory budget.
+func (h *localHost) recover(ctx context.Context) error {
+	s := h.s
+	if err := h.recoverBoxes(ctx); err != nil {
+		return err
 	}
 	reserved, err := s.Reserved(ctx)
 	if err != nil {
@@ -69,8 +72,9 @@ func (s *Service) Recover(ctx context.Context) error {
 }
 
 // recoverBoxes is Recover's matching of boxes and records.
-func (s *Service) recoverBoxes(ctx context.Context) error {
-	held, err := s.boxes.Boxes(ctx)
+func (h *localHost) recoverBoxes(ctx context.Context) error {
+	s := h.s
+	held, err := h.run.Boxes(ctx)
 	if err != nil {
 		return err
 	}
@@ -99,7 +103,7 @@ func (s *Service) recoverBoxes(ctx context.Context) error {
 	for _, id := range held {
 		if !known[id] {
 			s.log.Info("removing a sandbox box without a record", "sandbox", id)
-			if err := s.boxes.RemoveBox(ctx, id); err != nil {
+			if err := h.run.RemoveBox(ctx, id); err != nil {
 				return err
 			}
 		}

@@ -100,8 +100,8 @@ func LimitsOf(b store.Sandbox) Limits {
 // Service keeps agent sandboxes.
 type Service struct {
 	st     *store.Store
-	boxes  runner.Sandboxes
-	runner string
+	host   host   // where the boxes live: this server's runner, or a cluster's workers
+	runner string // the runner of this server's boxes
 	files  *staging.Service
 	cfg    Config
 	log    *slog.Logger
@@ -111,9 +111,6 @@ type Service struct {
 	active map[string]*entry
 
 	createMu sync.Mutex // creates take turns checking the memory budget
-
-	// cluster, when set, holds the boxes on a cluster's workers (UseCluster).
-	cluster Cluster
 }
 
 // entry serialises the operations on one sandbox and lets destroying it stop the one
@@ -150,9 +147,12 @@ func (e *entry) tryLock() bool {
 
 func (e *entry) unlock() { <-e.sem }
 
-// New returns a Service keeping boxes on runnerName's boxes.
+// New returns a Service keeping its sandboxes in boxes, runnerName's, on this server
+// (UseCluster moves them to a cluster's workers).
 func New(st *store.Store, boxes runner.Sandboxes, runnerName string, f *staging.Service, cfg Config, log *slog.Logger) *Service {
-	return &Service{st: st, boxes: boxes, runner: runnerName, files: f, cfg: cfg, log: log, now: time.Now, active: map[string]*entry{}}
+	s := &Service{st: st, runner: runnerName, files: f, cfg: cfg, log: log, now: time.Now, active: map[string]*entry{}}
+	s.host = &localHost{s: s, run: boxes}
+	return s
 }
 
 // Config returns the limits in force.
@@ -390,11 +390,7 @@ func (s *Service) expireOne(ctx context.Context, b store.Sandbox) (bool, error) 
 	if cur.ExpiresAt().After(s.now()) {
 		return false, nil
 	}
-	if s.cluster != nil {
-		return s.expireRemote(ctx, e, cur)
-	}
-	e.cancel()
-	return true, s.remove(ctx, cur, "idle")
+	return s.host.expire(ctx, e, cur)
 }
 
 // remove removes b's box (when this server reaches it) and its record; the caller holds

@@ -51,8 +51,8 @@ type Worker struct {
 	js      jetstream.JetStream
 	work    blob.Store // the shared work bucket: runs' sealed files, read only
 	ownMu   sync.Mutex
-	own     blob.Store // its own bucket (protocol.WorkerBucket), once open
-	runner  runner.Runner
+	own     blob.Store    // its own bucket (protocol.WorkerBucket), once open
+	runner  runner.Engine // runs, and the boxes of agents' sandboxes
 	cache   *blobcache.Cache // the files of runs, by checksum, fetched from the work bucket
 	cfg     Config
 	log     *slog.Logger
@@ -93,7 +93,7 @@ const (
 )
 
 // New prepares a worker. The connection is the caller's.
-func New(nc *nats.Conn, work blob.Store, rn runner.Runner, cfg Config, m *metrics.Metrics, log *slog.Logger) (*Worker, error) {
+func New(nc *nats.Conn, work blob.Store, rn runner.Engine, cfg Config, m *metrics.Metrics, log *slog.Logger) (*Worker, error) {
 	if cfg.Concurrency < 1 {
 		return nil, fmt.Errorf("a worker runs at least one run at a time, not %d", cfg.Concurrency)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
-func newRunner(t *testing.T) runner.Runner {
+func newRunner(t *testing.T) runner.Engine {
 	t.Helper()
 	r, err := New(Config{WorkDir: t.TempDir()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if errors.Is(err, runner.ErrUnavailable) {
@@ -30,7 +30,7 @@ func newRunner(t *testing.T) runner.Runner {
 }
 
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, newRunner)
+	runnertest.Run(t, func(t *testing.T) runner.Runner { return newRunner(t) })
 }
 
 func TestEnforcementNamesEveryLimit(t *testing.T) {
@@ -73,7 +73,7 @@ func TestSandboxesOnRootfs(t *testing.T) {
 	if rootfs == "" {
 		testutil.Missing(t, "docker", "SKRIP_TEST_RUNNER_ROOTFS is empty", "bash scripts/runner-image.sh, then set SKRIP_TEST_RUNNER_ROOTFS to the path it prints")
 	}
-	runnertest.RunSandboxes(t, func(t *testing.T) runner.Runner {
+	runnertest.RunSandboxes(t, func(t *testing.T) runner.Sandboxes {
 		r, err := New(Config{WorkDir: t.TempDir(), Rootfs: rootfs}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
 			t.Fatal(err)
@@ -100,7 +100,7 @@ func TestRuntimeOnRootfs(t *testing.T) {
 }
 
 func TestSandboxes(t *testing.T) {
-	runnertest.RunSandboxes(t, newRunner)
+	runnertest.RunSandboxes(t, func(t *testing.T) runner.Sandboxes { return newRunner(t) })
 }
 
 // TestResolveIsBounded: every Lstat of resolve walks from the workspace's root, so a

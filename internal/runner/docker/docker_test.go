@@ -15,12 +15,12 @@ import (
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
-func newRunner(t *testing.T) runner.Runner { return newPooled(t, 0) }
+func newRunner(t *testing.T) runner.Engine { return newPooled(t, 0) }
 
 // testImage is the image the tests run: SKRIP_TEST_RUNNER_IMAGE, or this build's default.
 func testImage() string { return cmp.Or(os.Getenv("SKRIP_TEST_RUNNER_IMAGE"), DefaultImage()) }
 
-func newPooled(t *testing.T, size int) runner.Runner {
+func newPooled(t *testing.T, size int) runner.Engine {
 	t.Helper()
 	r, err := New(context.Background(), Config{Image: testImage(), Server: t.Name(), PoolSize: size, PoolLimits: runnertest.Limits()},
 		slog.New(slog.DiscardHandler))
@@ -35,7 +35,7 @@ func newPooled(t *testing.T, size int) runner.Runner {
 }
 
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, newRunner)
+	runnertest.Run(t, func(t *testing.T) runner.Runner { return newRunner(t) })
 }
 
 // TestConformanceWarm runs the suite on containers from the warm pool (the suite's
@@ -96,5 +96,5 @@ func TestRuntime(t *testing.T) {
 }
 
 func TestSandboxes(t *testing.T) {
-	runnertest.RunSandboxes(t, newRunner)
+	runnertest.RunSandboxes(t, func(t *testing.T) runner.Sandboxes { return newRunner(t) })
 }

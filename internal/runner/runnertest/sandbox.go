@@ -18,7 +18,7 @@ import (
 
 // NewBox creates a persistent sandbox with the suite's limits and a workspace of quota
 // bytes on r, removed when the test ends.
-func NewBox(t *testing.T, r runner.Runner, quota int64) string {
+func NewBox(t *testing.T, r runner.Sandboxes, quota int64) string {
 	t.Helper()
 	id := ids.New("sbt")
 	l := Limits()
@@ -35,7 +35,7 @@ func NewBox(t *testing.T, r runner.Runner, quota int64) string {
 }
 
 // Sh runs a shell command in box id with the suite's log limit and timeout.
-func Sh(t *testing.T, r runner.Runner, id, script string) runner.ExecResult {
+func Sh(t *testing.T, r runner.Sandboxes, id, script string) runner.ExecResult {
 	t.Helper()
 	res, err := r.Exec(context.Background(), id, runner.ExecSpec{Cmd: []string{"sh", "-c", script}, Timeout: 20 * time.Second, LogBytes: 64 << 10})
 	if err != nil {
@@ -44,7 +44,7 @@ func Sh(t *testing.T, r runner.Runner, id, script string) runner.ExecResult {
 	return res
 }
 
-func readAll(t *testing.T, r runner.Runner, id, p string) (string, error) {
+func readAll(t *testing.T, r runner.Sandboxes, id, p string) (string, error) {
 	t.Helper()
 	rc, size, err := r.ReadFile(context.Background(), id, p)
 	if err != nil {
@@ -61,9 +61,9 @@ func readAll(t *testing.T, r runner.Runner, id, p string) (string, error) {
 	return string(b), nil
 }
 
-// RunSandboxes runs the persistent sandbox cases against the runner newRunner makes.
-func RunSandboxes(t *testing.T, newRunner func(t *testing.T) runner.Runner) {
-	r := newRunner(t)
+// RunSandboxes runs the persistent sandbox cases against the boxes newBoxes makes.
+func RunSandboxes(t *testing.T, newBoxes func(t *testing.T) runner.Sandboxes) {
+	r := newBoxes(t)
 	t.Run("persistence", func(t *testing.T) { testBoxPersistence(t, r) })
 	t.Run("exec io", func(t *testing.T) { testBoxExecIO(t, r) })
 	t.Run("command not found", func(t *testing.T) { testBoxCommandNotFound(t, r) })
@@ -81,7 +81,7 @@ func RunSandboxes(t *testing.T, newRunner func(t *testing.T) runner.Runner) {
 	t.Run("remove", func(t *testing.T) { testBoxRemove(t, r) })
 }
 
-func testBoxPersistence(t *testing.T, r runner.Runner) {
+func testBoxPersistence(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 16<<20)
 	if res := Sh(t, r, id, "pwd; mkdir -p out && echo hi > out/a.txt; echo tmp > /tmp/t"); res.ExitCode != 0 || string(res.Stdout) != "/workspace\n" {
 		t.Fatalf("first exec: %+v", res)
@@ -92,7 +92,7 @@ func testBoxPersistence(t *testing.T, r runner.Runner) {
 	}
 }
 
-func testBoxExecIO(t *testing.T, r runner.Runner) {
+func testBoxExecIO(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 16<<20)
 	var mu sync.Mutex
 	var lines []string
@@ -126,7 +126,7 @@ func testBoxExecIO(t *testing.T, r runner.Runner) {
 // testBoxCommandNotFound: a command that is not there, or cannot be run, ends as a shell
 // ends it, on every runner alike, and nothing of the runner (bwrap's execvp, timeout(1),
 // the OCI runtime) shows.
-func testBoxCommandNotFound(t *testing.T, r runner.Runner) {
+func testBoxCommandNotFound(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 16<<20)
 	if res := Sh(t, r, id, `echo 'echo ran' > plain.sh && mkdir folder && printf '#!/bin/sh\necho ran "$@"\n' > run.sh && chmod +x run.sh`); res.ExitCode != 0 {
 		t.Fatalf("setting up: %s", res.Stderr)
@@ -170,7 +170,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func testBoxOutputCap(t *testing.T, r runner.Runner) {
+func testBoxOutputCap(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 16<<20)
 	res, err := r.Exec(context.Background(), id, runner.ExecSpec{Cmd: []string{"sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' a; echo done >&2"},
 		Timeout: 20 * time.Second, LogBytes: 1000})
@@ -184,7 +184,7 @@ func testBoxOutputCap(t *testing.T, r runner.Runner) {
 
 // testBoxTimeout leaves a detached process (its own session, so not in the command's
 // process group) that would write a file after the timeout: it must die with the exec.
-func testBoxTimeout(t *testing.T, r runner.Runner) {
+func testBoxTimeout(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 16<<20)
 	start := time.Now()
 	res, err := r.Exec(context.Background(), id, runner.ExecSpec{
@@ -214,7 +214,7 @@ w=$(cut -d' ' -f4 /proc/$PPID/stat); kill -9 $w $PPID 2>/dev/null; echo forged >
 	}
 }
 
-func testBoxNetwork(t *testing.T, r runner.Runner) {
+func testBoxNetwork(t *testing.T, r runner.Sandboxes) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ except OSError as e:
 	}
 }
 
-func testBoxFiles(t *testing.T, r runner.Runner) {
+func testBoxFiles(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 16<<20)
 	ctx := context.Background()
 	body := strings.Repeat("0123456789", 100000) // 1 MB
@@ -304,7 +304,7 @@ func testBoxFiles(t *testing.T, r runner.Runner) {
 
 // testBoxConfinement plants symlinks that lead out of the workspace, and some that stay
 // inside: every path through the first kind is refused, reading and writing.
-func testBoxConfinement(t *testing.T, r runner.Runner) {
+func testBoxConfinement(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 16<<20)
 	ctx := context.Background()
 	if res := Sh(t, r, id, "echo inside > in.txt && mkdir d && ln -s /etc etc && ln -s ../.. up && ln -s /tmp/x tmpfile && "+
@@ -335,7 +335,7 @@ func testBoxConfinement(t *testing.T, r runner.Runner) {
 	}
 }
 
-func testBoxQuota(t *testing.T, r runner.Runner) {
+func testBoxQuota(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 1<<20)
 	ctx := context.Background()
 	if _, err := r.WriteFile(ctx, id, "keep.txt", strings.NewReader("old")); err != nil {
@@ -372,7 +372,7 @@ func (f *failing) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func testBoxFailedWrite(t *testing.T, r runner.Runner) {
+func testBoxFailedWrite(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 16<<20)
 	ctx := context.Background()
 	if _, err := r.WriteFile(ctx, id, "doc.txt", strings.NewReader("version 1")); err != nil {
@@ -392,7 +392,7 @@ func testBoxFailedWrite(t *testing.T, r runner.Runner) {
 	}
 }
 
-func testBoxMemory(t *testing.T, r runner.Runner) {
+func testBoxMemory(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 16<<20)
 	res := Sh(t, r, id, `python3 -c 'b = bytearray(1 << 30); print("allocated")'`)
 	if res.ExitCode == 0 || strings.Contains(string(res.Stdout), "allocated") || res.TimedOut {
@@ -405,7 +405,7 @@ func testBoxMemory(t *testing.T, r runner.Runner) {
 
 // testBoxSignals: an exec that signals every process it can see, pid 1 first, ends
 // itself at most; the sandbox and its workspace stay.
-func testBoxSignals(t *testing.T, r runner.Runner) {
+func testBoxSignals(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 16<<20)
 	Sh(t, r, id, "echo kept > a.txt")
 	for _, sig := range []string{"TERM", "INT", "HUP", "KILL"} {
@@ -416,7 +416,7 @@ func testBoxSignals(t *testing.T, r runner.Runner) {
 	}
 }
 
-func testBoxRemove(t *testing.T, r runner.Runner) {
+func testBoxRemove(t *testing.T, r runner.Sandboxes) {
 	ctx := context.Background()
 	id := NewBox(t, r, 16<<20)
 	have, err := r.Boxes(ctx)

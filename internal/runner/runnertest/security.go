@@ -244,7 +244,7 @@ def run_tool(input_dir, output_dir):
 }
 
 // testBoxHostUID: a sandbox exec's process, looked up on the host, is not root's.
-func testBoxHostUID(t *testing.T, r runner.Runner) {
+func testBoxHostUID(t *testing.T, r runner.Sandboxes) {
 	id := NewBox(t, r, 16<<20)
 	name := probeName()
 	if _, err := r.WriteFile(context.Background(), id, "uid.py", strings.NewReader(uidProbe+fmt.Sprintf("import json\nprint(json.dumps(probe(%q)))\n", name))); err != nil {
@@ -267,7 +267,7 @@ func testBoxHostUID(t *testing.T, r runner.Runner) {
 }
 
 // testBoxSyscalls runs the probe in a sandbox exec.
-func testBoxSyscalls(t *testing.T, r runner.Runner) {
+func testBoxSyscalls(t *testing.T, r runner.Sandboxes) {
 	key := hostKey(t)
 	id := NewBox(t, r, 16<<20)
 	if _, err := r.WriteFile(context.Background(), id, "probe.py", strings.NewReader(syscallProbe+"import json\nprint(json.dumps(probe()))\n")); err != nil {

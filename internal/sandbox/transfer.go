@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"mime"
 	"path"
-	"time"
 
-	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -84,14 +81,15 @@ func (v *verifying) Read(p []byte) (int, error) {
 
 // PublishRequest names a workspace file to publish and where.
 type PublishRequest struct {
-	Source string        // relative to /workspace
-	Key    string        // "" gets files/f_<ULID>
-	TTL    time.Duration // 0: kept until deleted
+	Source string // relative to /workspace
+	Key    string // "" gets files/f_<ULID>
+	TTL    string // as sent (90m, 24h, 7d): "" keeps the file until it is deleted
 }
 
 // Publish streams the file at req.Source of the caller's sandbox id into the file
-// staging area as a file of the caller's. A file over the staging area's per-file limit
-// is refused (413) before a byte moves, and the stored file's checksum is checked against
+// staging area as a file of the caller's, through its intake (staging.Intake): its length
+// is declared, so a file over a limit is refused before a byte moves, and one that
+// changes while it is read stores nothing. The stored file's checksum is checked against
 // the bytes read from the workspace.
 func (s *Service) Publish(ctx context.Context, caller store.User, id string, req PublishRequest) (store.File, error) {
 	clean, err := runner.CleanPath(req.Source)
@@ -105,18 +103,13 @@ func (s *Service) Publish(ctx context.Context, caller store.User, id string, req
 			return err
 		}
 		defer rc.Close()
-		if limit := s.files.Limits().MaxFileBytes; size > limit {
-			return errs.New(staging.ErrTooLarge, map[string]any{"path": clean, "size_bytes": size, "limit_bytes": limit},
-				"%s is %s, over the %s limit of a staged file; nothing was published", clean, staging.Size(size), staging.Size(limit))
-		}
 		h := sha256.New()
-		ct := mime.TypeByExtension(path.Ext(clean))
-		f, err = s.files.Put(ctx, staging.Upload{OwnerID: caller.ID, Key: req.Key, Name: path.Base(clean), ContentType: ct, TTL: req.TTL,
-			Body: io.TeeReader(rc, h)})
+		f, err = s.files.Receive(ctx, staging.Intake{OwnerID: caller.ID, Key: req.Key, Name: path.Base(clean), TTL: req.TTL, Size: size},
+			io.TeeReader(rc, h))
 		if err != nil {
 			return err
 		}
-		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != f.Checksum || f.Size != size {
+		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != f.Checksum {
 			s.files.Delete(context.WithoutCancel(ctx), caller.ID, f.Key)
 			return fmt.Errorf("publishing %s: the staged copy (%d bytes, %s) differs from the workspace file (%d bytes, %s)", clean, f.Size, f.Checksum, size, got)
 		}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,7 +60,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User
 			return err
 		})
 	if err != nil {
-		return s.bodyError(err)
+		return err
 	}
 	httpkit.WriteJSON(w, http.StatusCreated, fileOf(f))
 	return nil
@@ -78,7 +77,7 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	f, err := s.svc.Staging.Receive(r.Context(), staging.Intake{OwnerID: owner, Key: r.PathValue("key"), Name: q.Get("filename"),
 		ContentType: r.Header.Get("Content-Type"), TTL: q.Get("ttl"), Size: staging.NoSize}, r.Body)
 	if err != nil {
-		return s.bodyError(err)
+		return err
 	}
 	httpkit.WriteJSON(w, http.StatusCreated, fileOf(f))
 	return nil
@@ -88,19 +87,6 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) e
 // an admin the user named by ?owner= (docs/spec.md §4).
 func (s *Server) fileOwner(r *http.Request, u store.User) (string, error) {
 	return s.svc.Staging.Namespace(r.Context(), u, r.URL.Query().Get("owner"))
-}
-
-// bodyError names a request body that could not be read.
-func (s *Server) bodyError(err error) error {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return errs.New(httpkit.ErrTooLarge, map[string]any{"limit_bytes": mbe.Limit}, "request body is larger than %d bytes", mbe.Limit)
-	}
-	var e *errs.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return err
 }
 
 // getFile streams one version of a file, with Range, If-None-Match and HEAD handled by

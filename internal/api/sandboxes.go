@@ -193,7 +193,7 @@ func execResultOf(res runner.ExecResult) wire.ExecResult {
 func (s *Server) putSandboxFile(w http.ResponseWriter, r *http.Request, u store.User) error {
 	p, n, err := s.svc.Sandboxes.WriteFile(r.Context(), u, r.PathValue("id"), r.PathValue("path"), r.Body)
 	if err != nil {
-		return s.bodyError(err)
+		return err
 	}
 	httpkit.WriteJSON(w, http.StatusCreated, wire.Written{OK: true, Path: p, SizeBytes: n})
 	return nil

@@ -193,7 +193,7 @@ func stateOf(ctx context.Context) *state {
 func owner(ctx context.Context) (string, error) {
 	u, ok := httpkit.UserFrom(ctx)
 	if !ok {
-		return "", errs.New(httpkit.ErrUnauthorized, nil, "this needs an API token: send the header Authorization: Bearer <token>")
+		return "", httpkit.ErrUnauthorized // the error table's row says what to send
 	}
 	return u.ID, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"mime"
 	"strings"
 	"testing"
 	"time"
@@ -250,4 +251,28 @@ func TestIntakeCountsEveryWayIn(t *testing.T) {
 	step("a resumable upload in one part", 6, resumable("resume", 0))
 	big := strings.Repeat("p", minPartBytes+10)
 	step("a resumable upload in parts", int64(len(big)), resumable(big, minPartBytes))
+}
+
+// FuzzIntake: whatever a sender declares, the intake's reading never panics, and what it
+// accepts is what it promises: no ttl or a positive one, and a content type that is a
+// media type.
+func FuzzIntake(f *testing.F) {
+	for _, seed := range [][3]string{{"", "", ""}, {"90m", "text/csv", "a.csv"}, {"7d", "", "../x/y.JSON"}, {"0", "text/", "."}} {
+		f.Add(seed[0], seed[1], seed[2])
+	}
+	f.Fuzz(func(t *testing.T, ttl, ct, name string) {
+		up, err := read(Intake{TTL: ttl, ContentType: ct, Name: name, Size: NoSize})
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("read(%q, %q, %q) = %v, not ErrInvalid", ttl, ct, name, err)
+			}
+			return
+		}
+		if up.TTL < 0 || (ttl != "" && up.TTL == 0) {
+			t.Fatalf("ttl %q read as %v", ttl, up.TTL)
+		}
+		if _, _, err := mime.ParseMediaType(up.ContentType); err != nil {
+			t.Fatalf("content type %q (declared %q, name %q) is not a media type: %v", up.ContentType, ct, name, err)
+		}
+	})
 }

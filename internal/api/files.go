@@ -1,16 +1,13 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/staging"
@@ -28,7 +25,8 @@ func fileOf(f store.File) wire.FileInfo {
 // uploadFile takes a multipart body: optional key, ttl and content_type fields (or query
 // parameters), then one file field whose bytes stream straight into the blob store. The
 // body is read by the rules of the run route's uploads (package upload): a body that is
-// malformed, cut short, or has anything after the file stores nothing.
+// malformed, cut short, or has anything after the file stores nothing. The file's fields
+// are read by the staging area's intake (staging.Intake).
 func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User) error {
 	owner, err := s.fileOwner(r, u)
 	if err != nil {
@@ -52,33 +50,32 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User
 				fields[k] = v
 			}
 			ct := fields["content_type"]
-			if ct == "" {
-				ct = partType(up.ContentType, up.FileName)
+			if ct == "" && up.ContentType != "application/octet-stream" {
+				// A browser sends application/octet-stream for a part whose type it does
+				// not know: that declares nothing, and the type is guessed from the name.
+				ct = up.ContentType
 			}
-			f, err = s.stage(r, owner, fields, up.FileName, ct, up.Body)
+			f, err = s.svc.Staging.Receive(r.Context(), staging.Intake{OwnerID: owner, Key: fields["key"], Name: up.FileName,
+				ContentType: ct, TTL: fields["ttl"], Size: staging.NoSize}, up.Body)
 			return err
 		})
 	if err != nil {
-		return s.bodyError(err)
+		return err
 	}
 	httpkit.WriteJSON(w, http.StatusCreated, fileOf(f))
 	return nil
 }
 
-// putFile stores the raw request body under the key in the path.
+// putFile stores the raw request body under the key in the path, with the request's
+// Content-Type (guessed from ?filename= when there is none).
 func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) error {
 	owner, err := s.fileOwner(r, u)
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	fields := map[string]string{"key": r.PathValue("key"), "ttl": q.Get("ttl")}
-	name := q.Get("filename")
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		ct = partType("", name)
-	}
-	f, err := s.stage(r, owner, fields, name, ct, r.Body)
+	f, err := s.svc.Staging.Receive(r.Context(), staging.Intake{OwnerID: owner, Key: r.PathValue("key"), Name: q.Get("filename"),
+		ContentType: r.Header.Get("Content-Type"), TTL: q.Get("ttl"), Size: staging.NoSize}, r.Body)
 	if err != nil {
 		return err
 	}
@@ -90,64 +87,6 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) e
 // an admin the user named by ?owner= (docs/spec.md §4).
 func (s *Server) fileOwner(r *http.Request, u store.User) (string, error) {
 	return s.svc.Staging.Namespace(r.Context(), u, r.URL.Query().Get("owner"))
-}
-
-// stage stores body as a file of ownerID's.
-func (s *Server) stage(r *http.Request, ownerID string, fields map[string]string, name, ct string, body io.Reader) (store.File, error) {
-	ttl, err := parseTTL(fields["ttl"])
-	if err != nil {
-		return store.File{}, err
-	}
-	if _, _, err := mime.ParseMediaType(ct); err != nil {
-		return store.File{}, errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "content_type", "value": ct}, "content type %q is not a media type such as text/csv", ct)
-	}
-	f, err := s.svc.Staging.Put(r.Context(), staging.Upload{OwnerID: ownerID, Key: fields["key"], Name: name, ContentType: ct, TTL: ttl, Body: body})
-	if err != nil {
-		return store.File{}, s.bodyError(err)
-	}
-	s.ops.Metrics.BytesUploaded.Add(float64(f.Size))
-	return f, nil
-}
-
-// parseTTL reads a staged file's ttl field: a positive duration (90m, 24h, 7d), or none
-// ("") for a file kept until deleted.
-func parseTTL(v string) (time.Duration, error) {
-	if v == "" {
-		return 0, nil
-	}
-	d, err := config.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "ttl", "value": v},
-			"ttl %q is not a positive duration such as 90m, 24h or 7d", v)
-	}
-	return d, nil
-}
-
-// bodyError names a request body that could not be read.
-func (s *Server) bodyError(err error) error {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return errs.New(httpkit.ErrTooLarge, map[string]any{"limit_bytes": mbe.Limit}, "request body is larger than %d bytes", mbe.Limit)
-	}
-	var e *errs.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return err
-}
-
-// partType is the media type of an uploaded part: the one sent, or one guessed from the
-// file name's extension, or application/octet-stream.
-func partType(sent, name string) string {
-	if sent != "" && sent != "application/octet-stream" {
-		return sent
-	}
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		if t := mime.TypeByExtension(name[i:]); t != "" {
-			return t
-		}
-	}
-	return "application/octet-stream"
 }
 
 // getFile streams one version of a file, with Range, If-None-Match and HEAD handled by

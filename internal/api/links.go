@@ -75,7 +75,7 @@ func (s *Server) createLink(w http.ResponseWriter, r *http.Request, u store.User
 	if err := httpkit.DecodeJSON(w, r, &in); err != nil {
 		return err
 	}
-	ttl, err := parseTTL(in.TTL)
+	ttl, err := staging.ParseTTL(in.TTL)
 	if err != nil {
 		return err
 	}

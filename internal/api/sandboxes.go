@@ -16,6 +16,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/sandbox"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/wire"
 )
@@ -192,7 +193,7 @@ func execResultOf(res runner.ExecResult) wire.ExecResult {
 func (s *Server) putSandboxFile(w http.ResponseWriter, r *http.Request, u store.User) error {
 	p, n, err := s.svc.Sandboxes.WriteFile(r.Context(), u, r.PathValue("id"), r.PathValue("path"), r.Body)
 	if err != nil {
-		return s.bodyError(err)
+		return err
 	}
 	httpkit.WriteJSON(w, http.StatusCreated, wire.Written{OK: true, Path: p, SizeBytes: n})
 	return nil
@@ -206,7 +207,7 @@ func (s *Server) getSandboxFile(w http.ResponseWriter, r *http.Request, u store.
 	}
 	defer rc.Close()
 	h := w.Header()
-	h.Set("Content-Type", partType("", r.PathValue("path")))
+	h.Set("Content-Type", staging.GuessType(r.PathValue("path")))
 	h.Set("Content-Length", strconv.FormatInt(size, 10))
 	httpkit.Download(h, path.Base(r.PathValue("path")))
 	h.Set("Cache-Control", "no-store")
@@ -272,15 +273,10 @@ func (s *Server) publishSandboxFile(w http.ResponseWriter, r *http.Request, u st
 	if err := httpkit.DecodeJSON(w, r, &body); err != nil {
 		return err
 	}
-	ttl, err := parseTTL(body.TTL)
+	f, err := s.svc.Sandboxes.Publish(r.Context(), u, r.PathValue("id"), sandbox.PublishRequest{Source: body.Source, Key: body.FileKey, TTL: body.TTL})
 	if err != nil {
 		return err
 	}
-	f, err := s.svc.Sandboxes.Publish(r.Context(), u, r.PathValue("id"), sandbox.PublishRequest{Source: body.Source, Key: body.FileKey, TTL: ttl})
-	if err != nil {
-		return err
-	}
-	s.ops.Metrics.BytesUploaded.Add(float64(f.Size))
 	httpkit.WriteJSON(w, http.StatusOK, wire.Published{OK: true, FileInfo: fileOf(f)})
 	return nil
 }

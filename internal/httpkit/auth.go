@@ -67,7 +67,8 @@ func Credential(r *http.Request, accounts *account.Service) (account.Credential,
 		return account.Credential{User: u, Scope: account.ScopeAll, SessionID: ws.ID}, nil
 	}
 	if h == "" {
-		return account.Credential{}, errs.New(ErrUnauthorized, nil, "this needs an API token: send the header Authorization: Bearer <token>")
+		// The error table's row says what to send.
+		return account.Credential{}, ErrUnauthorized
 	}
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {

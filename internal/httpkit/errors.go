@@ -123,6 +123,7 @@ var errorTable = []row{
 	{staging.ErrLinkUsedUp, http.StatusGone, "gone", "link_used_up", "this link has served all the bytes its max_downloads allow; ask whoever shared it for a new one"},
 	{staging.ErrBadCursor, http.StatusBadRequest, "invalid_request", "file_cursor", "the cursor is not one this server gave out; pass a listing's next cursor unchanged"},
 	{staging.ErrInvalidLink, http.StatusBadRequest, "invalid_request", "invalid_link", "the link's ttl or max_downloads is not valid"},
+	{staging.ErrInvalid, http.StatusBadRequest, "invalid_request", "", "the file's ttl or content type is not valid"},
 	{staging.ErrUploadNotFound, http.StatusNotFound, "not_found", "upload_not_found", "there is no such upload"},
 	{staging.ErrUploadOffset, http.StatusConflict, "conflict", "upload_offset", "the upload is not at that offset; ask for its offset (HEAD) and send from there"},
 	{staging.ErrTooManyUploads, http.StatusConflict, "conflict", "upload_limit", "you have as many unfinished uploads as one may; finish or delete some first"},

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,7 +22,6 @@ import (
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 	expslog "golang.org/x/exp/slog"
 
-	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/staging"
@@ -195,7 +193,7 @@ func stateOf(ctx context.Context) *state {
 func owner(ctx context.Context) (string, error) {
 	u, ok := httpkit.UserFrom(ctx)
 	if !ok {
-		return "", errs.New(httpkit.ErrUnauthorized, nil, "this needs an API token: send the header Authorization: Bearer <token>")
+		return "", httpkit.ErrUnauthorized // the error table's row says what to send
 	}
 	return u.ID, nil
 }
@@ -208,11 +206,11 @@ func (d dataStore) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Uplo
 	if err != nil {
 		return nil, d.h.tusError(ctx, err)
 	}
-	nu, err := newUpload(ownerID, info)
+	in, err := intake(ownerID, info)
 	if err != nil {
 		return nil, d.h.tusError(ctx, err)
 	}
-	u, err := d.h.files.CreateUpload(ctx, nu)
+	u, err := d.h.files.BeginUpload(ctx, in)
 	if err != nil {
 		return nil, d.h.tusError(ctx, err)
 	}
@@ -238,30 +236,16 @@ func (d dataStore) AsTerminatableUpload(up tusd.Upload) tusd.TerminatableUpload 
 	return up.(*upload)
 }
 
-// newUpload reads a creation request's metadata: key, filename (or name), content_type
-// (or filetype, as Uppy and tus-js-client send it) and ttl.
-func newUpload(ownerID string, info tusd.FileInfo) (staging.NewUpload, error) {
+// intake reads a creation request's metadata: key, filename (or name), content_type (or
+// filetype or type, as Uppy and tus-js-client send it) and ttl, which the staging area's
+// intake checks as it does every file's.
+func intake(ownerID string, info tusd.FileInfo) (staging.Intake, error) {
 	if info.SizeIsDeferred || info.IsPartial || info.IsFinal {
-		return staging.NewUpload{}, errs.New(httpkit.ErrInvalidRequest, nil, "send Upload-Length: uploads of a length not yet known, and concatenation, are not supported")
+		return staging.Intake{}, errs.New(httpkit.ErrInvalidRequest, nil, "send Upload-Length: uploads of a length not yet known, and concatenation, are not supported")
 	}
 	md := info.MetaData
-	nu := staging.NewUpload{OwnerID: ownerID, Key: md["key"], Name: first(md["filename"], md["name"]), Size: info.Size,
-		ContentType: first(md["content_type"], md["filetype"], md["type"])}
-	if nu.ContentType == "" {
-		nu.ContentType = partType(nu.Name)
-	} else if _, _, err := mime.ParseMediaType(nu.ContentType); err != nil {
-		return staging.NewUpload{}, errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "content_type", "value": nu.ContentType},
-			"content type %q is not a media type such as text/csv", nu.ContentType)
-	}
-	if v := md["ttl"]; v != "" {
-		d, err := config.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return staging.NewUpload{}, errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "ttl", "value": v},
-				"ttl %q is not a positive duration such as 90m, 24h or 7d", v)
-		}
-		nu.TTL = d
-	}
-	return nu, nil
+	return staging.Intake{OwnerID: ownerID, Key: md["key"], Name: first(md["filename"], md["name"]), Size: info.Size,
+		ContentType: first(md["content_type"], md["filetype"], md["type"]), TTL: md["ttl"]}, nil
 }
 
 func first(vs ...string) string {
@@ -271,17 +255,6 @@ func first(vs ...string) string {
 		}
 	}
 	return ""
-}
-
-// partType is the media type guessed from a file name's extension, or
-// application/octet-stream.
-func partType(name string) string {
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		if t := mime.TypeByExtension(name[i:]); t != "" {
-			return t
-		}
-	}
-	return "application/octet-stream"
 }
 
 // upload is one upload as tusd sees it, for the request that looked it up.

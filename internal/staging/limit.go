@@ -8,7 +8,8 @@ import (
 )
 
 // limitReader passes r through until one of the limits would be passed, then fails with
-// the error that names that limit, so the blob store discards the partial object.
+// the error that names that limit, so the blob store discards the partial object. With a
+// declared length (sized) it fails too when r gives more bytes than size, or ends short.
 type limitReader struct {
 	r         io.Reader
 	name      string
@@ -16,6 +17,8 @@ type limitReader struct {
 	userLeft  int64
 	totalLeft int64
 	n         int64
+	sized     bool
+	size      int64
 }
 
 func (l *limitReader) Read(p []byte) (int, error) {
@@ -23,6 +26,14 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	l.n += int64(n)
 	if lerr := l.check(); lerr != nil {
 		return 0, lerr
+	}
+	if l.sized && l.n > l.size {
+		return 0, errs.New(ErrInvalid, map[string]any{"file": l.name, "size_bytes": l.size},
+			"%s has more than its declared %d bytes (did it change while it was read?); nothing was stored", l.name, l.size)
+	}
+	if l.sized && err == io.EOF && l.n < l.size {
+		return 0, errs.New(ErrInvalid, map[string]any{"file": l.name, "size_bytes": l.size},
+			"%s ended after %d of its declared %d bytes (did it change while it was read?); nothing was stored", l.name, l.n, l.size)
 	}
 	return n, err
 }
@@ -40,6 +51,23 @@ func (l *limitReader) check() error {
 			"%s does not fit: the file store is full (%s limit, %s left); ask an operator", l.name, Size(l.limits.MaxTotalBytes), Size(max(l.totalLeft, 0)))
 	}
 	return nil
+}
+
+// fits names the limit a file of size bytes, declared before its bytes, would pass: the
+// quota or the store's total (tooLarge checks the per-file limit first, before the
+// usage is read).
+func (l limitReader) fits(size int64) error {
+	l.n = size
+	return l.check()
+}
+
+// tooLarge names the per-file limit when a file declared to be size bytes is over it.
+func (s *Service) tooLarge(name string, size int64) error {
+	if size <= s.limits.MaxFileBytes {
+		return nil
+	}
+	return errs.New(ErrTooLarge, map[string]any{"file": name, "limit_bytes": s.limits.MaxFileBytes, "size_bytes": size},
+		"%s (%s) is larger than the %s limit for one file", name, Size(size), Size(s.limits.MaxFileBytes))
 }
 
 // Size formats a byte count for people, in binary units: "100 MiB", "1.5 GiB", "512 B".

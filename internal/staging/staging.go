@@ -97,6 +97,9 @@ type Upload struct {
 	// uploadID is the resumable upload whose parts Body reads: its reservation is not
 	// counted against its own bytes.
 	uploadID string
+	// sized says Body's length, size, was declared before it (Intake.Size).
+	sized bool
+	size  int64
 }
 
 // pendingFor is how long a claimed key waits for its bytes before the janitor frees it.
@@ -109,6 +112,12 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 	key, err := uploadKey(up.Key)
 	if err != nil {
 		return store.File{}, err
+	}
+	name := displayName(up.Name, key)
+	if up.sized {
+		if err := s.tooLarge(name, up.size); err != nil {
+			return store.File{}, err
+		}
 	}
 	now := s.now()
 	existing, err := s.st.ClaimFileKey(ctx, up.OwnerID, key, now, now.Add(pendingFor))
@@ -137,8 +146,15 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 		user -= freed
 		total -= freed
 	}
-	lr := &limitReader{r: up.Body, name: displayName(up.Name, key), limits: s.limits,
+	lr := &limitReader{r: up.Body, name: name, limits: s.limits,
 		userLeft: s.limits.UserQuotaBytes - user, totalLeft: s.limits.MaxTotalBytes - total}
+	if up.sized {
+		// Refused before a byte moves when the declared length does not fit.
+		if err := lr.fits(up.size); err != nil {
+			return store.File{}, err
+		}
+		lr.sized, lr.size = true, up.size
+	}
 	ct := up.ContentType
 	if ct == "" {
 		ct = "application/octet-stream"
@@ -156,7 +172,7 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 		exp := now.Add(up.TTL)
 		f.ExpiresAt = &exp
 	}
-	if err := s.commit(ctx, f, displayName(up.Name, key), now); err != nil {
+	if err := s.commit(ctx, f, name, now); err != nil {
 		s.blobs.Delete(context.WithoutCancel(ctx), blobKey)
 		return store.File{}, err
 	}
@@ -167,11 +183,13 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 // commit indexes f, whose bytes are stored, as the version of its key, checking the
 // owner's quota and the store's total once more against everything committed before it.
 // The replaced version is kept (Limits.Versions), or its bytes are retired, not deleted:
-// a reader may have opened them; when they pass the quota they are freed at once.
+// a reader may have opened them; when they pass the quota they are freed at once. Every
+// staged file passes here once, whichever way it came in, so its bytes are counted here.
 func (s *Service) commit(ctx context.Context, f store.File, name string, now time.Time) error {
 	if err := s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.Versions, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now); err != nil {
 		return s.limitError(err, name)
 	}
+	s.metrics.BytesUploaded.Add(float64(f.Size))
 	// The replaced version's bytes are retired, and count until they are freed: free
 	// them now when they pass the quota.
 	if err := s.freeRetired(context.WithoutCancel(ctx), f.OwnerID); err != nil {

@@ -73,9 +73,8 @@ func (s *Service) CreateUpload(ctx context.Context, nu NewUpload) (store.Upload,
 		return store.Upload{}, err
 	}
 	name := displayName(nu.Name, key)
-	if nu.Size > s.limits.MaxFileBytes {
-		return store.Upload{}, errs.New(ErrTooLarge, map[string]any{"file": name, "limit_bytes": s.limits.MaxFileBytes, "size_bytes": nu.Size},
-			"%s (%s) is larger than the %s limit for one file", name, Size(nu.Size), Size(s.limits.MaxFileBytes))
+	if err := s.tooLarge(name, nu.Size); err != nil {
+		return store.Upload{}, err
 	}
 	now := s.now()
 	user, total, err := s.usage(ctx, nu.OwnerID, "", now)
@@ -89,8 +88,8 @@ func (s *Service) CreateUpload(ctx context.Context, nu NewUpload) (store.Upload,
 	freed := s.freedByOverwrite(ctx, nu.OwnerID, key, now)
 	user -= freed
 	total -= freed
-	lr := limitReader{name: name, limits: s.limits, userLeft: s.limits.UserQuotaBytes - user, totalLeft: s.limits.MaxTotalBytes - total, n: nu.Size}
-	if err := lr.check(); err != nil {
+	lr := limitReader{name: name, limits: s.limits, userLeft: s.limits.UserQuotaBytes - user, totalLeft: s.limits.MaxTotalBytes - total}
+	if err := lr.fits(nu.Size); err != nil {
 		return store.Upload{}, err
 	}
 	ct := nu.ContentType

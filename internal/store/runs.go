@@ -34,6 +34,10 @@ const (
 	SourceInput  = "input"  // the user's input was refused
 )
 
+// IsAction reports whether r runs an action a run offered (KindAction): the web's
+// templates ask it rather than compare the kind's text.
+func (r Run) IsAction() bool { return r.Kind == KindAction }
+
 // ValidStatus reports whether s is a run status.
 func ValidStatus(s string) bool {
 	switch s {

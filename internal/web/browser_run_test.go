@@ -91,7 +91,7 @@ def run_tool(input_dir, output_dir):
     return {"outputs": [{"kind": "markdown", "markdown": "**Klart.**"}]}
 `
 
-const crashSentence = "Verktyget stötte på ett fel. Kontrollera filerna, eller kontakta verktygets författare."
+const crashSentence = "Verktyget stötte på ett fel i sin kod och kunde inte göra klart. Det beror inte på dig."
 
 // publish creates and publishes a tool as c, with an input schema when schema is set.
 func publish(t *testing.T, c *client.Client, slug, title, source, schema string) {
@@ -232,7 +232,7 @@ func TestBrowserRun(t *testing.T) {
 		s.useLang(t, en, "en")
 		defer s.useLang(t, en, "sv")
 		run(t, en, chromedp.Navigate(s.base+"/runs/"+crash.RunID), chromedp.WaitVisible("[data-outcome]", chromedp.ByQuery))
-		if got := text(t, en, "[data-outcome]"); got != "The tool ran into an error. Check the files, or contact the tool's author." {
+		if got := text(t, en, "[data-outcome]"); got != "The tool ran into an error in its code and could not finish. It is not your doing." {
 			t.Errorf("in English the crash reads %q", got)
 		}
 		if got := text(t, en, "details[data-technical] summary"); got != "Technical information" {

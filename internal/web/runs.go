@@ -90,8 +90,12 @@ type result struct {
 	// ActionURL is where the action forms post, the action's id appended: the run's
 	// own route, or the editor's for its sandbox session.
 	ActionURL string
-	// CanRetry: the viewer ran it and it failed or timed out, so "Försök igen" is offered.
+	// CanRetry: the viewer ran it and it failed or timed out, so "Försök igen" is offered
+	// where trying again can help (RetryHelps).
 	CanRetry bool
+	// Author is the name of the tool's author, whom a crash names as the one who can
+	// mend it (store.DeletedUserName when they were deleted).
+	Author string
 	// CanCancel: the viewer ran it and it is still queued or running.
 	CanCancel bool
 	// Confirm is a secondary action waiting for the user's confirmation (a post without
@@ -170,6 +174,17 @@ func (r *result) toolError() bool {
 	return r.Run.Status == store.StatusFailed && r.Run.ErrorSource == store.SourceTool
 }
 
+// RetryHelps says whether running the same files and choices again may end otherwise:
+// not when the tool answered them with its own message or refused the input, which the
+// same input gets again; it may after a limit, a timeout, the sandbox or a lost worker,
+// and after a crash, which may be the tool's passing trouble.
+func (r *result) RetryHelps() bool {
+	return r.Crashed() && r.Run.ErrorSource != store.SourceTool && r.Run.ErrorSource != store.SourceInput
+}
+
+// AuthorGone says whether the tool's author was deleted, so no one by name mends it.
+func (r *result) AuthorGone() bool { return r.Author == "" || r.Author == store.DeletedUserName }
+
 // Crashed is a run that ended without doing its job through no choice of the user's:
 // failed or timed out (a cancelled run was the user's choice).
 func (r *result) Crashed() bool {
@@ -213,7 +228,7 @@ func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (
 	res := &result{ReloadURL: "/runs/" + rn.ID, ToolURL: "/tools/" + t.Slug, Run: rn, Outputs: outputs(rn), Artifacts: arts, Actions: acts,
 		Files: manifest.Files, ShowLogs: own, LiveStderr: own && t.AuthorID == c.User.ID, CanAct: own,
 		Conflict: workflow.LostRace(rn), CSRF: c.CSRF, ActionURL: "/runs/" + rn.ID + "/actions/",
-		CanRetry: own && retryable(rn.Status), CanCancel: own && !store.Terminal(rn.Status)}
+		CanRetry: own && retryable(rn.Status), CanCancel: own && !store.Terminal(rn.Status), Author: t.AuthorName}
 	if vid, ok := sctx.EditorVersion(); ok {
 		res.ReloadURL = "/editor/" + t.Slug + "?version=" + vid
 		res.ToolURL = res.ReloadURL

@@ -14,11 +14,11 @@ import (
 // outcomeOf is the text of the run page's sentence on how the run ended.
 func outcomeOf(t *testing.T, page string) string {
 	t.Helper()
-	m := regexp.MustCompile(`<p class="error" role="alert" data-outcome>([^<]*)</p>`).FindStringSubmatch(page)
+	m := regexp.MustCompile(`<p class="error" role="alert" data-outcome>(.*?)</p>`).FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no outcome on the page:\n%s", page)
 	}
-	return html.UnescapeString(m[1])
+	return html.UnescapeString(regexp.MustCompile(`<[^>]+>`).ReplaceAllString(m[1], ""))
 }
 
 // TestRunPageReadsErrorSource: real runs (bubblewrap) shown on the run page, which tells
@@ -31,10 +31,10 @@ func TestRunPageReadsErrorSource(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct{ slug, source, from, want string }{
 		{"meddelande", "from skrip_toolkit import ToolUserError\ndef run_tool(i, o):\n    raise ToolUserError('Tool execution failed: the sheet has no header row.')\n",
-			"tool", "Tool execution failed: the sheet has no header row."},
+			"tool", "Meddelande från verktyget: Tool execution failed: the sheet has no header row."},
 		{"krasch", "def run_tool(i, o):\n    raise ValueError('oops')\n", "crash", crashSentence},
 		{"tyst", "from skrip_toolkit import ToolUserError\ndef run_tool(i, o):\n    raise ToolUserError()\n",
-			"tool", "Verktyget avbröts med ett fel men gav inget meddelande. Kontrollera filerna, eller kontakta verktygets författare."},
+			"tool", "Verktyget avbröts med ett fel men gav inget meddelande."},
 	}
 	for _, tc := range cases {
 		if _, _, err := se.env.Admin.CreateTool(ctx, tc.slug, tc.slug, "", tc.source, true); err != nil {
@@ -50,6 +50,20 @@ func TestRunPageReadsErrorSource(t *testing.T) {
 		}
 		if tc.from == "crash" && !strings.Contains(page, "<code data-summary>Tool execution failed (ValueError).</code>") {
 			t.Errorf("%s: the crash's summary is not under the technical details:\n%s", tc.slug, page)
+		}
+		// Whose the failure is: a crash names the author who can mend it and may be tried
+		// again; the tool's own answer to the input is not tried again as it was, the page
+		// offers to change it instead.
+		retry, change := strings.Contains(page, "data-retry"), strings.Contains(page, "data-change")
+		switch tc.from {
+		case "crash":
+			if !regexp.MustCompile(`<p class="hint" data-whose>Det är verktygets författare, [^,]+, som kan rätta felet`).MatchString(page) || !retry || change {
+				t.Errorf("%s: a crash names no author, or offers retry %v, change %v:\n%s", tc.slug, retry, change, page)
+			}
+		case "tool":
+			if retry || !change || strings.Contains(page, "data-whose") {
+				t.Errorf("%s: the tool's own message offers retry %v, change %v", tc.slug, retry, change)
+			}
 		}
 	}
 }

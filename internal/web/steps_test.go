@@ -155,8 +155,11 @@ func TestRetryOfAStaleStep(t *testing.T) {
 	if rn, err := ada.GetRun(ctx, failed, time.Minute); err != nil || rn.Status != "failed" {
 		t.Fatalf("the failing step: %+v, %v", rn, err)
 	}
-	// The session moves on: Börja om, from the first run's page.
-	step(first.RunID, "borja_om", url.Values{})
+	// The session moves on: Börja om, from the first run's page. (The page shows the step
+	// at once, running; the session moves when it ends.)
+	if rn, err := ada.GetRun(ctx, step(first.RunID, "borja_om", url.Values{}), time.Minute); err != nil || rn.Status != "succeeded" {
+		t.Fatalf("Börja om: %+v, %v", rn, err)
+	}
 	before := countRuns(t, ada)
 	status, _, page := b.do("POST", "/runs/"+failed+"/retry", url.Values{"csrf": {csrf}}, http.Header{"Accept-Language": {"sv"}})
 	if status != http.StatusConflict || !strings.Contains(page, "Gå till senaste steget") {

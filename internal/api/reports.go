@@ -88,6 +88,7 @@ func (s *Server) listReports(w http.ResponseWriter, r *http.Request, u store.Use
 		}
 		out.Reports = append(out.Reports, x)
 	}
+	out.Count = len(out.Reports)
 	if next != "" {
 		out.NextCursor = &next
 	}

@@ -19,9 +19,10 @@ import (
 var (
 	// ErrReportNotFound means no such report, or one on a tool the user does not maintain.
 	ErrReportNotFound = errors.New("report not found")
-	// ErrRunNotReportable means no such run, or one the user did not run: only a
-	// run's owner reports it (an admin's view of another's run included).
-	ErrRunNotReportable = errors.New("run not found")
+	// ErrRunNotReportable means a run the user did not run: only a run's owner reports
+	// it. (Anyone but an admin is told earlier that there is no such run, as runs are
+	// private; an admin sees every run, but reports only their own.)
+	ErrRunNotReportable = errors.New("not the run's owner")
 	// ErrRunNotOver means the run is still queued or running.
 	ErrRunNotOver = errors.New("run not finished")
 	// ErrReported means the run has a report already.
@@ -62,7 +63,7 @@ func maintainerScope(u store.User) string {
 // files. A run has one report: a second gives ErrReported.
 func (s *Service) Report(ctx context.Context, u store.User, rn store.Run, message string, shareFiles bool) (store.Report, error) {
 	if rn.UserID != u.ID {
-		return store.Report{}, errs.New(ErrRunNotReportable, map[string]any{"run": rn.ID}, "no run %q of yours to report", rn.ID)
+		return store.Report{}, errs.New(ErrRunNotReportable, map[string]any{"run": rn.ID}, "only the person who ran %s may report it", rn.ID)
 	}
 	if !store.Terminal(rn.Status) {
 		return store.Report{}, errs.New(ErrRunNotOver, map[string]any{"run": rn.ID, "status": rn.Status},

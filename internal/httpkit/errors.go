@@ -149,7 +149,7 @@ var errorTable = []row{
 	{catalog.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "source_too_large", "the tool's source is larger than the limit"},
 	{catalog.ErrUnpublished, http.StatusConflict, "conflict", "unpublished", "the tool has no published version"},
 	{catalog.ErrReportNotFound, http.StatusNotFound, "not_found", "report_not_found", "there is no such problem report"},
-	{catalog.ErrRunNotReportable, http.StatusNotFound, "not_found", "run_not_found", "there is no such run"},
+	{catalog.ErrRunNotReportable, http.StatusNotFound, "not_found", "not_run_owner", "only the person who ran the run may report it"},
 	{catalog.ErrRunNotOver, http.StatusConflict, "conflict", "run_not_finished", "the run is not over yet; report it once it is"},
 	{catalog.ErrReported, http.StatusConflict, "conflict", "run_reported", "the run is reported already"},
 	{catalog.ErrReportInvalid, http.StatusBadRequest, "invalid_request", "invalid_report", "the problem report is not valid"},

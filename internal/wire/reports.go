@@ -33,5 +33,6 @@ type NewReport struct {
 // is null on the last page.
 type ReportList struct {
 	Reports    []Report `json:"reports"`
+	Count      int      `json:"count"`
 	NextCursor *string  `json:"next_cursor"`
 }

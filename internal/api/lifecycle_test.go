@@ -139,13 +139,16 @@ func TestUserLifecycle(t *testing.T) {
 		if slow.status != 202 {
 			t.Fatalf("slow run: %d %s", slow.status, slow.raw)
 		}
+		if a := call(t, env, "POST", "/api/v1/runs/"+runID+"/report", aliceTok, strings.NewReader(`{"message": "alices report"}`)); a.status != 201 {
+			t.Fatalf("report: %d %s", a.status, a.raw)
+		}
 		browser := webSession(t, env, "alice", "alice-password")
 		if st, _ := withCookie(t, env, "/account", browser); st != 200 {
 			t.Fatalf("alice's browser before: %d", st)
 		}
 		rows := userRows(t, env, alice.ID)
 		for _, tbl := range []string{"tokens.user_id", "web_sessions.user_id", "tool_settings.user_id", "session_files.user_id", "tool_sessions.user_id",
-			"runs.user_id", "file_links.owner_id", "file_versions.owner_id", "files.owner_id", "uploads.owner_id", "sandboxes.owner_id"} {
+			"problem_reports.user_id", "runs.user_id", "file_links.owner_id", "file_versions.owner_id", "files.owner_id", "uploads.owner_id", "sandboxes.owner_id"} {
 			if rows[tbl] == 0 {
 				t.Fatalf("alice has no %s rows to begin with: %v", tbl, rows)
 			}
@@ -299,7 +302,7 @@ func checkExport(t *testing.T, env *apptest.Env, token, runID string) {
 			t.Errorf("export %s = %q, want %q", name, got[name], content)
 		}
 	}
-	for _, name := range []string{"user.json", "settings.json", "files.json", "sessions.json", "runs/" + runID + "/run.json"} {
+	for _, name := range []string{"user.json", "settings.json", "files.json", "sessions.json", "reports.json", "runs/" + runID + "/run.json"} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("the export has no %s; it has %v", name, keysOf(got))
 		}
@@ -313,6 +316,9 @@ func checkExport(t *testing.T, env *apptest.Env, token, runID string) {
 	if !strings.Contains(got["runs/"+runID+"/run.json"], `"n": 1`) || !strings.Contains(got["runs/"+runID+"/run.json"], "got 1 files") ||
 		!strings.Contains(got["runs/"+runID+"/run.json"], `"error_source": null`) {
 		t.Errorf("run.json: %s", got["runs/"+runID+"/run.json"])
+	}
+	if !strings.Contains(got["reports.json"], `"alices report"`) || !strings.Contains(got["reports.json"], runID) {
+		t.Errorf("reports.json: %s", got["reports.json"])
 	}
 	sessionFile := false
 	for name, content := range got {

@@ -123,6 +123,7 @@ func (s *Server) Register(m *http.ServeMux) {
 	m.Handle("GET /api/v1/runs/{run}/artifacts/{path...}", s.authed(s.getArtifact))
 	m.Handle("POST /api/v1/runs/{run}/cancel", s.authed(s.cancelRun))
 	m.Handle("GET /api/v1/runs/{run}/events", s.authed(s.runEvents))
+	s.registerReports(m)
 
 	m.Handle("POST /api/v1/start_action", s.authed(s.startAction))
 	m.Handle("GET /api/v1/tools/{tool}/sessions/{context}", s.authed(s.getSession))

@@ -84,6 +84,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.contextName, "context", "", "use this context of skrip login instead of the current one")
 	root.AddCommand(e.loginCmd(), e.logoutCmd(), e.contextCmd(), e.serveCmd(), e.workerCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd(), e.sandboxCmd(), e.mcpCmd())
 	root.AddCommand(e.auditCmd())
+	root.AddCommand(e.reportsCmd())
 	checkArgs(root)
 	return root
 }

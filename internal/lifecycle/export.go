@@ -29,15 +29,15 @@ func ExportName(u store.User, now time.Time) string {
 // Export writes a zip of everything held about u to w as it reads it, never holding
 // more than one entry's buffer: user.json (the profile, tokens without secrets, web
 // sessions, usage), settings.json, runs/<id>/run.json with each run's artifacts beside
-// it, files/<key> (staged files' bytes, with files.json listing them), sessions.json and
-// session-files/… . When reading fails midway it returns the error without finishing
+// it, files/<key> (staged files' bytes, with files.json listing them), sessions.json,
+// session-files/… and reports.json (the problem reports they made). When reading fails midway it returns the error without finishing
 // the zip, so that what was written does not look like a whole archive: the caller
 // breaks the connection.
 func (s *Service) Export(ctx context.Context, actor account.Actor, u store.User, w io.Writer) error {
 	s.d.Accounts.Audit(ctx, actor, account.AuditUserExported, u.Name, nil)
 	zw := zip.NewWriter(w)
 	x := exporter{s: s, zw: zw, u: u}
-	for _, step := range []func(context.Context) error{x.user, x.settings, x.runs, x.files, x.sessions} {
+	for _, step := range []func(context.Context) error{x.user, x.settings, x.runs, x.files, x.sessions, x.reports} {
 		if err := step(ctx); err != nil {
 			return err
 		}

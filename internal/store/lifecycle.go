@@ -132,6 +132,7 @@ var userTables = []struct{ Table, Column string }{
 	{"session_steps", "user_id"},
 	{"session_files", "user_id"},
 	{"tool_sessions", "user_id"},
+	{"problem_reports", "user_id"},
 	{"runs", "user_id"},
 	{"file_links", "owner_id"},
 	{"file_links", "created_by"},

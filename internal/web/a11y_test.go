@@ -126,6 +126,10 @@ func TestAccessibility(t *testing.T) {
 	}
 	resultRun := runDone("a11y-result", csv)
 	failedRun := runDone("a11y-fail", csv)
+	// A second failure, reported, so that the author's reports page has one to show.
+	if err := teacher.Do(ctx, "POST", "/api/v1/runs/"+runDone("a11y-fail", csv)+"/report", map[string]any{"message": "Det blev fel.", "share_files": true}, nil); err != nil {
+		t.Fatal(err)
+	}
 	runDone("a11y-gruppera", csv)
 	if err := teacher.Put(ctx, "files/klass-7b/elever.csv", strings.NewReader("namn\nAda\n"), 9, "text/csv"); err != nil {
 		t.Fatal(err)
@@ -166,6 +170,7 @@ func TestAccessibility(t *testing.T) {
 		{name: "CLI login (enter the code)", user: "teacher", url: func(*testing.T) string { return s.base + "/cli/login" }},
 		{name: "not found (signed in)", user: "teacher", url: func(*testing.T) string { return s.base + "/tools/no-such-tool" }},
 		{name: "editor index", user: "author", url: func(*testing.T) string { return s.base + "/editor" }},
+		{name: "problem reports", user: "author", url: func(*testing.T) string { return s.base + "/reports" }},
 		{name: "editor", user: "author", url: func(*testing.T) string { return s.base + "/editor/a11y-draft" }},
 		{name: "editor (schemas)", user: "author", url: func(*testing.T) string { return s.base + "/editor/a11y-gruppera" }},
 		{name: "editor (syntax error, asks before publishing)", user: "author", url: func(*testing.T) string { return brokenURL }},

@@ -101,6 +101,8 @@ type result struct {
 	// Confirm is a secondary action waiting for the user's confirmation (a post without
 	// confirmed=1); nil otherwise.
 	Confirm *confirmStep
+	// Report is the box that reports a failed run to the tool's author (reports.go).
+	Report *reportBox
 }
 
 // confirmStep is a secondary action's form sent back for a second, confirmed submit.
@@ -232,6 +234,9 @@ func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (
 	if vid, ok := sctx.EditorVersion(); ok {
 		res.ReloadURL = "/editor/" + t.Slug + "?version=" + vid
 		res.ToolURL = res.ReloadURL
+	}
+	if res.Report, err = h.reportBox(r, c, t, rn); err != nil {
+		return nil, err
 	}
 	if res.ShowLogs {
 		res.Stdout, res.Stderr = run.LogText(rn.Stdout, rn.StdoutTruncated), run.LogText(rn.Stderr, rn.StderrTruncated)

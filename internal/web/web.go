@@ -158,6 +158,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /runs/{run}/actions/{action}", h.page(h.submitAction))
 	mux.Handle("POST /runs/{run}/retry", h.page(h.retryRun))
 	mux.Handle("POST /runs/{run}/cancel", h.page(h.cancelRun))
+	mux.Handle("POST /runs/{run}/report", h.page(h.reportRun))
+	mux.Handle("GET /reports", h.page(h.reportsPage))
+	mux.Handle("POST /reports/{id}/close", h.page(h.closeReport))
 
 	mux.Handle("GET /editor", h.page(h.editorIndex))
 	mux.Handle("POST /editor", h.page(h.createTool))

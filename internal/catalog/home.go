@@ -182,7 +182,6 @@ func (s *Service) CategoryTools(ctx context.Context, u store.User, slug string) 
 	return c, out, nil
 }
 
-
 // IsFavourite reports whether tool id is one of u's favourites.
 func (s *Service) IsFavourite(ctx context.Context, u store.User, id string) (bool, error) {
 	favs, err := s.st.Favourites(ctx, u.ID)

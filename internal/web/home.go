@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/skrip-dev/skrip/internal/catalog"
@@ -25,14 +26,23 @@ type toolCard struct {
 	H3         bool             // the card's title is an <h3> (it sits in a section)
 	CSRF       string
 	Back       string // the page the star's form comes back to
+	// Place says where on the page the card is ("fav", "recent", a category's slug…):
+	// a tool may show in several places, and its star's id must be unique.
+	Place string
 }
 
+// Anchor is the id of the card's star, which the star's form comes back to.
+func (c toolCard) Anchor() string { return "star-" + c.Place + "-" + c.Slug }
+
+// anchorPattern is what an anchor the star's form sends back may be.
+var anchorPattern = regexp.MustCompile(`^[a-z0-9_-]{1,200}$`)
+
 // cards makes tools into cards for c.
-func (h *Handler) cards(c *call, home catalog.Home, tools []store.Tool, h3 bool, back string) []toolCard {
+func (h *Handler) cards(c *call, home catalog.Home, tools []store.Tool, h3 bool, back, place string) []toolCard {
 	out := make([]toolCard, 0, len(tools))
 	for _, t := range tools {
 		card := toolCard{Tool: t, Draft: t.PublishedVersionID == "", Mine: catalog.Owns(c.User, t), Favourite: home.Favourite[t.ID],
-			H3: h3, CSRF: c.CSRF, Back: back}
+			H3: h3, CSRF: c.CSRF, Back: back, Place: place}
 		for _, cat := range home.Categories[t.ID] {
 			if cat.Approved {
 				card.Categories = append(card.Categories, cat)
@@ -67,13 +77,13 @@ func (h *Handler) catalogue(w http.ResponseWriter, r *http.Request, c *call) err
 	back := r.URL.RequestURI()
 	data := map[string]any{"Title": h.langOf(r).T("lists.catalogue.title"), "Query": q, "Count": len(all), "Any": len(home.Tools) > 0}
 	if q != "" {
-		data["Tools"] = h.cards(c, home, home.Tools, false, back)
+		data["Tools"] = h.cards(c, home, home.Tools, false, back, "q")
 	} else {
-		data["Favourites"] = h.cards(c, home, home.Favourites, true, back)
-		data["Recent"] = h.cards(c, home, home.Recent, true, back)
+		data["Favourites"] = h.cards(c, home, home.Favourites, true, back, "fav")
+		data["Recent"] = h.cards(c, home, home.Recent, true, back, "recent")
 		var sections []homeSection
 		for _, s := range home.Sections {
-			sections = append(sections, homeSection{Slug: s.Category.Slug, Title: s.Category.Title, Cards: h.cards(c, home, s.Tools, true, back)})
+			sections = append(sections, homeSection{Slug: s.Category.Slug, Title: s.Category.Title, Cards: h.cards(c, home, s.Tools, true, back, "c-"+s.Category.Slug)})
 		}
 		data["Sections"] = sections
 		var nav []store.Category
@@ -99,7 +109,7 @@ func (h *Handler) categoryPage(w http.ResponseWriter, r *http.Request, c *call) 
 		return err
 	}
 	h.render(w, r, http.StatusOK, "category", c, map[string]any{"Title": cat.Title, "Category": cat,
-		"Cards": h.cards(c, home, tools, false, r.URL.RequestURI())})
+		"Cards": h.cards(c, home, tools, false, r.URL.RequestURI(), "c-"+cat.Slug)})
 	return nil
 }
 
@@ -114,7 +124,11 @@ func (h *Handler) star(w http.ResponseWriter, r *http.Request, c *call) error {
 	if back == "" {
 		back = "/tools/" + t.Slug
 	}
-	redirect(w, r, signon.LocalPath(back)+"#star-"+t.Slug)
+	back, _, _ = strings.Cut(signon.LocalPath(back), "#")
+	if a := r.PostFormValue("anchor"); anchorPattern.MatchString(a) {
+		back += "#" + a
+	}
+	redirect(w, r, back)
 	return nil
 }
 

@@ -90,7 +90,7 @@ func (h *Handler) toolData(r *http.Request, c *call, t store.Tool, tv toolView) 
 	if err != nil {
 		return nil, err
 	}
-	data["Star"] = toolCard{Tool: t, Favourite: fav, CSRF: c.CSRF, Back: "/tools/" + t.Slug}
+	data["Star"] = toolCard{Tool: t, Favourite: fav, CSRF: c.CSRF, Back: "/tools/" + t.Slug, Place: "tool"}
 	if tv.Version == nil {
 		return data, nil
 	}

@@ -96,37 +96,73 @@ func AdminOnly(u store.User) error {
 // the number of tools u sees that carry it: the approved ones, and for an admin the
 // proposals too.
 func (s *Service) Categories(ctx context.Context, u store.User) ([]store.Category, error) {
-	all, err := s.st.Categories(ctx)
+	v, err := s.load(ctx, u)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := s.List(ctx, u)
-	if err != nil {
-		return nil, err
+	return v.categories(u), nil
+}
+
+// listing is what the catalogue's lists are made from: the tools a user sees, every
+// category and which tool carries which.
+type listing struct {
+	tools []store.Tool
+	cats  []store.Category
+	links []store.ToolCategory
+}
+
+func (s *Service) load(ctx context.Context, u store.User) (listing, error) {
+	var l listing
+	var err error
+	if l.tools, err = s.List(ctx, u); err != nil {
+		return l, err
 	}
-	links, err := s.st.ToolCategories(ctx)
-	if err != nil {
-		return nil, err
+	if l.cats, err = s.st.Categories(ctx); err != nil {
+		return l, err
 	}
-	seen := make(map[string]bool, len(tools))
-	for _, t := range tools {
+	l.links, err = s.st.ToolCategories(ctx)
+	return l, err
+}
+
+// categories are the categories u sees, each counting the tools of l that carry it,
+// sorted by title.
+func (l listing) categories(u store.User) []store.Category {
+	seen := make(map[string]bool, len(l.tools))
+	for _, t := range l.tools {
 		seen[t.ID] = true
 	}
 	count := map[string]int{}
-	for _, l := range links {
-		if seen[l.ToolID] {
-			count[l.CategoryID]++
+	for _, k := range l.links {
+		if seen[k.ToolID] {
+			count[k.CategoryID]++
 		}
 	}
-	out := all[:0]
-	for _, c := range all {
+	var out []store.Category
+	for _, c := range l.cats {
 		if c.Approved || u.Role == store.RoleAdmin {
 			c.Tools = count[c.ID]
 			out = append(out, c)
 		}
 	}
 	SortCategories(out)
-	return out, nil
+	return out
+}
+
+// byTool maps each tool's id to its categories, proposals included, each list sorted
+// by title.
+func (l listing) byTool() map[string][]store.Category {
+	byID := make(map[string]store.Category, len(l.cats))
+	for _, c := range l.cats {
+		byID[c.ID] = c
+	}
+	out := map[string][]store.Category{}
+	for _, k := range l.links {
+		out[k.ToolID] = append(out[k.ToolID], byID[k.CategoryID])
+	}
+	for _, cs := range out {
+		SortCategories(cs)
+	}
+	return out
 }
 
 // Category returns the category slug if u sees it (see Categories).
@@ -239,6 +275,10 @@ func (s *Service) SetCategories(ctx context.Context, u store.User, ref string, n
 // CheckCategoryNames checks the names an author gives a tool's categories: each a title
 // a category may have (or empty, skipped), at most MaxToolCategories distinct ones.
 func CheckCategoryNames(names []string) error {
+	if len(names) > 8*MaxToolCategories {
+		return errs.New(ErrInvalidCategory, map[string]any{"field": "categories", "rule": "max_items", "limit": MaxToolCategories},
+			"a tool may carry at most %d categories; %d names were given", MaxToolCategories, len(names))
+	}
 	slugs := map[string]bool{}
 	for _, n := range names {
 		if strings.TrimSpace(n) == "" {
@@ -266,24 +306,13 @@ func (s *Service) CategoriesOf(ctx context.Context, toolID string) ([]store.Cate
 // ToolCategories maps each tool's id to its categories, proposals included, each list
 // sorted by title.
 func (s *Service) ToolCategories(ctx context.Context) (map[string][]store.Category, error) {
-	all, err := s.st.Categories(ctx)
-	if err != nil {
+	var l listing
+	var err error
+	if l.cats, err = s.st.Categories(ctx); err != nil {
 		return nil, err
 	}
-	links, err := s.st.ToolCategories(ctx)
-	if err != nil {
+	if l.links, err = s.st.ToolCategories(ctx); err != nil {
 		return nil, err
 	}
-	byID := make(map[string]store.Category, len(all))
-	for _, c := range all {
-		byID[c.ID] = c
-	}
-	out := map[string][]store.Category{}
-	for _, l := range links {
-		out[l.ToolID] = append(out[l.ToolID], byID[l.CategoryID])
-	}
-	for _, cs := range out {
-		SortCategories(cs)
-	}
-	return out, nil
+	return l.byTool(), nil
 }

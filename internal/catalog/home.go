@@ -63,23 +63,22 @@ type Section struct {
 // Home is what the home page shows u. Every list is sorted by title in Swedish order,
 // except Recent, which is the most recently run first.
 type Home struct {
-	Tools      []store.Tool                // every tool u sees
+	All        int                         // how many tools u sees, before the search
+	Tools      []store.Tool                // the tools u sees that match the search
 	Favourites []store.Tool                // u's favourites among them
 	Recent     []store.Tool                // the tools u ran last (production runs), at most MaxRecent
 	Sections   []Section                   // the approved categories with tools, then the tools with none
-	Categories map[string][]store.Category // each tool's categories by tool id, proposals included
+	Categories []store.Category            // the categories u sees, with their tool counts (Categories)
+	ByTool     map[string][]store.Category // each tool's categories by tool id, proposals included
 	Favourite  map[string]bool             // whether a tool (by id) is one of u's favourites
 }
 
 // Home gathers u's home page. q, when not empty, keeps only the tools that match it
-// (Matches, or the title of one of their categories).
+// (Matches, or the title of one of their approved categories).
 func (s *Service) Home(ctx context.Context, u store.User, q string) (Home, error) {
 	var h Home
-	tools, err := s.List(ctx, u)
+	l, err := s.load(ctx, u)
 	if err != nil {
-		return h, err
-	}
-	if h.Categories, err = s.ToolCategories(ctx); err != nil {
 		return h, err
 	}
 	favs, err := s.st.Favourites(ctx, u.ID)
@@ -90,17 +89,14 @@ func (s *Service) Home(ctx context.Context, u store.User, q string) (Home, error
 	if err != nil {
 		return h, err
 	}
-	cats, err := s.Categories(ctx, u)
-	if err != nil {
-		return h, err
-	}
+	h.All, h.Categories, h.ByTool = len(l.tools), l.categories(u), l.byTool()
 	h.Favourite = make(map[string]bool, len(favs))
 	for _, id := range favs {
 		h.Favourite[id] = true
 	}
-	byID := make(map[string]store.Tool, len(tools))
-	for _, t := range tools {
-		if s.matches(t, h.Categories[t.ID], q) {
+	byID := make(map[string]store.Tool, len(l.tools))
+	for _, t := range l.tools {
+		if s.matches(t, h.ByTool[t.ID], q) {
 			h.Tools = append(h.Tools, t)
 			byID[t.ID] = t
 		}
@@ -120,7 +116,7 @@ func (s *Service) Home(ctx context.Context, u store.User, q string) (Home, error
 	var other []store.Tool
 	for _, t := range h.Tools {
 		n := 0
-		for _, c := range h.Categories[t.ID] {
+		for _, c := range h.ByTool[t.ID] {
 			if c.Approved {
 				in[c.ID] = append(in[c.ID], t)
 				n++
@@ -130,7 +126,7 @@ func (s *Service) Home(ctx context.Context, u store.User, q string) (Home, error
 			other = append(other, t)
 		}
 	}
-	for _, c := range cats {
+	for _, c := range h.Categories {
 		if len(in[c.ID]) > 0 {
 			h.Sections = append(h.Sections, Section{Category: c, Tools: in[c.ID]})
 		}
@@ -158,22 +154,18 @@ func (s *Service) CategoryTools(ctx context.Context, u store.User, slug string) 
 	if err != nil {
 		return c, nil, err
 	}
-	tools, err := s.List(ctx, u)
-	if err != nil {
-		return c, nil, err
-	}
-	links, err := s.st.ToolCategories(ctx)
+	l, err := s.load(ctx, u)
 	if err != nil {
 		return c, nil, err
 	}
 	carries := map[string]bool{}
-	for _, l := range links {
-		if l.CategoryID == c.ID {
-			carries[l.ToolID] = true
+	for _, k := range l.links {
+		if k.CategoryID == c.ID {
+			carries[k.ToolID] = true
 		}
 	}
 	var out []store.Tool
-	for _, t := range tools {
+	for _, t := range l.tools {
 		if carries[t.ID] {
 			out = append(out, t)
 		}

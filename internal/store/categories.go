@@ -113,7 +113,7 @@ func (s *Store) ToolCategories(ctx context.Context) ([]ToolCategory, error) {
 // SetToolCategories makes cats the categories of toolID, in one transaction. A category
 // whose slug is not stored yet is stored as given (a proposal, unless Approved); one
 // that is keeps its own id, title and approval, so two authors proposing the same new
-// category at once share it.
+// category at once share it. Proposals left with no tool are deleted.
 func (s *Store) SetToolCategories(ctx context.Context, toolID string, cats []Category) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := s.txExec(ctx, tx, "DELETE FROM tool_categories WHERE tool_id = ?", toolID); err != nil {
@@ -132,7 +132,10 @@ func (s *Store) SetToolCategories(ctx context.Context, toolID string, cats []Cat
 				return err
 			}
 		}
-		return nil
+		// A proposal no tool carries any longer goes, so that proposals are bounded by
+		// the tools' categories however often an author changes them.
+		_, err := s.txExec(ctx, tx, "DELETE FROM categories WHERE approved = 0 AND NOT EXISTS (SELECT 1 FROM tool_categories tc WHERE tc.category_id = categories.id)")
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("setting the categories of tool %q: %w", toolID, mapErr(err))

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -65,10 +66,20 @@ func TestCategories(t *testing.T) {
 			t.Fatalf("links %v, %v", links, err)
 		}
 
-		// Setting again replaces; approving and renaming keep the id.
+		// Setting again replaces; a proposal left with no tool goes (however often an
+		// author changes their mind, proposals stay bounded by the tools' categories).
+		for i := range 3 {
+			if err := s.SetToolCategories(ctx, "t_apa", []Category{{ID: fmt.Sprint("c_n", i), Slug: fmt.Sprint("ny-", i), Title: "Ny", CreatedAt: now}}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := s.SetToolCategories(ctx, "t_apa", []Category{sv}); err != nil {
 			t.Fatal(err)
 		}
+		if cats, _ := s.Categories(ctx); !slices.Equal(got(cats), []string{"c_p1 Bedömning proposed 1", "c_sv Svenska approved 1"}) {
+			t.Fatalf("after changing apa's categories: %q; want no orphaned proposals", got(cats))
+		}
+		// Approving and renaming keep the id.
 		p, err := s.Category(ctx, "bedomning")
 		if err != nil || p.ProposedBy != "u_a" || p.Approved {
 			t.Fatalf("the proposal: %+v %v", p, err)

@@ -98,15 +98,16 @@ func TestBrowserHome(t *testing.T) {
 	run(t, admin, chromedp.Click("[data-proposed] li[data-category=bedomning] button[type=submit]", chromedp.ByQuery),
 		chromedp.WaitVisible("[data-approved] li[data-category=bedomning]", chromedp.ByQuery))
 
-	teacher := s.as(t, "teacher")
-	s.useLang(t, teacher, "sv")
-	home := func(t *testing.T) homeView {
-		t.Helper()
-		run(t, teacher, chromedp.Navigate(s.base+"/"), chromedp.WaitVisible("[data-favourites]", chromedp.ByQuery))
-		return readHomeView(t, teacher)
-	}
+	s.useLang(t, s.as(t, "teacher"), "sv")
 	for i, vp := range viewports {
 		t.Run(vp.name, func(t *testing.T) {
+			// Fresh tabs for each width (the language is the browser's): a tab lives 90 s.
+			teacher, admin := s.as(t, "teacher"), s.as(t, "skolchef")
+			home := func(t *testing.T) homeView {
+				t.Helper()
+				run(t, teacher, chromedp.Navigate(s.base+"/"), chromedp.WaitVisible("[data-favourites]", chromedp.ByQuery))
+				return readHomeView(t, teacher)
+			}
 			run(t, teacher, chromedp.EmulateViewport(vp.width, vp.height))
 			v := home(t)
 			if i == 0 {

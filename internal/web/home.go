@@ -43,7 +43,7 @@ func (h *Handler) cards(c *call, home catalog.Home, tools []store.Tool, h3 bool,
 	for _, t := range tools {
 		card := toolCard{Tool: t, Draft: t.PublishedVersionID == "", Mine: catalog.Owns(c.User, t), Favourite: home.Favourite[t.ID],
 			H3: h3, CSRF: c.CSRF, Back: back, Place: place}
-		for _, cat := range home.Categories[t.ID] {
+		for _, cat := range home.ByTool[t.ID] {
 			if cat.Approved {
 				card.Categories = append(card.Categories, cat)
 			}
@@ -66,16 +66,8 @@ func (h *Handler) catalogue(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	all, err := h.catalog.List(r.Context(), c.User)
-	if err != nil {
-		return err
-	}
-	cats, err := h.catalog.Categories(r.Context(), c.User)
-	if err != nil {
-		return err
-	}
 	back := r.URL.RequestURI()
-	data := map[string]any{"Title": h.langOf(r).T("lists.catalogue.title"), "Query": q, "Count": len(all), "Any": len(home.Tools) > 0}
+	data := map[string]any{"Title": h.langOf(r).T("lists.catalogue.title"), "Query": q, "Count": home.All, "Any": len(home.Tools) > 0}
 	if q != "" {
 		data["Tools"] = h.cards(c, home, home.Tools, false, back, "q")
 	} else {
@@ -87,7 +79,7 @@ func (h *Handler) catalogue(w http.ResponseWriter, r *http.Request, c *call) err
 		}
 		data["Sections"] = sections
 		var nav []store.Category
-		for _, cat := range cats {
+		for _, cat := range home.Categories {
 			if cat.Approved && cat.Tools > 0 {
 				nav = append(nav, cat)
 			}

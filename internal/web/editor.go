@@ -430,7 +430,7 @@ func (h *Handler) saveInfo(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err = catalog.CheckCategoryNames(categories); err == nil {
 		_, err = h.catalog.UpdateInfo(r.Context(), c.User, t.Slug, p.value("title"), p.value("description"), p.value("summary"), p.value("usage_instructions"))
 	}
-	if err == nil {
+	if _, sent := r.PostForm["info.categories"]; sent && err == nil {
 		_, err = h.catalog.SetCategories(r.Context(), c.User, t.Slug, categories)
 	}
 	version := r.PostFormValue("version")

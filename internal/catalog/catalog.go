@@ -1,6 +1,7 @@
 // Package catalog owns who may see and change tools: which tools a user sees (published
 // ones, plus their own drafts), creating tools and versions with their schemas, editing a
-// tool's info, publishing, and each user's tool settings. The api and web packages both
+// tool's info, publishing, each user's tool settings, and the home page's categories,
+// favourites and recently used tools. The api and web packages both
 // go through it, so the rules live in one place.
 package catalog
 

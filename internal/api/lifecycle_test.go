@@ -125,6 +125,9 @@ func TestUserLifecycle(t *testing.T) {
 		if err := env.App.Store.PutSettings(ctx, store.ToolSettings{UserID: alice.ID, ToolID: tool.ID, Values: []byte(`{"lang": "sv"}`), UpdatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
+		if a := send(t, env, "PUT", "/api/v1/tools/echo/favourite", aliceTok, "", nil); a.status != 204 {
+			t.Fatalf("favourite: %d %s", a.status, a.raw)
+		}
 		k := store.SessionKey{ToolID: tool.ID, UserID: alice.ID, Context: "default"}
 		if _, err := env.App.Sessions.Start(ctx, k, []byte(`{"step": 1}`), runID); err != nil {
 			t.Fatal(err)
@@ -147,7 +150,7 @@ func TestUserLifecycle(t *testing.T) {
 			t.Fatalf("alice's browser before: %d", st)
 		}
 		rows := userRows(t, env, alice.ID)
-		for _, tbl := range []string{"tokens.user_id", "web_sessions.user_id", "tool_settings.user_id", "session_files.user_id", "tool_sessions.user_id",
+		for _, tbl := range []string{"tokens.user_id", "web_sessions.user_id", "tool_settings.user_id", "favourites.user_id", "session_files.user_id", "tool_sessions.user_id",
 			"problem_reports.user_id", "runs.user_id", "file_links.owner_id", "file_versions.owner_id", "files.owner_id", "uploads.owner_id", "sandboxes.owner_id"} {
 			if rows[tbl] == 0 {
 				t.Fatalf("alice has no %s rows to begin with: %v", tbl, rows)

@@ -11,7 +11,7 @@ import (
 // A route's area says which token scope reaches it (docs/api.md "Token scopes"):
 //   - files: /api/v1/files, /api/v1/file-versions, /api/v1/links, /api/v1/uploads;
 //   - runs: tools and their settings, versions, runs, tool sessions and session files,
-//     start_action, the editor's sandbox routes and problem reports;
+//     start_action, the editor's sandbox routes, problem reports, categories and favourites;
 //   - sandboxes: /api/v1/sandboxes;
 //   - anything else (users, tokens, web sessions, admin routes, and any route added
 //     later without an area) only "all".
@@ -27,7 +27,7 @@ func routeArea(path string) string {
 	switch first {
 	case "files", "file-versions", "links", "uploads":
 		return account.ScopeFiles
-	case "tools", "tool-versions", "runs", "start_action", "editor", "reports":
+	case "tools", "tool-versions", "runs", "start_action", "editor", "reports", "categories":
 		return account.ScopeRuns
 	case "sandboxes":
 		return account.ScopeSandboxes

@@ -12,7 +12,7 @@ import (
 // toolOf is tool t as the API shows it.
 func toolOf(t store.Tool) wire.Tool {
 	out := wire.Tool{ID: t.ID, Slug: t.Slug, Title: t.Title, Description: t.Description, Summary: t.Summary, UsageInstructions: t.UsageInstructions,
-		AuthorID: t.AuthorID, Author: t.AuthorName, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		AuthorID: t.AuthorID, Author: t.AuthorName, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Categories: []wire.ToolCategory{}}
 	if t.PublishedVersionID != "" {
 		out.PublishedVersionID = &t.PublishedVersionID
 	}
@@ -32,11 +32,15 @@ func (s *Server) createTool(w http.ResponseWriter, r *http.Request, u store.User
 	}
 	t, v, err := s.svc.Catalog.Create(r.Context(), u, catalog.NewTool{Slug: req.Slug, Title: req.Title, Description: req.Description,
 		Summary: req.Summary, UsageInstructions: req.UsageInstructions, Source: req.Source,
-		InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema, Publish: req.Publish})
+		InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema, Publish: req.Publish, Categories: req.Categories})
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusCreated, wire.CreatedTool{Tool: toolOf(t), Version: versionOf(v)})
+	out, err := s.toolWithCategories(r, t)
+	if err != nil {
+		return err
+	}
+	httpkit.WriteJSON(w, http.StatusCreated, wire.CreatedTool{Tool: out, Version: versionOf(v)})
 	return nil
 }
 
@@ -45,9 +49,13 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request, u store.User)
 	if err != nil {
 		return err
 	}
+	cats, err := s.svc.Catalog.ToolCategories(r.Context())
+	if err != nil {
+		return err
+	}
 	out := wire.ToolList{Tools: make([]wire.Tool, 0, len(tools))}
 	for _, t := range tools {
-		out.Tools = append(out.Tools, toolOf(t))
+		out.Tools = append(out.Tools, withCategories(toolOf(t), cats[t.ID]))
 	}
 	out.Count = len(out.Tools)
 	httpkit.WriteJSON(w, http.StatusOK, out)
@@ -59,7 +67,11 @@ func (s *Server) getTool(w http.ResponseWriter, r *http.Request, u store.User) e
 	if err != nil {
 		return err
 	}
-	out := wire.ToolDetail{Tool: toolOf(t)}
+	tool, err := s.toolWithCategories(r, t)
+	if err != nil {
+		return err
+	}
+	out := wire.ToolDetail{Tool: tool}
 	if t.PublishedVersionID != "" {
 		_, v, err := s.svc.Catalog.Published(r.Context(), u, t.ID)
 		if err != nil {
@@ -93,8 +105,12 @@ func (s *Server) updateTool(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusOK, toolOf(t))
-	return nil
+	if req.Categories != nil {
+		if _, err := s.svc.Catalog.SetCategories(r.Context(), u, t.ID, *req.Categories); err != nil {
+			return err
+		}
+	}
+	return s.writeTool(w, r, t)
 }
 
 func (s *Server) createVersion(w http.ResponseWriter, r *http.Request, u store.User) error {
@@ -128,8 +144,7 @@ func (s *Server) publishVersion(w http.ResponseWriter, r *http.Request, u store.
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusOK, toolOf(t))
-	return nil
+	return s.writeTool(w, r, t)
 }
 
 func (s *Server) unpublishTool(w http.ResponseWriter, r *http.Request, u store.User) error {
@@ -137,6 +152,5 @@ func (s *Server) unpublishTool(w http.ResponseWriter, r *http.Request, u store.U
 	if err != nil {
 		return err
 	}
-	httpkit.WriteJSON(w, http.StatusOK, toolOf(t))
-	return nil
+	return s.writeTool(w, r, t)
 }

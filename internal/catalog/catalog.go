@@ -1,8 +1,8 @@
 // Package catalog owns who may see and change tools: which tools a user sees (published
 // ones, plus their own drafts), creating tools and versions with their schemas, editing a
-// tool's info, publishing, each user's tool settings, and who maintains a tool, whom a
-// run's problem report reaches. The api and web packages both go through it, so the
-// rules live in one place.
+// tool's info, publishing, each user's tool settings, who maintains a tool, whom a run's
+// problem report reaches, and the home page's categories, favourites and recently used
+// tools. The api and web packages both go through it, so the rules live in one place.
 package catalog
 
 import (
@@ -154,6 +154,8 @@ type NewTool struct {
 	Summary, UsageInstructions       string
 	InputSchema, SettingsSchema      json.RawMessage
 	Publish                          bool
+	// Categories name the tool's categories (see SetCategories); nil for none.
+	Categories []string
 }
 
 // NewVersion is what AddVersion needs: the source and the version's schemas (nil: none).
@@ -181,6 +183,9 @@ func (s *Service) Create(ctx context.Context, u store.User, n NewTool) (store.To
 	if err != nil {
 		return store.Tool{}, store.ToolVersion{}, err
 	}
+	if err := CheckCategoryNames(n.Categories); err != nil {
+		return store.Tool{}, store.ToolVersion{}, err
+	}
 	now := s.now()
 	v, err := s.newVersion(NewVersion{Source: n.Source, InputSchema: n.InputSchema, SettingsSchema: n.SettingsSchema}, u, now)
 	if err != nil {
@@ -192,6 +197,9 @@ func (s *Service) Create(ctx context.Context, u store.User, n NewTool) (store.To
 	t, err = s.st.CreateTool(ctx, t, v, n.Publish)
 	if errors.Is(err, store.ErrConflict) {
 		return store.Tool{}, store.ToolVersion{}, errs.New(ErrExists, map[string]any{"slug": n.Slug}, "a tool with slug %q already exists", n.Slug)
+	}
+	if err == nil && len(n.Categories) > 0 {
+		_, err = s.SetCategories(ctx, u, t.ID, n.Categories)
 	}
 	return t, v, err
 }

@@ -129,6 +129,7 @@ var userTables = []struct{ Table, Column string }{
 	{"tokens", "user_id"},
 	{"web_sessions", "user_id"},
 	{"tool_settings", "user_id"},
+	{"favourites", "user_id"},
 	{"session_steps", "user_id"},
 	{"session_files", "user_id"},
 	{"tool_sessions", "user_id"},

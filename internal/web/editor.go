@@ -223,6 +223,9 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	}
 	if ev.Info == nil {
 		ev.Info = infoPanel(h.langOf(r), c, t)
+		if err := h.addCategoryField(r, h.langOf(r), ev.Info, t); err != nil {
+			return err
+		}
 		ev.Info.Saved = ev.InfoSaved
 	}
 	if ev.Settings == nil {
@@ -351,7 +354,7 @@ func schemaText(s string) json.RawMessage {
 }
 
 // saveInfo saves what users read about a tool: its title, summary, description and
-// usage instructions.
+// usage instructions, and the categories it is listed under.
 func (h *Handler) saveInfo(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err := needAuthor(c); err != nil {
 		return err
@@ -361,8 +364,18 @@ func (h *Handler) saveInfo(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	p := infoPanel(h.langOf(r), c, t)
+	if err := h.addCategoryField(r, h.langOf(r), p, t); err != nil {
+		return err
+	}
 	p.keep(r.PostForm)
-	_, err = h.catalog.UpdateInfo(r.Context(), c.User, t.Slug, p.value("title"), p.value("description"), p.value("summary"), p.value("usage_instructions"))
+	// The categories are checked first, so a refusal of them leaves the info unsaved too.
+	categories := categoryNames(p.value("categories"))
+	if err = catalog.CheckCategoryNames(categories); err == nil {
+		_, err = h.catalog.UpdateInfo(r.Context(), c.User, t.Slug, p.value("title"), p.value("description"), p.value("summary"), p.value("usage_instructions"))
+	}
+	if _, sent := r.PostForm["info.categories"]; sent && err == nil {
+		_, err = h.catalog.SetCategories(r.Context(), c.User, t.Slug, categories)
+	}
 	version := r.PostFormValue("version")
 	if err != nil {
 		status, _ := h.statusOf(w, err)

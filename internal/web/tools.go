@@ -21,30 +21,6 @@ import (
 // live (spinner, elapsed time, Avbryt), so a run started there is shown at once.
 const runWait = 5 * time.Second
 
-// toolEntry is one tool in the catalogue.
-type toolEntry struct {
-	store.Tool
-	Draft bool
-	Mine  bool
-}
-
-func (h *Handler) catalogue(w http.ResponseWriter, r *http.Request, c *call) error {
-	tools, err := h.catalog.List(r.Context(), c.User)
-	if err != nil {
-		return err
-	}
-	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	var list []toolEntry
-	for _, t := range tools {
-		if !catalog.Matches(t, q) {
-			continue
-		}
-		list = append(list, toolEntry{Tool: t, Draft: t.PublishedVersionID == "", Mine: catalog.Owns(c.User, t)})
-	}
-	h.render(w, r, http.StatusOK, "catalogue", c, map[string]any{"Title": h.langOf(r).T("lists.catalogue.title"), "Tools": list, "Query": q, "Count": len(tools)})
-	return nil
-}
-
 // sessionFiles is what the page says about a session's files.
 type sessionFiles struct {
 	Files   []fileEntry
@@ -111,6 +87,11 @@ func (h *Handler) toolData(r *http.Request, c *call, t store.Tool, tv toolView) 
 	if t.UsageInstructions != "" {
 		data["Usage"] = renderUsage(t.UsageInstructions)
 	}
+	fav, err := h.catalog.IsFavourite(r.Context(), c.User, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	data["Star"] = toolCard{Tool: t, Favourite: fav, CSRF: c.CSRF, Back: "/tools/" + t.Slug, Place: "tool"}
 	if tv.Version == nil {
 		return data, nil
 	}

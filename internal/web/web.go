@@ -187,6 +187,13 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /admin/users/{id}/tokens", h.page(h.issueToken))
 	h.registerLifecycle(mux)
 	mux.Handle("GET /admin/runs", h.page(h.adminRuns))
+
+	mux.Handle("GET /categories/{category}", h.page(h.categoryPage))
+	mux.Handle("POST /tools/{tool}/favourite", h.page(h.star))
+	mux.Handle("GET /admin/categories", h.page(h.categoriesPage))
+	mux.Handle("POST /admin/categories", h.page(h.createCategory))
+	mux.Handle("POST /admin/categories/{category}", h.page(h.changeCategory))
+	mux.Handle("POST /admin/categories/{category}/delete", h.page(h.deleteCategory))
 }
 
 // NotFound answers a path that is no page.

@@ -22,6 +22,9 @@ type Tool struct {
 	PublishedVersionID *string   `json:"published_version_id"`
 	CreatedAt          time.Time `json:"created_at"`
 	UpdatedAt          time.Time `json:"updated_at"`
+	// Categories are the tool's categories, by title; an author's proposal an admin has
+	// not approved yet has approved false.
+	Categories []ToolCategory `json:"categories"`
 }
 
 // ToolDetail is one tool (GET /api/v1/tools/{tool}) with what its published version asks
@@ -65,6 +68,9 @@ type NewTool struct {
 	InputSchema       json.RawMessage `json:"input_schema,omitempty"`
 	SettingsSchema    json.RawMessage `json:"settings_schema,omitempty"`
 	Publish           bool            `json:"publish"`
+	// Categories name the tool's categories by slug or title; a title that names none
+	// yet is proposed as a new one, for an admin to approve.
+	Categories []string `json:"categories,omitempty"`
 }
 
 // CreatedTool is the answer of POST /api/v1/tools.
@@ -88,6 +94,8 @@ type ToolInfo struct {
 	Description       *string `json:"description,omitempty"`
 	Summary           *string `json:"summary,omitempty"`
 	UsageInstructions *string `json:"usage_instructions,omitempty"`
+	// Categories, when present, replace the tool's categories (as NewTool's do).
+	Categories *[]string `json:"categories,omitempty"`
 }
 
 // Settings is a user's settings for a tool (GET and PUT of a settings route): the

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,6 +69,10 @@ type Store struct {
 	chunk       int // the size of the chunks a Put writes (fitChunk)
 
 	inPuts blob.InFlight // NUIDs whose chunks a Put of this store is writing
+
+	// renewals counts the consumers a reader replaced because they stopped delivering
+	// (receive): none in a healthy cluster, so tests and the log can tell a stall.
+	renewals atomic.Int64
 
 	log    *slog.Logger
 	mu     sync.Mutex

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -38,6 +39,9 @@ type Handlers struct {
 	metrics *metrics.Metrics
 	subs    []*nats.Subscription
 	sem     chan struct{} // bounds the requests answered at once
+
+	goneMu sync.Mutex
+	gone   map[string]time.Time // running runs whose worker the sweep found gone, since when
 }
 
 // maxReportBytes bounds the report of one attempt read from the work bucket: its two
@@ -120,6 +124,12 @@ func (h *Handlers) claim(ctx context.Context, worker string, data []byte) (strin
 	var c protocol.Claim
 	if err := json.Unmarshal(data, &c); err != nil || c.Run == "" || c.Attempt < 1 || c.Attempt > protocol.MaxDeliver {
 		return "", fmt.Errorf("worker %s: a claim that is not one: %.200q", worker, data)
+	}
+	if held, err := h.heldElsewhere(ctx, c.Run, c.Attempt); err != nil {
+		return "", err
+	} else if held {
+		h.metrics.DispatchClaims.WithLabelValues(protocol.Held).Inc()
+		return protocol.Held, nil
 	}
 	ok, err := h.runs.Claim(ctx, c.Run, c.Attempt, worker)
 	if err != nil {
@@ -400,6 +410,16 @@ func (h *Handlers) exhausted(m *nats.Msg) {
 		return
 	}
 	id := strings.TrimPrefix(msg.Subject, "skrip.jobs.")
+	if r, err := h.st.GetRun(ctx, id); err == nil {
+		if alive, err := h.holding(ctx, r); err == nil && alive {
+			// Its last delivery's progress signals were lost (a leader election), not its
+			// worker: the message stays for the holder to acknowledge once its result is
+			// recorded, and the sweep fails the run should that worker go.
+			h.log.Warn("a run's message was delivered its last time, but its worker is alive and still runs it; it is left to it",
+				"run", id, "worker", r.Worker, "attempt", r.Attempts)
+			return
+		}
+	}
 	if err := h.lost(ctx, id); err != nil {
 		// The message goes anyway, or it would hold a place in the queue for good; the
 		// sweep fails a running run whose message is gone.

@@ -213,6 +213,36 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		return
 	}
 	id := m.Job.Run
+	log := w.log.With("run", id, "attempt", attempt)
+	// The message stays this worker's while it says so, well within the ack wait. A
+	// signal lost while NATS elects a leader is sent again at the next tick; a redelivery
+	// it caused waits for this attempt (protocol.Held), and does not end it.
+	alive, stopAlive := context.WithCancel(context.Background())
+	defer stopAlive()
+	go func() {
+		t := time.NewTicker(max(w.cfg.AckWait/3, 100*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-alive.Done():
+				return
+			case <-t.C:
+				msg.InProgress()
+			}
+		}
+	}()
+	answer := ""
+	if attempt > 1 {
+		// A redelivery: its earlier attempt may still run, on this worker or another.
+		if answer = w.claim(id, attempt, log); answer != protocol.Go {
+			if answer == protocol.Final {
+				w.ack(msg, log)
+			} else if answer != "" {
+				log.Info("not running a run another attempt holds", "answer", answer)
+			}
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h := &held{attempt: attempt, cancel: cancel, done: make(chan struct{})}
@@ -244,23 +274,10 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		h.release()
 		w.metrics.WorkerRuns.Dec()
 	}()
-	// The message stays this worker's while it says so, well within the ack wait.
-	alive, stopAlive := context.WithCancel(context.Background())
-	defer stopAlive()
-	go func() {
-		t := time.NewTicker(max(w.cfg.AckWait/3, 100*time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-alive.Done():
-				return
-			case <-t.C:
-				msg.InProgress()
-			}
-		}
-	}()
-	log := w.log.With("run", id, "attempt", attempt)
-	switch answer := w.ask(ctx, protocol.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID}); answer {
+	if answer == "" {
+		answer = w.ask(ctx, protocol.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID})
+	}
+	switch answer {
 	case protocol.Go:
 		w.mu.Lock()
 		h.claimed = true
@@ -308,6 +325,26 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		w.ack(msg, log)
 	default:
 		log.Warn("the run's result was not recorded: another attempt holds it", "answer", answer)
+	}
+}
+
+// claim asks for run id as attempt, waiting while an earlier attempt still runs on a
+// live worker (protocol.Held): that attempt is recorded (the answer is then Final), or
+// its worker goes (Go). It gives up ("") when the worker stops for good.
+func (w *Worker) claim(id string, attempt int64, log *slog.Logger) string {
+	waiting := false
+	for {
+		answer := w.ask(w.hard, protocol.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID})
+		if answer != protocol.Held {
+			return answer
+		}
+		if !waiting {
+			waiting = true
+			log.Info("the run came again while its earlier attempt still runs on a live worker; waiting for it")
+		}
+		if !sleep(w.hard, max(w.cfg.AckWait/3, 100*time.Millisecond)) {
+			return ""
+		}
 	}
 }
 
@@ -445,6 +482,9 @@ func (w *Worker) onBacklog(m *nats.Msg) {
 	var b protocol.Backlog
 	if h := w.held[string(m.Data)]; h != nil {
 		b = protocol.Backlog{Lines: append([]protocol.Line(nil), h.backlog.Lines...), Full: h.backlog.Full}
+		if h.claimed && !h.stale {
+			b.Attempt = h.attempt // it is alive and runs the run (dispatch's holding asks)
+		}
 	}
 	w.mu.Unlock()
 	data, _ := json.Marshal(b)

@@ -669,6 +669,13 @@ func testKillStreamLeaderAtFinish(t *testing.T, c *skripCluster) {
 	if holder, _, _ := c.holder(t, r.RunID); holder != w {
 		t.Fatalf("the run was recorded by %s, want %s, which ran it", holder, w)
 	}
+	// Whether JetStream redelivered the run during the election (it mostly does: the
+	// election outlasts the ack wait), and a worker waited for the live holder.
+	waited := 0
+	for _, n := range c.workers {
+		waited += strings.Count(n.proc.Log(1<<20), "earlier attempt still runs on a live worker")
+	}
+	t.Logf("deliveries that waited for the live holder: %d", waited)
 	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	if err := c.nats.Node(leader).Restart(rctx); err != nil {

@@ -634,7 +634,7 @@ func unmountUnder(dir string) {
 	}
 }
 
-// F8: kill the NATS node that leads the run queue's stream while a run finishes: its
+// F8: kill the NATS node that leads the run queue's consumer while a run finishes: its
 // worker's progress signals go nowhere during the election and JetStream redelivers the
 // run, but its worker is alive, so the run is recorded once, by that worker, and spends
 // no retry (issue 31: it was run again on the other worker as attempt 2).
@@ -646,21 +646,45 @@ func testKillStreamLeaderAtFinish(t *testing.T, c *skripCluster) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	s, err := js.Stream(ctx, "SKRIP_RUNS")
+	// The workers' consumer decides redeliveries; its leader may be another node than the
+	// stream's.
+	cons, err := js.Consumer(ctx, "SKRIP_RUNS", "workers")
 	if err != nil {
 		t.Fatal(err)
 	}
-	leader := s.CachedInfo().Cluster.Leader
-	r, err := c.client(t, "api1").RunFiles(ctx, "copy", nil, map[string]any{"sleep": 5}, 0)
+	r, err := c.client(t, "api1").RunFiles(ctx, "copy", nil, map[string]any{"sleep": 8}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := c.waitRunning(t, r.RunID)
-	time.Sleep(4 * time.Second)
+	time.Sleep(3 * time.Second)
+	info, err := cons.Info(ctx)
+	if err != nil || info.Cluster == nil || c.nats.Node(info.Cluster.Leader) == nil {
+		t.Fatalf("the workers' consumer's leader: %+v, %v", info, err)
+	}
+	leader := info.Cluster.Leader
 	if err := c.nats.Node(leader).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("killed %s, the run queue's leader, as the run on %s finishes", leader, w)
+	// A second node down for a while keeps the cluster from electing a leader for longer
+	// than the ack wait, as the election of the chaos run took (6.4 s): the new leader then
+	// redelivers the run at once, while its worker still runs or records it.
+	var second *hosts.NATSNode
+	for _, nd := range c.nats.Nodes {
+		if nd.Name != leader {
+			second = nd
+		}
+	}
+	if err := second.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed %s, the leader of the run queue's consumer, and %s, as the run on %s finishes", leader, second.Name, w)
+	time.Sleep(6 * time.Second)
+	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := second.Restart(rctx); err != nil {
+		t.Fatal(err)
+	}
 	done, err := c.client(t, "api2").GetRun(ctx, r.RunID, 90*time.Second)
 	if err != nil || done.Status != "succeeded" || done.Attempts != 1 {
 		t.Logf("what the nodes logged at WARN and above:\n%s", c.warnings())
@@ -676,8 +700,6 @@ func testKillStreamLeaderAtFinish(t *testing.T, c *skripCluster) {
 		waited += strings.Count(n.proc.Log(1<<20), "earlier attempt still runs on a live worker")
 	}
 	t.Logf("deliveries that waited for the live holder: %d", waited)
-	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
 	if err := c.nats.Node(leader).Restart(rctx); err != nil {
 		t.Fatal(err)
 	}

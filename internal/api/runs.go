@@ -251,6 +251,10 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 		return rc.Flush()
 	}
 	send(run.Event{Type: "status", Data: rn.Status})
+	// A status reaches this node by two paths, the database read above and the event of
+	// the change (from this node's hub, or relayed from the node that made it), in
+	// either order: each is sent once.
+	last := rn.Status
 	if store.Terminal(rn.Status) {
 		flush()
 		return nil
@@ -278,6 +282,12 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 			}
 		case <-sub.Ready():
 			for _, e := range sub.Take() {
+				if e.Type == "status" {
+					if e.Data == last {
+						continue
+					}
+					last = e.Data
+				}
 				if send(e) != nil {
 					return nil
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/runner"
 	"github.com/skrip-dev/skrip/internal/store"
 )
@@ -480,5 +481,44 @@ func TestRunListQueryErrors(t *testing.T) {
 		if a.status != 400 || a.errCode() != "invalid_request" || d["field"] != tc.field || d["value"] != tc.value || d["reason"] != "run_query" {
 			t.Errorf("GET /api/v1/runs?%s: %d %s; want 400 invalid_request, field %s, value %#v, reason run_query", tc.query, a.status, a.raw, tc.field, tc.value)
 		}
+	}
+}
+
+// TestRunEventsSendEachStatusOnce: a status that reaches the stream by two paths (the
+// database and the change's event, or an event relayed twice) is sent once (issue 31:
+// a stream in a cluster sent "running" twice).
+func TestRunEventsSendEachStatusOnce(t *testing.T) {
+	env := apptest.Start(t, apptest.Config(t, apptest.Backends[0]))
+	publish(t, env, "sleep", sleepTool)
+	_, u := env.User(t, "u", "user")
+	a := runUpload(t, env, u.Token, "sleep", nil, nil, `{"s": 2}`, "?wait=0s")
+	id := a.body["run_id"].(string)
+	req, _ := http.NewRequest("GET", env.URL+"/api/v1/runs/"+id+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+u.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var statuses []string
+	sc := bufio.NewScanner(resp.Body)
+	sent := false
+	for event := ""; sc.Scan() && len(statuses) < 10; {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case event == "status" && strings.HasPrefix(line, "data: "):
+			statuses = append(statuses, strings.TrimPrefix(line, "data: "))
+			if line == `data: "running"` && !sent {
+				sent = true
+				// The same change again, as a relay from another node would bring it.
+				env.App.Runs.Publish(id, run.Event{Type: "status", Data: store.StatusRunning})
+				env.App.Runs.Publish(id, run.Event{Type: "status", Data: store.StatusRunning})
+			}
+		}
+	}
+	if got := strings.Join(statuses, " "); got != `"running" "succeeded"` && got != `"queued" "running" "succeeded"` {
+		t.Fatalf("statuses sent: %s; want each once", got)
 	}
 }

@@ -112,7 +112,7 @@ func (a *App) sweep(ctx context.Context, h *dispatch.Handlers, work blob.Store) 
 		if held, _ := lease.Held(ctx); !held {
 			continue
 		}
-		if _, err := h.Sweep(ctx, 2*a.cfg.RunAckWait); err != nil && ctx.Err() == nil {
+		if _, err := h.Sweep(ctx, 2*a.cfg.RunAckWait, a.cfg.RunWorkerWait); err != nil && ctx.Err() == nil {
 			a.log.Warn("sweeping the run queue", "error", err)
 		}
 		if time.Since(collected) > 10*time.Minute {

@@ -51,6 +51,8 @@ type node struct {
 const (
 	adminToken = "skr_cluster-admin-token-0123456789"
 	ackWait    = "3s"
+	// workerWait is how long a running run whose worker is gone waits for another (F9).
+	workerWait = "10s"
 )
 
 var users = []natsserver.User{
@@ -116,7 +118,7 @@ func startCluster(t *testing.T) *skripCluster {
 	// (which internal/api's fairness tests cover); on a busy machine 8 were waiting.
 	apiSettings := map[string]string{"SKRIP_DATABASE_URL": c.pg.URL(), "SKRIP_BLOB": "nats", "SKRIP_RUNNER_CONCURRENCY": "0",
 		"SKRIP_BOOTSTRAP_ADMIN_TOKEN": adminToken, "SKRIP_NATS_USER": "api", "SKRIP_NATS_PASSWORD": "api-secret",
-		"SKRIP_RUNS_PER_USER": "64"}
+		"SKRIP_RUNS_PER_USER": "64", "SKRIP_RUN_WORKER_WAIT": workerWait}
 	// API nodes first: they make the stream, the buckets and the registry.
 	for _, name := range []string{"api1", "api2"} {
 		c.api[name] = start(name, "serve", apiSettings)
@@ -273,6 +275,8 @@ func TestFaults(t *testing.T) {
 	t.Run("F5 a rolling restart of every worker", func(t *testing.T) { testRollingRestart(t, c) })
 	t.Run("F6 an agent sandbox whose worker is killed", func(t *testing.T) { testSandboxLost(t, c) })
 	t.Run("F7 an API node killed mid-upload, resumed on the other", func(t *testing.T) { testKillAPIMidUpload(t, c) })
+	t.Run("F8 the run queue's NATS leader killed while a run finishes", func(t *testing.T) { testKillStreamLeaderAtFinish(t, c) })
+	t.Run("F9 every worker lost at once", func(t *testing.T) { testAllWorkersLost(t, c) })
 	t.Run("a token revoked on one API node, refused by the other", func(t *testing.T) { testRevocation(t, c) })
 }
 
@@ -627,5 +631,118 @@ func unmountUnder(dir string) {
 	}
 	for i := len(found) - 1; i >= 0; i-- {
 		syscall.Unmount(found[i], syscall.MNT_DETACH)
+	}
+}
+
+// F8: kill the NATS node that leads the run queue's consumer while a run finishes: its
+// worker's progress signals go nowhere during the election and JetStream redelivers the
+// run, but its worker is alive, so the run is recorded once, by that worker, and spends
+// no retry (issue 31: it was run again on the other worker as attempt 2).
+func testKillStreamLeaderAtFinish(t *testing.T, c *skripCluster) {
+	ctx := context.Background()
+	nc, err := nats.Connect(c.nats.URLs(), nats.UserInfo("api", "api-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	// The workers' consumer decides redeliveries; its leader may be another node than the
+	// stream's.
+	cons, err := js.Consumer(ctx, "SKRIP_RUNS", "workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.client(t, "api1").RunFiles(ctx, "copy", nil, map[string]any{"sleep": 8}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.waitRunning(t, r.RunID)
+	time.Sleep(3 * time.Second)
+	info, err := cons.Info(ctx)
+	if err != nil || info.Cluster == nil || c.nats.Node(info.Cluster.Leader) == nil {
+		t.Fatalf("the workers' consumer's leader: %+v, %v", info, err)
+	}
+	leader := info.Cluster.Leader
+	if err := c.nats.Node(leader).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// A second node down for a while keeps the cluster from electing a leader for longer
+	// than the ack wait, as the election of the chaos run took (6.4 s): the new leader then
+	// redelivers the run at once, while its worker still runs or records it.
+	var second *hosts.NATSNode
+	for _, nd := range c.nats.Nodes {
+		if nd.Name != leader {
+			second = nd
+		}
+	}
+	if err := second.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed %s, the leader of the run queue's consumer, and %s, as the run on %s finishes", leader, second.Name, w)
+	time.Sleep(6 * time.Second)
+	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := second.Restart(rctx); err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.client(t, "api2").GetRun(ctx, r.RunID, 90*time.Second)
+	if err != nil || done.Status != "succeeded" || done.Attempts != 1 {
+		t.Logf("what the nodes logged at WARN and above:\n%s", c.warnings())
+		t.Fatalf("run after its stream leader was killed: %s (%v), attempts %d, %v; want succeeded on its first attempt", done.Status, done.ErrorSummary, done.Attempts, err)
+	}
+	if holder, _, _ := c.holder(t, r.RunID); holder != w {
+		t.Fatalf("the run was recorded by %s, want %s, which ran it", holder, w)
+	}
+	// JetStream redelivered the run after the election, which outlasted the ack wait, and
+	// a worker waited for the live holder rather than running it again.
+	waited := 0
+	for _, n := range c.workers {
+		waited += strings.Count(n.proc.Log(1<<20), "earlier attempt still runs on a live worker")
+	}
+	if waited == 0 {
+		t.Fatal("no delivery of the run waited for its live holder: the election did not outlast the ack wait, and the test did not test what it is for")
+	}
+	t.Logf("deliveries that waited for the live holder: %d", waited)
+	if err := c.nats.Node(leader).Restart(rctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// F9: kill every worker while a run runs: no worker is left to take it over, and once
+// SKRIP_RUN_WORKER_WAIT (workerWait) has passed it fails as "worker lost", naming it,
+// rather than staying "running" (issue 31: 70 s and counting).
+func testAllWorkersLost(t *testing.T, c *skripCluster) {
+	ctx := context.Background()
+	r, err := c.client(t, "api1").RunFiles(ctx, "copy", nil, map[string]any{"sleep": 120}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitRunning(t, r.RunID)
+	for _, w := range []string{"w1", "w2"} {
+		if err := c.workers[w].proc.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killed := time.Now()
+	t.Log("killed every worker")
+	wait, _ := time.ParseDuration(workerWait)
+	// The heartbeats expire (1.5 s), then the sweep (every ack wait) waits workerWait.
+	limit := wait + 30*time.Second
+	done, err := c.client(t, "api2").GetRun(ctx, r.RunID, limit)
+	if err != nil || done.Status != "failed" || done.ErrorSummary == nil || !strings.Contains(*done.ErrorSummary, "worker lost") ||
+		!strings.Contains(*done.ErrorSummary, workerWait) {
+		t.Fatalf("run %v after every worker was killed: %s (%v), %v; want failed, worker lost, within %s", time.Since(killed).Round(time.Second), done.Status, done.ErrorSummary, err, limit)
+	}
+	if d := time.Since(killed); d < wait {
+		t.Fatalf("the run failed %v after its worker was lost, before %s", d, workerWait)
+	}
+	t.Logf("the run failed %v after every worker was killed: %s", time.Since(killed).Round(100*time.Millisecond), *done.ErrorSummary)
+	for _, w := range []string{"w1", "w2"} {
+		restart(t, c.workers[w])
+	}
+	// The cluster works again.
+	again, err := c.client(t, "api1").RunFiles(ctx, "noop", nil, nil, time.Minute)
+	if err != nil || again.Status != "succeeded" {
+		t.Fatalf("a run after the workers came back: %s, %v", again.Status, err)
 	}
 }

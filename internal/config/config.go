@@ -78,6 +78,7 @@ type Config struct {
 	RunsPerUser         int
 	WorkerID            string
 	RunAckWait          time.Duration
+	RunWorkerWait       time.Duration // how long a running run whose worker is gone waits for another
 	WorkerCacheBytes    int64
 	UploadMaxFiles      int
 	UploadMaxFileBytes  int64
@@ -248,6 +249,7 @@ func Settings() []Setting {
 		{Name: "runs-per-user", Default: "8", Help: "runs one user may have queued and running at once, in the whole cluster; past it that user's new runs get 429 (0: no cap)", kind: kInt, bind: intv(func(c *Config) *int { return &c.RunsPerUser })},
 		{Name: "worker-id", Default: "", Shown: "a hash of the host name and the data dir", Help: "name of this worker among a cluster's, in its heartbeat and on the runs it claims", bind: str(func(c *Config) *string { return &c.WorkerID })},
 		{Name: "run-ack-wait", Default: "30s", Help: "in cluster mode, how long a worker may go silent before its run is given to another worker (at least 1s)", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.RunAckWait })},
+		{Name: "run-worker-wait", Default: "5m", Help: "in cluster mode, how long a running run whose worker is gone (its heartbeat left the registry) waits for another worker to take it over before it fails as \"worker lost\" (at least 1s)", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.RunWorkerWait })},
 		{Name: "worker-cache-bytes", Default: "2GiB", Help: "size of a worker's cache of input files, session files and tool scripts under the data dir", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.WorkerCacheBytes })},
 		{Name: "upload-max-files", Default: "20", Help: "files in one run's upload", kind: kInt, bind: intv(func(c *Config) *int { return &c.UploadMaxFiles })},
 		{Name: "upload-max-file-bytes", Default: "20000000", Help: "largest file in a run's upload", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.UploadMaxFileBytes })},

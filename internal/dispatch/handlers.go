@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -43,6 +44,9 @@ type Handlers struct {
 	metrics *metrics.Metrics
 	subs    []*nats.Subscription
 	sem     chan struct{} // bounds the requests answered at once
+
+	goneMu sync.Mutex
+	gone   map[string]time.Time // running runs whose worker the sweep found gone, since when
 }
 
 // maxReportBytes bounds the report of one attempt read from its worker's bucket: its two
@@ -153,6 +157,14 @@ func (h *Handlers) claim(ctx context.Context, worker string, data []byte) (proto
 	}
 	if err != nil {
 		return protocol.Reply{}, err
+	}
+	// An earlier attempt still running on a live worker keeps the run (a redelivery a
+	// NATS election caused): this one waits, and gets no keys.
+	if held, err := h.heldElsewhere(ctx, c.Run, c.Attempt); err != nil {
+		return protocol.Reply{}, err
+	} else if held {
+		h.metrics.DispatchClaims.WithLabelValues(protocol.Held).Inc()
+		return protocol.Reply{Answer: protocol.Held}, nil
 	}
 	rep := protocol.Reply{Answer: protocol.Go}
 	if msg.Token != "" {
@@ -547,6 +559,16 @@ func (h *Handlers) exhausted(m *nats.Msg) {
 		return
 	}
 	id := strings.TrimPrefix(msg.Subject, "skrip.jobs.")
+	if r, err := h.st.GetRun(ctx, id); err == nil {
+		if alive, err := h.holding(ctx, r); err == nil && alive {
+			// Its last delivery's progress signals were lost (a leader election), not its
+			// worker: the message stays for the holder to acknowledge once its result is
+			// recorded, and the sweep fails the run should that worker go.
+			h.log.Warn("a run's message was delivered its last time, but its worker is alive and still runs it; it is left to it",
+				"run", id, "worker", r.Worker, "attempt", r.Attempts)
+			return
+		}
+	}
 	if err := h.lost(ctx, id); err != nil {
 		// The message goes anyway, or it would hold a place in the queue for good; the
 		// sweep fails a running run whose message is gone.

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,6 +24,9 @@ const SweepLease = "dispatch-sweep"
 //     worker was lost and the advisory's handler did not end it);
 //   - a running run on its last attempt whose worker has been gone from the registry for
 //     longer than the registry's TTL;
+//   - a running run whose worker is gone and that no other worker took over within
+//     workerWait (SKRIP_RUN_WORKER_WAIT): with every worker gone, nothing else would end
+//     it;
 //   - a queued run older than grace whose message never reached the database (its API
 //     node stopped between making it and holding it).
 //
@@ -31,11 +35,13 @@ const SweepLease = "dispatch-sweep"
 //
 // One node of the cluster runs it at a time (SweepLease); any may, since every change is
 // conditional.
-func (h *Handlers) Sweep(ctx context.Context, grace time.Duration) (int, error) {
+func (h *Handlers) Sweep(ctx context.Context, grace, workerWait time.Duration) (int, error) {
 	kv, err := h.js.KeyValue(ctx, protocol.Registry)
 	if err != nil {
 		return 0, err
 	}
+	running := map[string]bool{}
+	defer h.forgetGone(running)
 	ended := 0
 	for _, status := range []string{store.StatusRunning, store.StatusQueued} {
 		runs, err := h.st.ListRuns(ctx, store.RunFilter{Status: status, Limit: 1000})
@@ -43,10 +49,13 @@ func (h *Handlers) Sweep(ctx context.Context, grace time.Duration) (int, error) 
 			return ended, err
 		}
 		for _, r := range runs {
+			if r.Status == store.StatusRunning {
+				running[r.ID] = true
+			}
 			if time.Since(r.CreatedAt) < grace {
 				continue
 			}
-			why, seq, err := h.orphaned(ctx, kv, r)
+			why, seq, err := h.orphaned(ctx, kv, r, workerWait)
 			if err != nil {
 				return ended, err
 			}
@@ -78,7 +87,7 @@ func (h *Handlers) Sweep(ctx context.Context, grace time.Duration) (int, error) 
 
 // orphaned says why run r is to fail, or "" when it is in the queue's hands, and the
 // stream sequence of its message (0: none).
-func (h *Handlers) orphaned(ctx context.Context, kv jetstream.KeyValue, r store.Run) (string, uint64, error) {
+func (h *Handlers) orphaned(ctx context.Context, kv jetstream.KeyValue, r store.Run, workerWait time.Duration) (string, uint64, error) {
 	msg, err := h.stream.GetLastMsgForSubject(ctx, protocol.JobSubject(r.ID))
 	gone := errors.Is(err, jetstream.ErrMsgNotFound)
 	if err != nil && !gone {
@@ -103,8 +112,48 @@ func (h *Handlers) orphaned(ctx context.Context, kv jetstream.KeyValue, r store.
 		if !live {
 			return "worker lost: the run was tried on 2 workers, and each stopped answering", seq, nil
 		}
+	default:
+		live, err := h.live(ctx, kv, r.Worker)
+		if err != nil {
+			return "", 0, err
+		}
+		if since := h.goneSince(r.ID, live); !live && time.Since(since) > workerWait {
+			return fmt.Sprintf("worker lost: the run's worker stopped answering, and no other worker took the run over within %s", workerWait), seq, nil
+		}
 	}
 	return "", 0, nil
+}
+
+// goneSince notes whether running run id's worker is live, and returns since when the
+// sweep has found it gone (now when it is live). It is this node's memory: a node that
+// takes the sweep over starts counting anew, which only waits longer.
+func (h *Handlers) goneSince(id string, live bool) time.Time {
+	h.goneMu.Lock()
+	defer h.goneMu.Unlock()
+	if live {
+		delete(h.gone, id)
+		return time.Now()
+	}
+	if h.gone == nil {
+		h.gone = map[string]time.Time{}
+	}
+	since, ok := h.gone[id]
+	if !ok {
+		since = time.Now()
+		h.gone[id] = since
+	}
+	return since
+}
+
+// forgetGone drops what goneSince noted of runs no longer running.
+func (h *Handlers) forgetGone(running map[string]bool) {
+	h.goneMu.Lock()
+	defer h.goneMu.Unlock()
+	for id := range h.gone {
+		if !running[id] {
+			delete(h.gone, id)
+		}
+	}
 }
 
 // unsent says why queued run r, which has no message on the stream, is to fail, or ""

@@ -265,14 +265,19 @@ func (j *Janitor) RunSandboxes(ctx context.Context, interval time.Duration) {
 		if j.cfg.Cluster && !j.holds(ctx, "the idle sandbox sweep") {
 			return
 		}
-		j.mu.Lock()
-		n, err := j.expireSandboxes(ctx)
-		j.mu.Unlock()
+		// In a cluster the worker registry may not answer for a few seconds while NATS
+		// elects a leader: that is tried again once, then left to the next tick, with a
+		// warning, not an error.
+		n, err := retryOnce(ctx, sandboxRetry, func() (int, error) {
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			return j.expireSandboxes(ctx)
+		})
 		if n > 0 {
 			j.log.Info("janitor destroyed idle sandboxes", "sandboxes", n)
 		}
 		if err != nil && ctx.Err() == nil {
-			j.log.Error("destroying idle sandboxes failed", "error", err)
+			j.log.Warn("destroying idle sandboxes failed; trying again at the next sweep", "error", err, "next_in", interval)
 		}
 	})
 }
@@ -292,6 +297,27 @@ func (j *Janitor) Run(ctx context.Context, interval time.Duration) {
 }
 
 // every calls fn every interval until ctx ends; a zero interval never calls it.
+// sandboxRetry is how long the idle sandbox sweep waits before it tries a failed sweep
+// again.
+const sandboxRetry = 2 * time.Second
+
+// retryOnce calls fn, and once more after wait when it fails; it adds up what both did.
+func retryOnce(ctx context.Context, wait time.Duration, fn func() (int, error)) (int, error) {
+	n, err := fn()
+	if err == nil || ctx.Err() != nil {
+		return n, err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return n, err
+	case <-t.C:
+	}
+	m, err := fn()
+	return n + m, err
+}
+
 func every(ctx context.Context, interval time.Duration, fn func()) {
 	if interval <= 0 {
 		return

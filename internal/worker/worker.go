@@ -252,6 +252,36 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		return
 	}
 	id := m.Job.Run
+	log := w.log.With("run", id, "attempt", attempt)
+	// The message stays this worker's while it says so, well within the ack wait. A
+	// signal lost while NATS elects a leader is sent again at the next tick; a redelivery
+	// it caused waits for this attempt (protocol.Held), and does not end it.
+	alive, stopAlive := context.WithCancel(context.Background())
+	defer stopAlive()
+	go func() {
+		t := time.NewTicker(max(w.cfg.AckWait/3, 100*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-alive.Done():
+				return
+			case <-t.C:
+				msg.InProgress()
+			}
+		}
+	}()
+	var claim protocol.Reply
+	if attempt > 1 {
+		// A redelivery: its earlier attempt may still run, on this worker or another.
+		if claim = w.claim(id, attempt, m.Token, log); claim.Answer != protocol.Go {
+			if claim.Answer == protocol.Final {
+				w.ack(msg, log)
+			} else if claim.Answer != "" {
+				log.Info("not running a run another attempt holds", "answer", claim.Answer)
+			}
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h := &held{attempt: attempt, cancel: cancel, done: make(chan struct{})}
@@ -283,24 +313,10 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		h.release()
 		w.metrics.WorkerRuns.Dec()
 	}()
-	// The message stays this worker's while it says so, well within the ack wait.
-	alive, stopAlive := context.WithCancel(context.Background())
-	defer stopAlive()
-	go func() {
-		t := time.NewTicker(max(w.cfg.AckWait/3, 100*time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-alive.Done():
-				return
-			case <-t.C:
-				msg.InProgress()
-			}
-		}
-	}()
-	log := w.log.With("run", id, "attempt", attempt)
-	// The message's token proves the delivery; the reply holds the keys of the run's files.
-	claim := w.askReply(ctx, protocol.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID, Token: m.Token})
+	if claim.Answer == "" {
+		// The message's token proves the delivery; the reply holds the keys of the run's files.
+		claim = w.askReply(ctx, protocol.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID, Token: m.Token})
+	}
 	switch answer := claim.Answer; answer {
 	case protocol.Go:
 		w.mu.Lock()
@@ -356,6 +372,26 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		w.ack(msg, log)
 	default:
 		log.Warn("the run's result was not recorded: another attempt holds it", "answer", answer)
+	}
+}
+
+// claim asks for run id as attempt, waiting while an earlier attempt still runs on a
+// live worker (protocol.Held): that attempt is recorded (the answer is then Final), or
+// its worker goes (Go). It gives up ("") when the worker stops for good.
+func (w *Worker) claim(id string, attempt int64, token string, log *slog.Logger) protocol.Reply {
+	waiting := false
+	for {
+		rep := w.askReply(w.hard, protocol.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID, Token: token})
+		if rep.Answer != protocol.Held {
+			return rep
+		}
+		if !waiting {
+			waiting = true
+			log.Info("the run came again while its earlier attempt still runs on a live worker; waiting for it")
+		}
+		if !sleep(w.hard, max(w.cfg.AckWait/3, 100*time.Millisecond)) {
+			return protocol.Reply{}
+		}
 	}
 }
 
@@ -538,6 +574,9 @@ func (w *Worker) onBacklog(m *nats.Msg) {
 	var b protocol.Backlog
 	if h := w.held[string(m.Data)]; h != nil {
 		b = protocol.Backlog{Lines: append([]protocol.Line(nil), h.backlog.Lines...), Full: h.backlog.Full}
+		if h.claimed && !h.stale {
+			b.Attempt = h.attempt // it is alive and runs the run (dispatch's holding asks)
+		}
 	}
 	w.mu.Unlock()
 	data, _ := json.Marshal(b)

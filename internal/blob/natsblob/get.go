@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 )
@@ -42,7 +43,7 @@ type chunkReader struct {
 	store   *Store
 	subject string // the chunk subject being read
 	cons    jetstream.Consumer
-	iter    jetstream.MessagesContext
+	pull    *puller // the consumer's messages (pull.go)
 	idle    time.Duration
 	// prefetch is how many chunks the consumer buffers ahead of the reader: chunkPrefetch,
 	// or fewer when the range read spans fewer.
@@ -303,7 +304,8 @@ func chunkIndex(m *jetstream.RawStreamMsg, nuid string) (uint64, bool) {
 // consumer configured as nats.go configures an ordered one. nats.go's ordered consumer is
 // not used because it recreates itself inside Next, with its own timeout of 10 s and
 // regardless of the caller's context; the reader does that itself (renew), checking the
-// order by the consumer's sequence.
+// order by the consumer's sequence. Its messages are pulled by a puller (pull.go), not
+// nats.go's iterator, which waits for good on a pull request answered 503.
 func (r *chunkReader) open(ctx context.Context) error {
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject:     r.subject,
@@ -325,18 +327,19 @@ func (r *chunkReader) open(ctx context.Context) error {
 		r.stale = append(r.stale, cfg.Name)
 		return err
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(r.prefetch))
+	pull, err := newPuller(r.store.nc, r.store.stream.CachedInfo().Config.Name, cfg.Name, r.prefetch)
 	if err != nil {
 		r.stale = append(r.stale, cfg.Name)
 		return err
 	}
-	r.cons, r.iter, r.delivered = cons, iter, 0
+	r.cons, r.pull, r.delivered = cons, pull, 0
 	return nil
 }
 
 // renew replaces the consumer, which stopped delivering (its server may be gone, or the
 // stream's leader changed), by a new one that starts after the last chunk received.
 func (r *chunkReader) renew(giveUp time.Time, cause error) error {
+	r.store.renewals.Add(1)
 	r.store.log.Warn("natsblob: a download's consumer stopped delivering; the download goes on with a new one",
 		"bucket", r.store.bucket, "cause", cause.Error(), "stream_seq", r.seq)
 	r.stop()
@@ -412,7 +415,7 @@ func (r *chunkReader) next() error {
 	if err != nil {
 		return err
 	}
-	data := msg.Data()
+	data := msg.Data
 	if uint64(len(data)) > r.left {
 		return fmt.Errorf("object holds more bytes than its recorded size")
 	}
@@ -438,14 +441,14 @@ var errGap = errors.New("a chunk went missing in delivery")
 // at once instead of after the whole idle timeout. When no chunk came for renewAfter, or
 // the consumer failed or skipped a message, it renews the consumer. It gives up when no
 // chunk came for the idle timeout, which a renewal extends up to leaderWait.
-func (r *chunkReader) receive() (jetstream.Msg, error) {
+func (r *chunkReader) receive() (*nats.Msg, error) {
 	start := time.Now()
 	deadline := start.Add(r.idle)
 	renewAt := start.Add(min(renewAfter, r.idle/2))
 	for {
 		wait := max(min(stallCheck, time.Until(deadline)), time.Millisecond)
 		ctx, cancel := context.WithTimeout(r.ctx, wait)
-		m, err := r.iter.Next(jetstream.NextContext(ctx))
+		m, err := r.pull.next(ctx)
 		cancel()
 		if err == nil {
 			md, merr := m.Metadata()
@@ -534,12 +537,12 @@ const staleConsumerPatience = time.Minute
 
 // stop stops the consumer, which is deleted by dropStale.
 func (r *chunkReader) stop() {
-	if r.iter == nil {
+	if r.pull == nil {
 		return
 	}
-	r.iter.Stop()
+	r.pull.stop()
 	r.stale = append(r.stale, r.cons.CachedInfo().Name)
-	r.cons, r.iter = nil, nil
+	r.cons, r.pull = nil, nil
 }
 
 // dropStale deletes the consumers stopped; those it cannot delete it keeps for later.

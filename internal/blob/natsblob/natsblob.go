@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -73,6 +74,10 @@ type Store struct {
 	inPuts blob.InFlight // NUIDs whose chunks a Put of this store is writing
 
 	cfg    Config // as New was given it, for Sibling
+	// renewals counts the consumers a reader replaced because they stopped delivering
+	// (receive): none in a healthy cluster, so tests and the log can tell a stall.
+	renewals atomic.Int64
+
 	log    *slog.Logger
 	mu     sync.Mutex
 	leader string // the stream's leader as last seen, to tell a stalled ack from a lost one

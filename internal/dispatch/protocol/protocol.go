@@ -135,6 +135,10 @@ const (
 	Recorded = "recorded" // record: your result is the run's; acknowledge the message
 	Final    = "final"    // the run is over already: acknowledge the message, drop your work
 	Stale    = "stale"    // a later attempt holds the run: drop your work, never acknowledge
+	// Held answers the claim of a redelivered run whose earlier attempt still runs on a
+	// live worker (its progress signals were lost while NATS elected a leader): keep the
+	// message, unacknowledged and alive, and ask again; the attempt may not start.
+	Held = "held"
 )
 
 // Reply answers a claim or a record: one of Go, Recorded, Final or Stale, or Error when
@@ -185,6 +189,8 @@ type Line struct {
 type Backlog struct {
 	Lines []Line `json:"lines"`
 	Full  bool   `json:"full,omitempty"` // lines came after the cap
+	// Attempt is the attempt of the run the worker holds and runs; 0 when it holds none.
+	Attempt int64 `json:"attempt,omitempty"`
 }
 
 // BacklogSubject is the subject worker id answers backlog requests on (data: run id).

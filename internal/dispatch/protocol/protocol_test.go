@@ -30,6 +30,7 @@ var wireJSON = map[string]string{
 	"leasereply": `{"stale":["r_1"],"cancel":["r_2"]}`,
 	"line":       `{"attempt":1,"seq":2,"type":"stdout","data":"d"}`,
 	"backlog":    `{"lines":[{"attempt":1,"seq":1,"type":"stderr","data":"e"}],"full":true}`,
+	"held":       `["held",{"lines":null,"attempt":2}]`,
 	"status":     `{"node":"n1","status":"running"}`,
 	"heartbeat":  `{"worker":"w1","host":"h","runner":"bwrap","concurrency":2,"busy":1,"runs":["r_1"],"sandboxes":["s_1"],"sandbox_budget":9,"version":"v","started":"2026-11-28T04:00:00Z","at":"2026-11-28T04:00:00Z"}`,
 	"boxrequest": `{"call":"c","box":"s_1","spec":$SPEC,"exec":{"cmd":["ls"],"stdin":"aQ==","timeout":1000000000,"log_bytes":5,"lines":true},"path":"p","xfer":"x","if_idle":true}`,
@@ -66,6 +67,7 @@ func TestWireUnchanged(t *testing.T) {
 	show("leasereply", protocol.LeaseReply{Stale: []string{"r_1"}, Cancel: []string{"r_2"}})
 	show("line", protocol.Line{Attempt: 1, Seq: 2, Type: "stdout", Data: "d"})
 	show("backlog", protocol.Backlog{Lines: []protocol.Line{{Attempt: 1, Seq: 1, Type: "stderr", Data: "e"}}, Full: true})
+	show("held", []any{protocol.Held, protocol.Backlog{Attempt: 2}})
 	show("status", protocol.Status{Node: "n1", Status: "running"})
 	show("heartbeat", protocol.Heartbeat{Worker: "w1", Host: "h", Runner: "bwrap", Concurrency: 2, Busy: 1, Runs: []string{"r_1"}, Sandboxes: []string{"s_1"},
 		BoxBudget: 9, Version: "v", Started: at, At: at})

@@ -41,7 +41,12 @@ func TestRedeliveryWaitsForLiveHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta, _ := msg.Metadata()
-	claim := protocol.Claim{Run: r.RunID, Attempt: int64(meta.NumDelivered), Worker: "fake2"}
+	var m protocol.Message
+	if err := json.Unmarshal(msg.Data(), &m); err != nil {
+		t.Fatal(err)
+	}
+	// The delivery's token proves the claim, as a real worker's does.
+	claim := protocol.Claim{Run: r.RunID, Attempt: int64(meta.NumDelivered), Worker: "fake2", Token: m.Token}
 	if answer := fake.ask(t, protocol.ClaimSubject("fake2"), claim); claim.Attempt != 2 || answer != protocol.Held {
 		t.Fatalf("the claim of delivery %d while its holder is alive: %q, want %q", claim.Attempt, answer, protocol.Held)
 	}

@@ -382,9 +382,11 @@ func (r *Runner) script(ctx context.Context, cid, body string, args []string, st
 		return -1, "", err
 	}
 	msg, _ := errBuf.Bytes()
-	for deadline := time.Now().Add(10 * time.Second); inErr != nil && insp.Running && time.Now().Before(deadline); {
-		// The script is still on its way out (its stdin just closed): wait, so that
-		// nothing it does comes after what the caller does next.
+	for deadline := time.Now().Add(10 * time.Second); inErr != nil && (insp.Running || insp.PID == 0) && time.Now().Before(deadline); {
+		// The script is still on its way out (its stdin just closed), or on a busy host
+		// not yet started (no pid): wait, so that nothing it does comes after what the
+		// caller does next (a failed write's clean-up before its late `cat` left a
+		// partial file behind).
 		time.Sleep(20 * time.Millisecond)
 		if insp, err = r.cli.ExecInspect(context.WithoutCancel(ctx), ex.ID, client.ExecInspectOptions{}); err != nil {
 			return -1, "", err

@@ -444,3 +444,62 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerCannotDeliverAsAnother: an API node takes who asks from the subject
+// (skrip.api.record.<worker>), so no worker may make a message appear on another
+// worker's subjects. A worker may create consumers on the streams it reads, and
+// nats-server does not check a push consumer's deliver subject against the creator's
+// publish permissions: the server then publishes the worker's own bytes (an object it
+// put in its own bucket) to any subject it names, here a record in another worker's
+// name and a cancel on another worker's subject.
+func TestWorkerCannotDeliverAsAnother(t *testing.T) {
+	url := startAuthServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	api, err := nats.Connect(url, nats.UserInfo("api", "api-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	ajs, _ := jetstream.New(api)
+	own := WorkerBucket(workBucket, "w1")
+	if _, err := ajs.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: own}); err != nil {
+		t.Fatal(err)
+	}
+	targets := []string{"skrip.api.record.w2", "skrip.w.w2.cancel"}
+	var subs []*nats.Subscription
+	for _, s := range targets {
+		sub, err := api.SubscribeSync(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, sub)
+	}
+	api.Flush()
+
+	w, err := nats.Connect(url, nats.UserInfo("w1", "w1-secret"), nats.CustomInboxPrefix(WorkerInboxPrefix("w1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	wjs, _ := jetstream.New(w)
+	obs, err := wjs.ObjectStore(ctx, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := `{"run":"r_of_w2","attempt":1,"worker":"w2","report_key":"work/runs/r_of_w2/a1/report.json"}`
+	if _, err := obs.PutBytes(ctx, "forged", []byte(forged)); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range targets {
+		name := fmt.Sprintf("evil%d", i)
+		req := fmt.Sprintf(`{"stream_name":"OBJ_%s","config":{"name":"%s","deliver_subject":"%s","ack_policy":"none","filter_subject":"$O.%s.C.>"}}`,
+			own, name, s, own)
+		w.Request("$JS.API.CONSUMER.CREATE.OBJ_"+own+"."+name, []byte(req), 2*time.Second)
+	}
+	for i, sub := range subs {
+		if m, err := sub.NextMsg(2 * time.Second); err == nil {
+			t.Errorf("worker w1 made the server deliver %q on %s (reply %q), which only worker w2 may publish to", m.Data, targets[i], m.Reply)
+		}
+	}
+}

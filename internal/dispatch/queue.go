@@ -344,9 +344,11 @@ func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 	// From any worker: the run's next attempt may be another's. A line from a worker
 	// that does not hold the run is dropped when the run's holder is known (lines are
 	// for viewers only; what is recorded comes from the holder's report).
-	sub, err := q.nc.Subscribe(protocol.OutSubject("*", r.ID), func(m *nats.Msg) {
+	sub, err := protocol.Subscribe(q.nc, protocol.OutSubject("*", r.ID), "", false, func(m *nats.Msg) {
 		var l protocol.Line
-		if json.Unmarshal(m.Data, &l) != nil || l.Type == "status" {
+		// A worker's line names its attempt and counts from 1; JetStream's answers to a
+		// request a worker sent with this subject as its reply (a PubAck) do neither.
+		if json.Unmarshal(m.Data, &l) != nil || l.Type == "status" || l.Attempt < 1 || l.Seq < 1 {
 			return
 		}
 		if from := strings.TrimSuffix(strings.TrimPrefix(m.Subject, protocol.OutPrefix), "."+r.ID); r.Worker != "" && l.Attempt <= r.Attempts && from != r.Worker {

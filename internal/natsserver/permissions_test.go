@@ -210,12 +210,24 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		step("api receives the output line", err)
 
 		// Requests to the worker's own subjects.
-		sbs, err := w.Subscribe("skrip.w.w1.>", func(m *nats.Msg) { m.Respond([]byte("ok")) })
+		// A sandbox exec's answer comes after its lines, all on the request's reply.
+		sbs, err := w.Subscribe("skrip.w.w1.>", func(m *nats.Msg) {
+			for _, l := range []string{"line 1", "line 2", "ok"} {
+				w.Publish(m.Reply, []byte(l))
+			}
+		})
 		step("serve skrip.w.w1.>", err)
 		defer sbs.Unsubscribe()
 		w.Flush()
-		_, err = api.Request("skrip.w.w1.cancel", []byte("{}"), 5*time.Second)
-		step("api asks the worker", err)
+		inbox := api.NewInbox()
+		answers, err := api.SubscribeSync(inbox)
+		step("subscribe the api's inbox", err)
+		step("api asks the worker", api.PublishRequest("skrip.w.w1.sb.exec", inbox, []byte("{}")))
+		for i := range 3 {
+			_, err = answers.NextMsg(5 * time.Second)
+			step(fmt.Sprintf("the worker's answer %d of 3", i+1), err)
+		}
+		answers.Unsubscribe()
 
 		// Its heartbeat, and reading the others'.
 		kv, err := wjs.KeyValue(ctx, WorkersBucket)
@@ -339,6 +351,11 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		{"read every inbox", "_INBOX.>", func() error {
 			_, err := w.SubscribeSync("_INBOX.>")
 			return err
+		}},
+		// An API node's inbox it got no request on: a forged answer to the node's read of
+		// the stream or of the sealing secret.
+		{"publish on an inbox it was not asked on", "_INBOX.api", func() error {
+			return w.Publish("_INBOX.api.forged", []byte("{}"))
 		}},
 		{"put another worker's heartbeat", "$KV." + WorkersBucket + ".other", func() error {
 			kv, err := wjs.KeyValue(ctx, WorkersBucket)

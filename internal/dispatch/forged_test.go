@@ -20,7 +20,7 @@ import (
 // forge makes JetStream send data on subject the ways a worker can make it, whatever
 // its permissions (TestWorkerCannotDeliverAsAnother): a push consumer of a stream it
 // writes, with subject as its deliver subject, and a direct get of that stream with
-// subject as its reply. It returns once a plain subscriber got both: the handlers on
+// subject as its reply, and the PubAck of a publish. It returns once a plain subscriber got both: the handlers on
 // subject were given them too.
 func forge(t *testing.T, url, subject string, data any) {
 	t.Helper()
@@ -62,6 +62,14 @@ func forge(t *testing.T, url, subject string, data any) {
 		if !protocol.Forged(m, false) {
 			t.Fatalf("a forged delivery on %s (reply %q, header %v) does not look forged", subject, m.Reply, m.Header)
 		}
+	}
+	// A publish whose PubAck goes to subject: no reply and no header, but none of the
+	// worker's bytes either; each handler checks what it reads.
+	if err := nc.PublishRequest(name+".y", subject, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seen.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("the PubAck on %s: %v", subject, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/store"
@@ -37,7 +39,10 @@ func forge(t *testing.T, url, subject string, data any) {
 		t.Fatal(err)
 	}
 	defer js.DeleteStream(context.Background(), name)
-	b, _ := json.Marshal(data)
+	b, ok := data.([]byte)
+	if !ok {
+		b, _ = json.Marshal(data)
+	}
 	if _, err := js.Publish(ctx, name+".x", b); err != nil {
 		t.Fatal(err)
 	}
@@ -139,4 +144,69 @@ func TestForgedDeliveriesDropped(t *testing.T) {
 	if _, err := js.Stream(ctx, "OBJ_"+protocol.WorkerBucket(b.Config.NATSWorkBucket, "ghost")); !errors.Is(err, jetstream.ErrStreamNotFound) {
 		t.Fatalf("a record of a worker that holds nothing made its bucket: %v", err)
 	}
+}
+
+// TestForgedDeliveriesDroppedByWorkers: what a worker makes JetStream deliver on
+// another worker's subjects reaches that worker's handlers and is dropped there: an exec
+// and a remove in a user's sandbox, a cancel of the run it holds.
+func TestForgedDeliveriesDroppedByWorkers(t *testing.T) {
+	c := newCluster(t)
+	a := c.node(t, 0, boxWait)
+	startWorker(t, c, "wf")
+	uac, _ := a.User(t, "sara", "user")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sb, err := uac.CreateSandbox(ctx, client.SandboxOptions{Limits: &client.SandboxLimits{WorkspaceBytes: 16 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := a.App.Store.Sandbox(ctx, sb.SandboxID); err != nil || rec.Node != "wf" {
+		t.Fatalf("the sandbox lives on %q (%v), want wf", rec.Node, err)
+	}
+	forge(t, c.nats, protocol.BoxSubject("wf", protocol.OpExec), protocol.BoxRequest{Call: "forged", Box: sb.SandboxID,
+		Exec: &protocol.BoxExec{Cmd: []string{"sh", "-c", "echo forged > forged.txt"}, Timeout: 10 * time.Second}})
+	time.Sleep(2 * time.Second) // what the worker would do, it does within this
+	res, err := uac.Exec(ctx, sb.SandboxID, client.ExecRequest{Cmd: []string{"sh", "-c", "ls"}})
+	if err != nil || res.ExitCode != 0 || strings.Contains(res.Stdout, "forged") {
+		t.Errorf("after a forged exec, the sandbox: %+v, %v", res, err)
+	}
+
+	// A run the worker holds, and a forged cancel of it: it runs to its end.
+	if _, _, err := a.Admin.CreateTool(ctx, "counter", "Counter", "", counterTool, true); err != nil {
+		t.Fatal(err)
+	}
+	r, err := uac.RunFiles(ctx, "counter", nil, map[string]any{"sleep": 3}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, uac, r.RunID, "running")
+	forge(t, c.nats, protocol.CancelSubject("wf"), []byte(r.RunID))
+	if got := waitFinal(t, uac, r.RunID); got.Status != "succeeded" {
+		t.Errorf("after a forged cancel the run is %s (%v)", got.Status, got.ErrorSummary)
+	}
+
+	forge(t, c.nats, protocol.BoxSubject("wf", protocol.OpRemove), protocol.BoxRequest{Call: "forged-rm", Box: sb.SandboxID})
+	time.Sleep(2 * time.Second)
+	if res, err := uac.Exec(ctx, sb.SandboxID, client.ExecRequest{Cmd: []string{"true"}}); err != nil || res.ExitCode != 0 {
+		t.Errorf("after a forged remove, the sandbox: %+v, %v", res, err)
+	}
+}
+
+// waitFinal waits for run id to end.
+func waitFinal(t *testing.T, c *client.Client, id string) client.Run {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		r, err := c.GetRun(context.Background(), id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r.Status {
+		case "succeeded", "failed", "cancelled":
+			return r
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("run %s never ended", id)
+	return client.Run{}
 }

@@ -290,6 +290,22 @@ func (q *Queue) put(ctx context.Context, sha string, open func() (io.ReadCloser,
 		return err
 	}
 	defer r.Close()
+	// A file that is not its checksum (it changed since it was hashed, or the checksum
+	// came from a name) is refused before it replaces anything: the object under its
+	// key may be another queued run's. Hashed from the handle that is then sent, it can
+	// differ only when it is written in place while it is sent (checked below).
+	if rs, ok := r.(io.ReadSeeker); ok {
+		pre := sha256.New()
+		if _, err := io.Copy(pre, rs); err != nil {
+			return err
+		}
+		if got := hex.EncodeToString(pre.Sum(nil)); got != sha {
+			return fmt.Errorf("the file changed before it was sent (sha256:%s, not sha256:%s)", got, sha)
+		}
+		if _, err := rs.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+	}
 	h := sha256.New()
 	sealed, err := protocol.Seal(io.TeeReader(r, h), seal)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/blob/natsblob"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/dispatch"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/version"
 	"github.com/skrip-dev/skrip/internal/worker"
 )
@@ -51,11 +52,13 @@ func (a *App) openCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	boxes.CapWorkerBuckets(a.cfg.NATSWorkerBucketBytes)
 	a.Sandboxes.UseCluster(boxes)
 	h, err := dispatch.Serve(a.nc, stream, a.Store, a.Runs, a.Blobs, work, a.cfg.Node(), a.Metrics, a.log)
 	if err != nil {
 		return err
 	}
+	h.CapWorkerBuckets(a.cfg.NATSWorkerBucketBytes)
 	a.closers = append(a.closers, func() error { h.Close(); return nil })
 	sctx, stopSweep := context.WithCancel(context.Background())
 	swept := make(chan struct{})
@@ -121,6 +124,11 @@ func (a *App) sweep(ctx context.Context, h *dispatch.Handlers, work blob.Store) 
 				a.log.Warn("removing old objects of the work bucket", "error", err)
 			} else if n > 0 {
 				a.log.Info("removed old objects of the work bucket", "objects", n)
+			}
+			if n, err := h.SweepWorkerBuckets(ctx, protocol.WorkerBucketTTL); err != nil && ctx.Err() == nil {
+				a.log.Warn("removing the buckets of workers gone", "error", err)
+			} else if n > 0 {
+				a.log.Info("removed the buckets of workers gone", "buckets", n)
 			}
 		}
 	}

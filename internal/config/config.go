@@ -25,52 +25,53 @@ import (
 
 // Config holds every setting in force for one process.
 type Config struct {
-	Addr                string
-	HTTPHeaderTimeout   time.Duration
-	HTTPBodyIdleTimeout time.Duration
-	HTTPMaxHeaderBytes  int64
-	DataDir             string
-	DatabaseURL         string
-	Blob                string
-	NATSURL             string
-	NATSBucket          string
-	NATSWorkBucket      string
-	NATSReplicas        int
-	NATSUser            string
-	NATSPassword        string
-	NATSToken           string
-	NATSCreds           string
-	NATSNKeySeed        string
-	NATSTLSCA           string
-	NATSTLSCert         string
-	NATSTLSKey          string
-	BootstrapAdminToken string
-	FilesMaxFileBytes   int64
-	FilesUserQuotaBytes int64
-	FilesMaxTotalBytes  int64
-	FilesLinkMaxTTL     time.Duration
-	FilesUploadTTL      time.Duration
-	FilesVersions       int
-	CleanupInterval     time.Duration
-	SessionFilesTTL     time.Duration
-	SessionCacheBytes   int64
-	RunArtifactsTTL     time.Duration
-	ShutdownGrace       time.Duration
-	Runner              string
-	RunnerImage         string
-	BwrapRootfs         string
-	BwrapUID            int
-	RunnerWarmMemory    int64
-	BwrapGID            int
-	RunTimeout          time.Duration
-	EditorRunTimeout    time.Duration
-	UILang              string
-	RunMemoryBytes      int64
-	RunPids             int
-	RunCPUs             float64
-	RunTmpBytes         int64
-	RunOutputBytes      int64
-	RunLogBytes         int64
+	Addr                  string
+	HTTPHeaderTimeout     time.Duration
+	HTTPBodyIdleTimeout   time.Duration
+	HTTPMaxHeaderBytes    int64
+	DataDir               string
+	DatabaseURL           string
+	Blob                  string
+	NATSURL               string
+	NATSBucket            string
+	NATSWorkBucket        string
+	NATSWorkerBucketBytes int64 // the size cap of a worker's own bucket, when an API node makes it
+	NATSReplicas          int
+	NATSUser              string
+	NATSPassword          string
+	NATSToken             string
+	NATSCreds             string
+	NATSNKeySeed          string
+	NATSTLSCA             string
+	NATSTLSCert           string
+	NATSTLSKey            string
+	BootstrapAdminToken   string
+	FilesMaxFileBytes     int64
+	FilesUserQuotaBytes   int64
+	FilesMaxTotalBytes    int64
+	FilesLinkMaxTTL       time.Duration
+	FilesUploadTTL        time.Duration
+	FilesVersions         int
+	CleanupInterval       time.Duration
+	SessionFilesTTL       time.Duration
+	SessionCacheBytes     int64
+	RunArtifactsTTL       time.Duration
+	ShutdownGrace         time.Duration
+	Runner                string
+	RunnerImage           string
+	BwrapRootfs           string
+	BwrapUID              int
+	RunnerWarmMemory      int64
+	BwrapGID              int
+	RunTimeout            time.Duration
+	EditorRunTimeout      time.Duration
+	UILang                string
+	RunMemoryBytes        int64
+	RunPids               int
+	RunCPUs               float64
+	RunTmpBytes           int64
+	RunOutputBytes        int64
+	RunLogBytes           int64
 	// RunnerConcurrency is the runs executing at once on this process: the number of CPUs
 	// for auto, and 0 for none (cluster mode only: see CheckServe).
 	RunnerConcurrency   int
@@ -210,6 +211,7 @@ func Settings() []Setting {
 		{Name: "nats-url", Default: "", Help: "NATS server or cluster URL for --blob=nats; empty runs an embedded nats-server under <data>/nats", kind: kURL, bind: str(func(c *Config) *string { return &c.NATSURL })},
 		{Name: "nats-bucket", Default: "skrip-files", Help: "JetStream Object Store bucket for --blob=nats", bind: str(func(c *Config) *string { return &c.NATSBucket })},
 		{Name: "nats-work-bucket", Default: "skrip-work", Help: "JetStream Object Store bucket, in cluster mode, of what workers may see: run inputs and session files, tool scripts, artifacts on their way in, sandbox transfers", bind: str(func(c *Config) *string { return &c.NATSWorkBucket })},
+		{Name: "nats-worker-bucket-bytes", Default: "8GiB", Help: "in cluster mode, the size cap of a worker's own bucket (its runs' reports and artifacts on their way in, its sandboxes' file transfers) when an API node makes it, so that a worker cannot fill the NATS servers' disks; an existing bucket is left as it is", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.NATSWorkerBucketBytes })},
 		{Name: "nats-replicas", Default: "1", Help: "replicas of the Object Store bucket when skrip creates it (1, 3 or 5 in a cluster); an existing bucket is left as it is", kind: kInt, bind: intv(func(c *Config) *int { return &c.NATSReplicas })},
 		{Name: "nats-user", Default: "", Help: "user for the NATS server at --nats-url, with --nats-password", bind: str(func(c *Config) *string { return &c.NATSUser })},
 		{Name: "nats-password", Default: "", Help: "password of --nats-user", kind: kSecret, bind: str(func(c *Config) *string { return &c.NATSPassword })},

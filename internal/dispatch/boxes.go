@@ -165,6 +165,8 @@ func (b *Boxes) call(ctx context.Context, worker, op string, req protocol.BoxReq
 			close(lines)
 		}
 	}
+	// The call's own inbox, not a handler's subject (unguarded: protocol.Subscribe would
+	// drop the no-responders status below): only the worker the request went to knows it.
 	sub, err := b.nc.Subscribe(inbox, func(m *nats.Msg) {
 		if onLine != nil && len(m.Header) == 0 {
 			var rep protocol.BoxReply

@@ -64,22 +64,17 @@ func Serve(nc *nats.Conn, stream jetstream.Stream, st *store.Store, runs *run.Se
 		own: newWorkerBuckets(work), keys: &keyring{js: js}}
 	for _, s := range []struct {
 		subject string
-		queue   bool
+		queue   string
+		request bool // answered: its sender waits for the reply
 		fn      nats.MsgHandler
 	}{
-		{protocol.ClaimSubject("*"), true, h.request(h.claim)},
-		{protocol.RecordSubject("*"), true, h.request(answerOnly(h.record))},
-		{protocol.LeaseSubject("*"), true, h.lease},
-		{protocol.StatusSubject("*"), false, h.relay},
-		{protocol.MaxDeliveries, true, h.exhausted},
+		{protocol.ClaimSubject("*"), protocol.APIQueue, true, h.request(h.claim)},
+		{protocol.RecordSubject("*"), protocol.APIQueue, true, h.request(answerOnly(h.record))},
+		{protocol.LeaseSubject("*"), protocol.APIQueue, true, h.lease},
+		{protocol.StatusSubject("*"), "", false, h.relay},
+		{protocol.MaxDeliveries, protocol.APIQueue, false, h.exhausted},
 	} {
-		var sub *nats.Subscription
-		var err error
-		if s.queue {
-			sub, err = nc.QueueSubscribe(s.subject, protocol.APIQueue, s.fn)
-		} else {
-			sub, err = nc.Subscribe(s.subject, s.fn)
-		}
+		sub, err := protocol.Subscribe(nc, s.subject, s.queue, s.request, s.fn)
 		if err != nil {
 			h.Close()
 			return nil, fmt.Errorf("subscribing to %s: %w", s.subject, err)
@@ -270,16 +265,10 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 	if rec.ReportKey != prefix+"report.json" {
 		return "", fmt.Errorf("run %s: a report at %q, not under %s", rec.Run, rec.ReportKey, prefix)
 	}
-	// Only what the asking worker left in its own bucket is read: the run is recorded
-	// below only when that worker holds it.
-	own, err := h.own.of(ctx, worker)
-	if err != nil {
-		return "", err
-	}
 	r, err := h.st.GetRun(ctx, rec.Run)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		h.cleanup(own, rec.Run, rec.Attempt)
+		h.cleanup(h.own.opened(worker), rec.Run, rec.Attempt)
 		return protocol.Final, nil
 	case err != nil:
 		return "", err
@@ -287,9 +276,16 @@ func (h *Handlers) record(ctx context.Context, worker string, data []byte) (stri
 		// A later attempt holds the run, or recorded it: this result is late. Never
 		// acknowledged, it cannot remove a message that is the later attempt's.
 		h.metrics.LateResults.Inc()
-		h.cleanup(own, rec.Run, rec.Attempt)
+		h.cleanup(h.own.opened(worker), rec.Run, rec.Attempt)
 		return protocol.Stale, nil
-	case store.Terminal(r.Status):
+	}
+	// Only what the asking worker left in its own bucket is read, and only when it holds
+	// the run (its claim made the bucket): a record in any other name never makes one.
+	own, err := h.own.of(ctx, worker)
+	if err != nil {
+		return "", err
+	}
+	if store.Terminal(r.Status) {
 		// Recorded already (the worker's acknowledgement was lost), or ended while it ran.
 		h.cleanup(own, rec.Run, rec.Attempt)
 		return protocol.Final, nil
@@ -490,6 +486,9 @@ func (h *Handlers) forget(own blob.Store, keys []string) {
 // attempt's report and artifacts, found by listing (an attempt refused before its
 // report was read; CollectWork takes what this misses).
 func (h *Handlers) cleanup(own blob.Store, id string, attempt int64) {
+	if own == nil {
+		return // not open here: the bucket's TTL takes what is left
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -535,7 +534,7 @@ func (h *Handlers) lease(m *nats.Msg) {
 // relay passes another API node's status change of a run to this node's subscribers.
 func (h *Handlers) relay(m *nats.Msg) {
 	var s protocol.Status
-	if json.Unmarshal(m.Data, &s) != nil || s.Node == h.node {
+	if json.Unmarshal(m.Data, &s) != nil || s.Node == "" || s.Status == "" || s.Node == h.node {
 		return
 	}
 	h.runs.Publish(strings.TrimPrefix(m.Subject, protocol.StatusPrefix), run.Event{Type: "status", Data: s.Status})
@@ -545,10 +544,14 @@ func (h *Handlers) relay(m *nats.Msg) {
 // worker went silent too: it failed with "worker lost", and its message goes.
 func (h *Handlers) exhausted(m *nats.Msg) {
 	var adv struct {
+		Type       string `json:"type"`
+		Stream     string `json:"stream"`
+		Consumer   string `json:"consumer"`
 		StreamSeq  uint64 `json:"stream_seq"`
 		Deliveries uint64 `json:"deliveries"`
 	}
-	if err := json.Unmarshal(m.Data, &adv); err != nil || adv.StreamSeq == 0 {
+	if err := json.Unmarshal(m.Data, &adv); err != nil || adv.StreamSeq == 0 || adv.Type != maxDeliverAdvisory ||
+		adv.Stream != protocol.Stream || adv.Consumer != protocol.Consumer {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -578,6 +581,9 @@ func (h *Handlers) exhausted(m *nats.Msg) {
 		h.log.Warn("removing the message of a run whose worker was lost", "run", id, "error", err)
 	}
 }
+
+// maxDeliverAdvisory is the type of the advisory exhausted takes.
+const maxDeliverAdvisory = "io.nats.jetstream.advisory.v1.max_deliver"
 
 // lost ends run id as failed because its workers were lost.
 func (h *Handlers) lost(ctx context.Context, id string) error {

@@ -332,6 +332,22 @@ func (q *Queue) put(ctx context.Context, sha string, open func() (io.ReadCloser,
 		return err
 	}
 	defer r.Close()
+	// A file that is not its checksum (it changed since it was hashed, or the checksum
+	// came from a name) is refused before it replaces anything: the object under its
+	// key may be another queued run's. Hashed from the handle that is then sent, it can
+	// differ only when it is written in place while it is sent (checked below).
+	if rs, ok := r.(io.ReadSeeker); ok {
+		pre := sha256.New()
+		if _, err := io.Copy(pre, rs); err != nil {
+			return err
+		}
+		if got := hex.EncodeToString(pre.Sum(nil)); got != sha {
+			return fmt.Errorf("the file changed before it was sent (sha256:%s, not sha256:%s)", got, sha)
+		}
+		if _, err := rs.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+	}
 	h := sha256.New()
 	sealed, err := protocol.Seal(io.TeeReader(r, h), seal)
 	if err != nil {
@@ -386,9 +402,11 @@ func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 	// From any worker: the run's next attempt may be another's. A line from a worker
 	// that does not hold the run is dropped when the run's holder is known (lines are
 	// for viewers only; what is recorded comes from the holder's report).
-	sub, err := q.nc.Subscribe(protocol.OutSubject("*", r.ID), func(m *nats.Msg) {
+	sub, err := protocol.Subscribe(q.nc, protocol.OutSubject("*", r.ID), "", false, func(m *nats.Msg) {
 		var l protocol.Line
-		if json.Unmarshal(m.Data, &l) != nil || l.Type == "status" {
+		// A worker's line names its attempt and counts from 1; JetStream's answers to a
+		// request a worker sent with this subject as its reply (a PubAck) do neither.
+		if json.Unmarshal(m.Data, &l) != nil || l.Type == "status" || l.Attempt < 1 || l.Seq < 1 {
 			return
 		}
 		if from := strings.TrimSuffix(strings.TrimPrefix(m.Subject, protocol.OutPrefix), "."+r.ID); r.Worker != "" && l.Attempt <= r.Attempts && from != r.Worker {

@@ -56,7 +56,7 @@ func (q *Queue) kick() {
 // that is tried twice one message.
 func (q *Queue) Schedule(ctx context.Context, lease *store.Lease) {
 	wake := make(chan struct{}, 1)
-	sub, err := q.nc.Subscribe(kickSubject, func(*nats.Msg) {
+	sub, err := protocol.Subscribe(q.nc, kickSubject, "", false, func(*nats.Msg) {
 		select {
 		case wake <- struct{}{}:
 		default:

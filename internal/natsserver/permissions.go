@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -53,7 +54,8 @@ func WorkerInboxPrefix(worker string) string { return "_INBOX.w-" + worker }
 //     it claims);
 //   - read and write objects of its own bucket (WorkerBucket), where it leaves its
 //     reports and artifacts and its sandboxes' files come and go;
-//   - answer requests sent to its own subjects (skrip.w.<id>.>).
+//   - answer requests sent to its own subjects (skrip.w.<id>.>): it may publish on a
+//     request's reply (allow_responses), on no other inbox.
 //
 // It may not touch the files bucket, the sealing secret, status events, other workers'
 // subjects, keys or buckets, write the work bucket, or use any other JetStream API. Each subject is one that nats.go (v1.55) sends for the
@@ -127,8 +129,8 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 		api + "CONSUMER.DELETE." + own + ".*",
 		api + "CONSUMER.MSG.NEXT." + own + ".*",
 		"$JS.FC." + own + ".>",
-		// Replies to API nodes' requests.
-		"_INBOX.>",
+		// Replies to API nodes' requests are Response below: a worker may answer a
+		// request it received and publish on no other inbox.
 	}
 	files := "OBJ_" + filesBucket
 	keys := "KV_" + KeysBucket
@@ -164,8 +166,15 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub, Deny: denyPub},
 		Subscribe: &server.SubjectPermission{Allow: sub, Deny: denySub},
+		// Any number of messages on a request's reply (a sandbox exec streams its lines
+		// there before the answer), for as long as the longest exec may run.
+		Response: &server.ResponsePermission{MaxMsgs: -1, Expires: ResponseExpires},
 	}, nil
 }
+
+// ResponseExpires is how long a worker may answer a request it received: longer than
+// any sandbox exec or transfer an API node waits for.
+const ResponseExpires = 24 * time.Hour
 
 // checkToken refuses a name that is not one subject token.
 func checkToken(s string) error {
@@ -208,6 +217,9 @@ func AuthorizationConfig(users []User, workBucket, filesBucket string) (string, 
 			b.WriteString(", permissions: {\n")
 			writeRule(&b, "publish", p.Publish)
 			writeRule(&b, "subscribe", p.Subscribe)
+			if r := p.Response; r != nil {
+				fmt.Fprintf(&b, "      allow_responses: { max: %d, expires: %q }\n", r.MaxMsgs, r.Expires.String())
+			}
 			b.WriteString("    }")
 		}
 		b.WriteString(" }\n")

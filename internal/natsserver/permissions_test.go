@@ -18,6 +18,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/blob/natsblob"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 )
 
 const (
@@ -210,12 +211,24 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		step("api receives the output line", err)
 
 		// Requests to the worker's own subjects.
-		sbs, err := w.Subscribe("skrip.w.w1.>", func(m *nats.Msg) { m.Respond([]byte("ok")) })
+		// A sandbox exec's answer comes after its lines, all on the request's reply.
+		sbs, err := w.Subscribe("skrip.w.w1.>", func(m *nats.Msg) {
+			for _, l := range []string{"line 1", "line 2", "ok"} {
+				w.Publish(m.Reply, []byte(l))
+			}
+		})
 		step("serve skrip.w.w1.>", err)
 		defer sbs.Unsubscribe()
 		w.Flush()
-		_, err = api.Request("skrip.w.w1.cancel", []byte("{}"), 5*time.Second)
-		step("api asks the worker", err)
+		inbox := api.NewInbox()
+		answers, err := api.SubscribeSync(inbox)
+		step("subscribe the api's inbox", err)
+		step("api asks the worker", api.PublishRequest("skrip.w.w1.sb.exec", inbox, []byte("{}")))
+		for i := range 3 {
+			_, err = answers.NextMsg(5 * time.Second)
+			step(fmt.Sprintf("the worker's answer %d of 3", i+1), err)
+		}
+		answers.Unsubscribe()
 
 		// Its heartbeat, and reading the others'.
 		kv, err := wjs.KeyValue(ctx, WorkersBucket)
@@ -340,6 +353,11 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 			_, err := w.SubscribeSync("_INBOX.>")
 			return err
 		}},
+		// An API node's inbox it got no request on: a forged answer to the node's read of
+		// the stream or of the sealing secret.
+		{"publish on an inbox it was not asked on", "_INBOX.api", func() error {
+			return w.Publish("_INBOX.api.forged", []byte("{}"))
+		}},
 		{"put another worker's heartbeat", "$KV." + WorkersBucket + ".other", func() error {
 			kv, err := wjs.KeyValue(ctx, WorkersBucket)
 			if err != nil {
@@ -442,5 +460,117 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWorkerCannotDeliverAsAnother: an API node takes who asks from the subject
+// (skrip.api.record.<worker>), so no worker may make a message reach a handler on
+// another worker's subjects. A worker may create consumers on the streams it reads and
+// send requests to their API, and nats-server checks neither a push consumer's deliver
+// subject nor a request's reply subject against the worker's publish permissions: the
+// server publishes the worker's own bytes (an object it put in its own bucket) on any
+// subject it names. The permissions cannot stop that short of taking away every read;
+// what stops it is protocol.Subscribe, through which every handler of API nodes and
+// workers subscribes: what the server so sends always looks like JetStream's, and is
+// dropped. The plain subscriber shows each way arrives; the guarded one gets none.
+func TestWorkerCannotDeliverAsAnother(t *testing.T) {
+	url := startAuthServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	api, err := nats.Connect(url, nats.UserInfo("api", "api-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	ajs, _ := jetstream.New(api)
+	own := WorkerBucket(workBucket, "w1")
+	if _, err := ajs.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: own}); err != nil {
+		t.Fatal(err)
+	}
+	targets := []struct {
+		subject string
+		request bool
+	}{
+		{"skrip.api.record.w2", true}, {"skrip.w.w2.cancel", true}, {"skrip.w.w2.sb.exec", true},
+		{"skrip.out.w2.r1", false}, {"skrip.st.r1", false},
+	}
+	raw := make([]*nats.Subscription, len(targets))
+	guarded := make(chan string, 64)
+	for i, tg := range targets {
+		if raw[i], err = api.SubscribeSync(tg.subject); err != nil {
+			t.Fatal(err)
+		}
+		sub, err := protocol.Subscribe(api, tg.subject, "", tg.request, func(m *nats.Msg) {
+			select {
+			case guarded <- fmt.Sprintf("%s: %q (reply %q, header %v)", m.Subject, m.Data, m.Reply, m.Header):
+			default:
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+	}
+	api.Flush()
+
+	w, err := nats.Connect(url, nats.UserInfo("w1", "w1-secret"), nats.CustomInboxPrefix(WorkerInboxPrefix("w1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	wjs, _ := jetstream.New(w)
+	obs, err := wjs.ObjectStore(ctx, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := `{"run":"r_of_w2","attempt":1,"worker":"w2","report_key":"work/runs/r_of_w2/a1/report.json"}`
+	info, err := obs.PutBytes(ctx, "forged", []byte(forged))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := "$O." + own + ".C." + info.NUID
+	// A pull consumer of its own bucket, whose messages go to the reply of a fetch.
+	pull := `{"stream_name":"OBJ_` + own + `","config":{"name":"pull","ack_policy":"none","filter_subject":"` + chunks + `"}}`
+	if _, err := w.Request("$JS.API.CONSUMER.CREATE.OBJ_"+own+".pull", []byte(pull), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for i, tg := range targets {
+		// A push consumer delivering on the target.
+		name := fmt.Sprintf("evil%d", i)
+		req := fmt.Sprintf(`{"stream_name":"OBJ_%s","config":{"name":"%s","deliver_subject":"%s","ack_policy":"none","filter_subject":"%s"}}`,
+			own, name, tg.subject, chunks)
+		w.Request("$JS.API.CONSUMER.CREATE.OBJ_"+own+"."+name, []byte(req), 2*time.Second)
+		// A direct get answered on the target.
+		w.PublishRequest("$JS.API.DIRECT.GET.OBJ_"+own+"."+chunks, tg.subject, nil)
+		// A fetch whose message goes to the target.
+		w.PublishRequest("$JS.API.CONSUMER.MSG.NEXT.OBJ_"+own+".pull", tg.subject, []byte(`{"batch":1,"no_wait":true}`))
+		// A put of its own heartbeat, whose PubAck goes to the target: no request (it has
+		// no reply), and no bytes of the worker's (a handler of messages checks what it
+		// reads: dispatch's TestForgedDeliveriesDropped).
+		if tg.request {
+			w.PublishRequest("$KV."+WorkersBucket+".w1", tg.subject, []byte("{}"))
+		}
+	}
+	w.Flush()
+	for i, sub := range raw {
+		n := 0
+		for {
+			m, err := sub.NextMsg(2 * time.Second)
+			if err != nil {
+				break
+			}
+			n++
+			if !protocol.Forged(m, targets[i].request) && len(m.Data) > 0 && strings.Contains(string(m.Data), "r_of_w2") {
+				t.Errorf("the worker's bytes on %s (reply %q) do not look forged", targets[i].subject, m.Reply)
+			}
+		}
+		if n < 3 {
+			t.Errorf("%s: %d of the forged deliveries arrived, want at least 3: the test shows nothing", targets[i].subject, n)
+		}
+	}
+	select {
+	case m := <-guarded:
+		t.Errorf("worker w1 made a message reach a handler on another's subject: %s", m)
+	default:
 	}
 }

@@ -66,7 +66,9 @@ func (w *Worker) serveBoxes(ctx context.Context) (stop func(), err error) {
 	}
 	w.boxes = s
 	prefix := protocol.BoxSubject(w.cfg.ID, "")
-	sub, err := w.nc.Subscribe(protocol.BoxSubject(w.cfg.ID, ">"), func(m *nats.Msg) {
+	// An API node cancels a call without waiting (no reply); every other operation is a
+	// request, and one without a reply is not an API node's.
+	sub, err := protocol.Subscribe(w.nc, protocol.BoxSubject(w.cfg.ID, ">"), "", false, func(m *nats.Msg) {
 		op := strings.TrimPrefix(m.Subject, prefix)
 		var req protocol.BoxRequest
 		if err := json.Unmarshal(m.Data, &req); err != nil {
@@ -75,6 +77,10 @@ func (w *Worker) serveBoxes(ctx context.Context) (stop func(), err error) {
 		}
 		if op == protocol.OpCancel {
 			s.stop(req.Call)
+			return
+		}
+		if m.Reply == "" {
+			s.log.Warn("a sandbox request without a reply is dropped", "subject", m.Subject)
 			return
 		}
 		go s.serve(op, req, m)

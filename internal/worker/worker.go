@@ -129,12 +129,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cancelSub, err := w.nc.Subscribe(protocol.CancelSubject(w.cfg.ID), w.onCancel)
+	cancelSub, err := protocol.Subscribe(w.nc, protocol.CancelSubject(w.cfg.ID), "", true, w.onCancel)
 	if err != nil {
 		return err
 	}
 	defer cancelSub.Unsubscribe()
-	backlogSub, err := w.nc.Subscribe(protocol.BacklogSubject(w.cfg.ID), w.onBacklog)
+	backlogSub, err := protocol.Subscribe(w.nc, protocol.BacklogSubject(w.cfg.ID), "", true, w.onBacklog)
 	if err != nil {
 		return err
 	}

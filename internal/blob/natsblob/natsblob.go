@@ -162,6 +162,17 @@ func (s *Store) Sibling(ctx context.Context, bucket string, ttl time.Duration) (
 	return New(ctx, s.nc, cfg)
 }
 
+// SiblingCapped is Sibling, creating a missing bucket with maxBytes as its size cap (0:
+// the same as this store's) as well.
+func (s *Store) SiblingCapped(ctx context.Context, bucket string, ttl time.Duration, maxBytes int64) (blob.Store, error) {
+	cfg := s.cfg
+	cfg.Bucket, cfg.TTL, cfg.Exclusive = bucket, ttl, false
+	if maxBytes != 0 {
+		cfg.MaxBytes = maxBytes
+	}
+	return New(ctx, s.nc, cfg)
+}
+
 // Get opens key and skips to off. The returned reader fetches chunks as it is read and
 // stops when ctx ends. Replaced bytes are not kept: when the object is overwritten or
 // deleted while being read, the reader fails soon after. Config.Timeout bounds the wait

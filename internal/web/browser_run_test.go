@@ -650,7 +650,11 @@ func (s *site) checkFocus(t *testing.T, ctx context.Context) {
 // "Försök igen" runs it again there, the editor showing the new run.
 func (s *site) checkSandboxRetry(t *testing.T, ctx context.Context) {
 	run(t, ctx, chromedp.Navigate(s.base+"/editor/trasig-sandlada"), chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
-		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery), chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery))
+		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery), chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery),
+		// A run the editor showed live reloads the page when it ends: read the page that
+		// stays, not one on its way out.
+		chromedp.Poll(`document.readyState === "complete" && !document.querySelector("[data-live]") && !!document.querySelector("form[data-retry] button")`, nil,
+			chromedp.WithPollingTimeout(30*time.Second)))
 	var first string
 	run(t, ctx, chromedp.AttributeValue("[data-result]", "data-run", &first, nil, chromedp.ByQuery))
 	var stderr string

@@ -59,7 +59,7 @@ func TestReportForm(t *testing.T) {
 	// Too long: the page again, the words kept.
 	long := strings.Repeat("ö", 2001) // 4002 bytes
 	status, _, page := u.do("POST", "/runs/"+rn.RunID+"/report", url.Values{"csrf": {ucsrf}, "message": {long}, "share_files": {"1"}}, sv)
-	if status != http.StatusBadRequest || !strings.Contains(page, "Meddelandet är för långt: det får vara högst 4000 byte") ||
+	if status != http.StatusBadRequest || !strings.Contains(page, "Meddelandet är för långt: det får vara högst 4 kB") ||
 		!strings.Contains(html.UnescapeString(page), ">"+long+"</textarea>") || !regexp.MustCompile(`name="share_files" value="1"\s+checked`).MatchString(page) {
 		t.Fatalf("a message over the cap answered %d:\n%s", status, page)
 	}

@@ -652,7 +652,7 @@ func testKillStreamLeaderAtFinish(t *testing.T, c *skripCluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := c.client(t, "api1").RunFiles(ctx, "copy", nil, map[string]any{"sleep": 8}, 0)
+	r, err := c.client(t, "api1").RunFiles(ctx, "copy", nil, map[string]any{"sleep": 14}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -693,13 +693,22 @@ func testKillStreamLeaderAtFinish(t *testing.T, c *skripCluster) {
 	if holder, _, _ := c.holder(t, r.RunID); holder != w {
 		t.Fatalf("the run was recorded by %s, want %s, which ran it", holder, w)
 	}
-	// JetStream redelivered the run after the election, which outlasted the ack wait, and
+	// JetStream redelivered the run after the election, which outlasted the ack wait, while
+	// its holder still ran it (14 s: the election takes about 10), and
 	// a worker waited for the live holder rather than running it again.
 	waited := 0
 	for _, n := range c.workers {
 		waited += strings.Count(n.proc.Log(1<<20), "earlier attempt still runs on a live worker")
 	}
 	if waited == 0 {
+		for _, n := range c.workers {
+			for _, l := range strings.Split(n.proc.Log(1<<20), "\n") {
+				if strings.Contains(l, r.RunID) || strings.Contains(l, "WARN") || strings.Contains(l, "ERROR") {
+					t.Logf("worker: %.300s", l)
+				}
+			}
+		}
+		t.Logf("warnings: %s", c.warnings())
 		t.Fatal("no delivery of the run waited for its live holder: the election did not outlast the ack wait, and the test did not test what it is for")
 	}
 	t.Logf("deliveries that waited for the live holder: %d", waited)

@@ -136,6 +136,15 @@ func (h *Handlers) claim(ctx context.Context, worker string, data []byte) (proto
 	if err := json.Unmarshal(data, &c); err != nil || c.Run == "" || c.Attempt < 1 || c.Attempt > protocol.MaxDeliver {
 		return protocol.Reply{}, fmt.Errorf("worker %s: a claim that is not one: %.200q", worker, data)
 	}
+	// An earlier attempt still running on a live worker keeps the run (a redelivery a
+	// NATS election caused): this one waits, and gets no keys. Asked first: it needs the
+	// database and the holder, not the stream, which may have no leader yet.
+	if held, err := h.heldElsewhere(ctx, c.Run, c.Attempt); err != nil {
+		return protocol.Reply{}, err
+	} else if held {
+		h.metrics.DispatchClaims.WithLabelValues(protocol.Held).Inc()
+		return protocol.Reply{Answer: protocol.Held}, nil
+	}
 	msg, err := h.delivered(ctx, c)
 	var refused errNotDelivered
 	if errors.As(err, &refused) {
@@ -152,14 +161,6 @@ func (h *Handlers) claim(ctx context.Context, worker string, data []byte) (proto
 	}
 	if err != nil {
 		return protocol.Reply{}, err
-	}
-	// An earlier attempt still running on a live worker keeps the run (a redelivery a
-	// NATS election caused): this one waits, and gets no keys.
-	if held, err := h.heldElsewhere(ctx, c.Run, c.Attempt); err != nil {
-		return protocol.Reply{}, err
-	} else if held {
-		h.metrics.DispatchClaims.WithLabelValues(protocol.Held).Inc()
-		return protocol.Reply{Answer: protocol.Held}, nil
 	}
 	rep := protocol.Reply{Answer: protocol.Go}
 	if msg.Token != "" {

@@ -51,8 +51,8 @@ type Worker struct {
 	js      jetstream.JetStream
 	work    blob.Store // the shared work bucket: runs' sealed files, read only
 	ownMu   sync.Mutex
-	own     blob.Store    // its own bucket (protocol.WorkerBucket), once open
-	runner  runner.Engine // runs, and the boxes of agents' sandboxes
+	own     blob.Store       // its own bucket (protocol.WorkerBucket), once open
+	runner  runner.Engine    // runs, and the boxes of agents' sandboxes
 	cache   *blobcache.Cache // the files of runs, by checksum, fetched from the work bucket
 	cfg     Config
 	log     *slog.Logger

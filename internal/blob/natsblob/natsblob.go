@@ -73,7 +73,7 @@ type Store struct {
 
 	inPuts blob.InFlight // NUIDs whose chunks a Put of this store is writing
 
-	cfg    Config // as New was given it, for Sibling
+	cfg Config // as New was given it, for Sibling
 	// renewals counts the consumers a reader replaced because they stopped delivering
 	// (receive): none in a healthy cluster, so tests and the log can tell a stall.
 	renewals atomic.Int64

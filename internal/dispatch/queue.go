@@ -123,7 +123,7 @@ func (q *Queue) busy() error {
 // the database, not on the stream: a run waits there until the scheduler sends it, and
 // the stream holds no more than the workers' slots. The count is read at most every
 // admitEvery and counts the runs Admit let in since, so that a burst on one node is
-// refused at once; the insert of the run counts again, exactly (store.AdmitRun, with
+// refused at once; a count that refuses is read again after admitRecount. The insert of the run counts again, exactly (store.AdmitRun, with
 // Limit). Nothing is given back: the count is read again soon.
 func (q *Queue) Admit(ctx context.Context) (release func(), err error) {
 	if q.cfg.Queue <= 0 {
@@ -131,7 +131,11 @@ func (q *Queue) Admit(ctx context.Context) (release func(), err error) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if time.Since(q.countedAt) > admitEvery {
+	since := time.Since(q.countedAt)
+	// A count that would refuse is read again first unless it is very fresh: the runs
+	// Admit let in since may have ended already (a client that submits a run, waits for
+	// it and submits the next is never refused on a count of runs that are over).
+	if since > admitEvery || q.unfinished >= q.cfg.Queue && since > admitRecount {
 		n, err := q.st.UnfinishedRuns(ctx, "")
 		if err != nil {
 			return nil, err
@@ -186,6 +190,10 @@ func (q *Queue) Shutdown(time.Duration) {}
 
 // admitEvery is how long Admit trusts its count of the cluster's runs.
 const admitEvery = 200 * time.Millisecond
+
+// admitRecount is how long Admit trusts a count that refuses: a full queue costs the
+// database at most one count in that time, however many clients knock.
+const admitRecount = 10 * time.Millisecond
 
 // Dispatch puts job's script and the files of dir in the work bucket (a file already
 // there by its checksum is not sent again) and holds the job's message in the database,

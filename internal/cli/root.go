@@ -85,6 +85,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.AddCommand(e.loginCmd(), e.logoutCmd(), e.contextCmd(), e.serveCmd(), e.workerCmd(), e.doctorCmd(), e.versionCmd(), e.usersCmd(), e.tokensCmd(), e.filesCmd(), e.cleanupCmd(), e.toolsCmd(), e.runCmd(), e.actionCmd(), e.sessionCmd(), e.runnerImageCmd(), e.sandboxCmd(), e.mcpCmd())
 	root.AddCommand(e.auditCmd())
 	root.AddCommand(e.reportsCmd())
+	root.AddCommand(e.runsCmd())
 	checkArgs(root)
 	return root
 }

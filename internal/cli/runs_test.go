@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/apptest"
+)
+
+const ekoTool = `
+import os, sys, json, time
+def run_tool(input_dir, output_dir):
+    inputs = json.loads(os.environ.get("SKRIPTOTEKET_INPUTS") or "{}")
+    print("första raden", flush=True)
+    print("till stderr", file=sys.stderr, flush=True)
+    time.sleep(float(inputs.get("sleep", 0)))
+    print("andra raden", flush=True)
+    if inputs.get("fail"):
+        raise ValueError("bad")
+    return {"outputs": [{"kind": "notice", "level": "info", "message": "klart"}]}
+`
+
+// TestRunsCommands: skrip runs lists the caller's runs (pages, one --json shape), shows
+// one with an exit status only when asked, prints its log, follows a running one live
+// until its end, and cancels one; another user's run is not found.
+func TestRunsCommands(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	bobc, _ := env.User(t, "bob", "author")
+	ulc, ulla := env.User(t, "ulla", "user")
+	_, carl := env.User(t, "carl", "user")
+	if _, _, err := bobc.CreateTool(ctx, "eko", "Eko", "", ekoTool, true); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := ulc.RunFiles(ctx, "eko", nil, nil, time.Minute)
+	if err != nil || ok.Status != "succeeded" {
+		t.Fatalf("the first run: %+v, %v", ok, err)
+	}
+	bad, err := ulc.RunFiles(ctx, "eko", nil, map[string]any{"fail": true}, time.Minute)
+	if err != nil || bad.Status != "failed" {
+		t.Fatalf("the failing run: %+v, %v", bad, err)
+	}
+
+	code, out, errOut := run(t, env, ulla.Token, "", "runs", "list")
+	if code != 0 || !strings.Contains(out, ok.RunID) || !strings.Contains(out, bad.RunID) || !strings.Contains(out, "eko") ||
+		!strings.Contains(out, "succeeded") || !strings.Contains(out, "failed") || strings.Index(out, bad.RunID) > strings.Index(out, ok.RunID) {
+		t.Fatalf("runs list: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = run(t, env, ulla.Token, "", "runs", "list", "--limit", "1", "--json")
+	var page struct {
+		Items      []map[string]any `json:"items"`
+		NextCursor *string          `json:"next_cursor"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &page) != nil || len(page.Items) != 1 || page.Items[0]["run_id"] != bad.RunID || page.NextCursor == nil {
+		t.Fatalf("runs list --limit 1 --json: %d %q %q", code, out, errOut)
+	}
+	code, out, _ = run(t, env, ulla.Token, "", "runs", "list", "--json", "--cursor", *page.NextCursor, "--status", "succeeded")
+	if code != 0 || json.Unmarshal([]byte(out), &page) != nil || len(page.Items) != 1 || page.Items[0]["run_id"] != ok.RunID || page.NextCursor != nil {
+		t.Fatalf("the next page: %d %q", code, out)
+	}
+	if code, out, _ := run(t, env, carl.Token, "", "runs", "list"); code != 0 || strings.Contains(out, ok.RunID) {
+		t.Fatalf("another user's list: %d %q", code, out)
+	}
+
+	if code, out, errOut := run(t, env, ulla.Token, "", "runs", "show", ok.RunID); code != 0 || !strings.Contains(out, "Run "+ok.RunID+" succeeded") || !strings.Contains(out, "klart") {
+		t.Fatalf("runs show: %d %q %q", code, out, errOut)
+	}
+	if code, out, _ := run(t, env, ulla.Token, "", "runs", "show", bad.RunID); code != 0 || !strings.Contains(out, "failed") {
+		t.Fatalf("runs show of a failed run: %d %q", code, out)
+	}
+	if code, _, _ := run(t, env, ulla.Token, "", "runs", "show", bad.RunID, "--exit-status"); code != 1 {
+		t.Fatalf("runs show --exit-status of a failed run: exit %d, want 1", code)
+	}
+	if code, _, _ := run(t, env, carl.Token, "", "runs", "show", ok.RunID); code != exitNotFound {
+		t.Fatalf("runs show of another user's run: exit %d, want %d", code, exitNotFound)
+	}
+	code, out, errOut = run(t, env, ulla.Token, "", "runs", "logs", bad.RunID)
+	if code != 0 || out != "första raden\nandra raden\n" || !strings.Contains(errOut, "till stderr") || !strings.Contains(errOut, "ValueError") {
+		t.Fatalf("runs logs: %d %q %q", code, out, errOut)
+	}
+
+	// A run followed while it runs: its lines come live, then its result.
+	slow, err := ulc.RunFiles(ctx, "eko", nil, map[string]any{"sleep": 1.5}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run(t, env, ulla.Token, "", "runs", "watch", slow.RunID, "--exit-status")
+	if code != 0 || !strings.Contains(out, "första raden\n") || !strings.Contains(out, "andra raden\n") ||
+		strings.Index(out, "andra raden") > strings.Index(out, "Run "+slow.RunID+" succeeded") || !strings.Contains(errOut, "till stderr") || !strings.Contains(errOut, "succeeded") {
+		t.Fatalf("runs watch: %d %q %q", code, out, errOut)
+	}
+	if code, out, _ := run(t, env, ulla.Token, "", "runs", "watch", bad.RunID, "--exit-status", "-q"); code != 1 || strings.Contains(out, "första raden") {
+		t.Fatalf("runs watch --exit-status -q of a failed run: %d %q", code, out)
+	}
+
+	long, err := ulc.RunFiles(ctx, "eko", nil, map[string]any{"sleep": 3600}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := run(t, env, carl.Token, "", "runs", "cancel", long.RunID); code != exitNotFound {
+		t.Fatalf("cancelling another user's run: exit %d", code)
+	}
+	if code, out, errOut := run(t, env, ulla.Token, "", "runs", "cancel", long.RunID); code != 0 || !strings.Contains(out, long.RunID) {
+		t.Fatalf("runs cancel: %d %q %q", code, out, errOut)
+	}
+	got, err := ulc.WaitRun(ctx, long)
+	if err != nil || got.Status != "cancelled" {
+		t.Fatalf("the cancelled run: %s, %v", got.Status, err)
+	}
+}

@@ -293,10 +293,7 @@ func (e *env) filesListCmd() *cobra.Command {
 				cursor = next
 			}
 			if asJSON {
-				if all == nil {
-					all = []client.FileInfo{}
-				}
-				return e.printJSON(all)
+				return e.printList(all, nil)
 			}
 			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "KEY\tSIZE\tNAME\tCREATED\tEXPIRES")

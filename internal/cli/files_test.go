@@ -46,7 +46,7 @@ func TestFilesCLI(t *testing.T) {
 		}
 		code, out, _ = run(t, env, u.Token, "", "files", "list", "--json")
 		var listed []map[string]any
-		if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 2 {
+		if code != 0 || listItems(out, &listed) != nil || len(listed) != 2 {
 			t.Fatalf("list --json: %d %q", code, out)
 		}
 

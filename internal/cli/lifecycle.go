@@ -135,7 +135,11 @@ func (e *env) auditCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return e.printJSON(page)
+				var next *string
+				if page.Cursor != "" {
+					next = &page.Cursor
+				}
+				return e.printList(page.Events, next)
 			}
 			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "WHEN\tACTOR\tACTION\tTARGET\tADDRESS")

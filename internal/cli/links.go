@@ -72,10 +72,7 @@ func (e *env) filesLinksCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if list == nil {
-					list = []client.FileLink{}
-				}
-				return e.printJSON(list)
+				return e.printList(list, nil)
 			}
 			if len(list) == 0 {
 				fmt.Fprintf(e.stderr, "%s has no share links; make one with `skrip files link %s --ttl 1h`.\n", args[0], args[0])

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -41,7 +40,7 @@ func TestFilesLinkCLI(t *testing.T) {
 	}
 	code, out, _ = run(t, env, u.Token, "", "files", "links", "files/note.txt", "--json")
 	var list []client.FileLink
-	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Downloads != 1 || *list[0].MaxDownloads != 3 {
+	if code != 0 || listItems(out, &list) != nil || len(list) != 1 || list[0].Downloads != 1 || *list[0].MaxDownloads != 3 {
 		t.Fatalf("files links --json: %d %s", code, out)
 	}
 	if code, out, _ = run(t, env, u.Token, "", "files", "links", "files/note.txt"); code != 0 || !strings.Contains(out, list[0].ID) || !strings.Contains(out, "1 of 3") {

@@ -52,7 +52,7 @@ func (e *env) reportsCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return e.printJSON(page)
+				return e.printList(page.Reports, page.NextCursor)
 			}
 			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tWHEN\tTOOL\tFROM\tSTATUS\tFILES\tMESSAGE")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -260,10 +261,18 @@ func (e *env) runsCancelCmd() *cobra.Command {
 }
 
 // printList prints a list for --json in the one shape every list has (docs/cli.md):
-// {items, next_cursor}, next_cursor null on the last page.
+// {items, next_cursor}, items [] when empty and next_cursor null on the last page.
 func (e *env) printList(items any, next *string) error {
 	return e.printJSON(struct {
 		Items      any     `json:"items"`
 		NextCursor *string `json:"next_cursor"`
-	}{items, next})
+	}{emptyIfNil(items), next})
+}
+
+// emptyIfNil is items, or an empty list for a nil slice (JSON [] rather than null).
+func emptyIfNil(items any) any {
+	if v := reflect.ValueOf(items); v.Kind() == reflect.Slice && v.IsNil() {
+		return []any{}
+	}
+	return items
 }

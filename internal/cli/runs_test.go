@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +112,66 @@ func TestRunsCommands(t *testing.T) {
 	got, err := ulc.WaitRun(ctx, long)
 	if err != nil || got.Status != "cancelled" {
 		t.Fatalf("the cancelled run: %s, %v", got.Status, err)
+	}
+}
+
+// listItems reads a --json list into items, and fails unless it has the one shape every
+// list has: {items: [...], next_cursor: string or null} and nothing else.
+func listItems(out string, items any) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		return err
+	}
+	raw, ok := m["items"]
+	if _, has := m["next_cursor"]; !ok || !has || len(m) != 2 || !strings.HasPrefix(string(raw), "[") {
+		return fmt.Errorf("not {items, next_cursor}: %s", out)
+	}
+	return json.Unmarshal(raw, items)
+}
+
+// TestJSONListsOneShape: every list verb's --json is {items, next_cursor} (SPEC §10),
+// items [] when the list is empty.
+func TestJSONListsOneShape(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	uc, u := env.User(t, "ulla", "author")
+	src := filepath.Join(t.TempDir(), "note.txt")
+	os.WriteFile(src, []byte("hej"), 0o644)
+	if code, _, errOut := run(t, env, u.Token, "", "files", "upload", src, "--key", "files/note.txt"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, _, err := env.Admin.CreateTool(ctx, "eko", "Eko", "", ekoTool, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		token string
+		args  []string
+		empty bool
+	}{
+		{env.AdminToken, []string{"users", "list"}, false},
+		{u.Token, []string{"tokens", "list"}, false},
+		{u.Token, []string{"tools", "list"}, false},
+		{u.Token, []string{"files", "list"}, false},
+		{u.Token, []string{"files", "links", "files/note.txt"}, true},
+		{u.Token, []string{"files", "versions", "files/note.txt"}, false},
+		{u.Token, []string{"sandbox", "ls"}, true},
+		{u.Token, []string{"reports", "list"}, true},
+		{env.AdminToken, []string{"audit"}, false},
+		{u.Token, []string{"runs", "list"}, true},
+	} {
+		code, out, errOut := run(t, env, c.token, "", append(c.args, "--json")...)
+		var items []any
+		if err := listItems(out, &items); code != 0 || err != nil || items == nil || (len(items) == 0) != c.empty {
+			t.Errorf("%v --json: %d %v %q %q", c.args, code, err, out, errOut)
+		}
+	}
+	if r, err := uc.RunFiles(ctx, "eko", []string{src}, nil, time.Minute); err != nil || r.Status != "succeeded" {
+		t.Fatalf("a run with a file: %+v, %v", r, err)
+	}
+	code, out, errOut := run(t, env, u.Token, "", "session", "files", "eko", "--json")
+	var m map[string]json.RawMessage
+	var files []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &m) != nil || json.Unmarshal(m["items"], &files) != nil || len(files) != 1 || string(m["next_cursor"]) != "null" {
+		t.Errorf("session files --json: %d %q %q", code, out, errOut)
 	}
 }

@@ -93,7 +93,7 @@ func (e *env) sandboxListCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return e.printJSON(map[string]any{"sandboxes": list, "count": len(list)})
+				return e.printList(list, nil)
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(e.stderr, "No sandboxes. Create one with `skrip sandbox create`.")

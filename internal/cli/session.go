@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -130,7 +131,13 @@ func (e *env) sessionCmd() *cobra.Command {
 				return err
 			}
 			if fJSON {
-				return e.printJSON(list)
+				// A list like every other, with when the session's files expire.
+				return e.printJSON(struct {
+					Items          any        `json:"items"`
+					NextCursor     *string    `json:"next_cursor"`
+					ExpiresAt      *time.Time `json:"expires_at"`
+					LastAccessedAt *time.Time `json:"last_accessed_at"`
+				}{emptyIfNil(list.Files), nil, list.ExpiresAt, list.LastAccessedAt})
 			}
 			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "NAME\tSIZE\tSHA-256")

@@ -84,7 +84,7 @@ func (e *env) tokensCmd() *cobra.Command {
 				return err
 			}
 			if listJSON {
-				return e.printJSON(tokens)
+				return e.printList(tokens, nil)
 			}
 			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tUSER\tNAME\tSCOPE\tCREATED\tEXPIRES\tLAST USED")

@@ -165,7 +165,7 @@ func (e *env) toolsListCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return e.printJSON(tools)
+				return e.printList(tools, nil)
 			}
 			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "SLUG\tTITLE\tPUBLISHED\tUPDATED")

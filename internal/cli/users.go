@@ -57,7 +57,7 @@ func (e *env) usersCmd() *cobra.Command {
 				return err
 			}
 			if listJSON {
-				return e.printJSON(users)
+				return e.printList(users, nil)
 			}
 			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "NAME\tROLE\tPASSWORD\tID\tCREATED")

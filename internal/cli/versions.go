@@ -6,8 +6,6 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
-
-	"github.com/skrip-dev/skrip/internal/client"
 )
 
 // `skrip files versions` (docs/cli.md): the versions of a file the server keeps
@@ -30,10 +28,7 @@ func (e *env) filesVersionsCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if list == nil {
-					list = []client.FileVersion{}
-				}
-				return e.printJSON(list)
+				return e.printList(list, nil)
 			}
 			w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "VERSION\tSIZE\tNAME\tCREATED\tREPLACED")

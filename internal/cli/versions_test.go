@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,7 +31,7 @@ func TestFilesVersionsCLI(t *testing.T) {
 	}
 	code, out, errOut := run(t, env, u.Token, "", "files", "versions", "files/note.txt", "--json")
 	var list []client.FileVersion
-	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 || !list[0].Current || list[1].Current || list[1].ReplacedAt == nil {
+	if code != 0 || listItems(out, &list) != nil || len(list) != 2 || !list[0].Current || list[1].Current || list[1].ReplacedAt == nil {
 		t.Fatalf("files versions --json: %d %s %s", code, out, errOut)
 	}
 	code, out, _ = run(t, env, u.Token, "", "files", "versions", "files/note.txt")

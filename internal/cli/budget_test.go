@@ -20,16 +20,16 @@ func TestMemoryBudgetInDoctorAndServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doctor := func(vars map[string]string) string {
+	doctor := func(vars map[string]string, wantCode int) string {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		if code := Main(context.Background(), []string{"doctor"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }); code != 0 {
-			t.Fatalf("doctor: %d %s", code, errOut.String())
+		if code := Main(context.Background(), []string{"doctor"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }); code != wantCode {
+			t.Fatalf("doctor: exit %d, want %d: %s", code, wantCode, errOut.String())
 		}
 		return out.String()
 	}
 	vars := map[string]string{"SKRIP_DATA_DIR": t.TempDir(), "SKRIP_RUNNER": "bwrap", "SKRIP_SANDBOX_MEMORY_BUDGET": "4GiB"}
-	out := doctor(vars)
+	out := doctor(vars, 0)
 	for _, want := range []string{"memory budget", "4 GiB for the /workspace of all sandboxes together (SKRIP_SANDBOX_MEMORY_BUDGET)", "room for 3 of 1 GiB", "65536 files and directories",
 		"machine memory", mem.String()} {
 		if !strings.Contains(out, want) {
@@ -39,7 +39,8 @@ func TestMemoryBudgetInDoctorAndServe(t *testing.T) {
 
 	tooMuch := fmt.Sprintf("%dGiB", mem.Bytes>>30+2)
 	vars["SKRIP_SANDBOX_MEMORY_BUDGET"] = tooMuch
-	out = doctor(vars)
+	// A budget serve refuses is a failed check: doctor exits 1.
+	out = doctor(vars, 1)
 	if !strings.Contains(out, "REFUSED") || !strings.Contains(out, "skrip serve refuses to start") {
 		t.Errorf("doctor does not say the budget is refused:\n%s", out)
 	}

@@ -3,13 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/testutil"
+	"github.com/skrip-dev/skrip/internal/version"
 )
 
 // run executes the CLI in-process against env and returns its exit code and output.
@@ -153,9 +156,17 @@ func TestDoctorNATS(t *testing.T) {
 	}
 	vars["SKRIP_NATS_URL"] = "nats://127.0.0.1:1"
 	out.Reset()
-	Main(context.Background(), []string{"doctor"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] })
-	if !strings.Contains(out.String(), "not reachable") {
-		t.Fatalf("doctor with NATS down:\n%s", out.String())
+	errOut.Reset()
+	code := Main(context.Background(), []string{"doctor"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] })
+	if code != 1 || !strings.Contains(out.String(), "not reachable") || !strings.Contains(errOut.String(), "Blob store: JetStream") {
+		t.Fatalf("doctor with NATS down: exit %d, want 1:\n%s\n%s", code, out.String(), errOut.String())
+	}
+	// --json says the same: the failed check by name, in its section.
+	out.Reset()
+	code = Main(context.Background(), []string{"doctor", "--json"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] })
+	var rep report
+	if code != 1 || json.Unmarshal(out.Bytes(), &rep) != nil || len(rep.Failed) != 1 || !strings.HasPrefix(rep.Failed[0], "Blob store: JetStream") {
+		t.Fatalf("doctor --json with NATS down: exit %d, %+v\n%s", code, rep.Failed, out.String())
 	}
 }
 
@@ -221,5 +232,60 @@ func TestWorkerRefusesDatabaseURL(t *testing.T) {
 	errOut.Reset()
 	if code := Main(context.Background(), []string{"worker"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }); code == 0 || !strings.Contains(errOut.String(), "SKRIP_NATS_URL") {
 		t.Fatalf("worker without NATS: exit %d, %q", code, errOut.String())
+	}
+}
+
+// TestDoctorJSON: --json is the report the table shows: every section with its checks and
+// their states, and nothing failed on a machine that can serve.
+func TestDoctorJSON(t *testing.T) {
+	vars := map[string]string{"SKRIP_DATA_DIR": t.TempDir(), "SKRIP_RUNNER": "bwrap"}
+	var out, errOut bytes.Buffer
+	if code := Main(context.Background(), []string{"doctor", "--json"}, strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] }); code != 0 {
+		t.Fatalf("doctor --json: %d %s", code, errOut.String())
+	}
+	var rep report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("doctor --json is not JSON: %v\n%s", err, out.String())
+	}
+	found := map[string]check{}
+	for _, s := range rep.Sections {
+		for _, c := range s.Checks {
+			found[s.Name+"/"+c.Name] = c
+		}
+	}
+	if rep.Version == "" || len(rep.Failed) != 0 || found["Settings/SKRIP_DATA_DIR"].Value != vars["SKRIP_DATA_DIR"] ||
+		found["Runner/bwrap"].State != stateOK || found["Database/SQLite"].State != stateInfo {
+		t.Fatalf("doctor --json: %s", out.String())
+	}
+}
+
+// TestDoctorServer: doctor --server checks a running server (alive, version, each
+// /readyz check, the queue, the token); a refused token is a failed check (exit 1) and a
+// server that does not answer exits 4.
+func TestDoctorServer(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	doctor := func(token string, args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		vars := map[string]string{"SKRIP_TOKEN": token}
+		code := Main(context.Background(), append([]string{"doctor"}, args...), strings.NewReader(""), &out, &errOut, func(k string) string { return vars[k] })
+		return code, out.String(), errOut.String()
+	}
+	code, out, errOut := doctor(env.AdminToken, "--server", env.URL)
+	if code != 0 {
+		t.Fatalf("doctor --server: %d %s %s", code, out, errOut)
+	}
+	out = regexp.MustCompile(` {2,}`).ReplaceAllString(out, " ")
+	for _, want := range []string{"the server at " + env.URL, "alive", "version " + version.Version, "database ok", "blob ok", "runner ok", "queue 0", "signed in as admin"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor --server lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = doctor("skr_not-a-token", "--server", env.URL, "--json")
+	var rep report
+	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Failed) != 1 || !strings.HasPrefix(rep.Failed[0], "Token: token") {
+		t.Fatalf("doctor --server with a refused token: exit %d, %s", code, out)
+	}
+	if code, _, errOut := doctor("", "--server", "http://"+testutil.FreeAddr(t)); code != exitUnavailable {
+		t.Fatalf("doctor --server of no server: exit %d, want %d (%s)", code, exitUnavailable, errOut)
 	}
 }

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skrip-dev/skrip/internal/app"
+	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/dispatch"
 	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
@@ -33,153 +38,267 @@ import (
 )
 
 func (e *env) doctorCmd() *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
-		Short: "Show the settings in force, the database and the machine's tools skrip can use",
+		Short: "Check this machine for skrip serve (settings, database, blob store, runner), or a running server",
 		Long: "Show what `skrip serve` would use with the same flags, env and --config: each setting and where it\n" +
-			"came from, the database and its version, the blob store, and the programs of this machine skrip can use.\n\n" +
+			"came from, the database and its version, the blob store, and the programs of this machine skrip can use.\n" +
+			"With --server URL it checks the skrip server there instead: its /readyz checks, version and run queue.\n" +
+			"The exit status is 1 when a check failed (a warning does not count), 4 when the server does not answer.\n\n" +
 			settingsHelp(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			loaded, err := e.loadConfig(cmd)
-			if err != nil {
-				return err
-			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 20*time.Second)
 			defer cancel()
-			e.doctor(ctx, loaded)
+			var rep *report
+			if cmd.Flags().Changed("server") {
+				var err error
+				if rep, err = e.doctorServer(ctx); err != nil {
+					return err
+				}
+			} else {
+				loaded, err := e.loadConfig(cmd)
+				if err != nil {
+					return err
+				}
+				rep = e.doctor(ctx, loaded)
+			}
+			if asJSON {
+				if err := e.printJSON(rep); err != nil {
+					return err
+				}
+			} else {
+				rep.print(e.stdout)
+			}
+			if len(rep.Failed) > 0 {
+				return exitError{code: exitFailure, err: fmt.Errorf("doctor: %d check(s) failed: %s", len(rep.Failed), strings.Join(rep.Failed, "; "))}
+			}
 			return nil
 		},
 	}
 	config.RegisterFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON: {version, go, sections: [{name, checks: [{name, value, detail, state}]}], failed}")
 	return cmd
 }
 
-func (e *env) doctor(ctx context.Context, loaded *config.Loaded) {
-	cfg := loaded.Config
-	w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "skrip %s (%s %s/%s)\n\n", version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+// A report is what doctor found: sections of checks, each ok, info, a warning or
+// failed. It prints as a table, or as JSON with --json.
+type report struct {
+	Version  string     `json:"version"`
+	Go       string     `json:"go"`
+	Server   string     `json:"server,omitempty"` // with --server: the server checked
+	Sections []*section `json:"sections"`
+	Failed   []string   `json:"failed"` // "section: check" of each failed check
+}
 
-	fmt.Fprintln(w, "Settings\tvalue\tfrom")
+type section struct {
+	Name   string  `json:"name"`
+	Value  string  `json:"value,omitempty"`
+	Detail string  `json:"detail,omitempty"`
+	Checks []check `json:"checks"`
+}
+
+type check struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Detail string `json:"detail"`
+	State  string `json:"state"`
+}
+
+// The states of a check: only a failed one makes doctor exit non-zero.
+const (
+	stateOK      = "ok"
+	stateInfo    = "info"
+	stateWarning = "warning"
+	stateFailed  = "failed"
+)
+
+func newReport() *report {
+	return &report{Version: version.Version, Go: fmt.Sprintf("%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH), Failed: []string{}}
+}
+
+// section starts a section of the report.
+func (r *report) section(name, value, detail string) *section {
+	s := &section{Name: name, Value: value, Detail: detail, Checks: []check{}}
+	r.Sections = append(r.Sections, s)
+	return s
+}
+
+// add adds a check to the last section, and names it among the failed ones when it
+// failed.
+func (r *report) add(state, name, value, detail string) {
+	s := r.Sections[len(r.Sections)-1]
+	s.Checks = append(s.Checks, check{Name: name, Value: value, Detail: detail, State: state})
+	if state == stateFailed {
+		r.Failed = append(r.Failed, strings.TrimSpace(s.Name+": "+name+" "+value))
+	}
+}
+
+func (r *report) print(out io.Writer) {
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "skrip %s (%s)\n", r.Version, r.Go)
+	if r.Server != "" {
+		fmt.Fprintf(w, "checked: the server at %s\n", r.Server)
+	}
+	for _, s := range r.Sections {
+		if s.Value == "" && s.Detail == "" {
+			// No tab: a long heading would widen the columns below it.
+			fmt.Fprintf(w, "\n%s\n", s.Name)
+		} else {
+			fmt.Fprintf(w, "\n%s\t%s\t%s\n", s.Name, s.Value, s.Detail)
+		}
+		for _, c := range s.Checks {
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", c.Name, c.Value, c.Detail)
+		}
+	}
+	if len(r.Failed) > 0 {
+		fmt.Fprintf(w, "\nFAILED: %s\n", strings.Join(r.Failed, "; "))
+	}
+	w.Flush()
+}
+
+func (e *env) doctor(ctx context.Context, loaded *config.Loaded) *report {
+	cfg := loaded.Config
+	rep := newReport()
+	rep.section("Settings", "value", "from")
 	for _, v := range loaded.Values {
-		fmt.Fprintf(w, "  %s\t%s\t%s\n", v.Env(), v.Display(), v.Source)
+		rep.add(stateInfo, v.Env(), v.Display(), string(v.Source))
 	}
 
-	fmt.Fprintln(w, "\nDatabase\t\t")
+	rep.section("Database", "", "")
 	where := cfg.Path("skrip.db")
 	kind := "SQLite"
 	if store.IsPostgresURL(cfg.DatabaseURL) {
 		kind, where = "PostgreSQL", "SKRIP_DATABASE_URL"
 	}
 	ver, applied, err := store.Inspect(ctx, cfg.DatabaseURL, cfg.Path("skrip.db"))
-	if err != nil {
-		fmt.Fprintf(w, "  %s\t%s\t%s\n", kind, where, "not usable: "+err.Error())
-	} else {
-		fmt.Fprintf(w, "  %s\t%s\t%s, %d migrations applied\n", kind, where, ver, applied)
+	switch {
+	case err != nil && cfg.DatabaseURL == "" && !exists(cfg.Path("skrip.db")):
+		rep.add(stateInfo, kind, where, err.Error())
+	case err != nil && cfg.NATSURL != "" && cfg.DatabaseURL == "" && cfg.Blob != "nats":
+		// A worker's settings: it holds no database.
+		rep.add(stateInfo, kind, where, "not usable: "+err.Error())
+	case err != nil:
+		rep.add(stateFailed, kind, where, "not usable: "+err.Error())
+	default:
+		rep.add(stateOK, kind, where, fmt.Sprintf("%s, %d migrations applied", ver, applied))
 	}
 
-	fmt.Fprintln(w, "\nBlob store\t\t")
+	rep.section("Blob store", "", "")
 	switch cfg.Blob {
 	case "nats":
-		where, state, cluster := natsState(ctx, cfg)
-		fmt.Fprintf(w, "  nats\t%s\tbucket %s, %d replica(s)\n", where, cfg.NATSBucket, cfg.NATSReplicas)
-		fmt.Fprintf(w, "  JetStream\t\t%s\n", state)
+		where, state, ok, cluster := natsState(ctx, cfg)
+		rep.add(stateInfo, "nats", where, fmt.Sprintf("bucket %s, %d replica(s)", cfg.NATSBucket, cfg.NATSReplicas))
+		rep.add(okOrFailed(ok), "JetStream", "", state)
 		if cluster != nil {
-			printCluster(w, cfg, *cluster)
+			printCluster(rep, cfg, *cluster)
 		}
 	default:
-		fmt.Fprintf(w, "  fs\t%s\t%s\n", cfg.Path("blobs"), dirState(cfg.Path("blobs")))
+		rep.add(stateInfo, "fs", cfg.Path("blobs"), dirState(cfg.Path("blobs")))
 		if cfg.NATSURL != "" {
 			// A worker's settings: no blob store of its own, the cluster's NATS.
-			where, state, cluster := natsState(ctx, cfg)
-			fmt.Fprintf(w, "  nats\t%s\t%s\n", where, state)
+			where, state, ok, cluster := natsState(ctx, cfg)
+			rep.add(okOrFailed(ok), "nats", where, state)
 			if cluster != nil {
-				printCluster(w, cfg, *cluster)
+				printCluster(rep, cfg, *cluster)
 			}
 		}
 	}
 
-	e.doctorRunner(ctx, w, cfg)
+	e.doctorRunner(ctx, rep, cfg)
 
-	fmt.Fprintln(w, "\nMachine\t\t")
+	rep.section("Machine", "", "")
 	for _, t := range machineTools(ctx) {
-		fmt.Fprintf(w, "  %s\t%s\t%s\n", t.name, t.where, t.state)
+		rep.add(stateInfo, t.name, t.where, t.state)
 	}
-	w.Flush()
+	return rep
+}
+
+func okOrFailed(ok bool) string {
+	if ok {
+		return stateOK
+	}
+	return stateFailed
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // natsState describes the NATS server the settings name and its JetStream account. An
 // embedded server's store is opened only when no skrip server answers at --addr, so that
 // two servers never share one store.
-func natsState(ctx context.Context, cfg config.Config) (where, state string, cluster *dispatch.Overview) {
+func natsState(ctx context.Context, cfg config.Config) (where, state string, ok bool, cluster *dispatch.Overview) {
 	var nc *nats.Conn
 	if cfg.NATSURL != "" {
 		where = natsserver.RedactURL(cfg.NATSURL)
 		var err error
 		if nc, err = natsserver.Dial(cfg.NATSURL, app.NATSAuth(cfg), nats.Name("skrip doctor"), nats.Timeout(3*time.Second)); err != nil {
-			return where, "not reachable: " + err.Error(), nil
+			return where, "not reachable: " + err.Error(), false, nil
 		}
 	} else {
 		dir := cfg.Path("nats")
 		where = "embedded nats-server under " + dir
 		if _, err := os.Stat(dir); err != nil {
-			return where, "not created yet; `skrip serve --blob nats` creates it", nil
+			return where, "not created yet; `skrip serve --blob nats` creates it", true, nil
 		}
 		probe := &http.Client{Timeout: time.Second}
 		if resp, err := probe.Get("http://" + cfg.Addr + "/healthz"); err == nil {
 			resp.Body.Close()
-			return where, "in use by the skrip server at " + cfg.Addr + "; not opened twice (its /readyz checks the store)", nil
+			return where, "in use by the skrip server at " + cfg.Addr + "; not opened twice (its /readyz checks the store)", true, nil
 		}
 		srv, err := natsserver.Start(dir, natsserver.WithReadyTimeout(10*time.Second))
 		if err != nil {
-			return where, "cannot start: " + err.Error(), nil
+			return where, "cannot start: " + err.Error(), false, nil
 		}
 		defer srv.Shutdown()
 		if nc, err = srv.Connect(nats.Name("skrip doctor")); err != nil {
-			return where, "cannot connect: " + err.Error(), nil
+			return where, "cannot connect: " + err.Error(), false, nil
 		}
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return where, err.Error(), nil
+		return where, err.Error(), false, nil
 	}
 	st, err := natsserver.JetStreamState(ctx, js)
 	if err != nil {
-		return where, "JetStream not usable: " + err.Error(), nil
+		return where, "JetStream not usable: " + err.Error(), false, nil
 	}
 	if cfg.NATSURL != "" {
 		o := dispatch.Describe(ctx, js, cfg.NATSBucket, cfg.NATSWorkBucket)
 		cluster = &o
 	}
-	return where, fmt.Sprintf("server %s, %s", nc.ConnectedServerVersion(), st), cluster
+	return where, fmt.Sprintf("server %s, %s", nc.ConnectedServerVersion(), st), true, cluster
 }
 
 // printCluster shows a cluster's queue, buckets and workers (docs/cluster.md).
-func printCluster(w io.Writer, cfg config.Config, o dispatch.Overview) {
+func printCluster(rep *report, cfg config.Config, o dispatch.Overview) {
 	mode := "off: SKRIP_BLOB=nats and a PostgreSQL SKRIP_DATABASE_URL turn it on for `skrip serve`"
 	if cfg.Cluster() {
 		mode = "on"
 	}
-	fmt.Fprintf(w, "\nCluster\t\t%s\n", mode)
-	fmt.Fprintf(w, "  run queue\t%s\t%s, %d redelivered\n", protocol.Stream, o.Queue, o.Redelivered)
+	rep.section("Cluster", "", mode)
+	rep.add(stateInfo, "run queue", protocol.Stream, fmt.Sprintf("%s, %d redelivered", o.Queue, o.Redelivered))
 	for _, b := range o.Buckets {
-		fmt.Fprintf(w, "  bucket\t\t%s\n", b)
+		rep.add(stateInfo, "bucket", "", b)
 	}
 	if len(o.Workers) == 0 {
-		fmt.Fprintf(w, "  workers\t\tnone seen (a worker's heartbeat lasts %s)\n", 3*protocol.HeartbeatEvery(cfg.RunAckWait))
+		rep.add(stateWarning, "workers", "", fmt.Sprintf("none seen (a worker's heartbeat lasts %s)", 3*protocol.HeartbeatEvery(cfg.RunAckWait)))
 	}
 	now := time.Now()
 	for _, hb := range o.Workers {
-		fmt.Fprintf(w, "  worker %s\t%s\t%s, %d/%d busy, %d sandbox(es) (budget %s), seen %s, version %s\n", hb.Worker, hb.Host, hb.Runner,
-			hb.Busy, hb.Concurrency, len(hb.Sandboxes), runner.HumanBytes(hb.BoxBudget), hb.Seen(now), hb.Version)
+		rep.add(stateOK, "worker "+hb.Worker, hb.Host, fmt.Sprintf("%s, %d/%d busy, %d sandbox(es) (budget %s), seen %s, version %s", hb.Runner,
+			hb.Busy, hb.Concurrency, len(hb.Sandboxes), runner.HumanBytes(hb.BoxBudget), hb.Seen(now), hb.Version))
 	}
 }
 
 // doctorRunner says which sandbox runs would use, the runtime tools get in it, and how
 // each limit is enforced. It only inspects: a running server's runs and scratch
 // directories are left alone.
-func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) {
-	fmt.Fprintf(w, "\nRunner\tSKRIP_RUNNER=%s\t\n", cfg.Runner)
+func (e *env) doctorRunner(ctx context.Context, rep *report, cfg config.Config) {
+	rep.section("Runner", "SKRIP_RUNNER="+cfg.Runner, "")
 	quiet := slog.New(slog.DiscardHandler)
 	if cfg.Runner != "bwrap" {
 		image := cfg.RunnerImage
@@ -189,76 +308,75 @@ func (e *env) doctorRunner(ctx context.Context, w io.Writer, cfg config.Config) 
 		r, err := docker.Inspect(ctx, docker.Config{Image: image}, quiet)
 		if err == nil {
 			defer r.Close()
-			fmt.Fprintf(w, "  docker\t%s\timage %s\n", r.Version(), image)
+			rep.add(stateOK, "docker", r.Version(), "image "+image)
 			rt, rtErr := r.Runtime(ctx)
 			switch recipe, err := r.Recipe(ctx); {
 			case err != nil:
-				fmt.Fprintf(w, "  runtime\tNOT known\t%s\n", err)
+				rep.add(stateWarning, "runtime", "NOT known", err.Error())
 			case recipe == rootfs.Recipe():
-				fmt.Fprintf(w, "  runtime\tcurrent\timported from a rootfs of this skrip's recipe (%s)\n", recipe[:12])
+				rep.add(stateOK, "runtime", "current", "imported from a rootfs of this skrip's recipe ("+recipe[:12]+")")
 			case recipe == "":
-				fmt.Fprintf(w, "  runtime\tno recipe\tthe image records none (made from deploy/runner/Dockerfile, or by an older skrip): see its packages below\n")
+				rep.add(stateWarning, "runtime", "no recipe", "the image records none (made from deploy/runner/Dockerfile, or by an older skrip): see its packages below")
 			default:
-				fmt.Fprintf(w, "  runtime\tWARNING\tthe image was imported from a rootfs of another recipe (%.12s, this skrip's is %.12s); %s\n", recipe, rootfs.Recipe(), runtimeHowTo)
+				rep.add(stateWarning, "runtime", "WARNING", fmt.Sprintf("the image was imported from a rootfs of another recipe (%.12s, this skrip's is %.12s); %s", recipe, rootfs.Recipe(), runtimeHowTo))
 			}
-			warnMissing(w, rt)
-			printLimits(ctx, w, r, cfg)
-			printWarm(w, nil, cfg)
-			printRuntime(w, "image "+image+", read from its own /"+rootfs.StatusFile, rt, rtErr)
+			warnMissing(rep, rt)
+			printLimits(ctx, rep, r, cfg)
+			printWarm(rep, nil, cfg)
+			printRuntime(rep, "image "+image+", read from its own /"+rootfs.StatusFile, rt, rtErr)
 			return
 		}
-		fmt.Fprintf(w, "  docker\tunavailable\t%s\n", err)
 		if cfg.Runner == "docker" {
-			fmt.Fprintf(w, "  \t\tskrip serve refuses to start without a sandbox\n")
+			rep.add(stateFailed, "docker", "unavailable", err.Error()+"; skrip serve refuses to start without a sandbox")
 			return
 		}
+		rep.add(stateInfo, "docker", "unavailable", err.Error())
 	}
 	bc := app.BwrapConfig(cfg)
 	r, err := bwrap.Inspect(bc, quiet)
 	if err != nil {
-		fmt.Fprintf(w, "  bwrap\tunavailable\t%s\n", err)
-		fmt.Fprintf(w, "  \t\tskrip serve refuses to start without a sandbox\n")
+		rep.add(stateFailed, "bwrap", "unavailable", err.Error()+"; skrip serve refuses to start without a sandbox")
 		return
 	}
 	root, source := bc.Rootfs, bc.Rootfs+", read from its /"+rootfs.StatusFile
 	if root == "" {
 		source = "the host's /usr, read from /" + rootfs.StatusFile
-		fmt.Fprintf(w, "  bwrap\t%s\troot the host's /usr; memory, pids and CPU through %s\n", r.Version(), r.Limiter())
-		fmt.Fprintf(w, "  runtime\tWARNING\tthe host's /usr is a fallback: tools get this machine's Python and packages, not skrip's runtime; %s\n", runtimeHowTo)
+		rep.add(stateOK, "bwrap", r.Version(), "root the host's /usr; memory, pids and CPU through "+r.Limiter())
+		rep.add(stateWarning, "runtime", "WARNING", "the host's /usr is a fallback: tools get this machine's Python and packages, not skrip's runtime; "+runtimeHowTo)
 	} else {
-		fmt.Fprintf(w, "  bwrap\t%s\troot %s; memory, pids and CPU through %s\n", r.Version(), root, r.Limiter())
+		rep.add(stateOK, "bwrap", r.Version(), "root "+root+"; memory, pids and CPU through "+r.Limiter())
 		switch st, err := rootfs.Inspect(root); {
 		case err != nil:
-			fmt.Fprintf(w, "  runtime\tNOT known\t%s\n", err)
+			rep.add(stateWarning, "runtime", "NOT known", err.Error())
 		case st.Current():
-			fmt.Fprintf(w, "  runtime\tcurrent\t%s\n", st.Describe())
+			rep.add(stateOK, "runtime", "current", st.Describe())
 		default:
-			fmt.Fprintf(w, "  runtime\tWARNING\t%s is %s, not of this skrip's recipe; %s\n", root, st.Describe(), runtimeHowTo)
+			rep.add(stateWarning, "runtime", "WARNING", root+" is "+st.Describe()+", not of this skrip's recipe; "+runtimeHowTo)
 		}
 	}
 	rt, rtErr := rootfs.ReadRuntime(cmp.Or(root, "/"))
-	warnMissing(w, rt)
-	printLimits(ctx, w, r, cfg)
-	printWarm(w, r, cfg)
-	printRuntime(w, source, rt, rtErr)
+	warnMissing(rep, rt)
+	printLimits(ctx, rep, r, cfg)
+	printWarm(rep, r, cfg)
+	printRuntime(rep, source, rt, rtErr)
 }
 
 // printWarm shows the warm starts' budget, and, on bwrap (r), what interpreters a server
 // on this work directory has parked now. The Docker runner's parked containers show in
 // `docker ps --filter label=skrip.pool` and in the server's /metrics.
-func printWarm(w io.Writer, r *bwrap.Runner, cfg config.Config) {
+func printWarm(rep *report, r *bwrap.Runner, cfg config.Config) {
 	if cfg.RunnerWarmMemory <= 0 {
-		fmt.Fprintf(w, "\nWarm starts\toff\tSKRIP_RUNNER_WARM_MEMORY is 0: every run starts Python itself\n")
+		rep.section("Warm starts", "off", "SKRIP_RUNNER_WARM_MEMORY is 0: every run starts Python itself")
 		return
 	}
-	fmt.Fprintf(w, "\nWarm starts\ton\tinterpreters parked ahead of runs may hold %s (SKRIP_RUNNER_WARM_MEMORY)\n", runner.HumanBytes(cfg.RunnerWarmMemory))
+	rep.section("Warm starts", "on", "interpreters parked ahead of runs may hold "+runner.HumanBytes(cfg.RunnerWarmMemory)+" (SKRIP_RUNNER_WARM_MEMORY)")
 	if r == nil {
 		return
 	}
 	if n, bytes, ok := r.WarmOnMachine(); ok {
-		fmt.Fprintf(w, "  parked now\t%d\thold %s (parked by a server on this data dir, or running their run)\n", n, runner.HumanBytes(bytes))
+		rep.add(stateInfo, "parked now", fmt.Sprint(n), "hold "+runner.HumanBytes(bytes)+" (parked by a server on this data dir, or running their run)")
 	} else {
-		fmt.Fprintf(w, "  parked now\tNOT known\tno cgroups here to read their memory from\n")
+		rep.add(stateInfo, "parked now", "NOT known", "no cgroups here to read their memory from")
 	}
 }
 
@@ -267,7 +385,7 @@ const runtimeHowTo = "get it with `bash scripts/deps.sh` (in the repository) or 
 	rootfs.DefaultDir + " (bwrap uses it while SKRIP_BWRAP_ROOTFS is empty) and import it as the Docker runner's image"
 
 // warnMissing warns when parts of the runtime are not installed.
-func warnMissing(w io.Writer, rt []rootfs.Component) {
+func warnMissing(rep *report, rt []rootfs.Component) {
 	var missing []string
 	for _, c := range rt {
 		if c.Version == "" {
@@ -275,29 +393,28 @@ func warnMissing(w io.Writer, rt []rootfs.Component) {
 		}
 	}
 	if len(missing) > 0 {
-		fmt.Fprintf(w, "  runtime\tWARNING\tmissing, so the tools that use them fail: %s; %s\n", strings.Join(missing, ", "), runtimeHowTo)
+		rep.add(stateWarning, "runtime", "WARNING", "missing, so the tools that use them fail: "+strings.Join(missing, ", ")+"; "+runtimeHowTo)
 	}
 }
 
 // printRuntime lists the runtime tools get: Python and the packages they use, with the
 // Debian package versions.
-func printRuntime(w io.Writer, source string, rt []rootfs.Component, err error) {
-	// No tab in the heading: the source is long and would widen the version column.
-	fmt.Fprintf(w, "\nRuntime (%s)\n", source)
+func printRuntime(rep *report, source string, rt []rootfs.Component, err error) {
+	rep.section("Runtime ("+source+")", "", "")
 	if err != nil {
-		fmt.Fprintf(w, "  \tNOT known\t%s\n", err)
+		rep.add(stateWarning, "", "NOT known", err.Error())
 		return
 	}
 	for _, c := range rt {
-		v := c.Version
+		v, state := c.Version, stateOK
 		if v == "" {
-			v = "MISSING"
+			v, state = "MISSING", stateWarning
 		}
-		fmt.Fprintf(w, "  %s\t%s\tDebian package %s\n", c.Name, v, c.Package)
+		rep.add(state, c.Name, v, "Debian package "+c.Package)
 		if c.Name == "pandoc" && c.Version != "" {
 			// The original hub's tools are written for pandoc 3.8 (docs/runner-contract.md).
-			fmt.Fprintf(w, "  pandoc's version\t%s\ttools' pandoc 3.8 options (--syntax-highlighting) reach it through skrip's wrapper, the shim's bin/pandoc\n",
-				upstreamVersion(c.Version))
+			rep.add(stateInfo, "pandoc's version", upstreamVersion(c.Version),
+				"tools' pandoc 3.8 options (--syntax-highlighting) reach it through skrip's wrapper, the shim's bin/pandoc")
 		}
 	}
 }
@@ -318,40 +435,40 @@ func upstreamVersion(v string) string {
 }
 
 // printLimits says how r enforces the limits of tool runs and of agent sandboxes.
-func printLimits(ctx context.Context, w io.Writer, r runner.Engine, cfg config.Config) {
-	printEnforcement(w, r.Enforcement(app.RunLimits(cfg)))
+func printLimits(ctx context.Context, rep *report, r runner.Engine, cfg config.Config) {
+	printEnforcement(rep, r.Enforcement(app.RunLimits(cfg)))
 	sb := app.SandboxConfig(cfg)
-	fmt.Fprintf(w, "\nAgent sandboxes\t%s runner\tdestroyed after %s unused, %d per user, one exec up to %s\n",
-		r.Name(), sb.IdleTimeout, sb.MaxPerUser, sb.ExecTimeout)
-	printEnforcement(w, r.BoxEnforcement(sb.Limits, sb.WorkspaceBytes))
-	printBudget(ctx, w, r, cfg, sb.WorkspaceBytes)
+	rep.section("Agent sandboxes", r.Name()+" runner", fmt.Sprintf("destroyed after %s unused, %d per user, one exec up to %s",
+		sb.IdleTimeout, sb.MaxPerUser, sb.ExecTimeout))
+	printEnforcement(rep, r.BoxEnforcement(sb.Limits, sb.WorkspaceBytes))
+	printBudget(ctx, rep, r, cfg, sb.WorkspaceBytes)
 }
 
 // printBudget shows the memory budget of all workspaces together beside the machine's
 // memory.
-func printBudget(ctx context.Context, w io.Writer, r runner.Sandboxes, cfg config.Config, workspace int64) {
+func printBudget(ctx context.Context, rep *report, r runner.Sandboxes, cfg config.Config, workspace int64) {
 	mem, err := r.Memory(ctx)
 	if err != nil {
-		fmt.Fprintf(w, "  memory budget\tNOT known\t%s: skrip serve refuses to start\n", err)
+		rep.add(stateFailed, "memory budget", "NOT known", err.Error()+": skrip serve refuses to start")
 		return
 	}
-	fmt.Fprintf(w, "  machine memory\t\t%s\n", mem)
+	rep.add(stateInfo, "machine memory", "", mem.String())
 	budget, err := app.SandboxBudget(ctx, cfg, r)
 	if err != nil {
-		fmt.Fprintf(w, "  memory budget\tREFUSED\t%s; skrip serve refuses to start\n", err)
+		rep.add(stateFailed, "memory budget", "REFUSED", err.Error()+"; skrip serve refuses to start")
 		return
 	}
-	fmt.Fprintf(w, "  memory budget\tenforced\t%s for the /workspace of all sandboxes together (%s): room for %d of %s; a create past it gets 507\n",
-		runner.HumanBytes(budget), sandbox.BudgetSetting, budget/runner.WorkspaceMemory(workspace), runner.HumanBytes(workspace))
+	rep.add(stateOK, "memory budget", "enforced", fmt.Sprintf("%s for the /workspace of all sandboxes together (%s): room for %d of %s; a create past it gets 507",
+		runner.HumanBytes(budget), sandbox.BudgetSetting, budget/runner.WorkspaceMemory(workspace), runner.HumanBytes(workspace)))
 }
 
-func printEnforcement(w io.Writer, list []runner.Enforced) {
+func printEnforcement(rep *report, list []runner.Enforced) {
 	for _, en := range list {
-		state := "enforced"
+		value, state := "enforced", stateOK
 		if !en.OK {
-			state = "NOT fully enforced"
+			value, state = "NOT fully enforced", stateWarning
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\n", en.Limit, state, en.How)
+		rep.add(state, en.Limit, value, en.How)
 	}
 }
 
@@ -407,4 +524,112 @@ func cgroupState() tool {
 		return tool{"cgroups", "/sys/fs/cgroup", "v1: " + strings.Join(v1, ", ")}
 	}
 	return tool{"cgroups", "not found", "limits fall back to rlimits"}
+}
+
+// doctorServer checks the skrip server that --server names: that it is alive and of
+// which version, each of its /readyz checks, its run queue (from /metrics), and the
+// token, when there is one. A server that does not answer is an error (exit 4).
+func (e *env) doctorServer(ctx context.Context) (*report, error) {
+	t, err := e.resolve()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(t.server, t.token)
+	if err != nil {
+		return nil, err
+	}
+	rep := newReport()
+	rep.Server = t.server
+	rep.section("Server", "", "")
+	var health struct {
+		Status  string `json:"status"`
+		Version string `json:"version"`
+	}
+	if err := c.Do(ctx, http.MethodGet, "/healthz", nil, &health); err != nil {
+		return nil, err
+	}
+	rep.add(stateOK, "alive", "version "+health.Version, "GET /healthz")
+	if health.Version != version.Version {
+		rep.add(stateWarning, "version", health.Version, "this skrip is "+version.Version+"; a client and a server of different versions may not agree on everything")
+	}
+
+	rep.section("Ready", "", "GET /readyz")
+	checks, err := readiness(ctx, c)
+	if err != nil {
+		rep.add(stateFailed, "readyz", "no answer", err.Error())
+	}
+	names := make([]string, 0, len(checks))
+	for name := range checks {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if checks[name] == "ok" {
+			rep.add(stateOK, name, "ok", "")
+		} else {
+			rep.add(stateFailed, name, "not ready", checks[name])
+		}
+	}
+
+	rep.section("Runs", "", "GET /metrics")
+	if depth, err := queueDepth(ctx, c); err != nil {
+		rep.add(stateWarning, "queue", "NOT known", err.Error())
+	} else {
+		rep.add(stateInfo, "queue", fmt.Sprint(depth), "runs admitted on this node and waiting for a worker (skrip_run_queue_depth)")
+	}
+
+	rep.section("Token", "", "")
+	if t.token == "" {
+		rep.add(stateInfo, "token", "none", "no token given, so none checked (skrip login, --token-file or SKRIP_TOKEN)")
+		return rep, nil
+	}
+	var me struct {
+		Name string `json:"name"`
+		Role string `json:"role"`
+	}
+	if err := c.Do(ctx, http.MethodGet, "/api/v1/me", nil, &me); err != nil {
+		rep.add(stateFailed, "token", "refused", err.Error())
+	} else {
+		rep.add(stateOK, "token", me.Name, "signed in as "+me.Name+" ("+me.Role+")")
+	}
+	return rep, nil
+}
+
+// readiness reads /readyz's checks, whether the server is ready (200) or not (503).
+func readiness(ctx context.Context, c *client.Client) (map[string]string, error) {
+	var ready struct {
+		Checks map[string]string `json:"checks"`
+	}
+	err := c.Do(ctx, http.MethodGet, "/readyz", nil, &ready)
+	var apiErr *client.Error
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable {
+		checks := map[string]string{}
+		if m, ok := apiErr.Details["checks"].(map[string]any); ok {
+			for k, v := range m {
+				checks[k] = fmt.Sprint(v)
+			}
+		}
+		return checks, nil
+	}
+	return ready.Checks, err
+}
+
+// queueDepth reads skrip_run_queue_depth from the server's /metrics.
+func queueDepth(ctx context.Context, c *client.Client) (float64, error) {
+	resp, err := c.Request(ctx, http.MethodGet, "/metrics", nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "skrip_run_queue_depth "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("the server's /metrics has no skrip_run_queue_depth")
 }

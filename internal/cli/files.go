@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -85,7 +86,7 @@ func (e *env) filesUploadCmd() *cobra.Command {
 	var threshold string
 	cmd := &cobra.Command{
 		Use:   "upload PATH",
-		Short: "Upload a file; prints its key",
+		Short: "Upload a file (- for standard input); prints its key",
 		Long: "Uploads a file to the staging area. A file of --resumable-threshold or more goes up resumably:\n" +
 			"if the connection drops or the command is interrupted, running the same command again goes on\n" +
 			"from where the server stopped (a small state file under the user's cache directory, or\n" +
@@ -99,6 +100,19 @@ func (e *env) filesUploadCmd() *cobra.Command {
 			c, err := e.filesClient(cmd)
 			if err != nil {
 				return err
+			}
+			if args[0] == "-" {
+				// Standard input: its length is not known, so it goes in one request
+				// (the server's file size limit ends one too long), named after its key.
+				name := "stdin"
+				if opts.Key != "" {
+					name = path.Base(opts.Key)
+				}
+				fi, err := c.Upload(cmd.Context(), name, e.stdin, opts)
+				if err != nil {
+					return err
+				}
+				return e.printUploaded(fi, asJSON)
 			}
 			f, err := os.Open(args[0])
 			if err != nil {
@@ -127,11 +141,7 @@ func (e *env) filesUploadCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return e.printJSON(fi)
-			}
-			fmt.Fprintf(e.stdout, "Uploaded: %s (%s)\n", fi.FileKey, size(fi.SizeBytes))
-			return nil
+			return e.printUploaded(fi, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Key, "key", "", "store under this key (must start with files/); default files/f_<ULID>")
@@ -141,6 +151,14 @@ func (e *env) filesUploadCmd() *cobra.Command {
 	cmd.Flags().StringVar(&threshold, "resumable-threshold", "8MiB", "upload files of this size or more resumably (e.g. 8MiB, 0 for every file)")
 	cmd.Flags().BoolVar(&noResume, "no-resume", false, "send the file in one request and keep no state to resume from")
 	return cmd
+}
+
+func (e *env) printUploaded(fi client.FileInfo, asJSON bool) error {
+	if asJSON {
+		return e.printJSON(fi)
+	}
+	fmt.Fprintf(e.stdout, "Uploaded: %s (%s)\n", fi.FileKey, size(fi.SizeBytes))
+	return nil
 }
 
 // uploadOnce sends the file in one multipart request, with a progress bar on a terminal.

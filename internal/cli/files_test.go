@@ -166,3 +166,24 @@ func TestFilesCLIOwner(t *testing.T) {
 		t.Fatalf("otto's file after the admin deleted ursula's: %d %q", code, out)
 	}
 }
+
+// TestUploadFromStdin: `files upload -` reads standard input, under --key or a key the
+// server chooses; the bytes come back whole.
+func TestUploadFromStdin(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	_, u := env.User(t, "ulla", "user")
+	body := strings.Repeat("rad,ett\n", 50000)
+	code, out, errOut := run(t, env, u.Token, body, "files", "upload", "-", "--key", "files/in/data.csv", "--json")
+	var fi map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &fi) != nil || fi["file_key"] != "files/in/data.csv" || fi["size_bytes"] != float64(len(body)) || !strings.HasPrefix(fi["content_type"].(string), "text/csv") {
+		t.Fatalf("upload - --key: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = run(t, env, u.Token, "", "files", "download", "files/in/data.csv", "-o", "-")
+	if code != 0 || out != body {
+		t.Fatalf("download: %d (%d bytes) %q", code, len(out), errOut)
+	}
+	code, out, errOut = run(t, env, u.Token, "hej", "files", "upload", "-")
+	if code != 0 || !strings.Contains(out, "Uploaded: files/f_") || !strings.Contains(out, "(3 B)") {
+		t.Fatalf("upload - without a key: %d %q %q", code, out, errOut)
+	}
+}

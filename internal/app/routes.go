@@ -62,7 +62,9 @@ func (a *App) routes(st *store.Store) (http.Handler, error) {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	return httpkit.Observe(root, a.log, a.Metrics, a.cfg.HTTPBodyIdleTimeout, front), nil
+	// Pages of the origins SKRIP_CORS_ORIGINS names may use the files API and tus.
+	cors := httpkit.NewCORS(a.cfg.CORSOrigins, "/api/v1/files/", resumable.BasePath)
+	return httpkit.Observe(cors.Wrap(root), a.log, a.Metrics, a.cfg.HTTPBodyIdleTimeout, front), nil
 }
 
 // uncleanPath is the refusal of API path p, which has an empty, . or .. segment.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +100,9 @@ type Config struct {
 	PublicURL string
 	// TrustedProxies are the peers whose X-Forwarded-For, -Proto and -Host are believed.
 	TrustedProxies []netip.Prefix
+	// CORSOrigins are the web origins (https://app.example.org) whose pages may call the
+	// files API and the resumable uploads with a token; "*" is any origin. Empty: none.
+	CORSOrigins []string
 	// PasswordChecks is how many password hashes (sign-in checks, new passwords) run at
 	// once; PasswordCheckWait how long one waits for its turn before the answer is 503.
 	PasswordChecks    int
@@ -263,6 +267,7 @@ func Settings() []Setting {
 		{Name: "sandbox-max-per-user", Default: "10", Help: "agent sandboxes one user may hold at once", kind: kInt, bind: intv(func(c *Config) *int { return &c.SandboxMaxPerUser })},
 		{Name: "sandbox-max-total", Default: "64", Help: "agent sandboxes this server holds at once; beyond it new ones get 503 with Retry-After", kind: kInt, bind: intv(func(c *Config) *int { return &c.SandboxMaxTotal })},
 		{Name: "public-url", Default: "", Help: "the server's address as its users reach it (https://skrip.example.org), for the links it builds; empty builds them from each request: its own host, or what a trusted proxy names in X-Forwarded-Host and X-Forwarded-Proto", bind: publicURL(func(c *Config) *string { return &c.PublicURL })},
+		{Name: "cors-origins", Default: "", Help: "comma-separated web origins (https://app.example.org) whose pages may call the files API and the resumable uploads (tus) from the browser, with an API token (never with the web's sign-in cookie); * allows any origin; empty allows none", bind: origins(func(c *Config) *[]string { return &c.CORSOrigins })},
 		{Name: "trusted-proxies", Default: "", Help: "comma-separated addresses or CIDRs (10.0.0.0/8, ::1) of the proxies in front of the server, whose X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host are believed: for the client address that sign-in throttling and the request log use, the Secure cookie flag and the links the server builds; empty trusts no proxy", bind: prefixes(func(c *Config) *[]netip.Prefix { return &c.TrustedProxies })},
 		{Name: "password-checks", Default: "auto", Shown: "the number of CPUs", Help: "password hashes (argon2id, 64 MiB each) that run at once, for sign-ins and new passwords; their memory is at most this times 64 MiB", kind: kCount, bind: atLeastOne(func(c *Config) *int { return &c.PasswordChecks })},
 		{Name: "password-check-wait", Default: "2s", Help: "how long a sign-in or a new password waits for a free password check before the answer is 503 with Retry-After", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.PasswordCheckWait })},
@@ -594,6 +599,33 @@ func publicURL(field func(*Config) *string) func(*Config, string) error {
 			v = strings.TrimSuffix(v, "/")
 		}
 		*field(c) = v
+		return nil
+	}
+}
+
+// origins binds a comma-separated list of web origins (scheme://host[:port], no path), or
+// "*" alone.
+func origins(field func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, part := range strings.Split(v, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			if part != "*" {
+				u, err := url.Parse(part)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+					return fmt.Errorf("%q is not a web origin such as https://app.example.org (a scheme and a host, no path)", part)
+				}
+				part = strings.ToLower(u.Scheme + "://" + u.Host)
+			}
+			out = append(out, part)
+		}
+		if len(out) > 1 && slices.Contains(out, "*") {
+			return fmt.Errorf("%q: * allows every origin and goes alone", v)
+		}
+		*field(c) = out
 		return nil
 	}
 }

@@ -389,3 +389,32 @@ func TestFrontSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestCORSOrigins: SKRIP_CORS_ORIGINS takes web origins (lower-cased, a trailing slash
+// dropped) or * alone; a path, another scheme or * among others is refused at start.
+func TestCORSOrigins(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{"", "[]", ""},
+		{"https://App.Example.org, http://localhost:5173/", "[https://app.example.org http://localhost:5173]", ""},
+		{"*", "[*]", ""},
+		{"https://app.example.org/upload", "", "cors-origins"},
+		{"app.example.org", "", "cors-origins"},
+		{"ftp://app.example.org", "", "cors-origins"},
+		{"*, https://app.example.org", "", "cors-origins"},
+	} {
+		l, err := Load(flags(t), envOf(map[string]string{"SKRIP_CORS_ORIGINS": tc.in}))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want one naming %s", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		if got := fmt.Sprint(l.CORSOrigins); got != tc.want && !(tc.want == "[]" && len(l.CORSOrigins) == 0) {
+			t.Errorf("%q: %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

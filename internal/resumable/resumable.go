@@ -64,7 +64,7 @@ func New(files *staging.Service, log *slog.Logger) (*Handler, error) {
 		// staging names the file and the limit. The limit is announced by the
 		// responseWriter (Tus-Max-Size) and enforced by staging at creation.
 		DisableDownload: true,
-		// Same origin only, as the rest of the API: a page elsewhere gets no CORS headers.
+		// skrip's own CORS (httpkit.CORS, SKRIP_CORS_ORIGINS) answers pages of other origins.
 		Cors: &tusd.CorsConfig{Disable: true},
 		// tusd logs every request; skrip's request log has them already, and the errors
 		// that matter reach it through tusError.

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/wire"
 )
@@ -95,4 +96,19 @@ func (c *Client) RunEvents(ctx context.Context, id string, fn func(RunEvent) err
 		return fmt.Errorf("reading the events of run %s: %w", id, err)
 	}
 	return nil
+}
+
+// RunJSON runs tool with inputs and, as its uploads, the caller's staged files named by
+// fileKeys (POST …/runs with application/json), the server holding the request up to
+// wait.
+func (c *Client) RunJSON(ctx context.Context, tool string, inputs map[string]any, fileKeys []string, wait time.Duration) (Run, error) {
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	body := struct {
+		Inputs   map[string]any `json:"inputs"`
+		FileKeys []string       `json:"file_keys,omitempty"`
+	}{inputs, fileKeys}
+	var r Run
+	return r, c.Do(ctx, http.MethodPost, "/api/v1/tools/"+url.PathEscape(tool)+"/runs?wait="+wait.String(), body, &r)
 }

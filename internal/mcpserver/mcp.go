@@ -1,5 +1,6 @@
-// Package mcpserver serves skrip's agent sandboxes to AI agents as MCP tools (docs/spec.md §9):
-// the eight tools, their schemas and descriptions, and how API errors reach the agent.
+// Package mcpserver serves skrip's agent sandboxes, staged files and tools to AI agents as
+// MCP tools (docs/spec.md §9): the tools, their schemas and descriptions, and how API
+// errors reach the agent.
 // It is a thin client of the HTTP API (internal/client); `skrip mcp` runs it over stdio.
 package mcpserver
 
@@ -28,12 +29,14 @@ const instructions = `skrip gives you sandboxes: Linux environments with no netw
 
 A typical task: files_list to find the user's files in the staging area; sandbox_create; sandbox_stage_file to copy a file into /workspace; sandbox_fs_write to add a script; sandbox_exec to run it; sandbox_publish_file to put the result back in the staging area, and tell the user its file_key.
 
-Staging and publishing move the bytes on the server: they never pass through your context, so use them for data files of any size, and sandbox_fs_read and sandbox_fs_write only for small text such as scripts, logs and summaries. Every path is relative to /workspace.`
+Staging and publishing move the bytes on the server: they never pass through your context, so use them for data files of any size, and sandbox_fs_read and sandbox_fs_write only for small text such as scripts, logs and summaries. Every path is relative to /workspace.
 
-// NewServer returns an MCP server whose eight tools call the skrip server c. version is
+skrip also runs teachers' tools (scripts that make groups from a class list, a PDF from HTML, and such): tools_list shows them with the inputs and files each takes; tool_run runs one on staged files; a run may offer next_actions, taken with run_action and the run's state_rev; run_get reads a run and can copy its artifacts into the staging area. sandbox_list and sandbox_delete free sandboxes you no longer need.`
+
+// NewServer returns an MCP server whose tools call the skrip server c. version is
 // the version it reports to clients.
 func NewServer(c *client.Client, version string) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "skrip", Title: "skrip sandboxes", Version: version},
+	s := mcp.NewServer(&mcp.Implementation{Name: "skrip", Title: "skrip sandboxes and tools", Version: version},
 		&mcp.ServerOptions{Instructions: instructions})
 	t := &tools{c: c}
 	mcp.AddTool(s, &mcp.Tool{
@@ -102,6 +105,7 @@ func NewServer(c *client.Client, version string) *mcp.Server {
 			"The url is shown only now; the user can revoke the link with `skrip files unlink <id>`.",
 		Annotations: &mcp.ToolAnnotations{Title: "Share a staged file by link", OpenWorldHint: new(false), DestructiveHint: new(false)},
 	}, t.share)
+	t.addRunTools(s)
 	return s
 }
 

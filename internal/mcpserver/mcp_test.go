@@ -31,6 +31,12 @@ var inputs = map[string]struct{ fields, required []string }{
 	"sandbox_publish_file": {[]string{"sandbox_id", "source", "file_key"}, []string{"sandbox_id", "source"}},
 	"files_list":           {[]string{"prefix"}, nil},
 	"files_share":          {[]string{"file_key", "ttl", "max_downloads"}, []string{"file_key", "ttl"}},
+	"sandbox_list":         {nil, nil},
+	"sandbox_delete":       {[]string{"sandbox_id"}, []string{"sandbox_id"}},
+	"tools_list":           {[]string{"query"}, nil},
+	"tool_run":             {[]string{"tool", "inputs", "file_keys", "wait_s"}, []string{"tool"}},
+	"run_action":           {[]string{"run_id", "action_id", "input", "expected_state_rev", "wait_s"}, []string{"run_id", "action_id", "expected_state_rev"}},
+	"run_get":              {[]string{"run_id", "wait_s", "stage_artifacts"}, []string{"run_id"}},
 }
 
 const csvIn = "name,qty\napple,3\npear,5\n"
@@ -406,5 +412,146 @@ func TestServeInProcess(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("Serve did not end when its input ended")
+	}
+}
+
+// counter counts the rows of its CSV file, remembers a count in its state, writes
+// output/summary.txt and offers "add", which adds steg to the count.
+const counter = `import csv, json, os
+def run_tool(input_dir, output_dir):
+    act = os.environ.get("SKRIPTOTEKET_ACTION")
+    act = json.loads(act) if act else None
+    inputs = json.loads(os.environ.get("SKRIPTOTEKET_INPUTS") or "{}")
+    manifest = json.loads(os.environ["SKRIPTOTEKET_INPUT_MANIFEST"])
+    rows = 0
+    for f in manifest["files"]:
+        with open(f["path"], newline="") as fh:
+            rows += sum(1 for _ in csv.reader(fh)) - 1
+    if act is None:
+        n = rows
+    else:
+        n = act["state"]["n"] + int(act["input"]["steg"])
+    with open(os.path.join(output_dir, "summary.txt"), "w") as out:
+        out.write("%s: %d\n" % (inputs.get("rubrik", "rader"), n))
+    return {"outputs": [{"kind": "notice", "level": "info", "message": "%d" % n}],
+            "next_actions": [{"action_id": "add", "label": "Lägg till", "kind": "form",
+                              "fields": [{"name": "steg", "label": "Steg", "kind": "integer"}]}],
+            "state": {"n": n}}
+`
+
+const counterSchema = `[{"name": "klass", "label": "Klasslista", "kind": "file", "accept": [".csv"], "min": 1, "max": 1},
+ {"name": "rubrik", "label": "Rubrik", "kind": "string"},
+ {"name": "sortering", "label": "Sortering", "kind": "enum", "options": [{"value": "namn", "label": "Namn"}, {"value": "antal", "label": "Antal"}]}]`
+
+// TestMCPToolsFlow: an independent MCP client (the SDK's, over stdio with a real `skrip
+// mcp`) lists skrip's tools with their inputs as JSON Schema, runs one on a staged file,
+// takes its next action with the run's state_rev (a stale one is a conflict it is told
+// how to handle), reads the run with its artifact copied into the staging area, and
+// lists and deletes a sandbox.
+func TestMCPToolsFlow(t *testing.T) {
+	env := startServer(t)
+	bin := testutil.BuildSkrip(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ac, author := env.User(t, "ada", "author")
+	if _, _, err := ac.AddTool(ctx, client.NewTool{Slug: "rakna", Title: "Räkna rader", Summary: "Räknar raderna i en klasslista",
+		Source: counter, InputSchema: json.RawMessage(counterSchema), Publish: true}); err != nil {
+		t.Fatal(err)
+	}
+	uc, u := env.User(t, "ulla", "user")
+	if _, err := uc.Upload(ctx, "klass.csv", strings.NewReader(csvIn), client.UploadOptions{Key: "files/klass.csv"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = author
+	cs, _ := connect(t, ctx, bin, env, u.Token)
+
+	var tools struct {
+		Tools []struct {
+			Slug        string         `json:"slug"`
+			InputSchema map[string]any `json:"input_schema"`
+			Files       *struct {
+				Min, Max int
+				Accept   []string
+			} `json:"files"`
+		} `json:"tools"`
+		Count int `json:"count"`
+	}
+	call(t, ctx, cs, "tools_list", map[string]any{"query": "klasslista"}, &tools)
+	if tools.Count != 1 || tools.Tools[0].Slug != "rakna" || tools.Tools[0].Files == nil || tools.Tools[0].Files.Max != 1 ||
+		!slices.Equal(tools.Tools[0].Files.Accept, []string{".csv"}) {
+		t.Fatalf("tools_list: %+v", tools)
+	}
+	props, _ := tools.Tools[0].InputSchema["properties"].(map[string]any)
+	sortering, _ := props["sortering"].(map[string]any)
+	if tools.Tools[0].InputSchema["type"] != "object" || len(props) != 2 || props["klass"] != nil || mustJSON(t, sortering["enum"]) != `["namn","antal"]` {
+		t.Fatalf("the input schema: %s", mustJSON(t, tools.Tools[0].InputSchema))
+	}
+
+	type runOut struct {
+		RunID       string `json:"run_id"`
+		Status      string `json:"status"`
+		StateRev    *int64 `json:"state_rev"`
+		NextActions []struct {
+			ActionID string `json:"action_id"`
+		} `json:"next_actions"`
+		Outputs []struct {
+			Message string `json:"message"`
+		} `json:"outputs"`
+		Artifacts []struct {
+			Name    string `json:"name"`
+			FileKey string `json:"file_key"`
+		} `json:"artifacts"`
+		Stdout *string `json:"stdout"`
+	}
+	var first runOut
+	call(t, ctx, cs, "tool_run", map[string]any{"tool": "rakna", "inputs": map[string]any{"rubrik": "elever"}, "file_keys": []string{"files/klass.csv"}}, &first)
+	if first.Status != "succeeded" || first.StateRev == nil || len(first.Outputs) != 1 || first.Outputs[0].Message != "2" || len(first.NextActions) != 1 {
+		t.Fatalf("tool_run: %+v", first)
+	}
+	if msg := callErr(t, ctx, cs, "tool_run", map[string]any{"tool": "rakna", "inputs": map[string]any{"sortering": "storlek"}, "file_keys": []string{"files/klass.csv"}}); !strings.Contains(msg, "sortering") {
+		t.Errorf("tool_run with an input outside the schema: %s", msg)
+	}
+	var second runOut
+	call(t, ctx, cs, "run_action", map[string]any{"run_id": first.RunID, "action_id": "add", "input": map[string]any{"steg": 5}, "expected_state_rev": *first.StateRev}, &second)
+	if second.Status != "succeeded" || second.Outputs[0].Message != "7" || *second.StateRev != *first.StateRev+1 {
+		t.Fatalf("run_action: %+v", second)
+	}
+	if msg := callErr(t, ctx, cs, "run_action", map[string]any{"run_id": first.RunID, "action_id": "add", "input": map[string]any{"steg": 1}, "expected_state_rev": *first.StateRev}); !strings.Contains(msg, "run_get") {
+		t.Errorf("run_action at a stale state_rev: %s", msg)
+	}
+	var got runOut
+	call(t, ctx, cs, "run_get", map[string]any{"run_id": second.RunID, "stage_artifacts": true}, &got)
+	if got.Status != "succeeded" || len(got.Artifacts) != 1 || got.Artifacts[0].FileKey != "files/runs/"+second.RunID+"/summary.txt" || got.Stdout == nil {
+		t.Fatalf("run_get: %+v", got)
+	}
+	var body bytes.Buffer
+	if _, err := uc.Download(ctx, got.Artifacts[0].FileKey, func(client.FileInfo) (io.Writer, error) { return &body, nil }); err != nil || body.String() != "elever: 7\n" {
+		t.Fatalf("the staged artifact: %q, %v", body.String(), err)
+	}
+
+	var sb struct {
+		SandboxID string `json:"sandbox_id"`
+	}
+	call(t, ctx, cs, "sandbox_create", map[string]any{}, &sb)
+	var boxes struct {
+		Sandboxes []struct {
+			SandboxID string `json:"sandbox_id"`
+		} `json:"sandboxes"`
+		Count int `json:"count"`
+	}
+	call(t, ctx, cs, "sandbox_list", map[string]any{}, &boxes)
+	if boxes.Count != 1 || boxes.Sandboxes[0].SandboxID != sb.SandboxID {
+		t.Fatalf("sandbox_list: %+v", boxes)
+	}
+	var deleted struct {
+		Deleted string `json:"deleted"`
+	}
+	call(t, ctx, cs, "sandbox_delete", map[string]any{"sandbox_id": sb.SandboxID}, &deleted)
+	call(t, ctx, cs, "sandbox_list", map[string]any{}, &boxes)
+	if deleted.Deleted != sb.SandboxID || boxes.Count != 0 {
+		t.Fatalf("after sandbox_delete: %+v, %+v", deleted, boxes)
+	}
+	if msg := callErr(t, ctx, cs, "sandbox_delete", map[string]any{"sandbox_id": sb.SandboxID}); !strings.Contains(msg, "sandbox_create") {
+		t.Errorf("deleting a deleted sandbox: %s", msg)
 	}
 }

@@ -335,7 +335,8 @@ func (a *App) openBlobs(ctx context.Context) error {
 	a.closers = append(a.closers, func() error { nc.Close(); return nil })
 	a.nc = nc
 	ns, err := natsblob.New(ctx, nc, natsblob.Config{Bucket: a.cfg.NATSBucket, Replicas: a.cfg.NATSReplicas,
-		Node: node(a.cfg), Exclusive: a.cfg.NATSURL == "", Log: a.log})
+		Description: "skrip: staged files, session files and run artifacts (docs/operating.md)",
+		Node:        node(a.cfg), Exclusive: a.cfg.NATSURL == "", Log: a.log})
 	if err != nil {
 		return fmt.Errorf("opening the JetStream Object Store bucket %s: %w", a.cfg.NATSBucket, err)
 	}

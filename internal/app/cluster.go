@@ -32,6 +32,7 @@ func concurrency(cfg config.Config) int {
 // too (SKRIP_RUNNER_CONCURRENCY above 0).
 func (a *App) openCluster(ctx context.Context) error {
 	work, err := natsblob.New(ctx, a.nc, natsblob.Config{Bucket: a.cfg.NATSWorkBucket, Replicas: a.cfg.NATSReplicas, Node: a.cfg.Node(),
+		Description: workBucketDescription,
 		DropMarkers: true, Log: a.log})
 	if err != nil {
 		return fmt.Errorf("opening the work bucket %s: %w", a.cfg.NATSWorkBucket, err)
@@ -133,3 +134,6 @@ func (a *App) sweep(ctx context.Context, h *dispatch.Handlers, work blob.Store) 
 		}
 	}
 }
+
+// workBucketDescription describes the cluster's shared work bucket.
+const workBucketDescription = "skrip: runs' sealed inputs and scripts on their way to workers (docs/cluster.md)"

@@ -62,7 +62,8 @@ func RunWorker(ctx context.Context, cfg config.Config, ln net.Listener, log *slo
 		return err
 	}
 	defer nc.Close()
-	work, err := natsblob.New(ctx, nc, natsblob.Config{Bucket: cfg.NATSWorkBucket, Replicas: cfg.NATSReplicas, Node: id, DropMarkers: true, Log: log})
+	work, err := natsblob.New(ctx, nc, natsblob.Config{Bucket: cfg.NATSWorkBucket, Replicas: cfg.NATSReplicas, Node: id, DropMarkers: true,
+		Description: workBucketDescription, Log: log})
 	if err != nil {
 		return fmt.Errorf("opening the work bucket %s: %w", cfg.NATSWorkBucket, err)
 	}

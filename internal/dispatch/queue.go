@@ -63,20 +63,73 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Lo
 	if err != nil {
 		return nil, fmt.Errorf("the run queue's stream %s: %w", protocol.Stream, err)
 	}
-	_, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: protocol.Consumer, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: cfg.AckWait, MaxDeliver: protocol.MaxDeliver, MaxAckPending: -1, Description: "skrip workers"})
-	if err != nil {
+	if err := setupConsumer(ctx, stream, cfg); err != nil {
 		return nil, fmt.Errorf("the run queue's consumer %s: %w", protocol.Consumer, err)
 	}
-	_, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: protocol.Registry, History: 1, TTL: 3 * protocol.HeartbeatEvery(cfg.AckWait),
-		Replicas: cfg.Replicas, Description: "skrip: worker heartbeats"})
-	if err != nil {
+	if err := setupRegistry(ctx, js, cfg); err != nil {
 		return nil, fmt.Errorf("the worker registry %s: %w", protocol.Registry, err)
 	}
 	if err := setupKeys(ctx, js, cfg.Replicas); err != nil {
 		return nil, fmt.Errorf("the sealing secret's bucket %s: %w", protocol.Keys, err)
 	}
 	return stream, nil
+}
+
+// setupConsumer makes the consumer workers fetch runs from, or keeps the one there with
+// the operator's edits (replicas, placement, metadata, a description), setting only what
+// the protocol needs: explicit acks, protocol.MaxDeliver, and SKRIP_RUN_ACK_WAIT, which
+// workers' heartbeats follow.
+func setupConsumer(ctx context.Context, stream jetstream.Stream, cfg Config) error {
+	cons, err := stream.Consumer(ctx, protocol.Consumer)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		_, err = stream.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: protocol.Consumer, AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: cfg.AckWait, MaxDeliver: protocol.MaxDeliver, MaxAckPending: -1,
+			Description: "skrip: workers fetch runs here (docs/cluster.md)"})
+		if errors.Is(err, jetstream.ErrConsumerExists) {
+			return nil // another API node made it meanwhile
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	cc := cons.CachedInfo().Config
+	if cc.AckPolicy == jetstream.AckExplicitPolicy && cc.AckWait == cfg.AckWait && cc.MaxDeliver == protocol.MaxDeliver {
+		return nil
+	}
+	cc.AckPolicy, cc.AckWait, cc.MaxDeliver = jetstream.AckExplicitPolicy, cfg.AckWait, protocol.MaxDeliver
+	_, err = stream.UpdateConsumer(ctx, cc)
+	return err
+}
+
+// setupRegistry makes the KV bucket of worker heartbeats, or keeps the one there with the
+// operator's edits, setting only its TTL, which SKRIP_RUN_ACK_WAIT decides.
+func setupRegistry(ctx context.Context, js jetstream.JetStream, cfg Config) error {
+	ttl := 3 * protocol.HeartbeatEvery(cfg.AckWait)
+	_, err := js.KeyValue(ctx, protocol.Registry)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		_, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: protocol.Registry, History: 1, TTL: ttl,
+			Replicas: cfg.Replicas, Description: "skrip: worker heartbeats (docs/cluster.md)"})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			return nil
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	s, err := js.Stream(ctx, "KV_"+protocol.Registry)
+	if err != nil {
+		return err
+	}
+	sc := s.CachedInfo().Config
+	if sc.MaxAge == ttl {
+		return nil
+	}
+	sc.MaxAge = ttl
+	sc.Duplicates = min(sc.Duplicates, ttl) // no longer than MaxAge, as the server has it
+	_, err = js.UpdateStream(ctx, sc)
+	return err
 }
 
 // Queue is the run.Executor of a cluster's API node: it puts runs' files in the work

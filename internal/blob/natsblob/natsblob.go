@@ -4,6 +4,7 @@
 package natsblob
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,6 +54,9 @@ type Config struct {
 	// TTL, when set, is how long the objects of a bucket New creates are kept: a
 	// bucket of transfers no one else cleans up (a cluster worker's own bucket).
 	TTL time.Duration
+	// Description describes a bucket New creates, for whoever lists the account's
+	// buckets; "skrip: file bytes" when empty.
+	Description string
 	// Log receives warnings, such as a bucket whose settings differ from these or a
 	// transfer that went on after a leader change; nil discards them.
 	Log *slog.Logger
@@ -139,7 +143,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstr
 	}
 	obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      cfg.Bucket,
-		Description: "skrip file bytes",
+		Description: cmp.Or(cfg.Description, "skrip: file bytes"),
 		MaxBytes:    cfg.MaxBytes,
 		Replicas:    cfg.Replicas,
 		Storage:     jetstream.FileStorage,
@@ -151,14 +155,16 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstr
 	return obs, err
 }
 
+const siblingDescription = "skrip: what one worker writes (reports, artifacts, sandbox transfers); only it may (docs/cluster.md)"
+
 // Bucket is the store's bucket.
 func (s *Store) Bucket() string { return s.bucket }
 
 // Sibling opens bucket on the same connection and with the same settings, creating it
-// with ttl (Config.TTL) when it is missing.
+// with ttl (Config.TTL) when it is missing. Siblings are a cluster's per-worker buckets.
 func (s *Store) Sibling(ctx context.Context, bucket string, ttl time.Duration) (blob.Store, error) {
 	cfg := s.cfg
-	cfg.Bucket, cfg.TTL, cfg.Exclusive = bucket, ttl, false
+	cfg.Bucket, cfg.TTL, cfg.Exclusive, cfg.Description = bucket, ttl, false, siblingDescription
 	return New(ctx, s.nc, cfg)
 }
 
@@ -166,7 +172,7 @@ func (s *Store) Sibling(ctx context.Context, bucket string, ttl time.Duration) (
 // the same as this store's) as well.
 func (s *Store) SiblingCapped(ctx context.Context, bucket string, ttl time.Duration, maxBytes int64) (blob.Store, error) {
 	cfg := s.cfg
-	cfg.Bucket, cfg.TTL, cfg.Exclusive = bucket, ttl, false
+	cfg.Bucket, cfg.TTL, cfg.Exclusive, cfg.Description = bucket, ttl, false, siblingDescription
 	if maxBytes != 0 {
 		cfg.MaxBytes = maxBytes
 	}

@@ -717,3 +717,36 @@ func TestSibling(t *testing.T) {
 		t.Fatalf("the other bucket holds the sibling's object: %v", err)
 	}
 }
+
+// TestBucketDescriptions: a bucket says what it holds to whoever lists the account's
+// streams: the files bucket and the work bucket as their makers describe them, a
+// worker's bucket as one, and none as the other's "file bytes".
+func TestBucketDescriptions(t *testing.T) {
+	nc, err := nats.Connect(testutil.NATSServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := New(ctx, nc, Config{Bucket: "skrip-work", Description: "skrip: runs in transit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sib, err := s.Sibling(ctx, "skrip-work-w-1", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sib.Close()
+	js, _ := jetstream.New(nc)
+	for bucket, want := range map[string]string{"skrip-work": "skrip: runs in transit", "skrip-work-w-1": siblingDescription} {
+		st, err := js.Stream(ctx, "OBJ_"+bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.CachedInfo().Config.Description; got != want {
+			t.Errorf("%s is described %q, want %q", bucket, got, want)
+		}
+	}
+}

@@ -29,6 +29,7 @@ func (s *Server) registerLinks(m *http.ServeMux) {
 	m.Handle("GET /api/v1/links", s.authed(s.listLinksByQuery))
 	m.Handle("DELETE /api/v1/links/{id}", s.authed(s.revokeLink))
 	m.HandleFunc("GET "+linkPath+"{token}", s.linkDownload)
+	s.registerUploadLinks(m)
 }
 
 // postFileSub is POST /api/v1/files/{key}/links; any other POST under a key is refused
@@ -36,6 +37,9 @@ func (s *Server) registerLinks(m *http.ServeMux) {
 func (s *Server) postFileSub(w http.ResponseWriter, r *http.Request, u store.User) error {
 	if key, ok := strings.CutSuffix(r.PathValue("key"), "/links"); ok {
 		return s.createLink(w, r, u, key)
+	}
+	if key, ok := strings.CutSuffix(r.PathValue("key"), "/upload-links"); ok {
+		return s.createUploadLink(w, r, u, key)
 	}
 	allowed := []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete}
 	w.Header().Set("Allow", strings.Join(allowed, ", "))

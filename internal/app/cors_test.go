@@ -47,16 +47,7 @@ const auth = {"Authorization": "Bearer " + token};
 // on that page stages files with a token through the files API and tus, and reads the
 // answers' headers; a page of an origin not named gets nothing.
 func TestCORSFromAnotherOrigin(t *testing.T) {
-	chrome := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			chrome = p
-			break
-		}
-	}
-	if chrome == "" {
-		testutil.Missing(t, "chromium", "no chromium in PATH", "apt-get install chromium")
-	}
+	chrome := chromium(t)
 	var allowed, other *httptest.Server
 	page := func(server, token string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -76,13 +67,7 @@ func TestCORSFromAnotherOrigin(t *testing.T) {
 	allowed.Config.Handler = page(env.URL, u.Token)
 	other.Config.Handler = page(env.URL, u.Token)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-	defer cancel()
+	ctx := browser(t, chrome)
 	read := func(url string) string {
 		var out string
 		err := chromedp.Run(ctx, chromedp.Navigate(url),
@@ -127,4 +112,27 @@ func TestCORSFromAnotherOrigin(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatalf("GET /api/v1/me from another origin: %d, Access-Control-Allow-Origin %q; want none", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 	}
+}
+
+// chromium is the path of a Chromium to drive.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	testutil.Missing(t, "chromium", "no chromium in PATH", "apt-get install chromium")
+	return ""
+}
+
+// browser starts chrome headless for the test and returns a tab of it.
+func browser(t *testing.T, chrome string) context.Context {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }

@@ -121,6 +121,8 @@ var errorTable = []row{
 	{staging.ErrNoVersion, http.StatusNotFound, "not_found", "file_version_not_found", "the file has no such version"},
 	{staging.ErrLinkNotFound, http.StatusNotFound, "not_found", "link_not_found", "this link does not work: it is wrong, has expired or was revoked"},
 	{staging.ErrLinkUsedUp, http.StatusGone, "gone", "link_used_up", "this link has served all the bytes its max_downloads allow; ask whoever shared it for a new one"},
+	{staging.ErrUploadLinkUsed, http.StatusGone, "gone", "upload_link_used", "this upload link has taken all the uploads it allows; ask whoever sent it for a new one"},
+	{staging.ErrUploadType, http.StatusBadRequest, "invalid_upload", "upload_type", "this upload link does not take files of this type"},
 	{staging.ErrBadCursor, http.StatusBadRequest, "invalid_request", "file_cursor", "the cursor is not one this server gave out; pass a listing's next cursor unchanged"},
 	{staging.ErrInvalidLink, http.StatusBadRequest, "invalid_request", "invalid_link", "the link's ttl or max_downloads is not valid"},
 	{staging.ErrInvalid, http.StatusBadRequest, "invalid_request", "", "the file's ttl or content type is not valid"},

@@ -227,10 +227,15 @@ func linkUsedUp(l store.FileLink, f store.File) error {
 		*l.MaxDownloads, f.Size, limit, l.BytesServed)
 }
 
-// ExpireLinks removes the links that have expired, and returns how many went.
+// ExpireLinks removes the share links and upload links that have expired, and returns
+// how many went.
 func (s *Service) ExpireLinks(ctx context.Context) (int, error) {
 	n, err := s.st.DeleteExpiredFileLinks(ctx, s.now())
-	return int(n), err
+	if err != nil {
+		return int(n), err
+	}
+	u, err := s.st.DeleteExpiredUploadLinks(ctx, s.now())
+	return int(n + u), err
 }
 
 func hashLinkToken(token string) string {

@@ -141,6 +141,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /static/vendor/codemirror/", h.secure(http.HandlerFunc(h.serveCodeMirror)))
 	mux.Handle("GET /lang/{lang}", h.secure(http.HandlerFunc(h.pickLang)))
 	mux.Handle("POST /refusal", h.secure(http.HandlerFunc(h.refusalText)))
+	mux.Handle("GET /u/{token}", h.secure(http.HandlerFunc(h.dropPage)))
 	mux.Handle("GET /signin", h.secure(http.HandlerFunc(h.signInPage)))
 	mux.Handle("POST /signin", h.secure(http.HandlerFunc(h.signIn)))
 	mux.Handle("POST /signout", h.page(h.signOut))

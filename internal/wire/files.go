@@ -108,3 +108,33 @@ type Upload struct {
 	FinishedAt *time.Time `json:"finished_at"`
 	File       *FileInfo  `json:"file"`
 }
+
+// NewUploadLink is the body of POST /api/v1/files/{key}/upload-links (docs/api.md
+// "Upload links"). TTL is a Go duration or Nd; MaxBytes 0 or absent is the server's file
+// limit, ContentTypes empty any type, Uses 0 or absent one.
+type NewUploadLink struct {
+	TTL          string   `json:"ttl"`
+	MaxBytes     int64    `json:"max_bytes,omitempty"`
+	ContentTypes []string `json:"content_types,omitempty"`
+	Uses         int64    `json:"uses,omitempty"`
+}
+
+// UploadLink is an upload link; URL is there only when it was made.
+type UploadLink struct {
+	ID           string    `json:"id"`
+	FileKey      string    `json:"file_key"`
+	URL          string    `json:"url,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	MaxBytes     int64     `json:"max_bytes"`
+	ContentTypes []string  `json:"content_types"`
+	Uses         int64     `json:"uses"`
+	Used         int64     `json:"used"`
+}
+
+// UploadLinkList is the answer of GET /api/v1/upload-links: the caller's unexpired
+// upload links, the newest first.
+type UploadLinkList struct {
+	Count       int          `json:"count"`
+	UploadLinks []UploadLink `json:"upload_links"`
+}

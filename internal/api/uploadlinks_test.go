@@ -1,0 +1,156 @@
+package api_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/skrip-dev/skrip/internal/apptest"
+)
+
+// TestUploadLinks: an upload link lets anyone who has its URL PUT one file to its key,
+// with no token: the file is its owner's and counts against their quota. A file over the
+// link's max_bytes or of a type it does not allow stores nothing and keeps the use; a
+// spent, revoked or expired link stores nothing. Of uploads racing for the last use, one
+// wins.
+func TestUploadLinks(t *testing.T) {
+	apptest.EachOf(t, apptest.BlobBackends, func(t *testing.T, b apptest.Backend) {
+		env := apptest.New(t, b)
+		_, u := env.User(t, "ulla", "user")
+		_, other := env.User(t, "olle", "user")
+		a := send(t, env, "POST", "/api/v1/files/files/inlamning/uppsats.pdf/upload-links", u.Token, "application/json",
+			strings.NewReader(`{"ttl": "2d", "max_bytes": 1000, "content_types": ["application/pdf"], "uses": 2}`))
+		if a.status != 201 || a.body["file_key"] != "files/inlamning/uppsats.pdf" || a.body["uses"] != float64(2) || a.body["used"] != float64(0) ||
+			a.body["max_bytes"] != float64(1000) {
+			t.Fatalf("create: %d %s", a.status, a.raw)
+		}
+		url, _ := a.body["url"].(string)
+		id, _ := a.body["id"].(string)
+		if !strings.HasPrefix(url, env.URL+"/u/sku_") || strings.Contains(url, "uppsats") || strings.Contains(url, u.ID) {
+			t.Fatalf("the link's URL %s", url)
+		}
+		put := func(link, ctype, body string) answer {
+			t.Helper()
+			return fetchBody(t, env, link, ctype, body)
+		}
+		if a := put(url, "text/plain", "hej"); a.status != 400 || !strings.Contains(a.raw, `"upload_type"`) {
+			t.Fatalf("a text file: %d %s", a.status, a.raw)
+		}
+		if a := put(url, "application/pdf", strings.Repeat("x", 1001)); a.status != 413 {
+			t.Fatalf("a file over max_bytes: %d %s", a.status, a.raw)
+		}
+		if a := send(t, env, "GET", "/api/v1/files/files/inlamning/uppsats.pdf", u.Token, "", nil); a.status != 404 {
+			t.Fatalf("refused uploads stored something: %d", a.status)
+		}
+		if a := put(url, "application/pdf", "%PDF-1 första"); a.status != 201 || a.body["name"] != "uppsats.pdf" || strings.Contains(a.raw, "files/") {
+			t.Fatalf("the first upload: %d %s", a.status, a.raw)
+		}
+		got := send(t, env, "GET", "/api/v1/files/files/inlamning/uppsats.pdf", u.Token, "", nil)
+		if got.status != 200 || got.raw != "%PDF-1 första" {
+			t.Fatalf("the owner's file: %d %q", got.status, got.raw)
+		}
+		if a := send(t, env, "GET", "/api/v1/files/files/inlamning/uppsats.pdf", other.Token, "", nil); a.status != 404 {
+			t.Fatalf("another user sees the file: %d", a.status)
+		}
+		// The last use: of several at once, one stores.
+		var wg sync.WaitGroup
+		codes := make([]int, 4)
+		for i := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i] = fetchBody(t, env, url, "application/pdf", "%PDF-2 andra").status
+			}()
+		}
+		wg.Wait()
+		won := 0
+		for _, c := range codes {
+			switch c {
+			case 201:
+				won++
+			case 410:
+			default:
+				t.Errorf("a racing upload got %d", c)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d of the racing uploads stored, want 1: %v", won, codes)
+		}
+		if a := put(url, "application/pdf", "%PDF-3"); a.status != 410 || !strings.Contains(a.raw, "upload_link_used") {
+			t.Fatalf("a spent link: %d %s", a.status, a.raw)
+		}
+		list := send(t, env, "GET", "/api/v1/upload-links", u.Token, "", nil)
+		links, _ := list.body["upload_links"].([]any)
+		if list.status != 200 || len(links) != 1 || links[0].(map[string]any)["used"] != float64(2) || links[0].(map[string]any)["url"] != nil {
+			t.Fatalf("list: %s", list.raw)
+		}
+		if a := send(t, env, "GET", "/api/v1/upload-links", other.Token, "", nil); !strings.Contains(a.raw, `"count":0`) {
+			t.Fatalf("another user's list: %s", a.raw)
+		}
+
+		// Revoked: the URL stops at once; another's revoke is refused.
+		second := send(t, env, "POST", "/api/v1/files/files/drop.txt/upload-links", u.Token, "application/json", strings.NewReader(`{"ttl": "1h"}`))
+		url2, _ := second.body["url"].(string)
+		id2, _ := second.body["id"].(string)
+		if second.status != 201 || second.body["uses"] != float64(1) {
+			t.Fatalf("a second link: %s", second.raw)
+		}
+		if a := send(t, env, "DELETE", "/api/v1/upload-links/"+id2, other.Token, "", nil); a.status != 404 {
+			t.Fatalf("another user revoked the link: %d", a.status)
+		}
+		if a := send(t, env, "DELETE", "/api/v1/upload-links/"+id2, u.Token, "", nil); a.status != 204 {
+			t.Fatalf("revoke: %d %s", a.status, a.raw)
+		}
+		if a := put(url2, "text/plain", "hej"); a.status != 404 {
+			t.Fatalf("a revoked link: %d %s", a.status, a.raw)
+		}
+		if a := put(env.URL+"/u/sku_nothing", "text/plain", "hej"); a.status != 404 {
+			t.Fatalf("an unknown link: %d", a.status)
+		}
+		_ = id
+
+		// Bad requests name the field.
+		for body, field := range map[string]string{
+			`{}`:                             "ttl",
+			`{"ttl": "1h", "max_bytes": -1}`: "max_bytes",
+			`{"ttl": "1h", "uses": 100000}`:  "uses",
+			`{"ttl": "1h", "content_types": ["pdf"]}`: "content_types",
+		} {
+			a := send(t, env, "POST", "/api/v1/files/files/x.txt/upload-links", u.Token, "application/json", strings.NewReader(body))
+			if a.status != 400 || !strings.Contains(a.raw, field) {
+				t.Errorf("create with %s: %d %s", body, a.status, a.raw)
+			}
+		}
+	})
+}
+
+// TestUploadLinkQuota: a file sent through a link counts against its owner's quota, and
+// one past it stores nothing.
+func TestUploadLinkQuota(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.FilesUserQuotaBytes = 10_000
+	env := apptest.Start(t, cfg)
+	_, u := env.User(t, "ulla", "user")
+	a := send(t, env, "POST", "/api/v1/files/files/stor.bin/upload-links", u.Token, "application/json", strings.NewReader(`{"ttl": "1h", "uses": 2}`))
+	url, _ := a.body["url"].(string)
+	if r := fetchBody(t, env, url, "", strings.Repeat("x", 20_000)); r.status != 507 {
+		t.Fatalf("an upload past the owner's quota: %d %s", r.status, r.raw)
+	}
+	if r := fetchBody(t, env, url, "", strings.Repeat("x", 6_000)); r.status != 201 {
+		t.Fatalf("an upload within it: %d %s", r.status, r.raw)
+	}
+	me := send(t, env, "GET", "/api/v1/me", u.Token, "", nil)
+	if !strings.Contains(me.raw, "6000") {
+		t.Fatalf("the owner's usage does not count the file: %s", me.raw)
+	}
+}
+
+// fetchBody PUTs body to a link's URL with no token.
+func fetchBody(t *testing.T, env *apptest.Env, linkURL, ctype, body string) answer {
+	t.Helper()
+	path, ok := strings.CutPrefix(linkURL, env.URL)
+	if !ok {
+		t.Fatalf("link URL %s is not on the server %s", linkURL, env.URL)
+	}
+	return send(t, env, "PUT", path, "", ctype, strings.NewReader(body))
+}

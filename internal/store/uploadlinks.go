@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// UploadLink lets whoever holds its token upload a file to Key of OwnerID's, until
+// ExpiresAt, Uses times, each file up to MaxBytes and of ContentTypes (any when empty).
+// Only the SHA-256 of the token is stored.
+type UploadLink struct {
+	ID           string
+	TokenHash    string
+	OwnerID      string
+	Key          string
+	CreatedBy    string // the owner, or an admin
+	CreatedAt    time.Time
+	ExpiresAt    time.Time
+	MaxBytes     int64
+	ContentTypes []string // media types ("application/pdf", "image/*")
+	Uses         int64
+	Used         int64 // uploads begun and not given back
+}
+
+const uploadLinkCols = "id, token_hash, owner_id, key, created_by, created_at, expires_at, max_bytes, content_types, uses, used"
+
+func scanUploadLink(row interface{ Scan(...any) error }) (UploadLink, error) {
+	var l UploadLink
+	var created, expires int64
+	var types string
+	if err := row.Scan(&l.ID, &l.TokenHash, &l.OwnerID, &l.Key, &l.CreatedBy, &created, &expires, &l.MaxBytes, &types, &l.Uses, &l.Used); err != nil {
+		return UploadLink{}, mapErr(err)
+	}
+	l.CreatedAt, l.ExpiresAt = fromMS(created), fromMS(expires)
+	if err := json.Unmarshal([]byte(types), &l.ContentTypes); err != nil {
+		return UploadLink{}, fmt.Errorf("upload link %s: content types: %w", l.ID, err)
+	}
+	return l, nil
+}
+
+// CreateUploadLink stores l.
+func (s *Store) CreateUploadLink(ctx context.Context, l UploadLink) error {
+	types, err := json.Marshal(append([]string{}, l.ContentTypes...))
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, `INSERT INTO upload_links (`+uploadLinkCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
+		l.ID, l.TokenHash, l.OwnerID, l.Key, l.CreatedBy, ms(l.CreatedAt), ms(l.ExpiresAt), l.MaxBytes, string(types), l.Uses)
+	if err != nil {
+		return fmt.Errorf("creating an upload link to %q: %w", l.Key, err)
+	}
+	return nil
+}
+
+// UploadLinks returns ownerID's upload links that have not expired at now, newest first.
+func (s *Store) UploadLinks(ctx context.Context, ownerID string, now time.Time) ([]UploadLink, error) {
+	rows, err := s.query(ctx, "SELECT "+uploadLinkCols+" FROM upload_links WHERE owner_id = ? AND expires_at > ? ORDER BY created_at DESC, id DESC",
+		ownerID, ms(now))
+	return scanAll(rows, err, scanUploadLink)
+}
+
+// UploadLinkByToken returns the upload link whose token hashes to tokenHash, expired or
+// not, if its owner is active.
+func (s *Store) UploadLinkByToken(ctx context.Context, tokenHash string) (UploadLink, error) {
+	l, err := scanUploadLink(s.queryRow(ctx, "SELECT "+uploadLinkCols+" FROM upload_links WHERE token_hash = ? AND EXISTS (SELECT 1 FROM users u WHERE u.id = upload_links.owner_id AND u.state = 'active')", tokenHash))
+	if err != nil {
+		return UploadLink{}, fmt.Errorf("upload link: %w", err)
+	}
+	return l, nil
+}
+
+// ReserveUploadLinkUse takes one use of link id for an upload, if at now it has not
+// expired and a use is left. It is one conditional UPDATE: of uploads racing on several
+// API nodes for the last use, one gets it. It reports whether this one did.
+func (s *Store) ReserveUploadLinkUse(ctx context.Context, id string, now time.Time) (bool, error) {
+	res, err := s.exec(ctx, "UPDATE upload_links SET used = used + 1 WHERE id = ? AND expires_at > ? AND used < uses", id, ms(now))
+	if err != nil {
+		return false, fmt.Errorf("reserving a use of upload link %s: %w", id, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// ReturnUploadLinkUse gives back a use of link id whose upload stored nothing.
+func (s *Store) ReturnUploadLinkUse(ctx context.Context, id string) error {
+	if _, err := s.exec(ctx, "UPDATE upload_links SET used = used - 1 WHERE id = ? AND used > 0", id); err != nil {
+		return fmt.Errorf("giving back a use of upload link %s: %w", id, err)
+	}
+	return nil
+}
+
+// DeleteUploadLink removes ownerID's upload link id, and reports whether it was there.
+func (s *Store) DeleteUploadLink(ctx context.Context, ownerID, id string) (bool, error) {
+	res, err := s.exec(ctx, "DELETE FROM upload_links WHERE owner_id = ? AND id = ?", ownerID, id)
+	if err != nil {
+		return false, fmt.Errorf("deleting upload link %s: %w", id, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// DeleteExpiredUploadLinks removes every upload link that expired at or before now, and
+// returns how many went.
+func (s *Store) DeleteExpiredUploadLinks(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.exec(ctx, "DELETE FROM upload_links WHERE expires_at <= ?", ms(now))
+	if err != nil {
+		return 0, fmt.Errorf("deleting expired upload links: %w", err)
+	}
+	return res.RowsAffected()
+}

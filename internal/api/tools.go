@@ -22,7 +22,7 @@ func toolOf(t store.Tool) wire.Tool {
 // versionOf is tool version v as the API shows it.
 func versionOf(v store.ToolVersion) wire.Version {
 	return wire.Version{ID: v.ID, ToolID: v.ToolID, Source: v.Source, InputSchema: v.InputSchema, SettingsSchema: v.SettingsSchema,
-		Entrypoint: v.Entrypoint, CreatedBy: v.CreatedBy, CreatedByName: v.CreatorName, CreatedAt: v.CreatedAt}
+		Entrypoint: v.Entrypoint, CreatedBy: v.CreatedBy, CreatedByName: v.CreatorName, CreatedAt: v.CreatedAt, Number: v.Number, Note: v.Note}
 }
 
 func (s *Server) createTool(w http.ResponseWriter, r *http.Request, u store.User) error {
@@ -121,8 +121,9 @@ func (s *Server) createVersion(w http.ResponseWriter, r *http.Request, u store.U
 	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	v, err := s.svc.Catalog.AddVersion(r.Context(), u, r.PathValue("tool"),
-		catalog.NewVersion{Source: req.Source, InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema})
+	n := catalog.NewVersion{Source: req.Source, InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema, Note: req.Note}
+	n.SyntaxError, n.SyntaxLine = s.checkSyntax(r, n.Source)
+	v, err := s.svc.Catalog.AddVersion(r.Context(), u, r.PathValue("tool"), n)
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func (s *Service) Diff(ctx context.Context, u store.User, id, against string) (D
 		name     string
 		old, new string
 	}{
-		{"source", from.Source, to.Source},
+		{"source", lf(from.Source), lf(to.Source)},
 		{"input_schema", schemaLines(from.InputSchema), schemaLines(to.InputSchema)},
 		{"settings_schema", schemaLines(from.SettingsSchema), schemaLines(to.SettingsSchema)},
 	} {
@@ -145,6 +145,11 @@ func (s *Service) Diff(ctx context.Context, u store.User, id, against string) (D
 	}
 	return d, nil
 }
+
+// lf gives src "\n" line endings. A browser sends a text box's lines ending in "\r\n",
+// the API and CLI usually "\n"; Python reads both alike, so a diff should not show every
+// line changed between a version saved in the editor and one pushed from a file.
+func lf(src string) string { return strings.ReplaceAll(src, "\r\n", "\n") }
 
 // schemaLines is a schema as indented JSON lines to compare; "" for none.
 func schemaLines(raw json.RawMessage) string {

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -92,6 +94,7 @@ func TestBrowserEditorVersions(t *testing.T) {
 				rows[1].Number != 1 || rows[1].Note != "" || rows[1].Compiles != "yes" || rows[1].Sandbox != "" {
 				t.Fatalf("the versions list after saving with a note: %+v", rows)
 			}
+			shootPart(t, ctx, "[data-versions]", "versions-sv-"+vp.name)
 			if st := readEditor(t, ctx); st.ScrollWidth > int(vp.width) {
 				t.Errorf("the editor with its versions is %d px wide at %d px", st.ScrollWidth, vp.width)
 			}
@@ -113,6 +116,8 @@ func TestBrowserEditorVersions(t *testing.T) {
 			if d.ScrollWidth > int(vp.width) {
 				t.Errorf("the diff page is %d px wide at %d px: it scrolls sideways", d.ScrollWidth, vp.width)
 			}
+
+			shoot(t, ctx, "versions-diff-sv-"+vp.name)
 
 			// Restore version 1 from the diff page: it asks first.
 			var visible bool
@@ -136,6 +141,20 @@ func TestBrowserEditorVersions(t *testing.T) {
 				t.Errorf("saving, comparing or restoring asked before leaving the page (%d dialogs)", n)
 			}
 		})
+	}
+}
+
+// shootPart writes the part of the page of ctx that sel picks to the screenshot
+// directory, when one is given.
+func shootPart(t *testing.T, ctx context.Context, sel, name string) {
+	t.Helper()
+	if *screenshotDir == "" {
+		return
+	}
+	var shot []byte
+	run(t, ctx, chromedp.ScrollIntoView(sel, chromedp.ByQuery), chromedp.Screenshot(sel, &shot, chromedp.ByQuery))
+	if err := os.WriteFile(filepath.Join(*screenshotDir, name+".png"), shot, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

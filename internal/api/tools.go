@@ -30,9 +30,13 @@ func (s *Server) createTool(w http.ResponseWriter, r *http.Request, u store.User
 	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	t, v, err := s.svc.Catalog.Create(r.Context(), u, catalog.NewTool{Slug: req.Slug, Title: req.Title, Description: req.Description,
+	n := catalog.NewTool{Slug: req.Slug, Title: req.Title, Description: req.Description,
 		Summary: req.Summary, UsageInstructions: req.UsageInstructions, Source: req.Source,
-		InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema, Publish: req.Publish, Categories: req.Categories})
+		InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema, Publish: req.Publish, Categories: req.Categories}
+	if catalog.CanAuthor(u) {
+		n.SyntaxError, n.SyntaxLine = s.checkSyntax(r, n.Source)
+	}
+	t, v, err := s.svc.Catalog.Create(r.Context(), u, n)
 	if err != nil {
 		return err
 	}

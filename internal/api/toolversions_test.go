@@ -92,6 +92,14 @@ func TestToolVersionsListDiffRestore(t *testing.T) {
 			t.Errorf("after restore: %+v", list)
 		}
 
+		// A tool's first version is checked too.
+		if _, _, err := ac.CreateTool(ctx, "trasig", "Trasig", "", "def run_tool(i, o)\n    return 1\n", false); err != nil {
+			t.Fatal(err)
+		}
+		if list, err := ac.ToolVersions(ctx, "trasig"); err != nil || list.Count != 1 || list.Versions[0].Compiles || list.Versions[0].SyntaxLine != 1 {
+			t.Errorf("a new tool's broken first version: %+v %v", list, err)
+		}
+
 		// Refusals.
 		_, other, err := ac.CreateTool(ctx, "annat", "Annat", "", src1, false)
 		if err != nil {

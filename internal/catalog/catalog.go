@@ -156,6 +156,9 @@ type NewTool struct {
 	Publish                          bool
 	// Categories name the tool's categories (see SetCategories); nil for none.
 	Categories []string
+	// SyntaxError and SyntaxLine are the first version's syntax check, as on NewVersion.
+	SyntaxError string
+	SyntaxLine  int
 }
 
 // NewVersion is what AddVersion needs: the source and the version's schemas (nil: none).
@@ -189,7 +192,8 @@ func (s *Service) Create(ctx context.Context, u store.User, n NewTool) (store.To
 		return store.Tool{}, store.ToolVersion{}, err
 	}
 	now := s.now()
-	v, err := s.newVersion(NewVersion{Source: n.Source, InputSchema: n.InputSchema, SettingsSchema: n.SettingsSchema}, u, now)
+	v, err := s.newVersion(NewVersion{Source: n.Source, InputSchema: n.InputSchema, SettingsSchema: n.SettingsSchema,
+		SyntaxError: n.SyntaxError, SyntaxLine: n.SyntaxLine}, u, now)
 	if err != nil {
 		return store.Tool{}, store.ToolVersion{}, err
 	}

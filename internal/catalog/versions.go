@@ -43,6 +43,8 @@ func checkNote(note string) (string, error) {
 
 // VersionList lists the versions of the tool ref, newest first, if u may change it:
 // number, note, author, time, the syntax check and the latest sandbox run of each.
+// Whoever may change a tool may read its versions, and no one else: the one rule is
+// Owns (its author and admins), so who else may edit a tool reads its versions too.
 func (s *Service) VersionList(ctx context.Context, u store.User, ref string) (store.Tool, []store.VersionSummary, error) {
 	t, err := s.Owned(ctx, u, ref)
 	if err != nil {

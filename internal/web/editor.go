@@ -116,6 +116,9 @@ func (h *Handler) showEditorIndex(w http.ResponseWriter, r *http.Request, c *cal
 
 func (h *Handler) createTool(w http.ResponseWriter, r *http.Request, c *call) error {
 	n := catalog.NewTool{Slug: r.PostFormValue("slug"), Title: r.PostFormValue("title"), Description: r.PostFormValue("description"), Source: r.PostFormValue("source")}
+	if catalog.CanAuthor(c.User) && catalog.CheckSource(n.Source) == nil {
+		n.SyntaxError, n.SyntaxLine = h.checkSyntax(r, n.Source)
+	}
 	t, _, err := h.catalog.Create(r.Context(), c.User, n)
 	if err != nil {
 		if status, _ := h.statusOf(w, err); status < 500 && !errors.Is(err, catalog.ErrForbidden) {

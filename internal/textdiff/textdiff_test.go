@@ -133,3 +133,38 @@ func TestBounds(t *testing.T) {
 		t.Errorf("rewrite of %d lines: %v", MaxEdits, err)
 	}
 }
+
+// FuzzCompare: for any two texts within the bounds, Compare's lines give back both, and
+// Unified never panics.
+func FuzzCompare(f *testing.F) {
+	f.Add("a\nb\nc\n", "a\nB\nc\n")
+	f.Add("", "x")
+	f.Add("x\r\ny", "x\ny\n")
+	f.Add("1\n2\n3\n4\n5\n6\n7\n8\n9\n", "0\n2\n3\n4\n5\n6\n7\n8\n")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		lines, err := Compare(a, b)
+		if errors.Is(err, ErrTooLarge) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ga, gb strings.Builder
+		for _, l := range lines {
+			end := "\n"
+			if l.NoEOL {
+				end = ""
+			}
+			if l.Kind != Insert {
+				ga.WriteString(l.Text + end)
+			}
+			if l.Kind != Delete {
+				gb.WriteString(l.Text + end)
+			}
+		}
+		if ga.String() != a || gb.String() != b {
+			t.Fatalf("%q → %q: lines give back %q → %q", a, b, ga.String(), gb.String())
+		}
+		Unified("a", "b", lines, 3)
+	})
+}

@@ -22,8 +22,8 @@ type versionsView struct {
 	Published        string
 	Slug             string
 	CSRF             string
-	// Restored is set just after a restore: the number restored from.
-	Restored string
+	// Restored is set just after a restore: the number restored from (0: none).
+	Restored int
 }
 
 // versionsPanel lists t's versions for the editor showing version v.
@@ -32,8 +32,10 @@ func (h *Handler) versionsPanel(r *http.Request, c *call, t store.Tool, v store.
 	if err != nil {
 		return nil, err
 	}
-	vv := &versionsView{List: list, Current: v.ID, Published: t.PublishedVersionID, Slug: t.Slug, CSRF: c.CSRF,
-		Restored: r.URL.Query().Get("restored")}
+	vv := &versionsView{List: list, Current: v.ID, Published: t.PublishedVersionID, Slug: t.Slug, CSRF: c.CSRF}
+	if n, err := strconv.Atoi(r.URL.Query().Get("restored")); err == nil && n > 0 {
+		vv.Restored = n
+	}
 	for i, s := range list {
 		if s.ID == v.ID && i+1 < len(list) {
 			vv.Against = list[i+1].ID

@@ -47,6 +47,20 @@ func TestToolsVersionsDiffRestore(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "version 3") || !strings.Contains(out, "Återställd från version 1") {
 		t.Fatalf("restore: %d %q %q", code, out, errOut)
 	}
+	// tools import --note, for a new version of a tool one has.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tool.json"), []byte(`{"slug":"hej","title":"Hej"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "script.py"), []byte("def run_tool(i, o):\n    return 'hejsan'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run(t, env, anna.Token, "", "tools", "import", dir, "--note", "Från katalogen"); code != 0 {
+		t.Fatalf("import --note: %d %q %q", code, out, errOut)
+	}
+	if list, err := ac.ToolVersions(ctx, "hej"); err != nil || list.Count != 4 || list.Versions[0].Note != "Från katalogen" {
+		t.Fatalf("after import --note: %+v %v", list, err)
+	}
 	_, other, err := ac.CreateTool(ctx, "annat", "Annat", "", "def run_tool(i, o):\n    return 'x'\n", false)
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ func toolOf(t store.Tool) wire.Tool {
 // versionOf is tool version v as the API shows it.
 func versionOf(v store.ToolVersion) wire.Version {
 	return wire.Version{ID: v.ID, ToolID: v.ToolID, Source: v.Source, InputSchema: v.InputSchema, SettingsSchema: v.SettingsSchema,
-		Entrypoint: v.Entrypoint, CreatedBy: v.CreatedBy, CreatedByName: v.CreatorName, CreatedAt: v.CreatedAt}
+		Entrypoint: v.Entrypoint, CreatedBy: v.CreatedBy, CreatedByName: v.CreatorName, CreatedAt: v.CreatedAt, Number: v.Number, Note: v.Note}
 }
 
 func (s *Server) createTool(w http.ResponseWriter, r *http.Request, u store.User) error {
@@ -30,9 +30,13 @@ func (s *Server) createTool(w http.ResponseWriter, r *http.Request, u store.User
 	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	t, v, err := s.svc.Catalog.Create(r.Context(), u, catalog.NewTool{Slug: req.Slug, Title: req.Title, Description: req.Description,
+	n := catalog.NewTool{Slug: req.Slug, Title: req.Title, Description: req.Description,
 		Summary: req.Summary, UsageInstructions: req.UsageInstructions, Source: req.Source,
-		InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema, Publish: req.Publish, Categories: req.Categories})
+		InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema, Publish: req.Publish, Categories: req.Categories}
+	if catalog.CanAuthor(u) {
+		n.SyntaxError, n.SyntaxLine = s.checkSyntax(r, n.Source)
+	}
+	t, v, err := s.svc.Catalog.Create(r.Context(), u, n)
 	if err != nil {
 		return err
 	}
@@ -121,8 +125,9 @@ func (s *Server) createVersion(w http.ResponseWriter, r *http.Request, u store.U
 	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	v, err := s.svc.Catalog.AddVersion(r.Context(), u, r.PathValue("tool"),
-		catalog.NewVersion{Source: req.Source, InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema})
+	n := catalog.NewVersion{Source: req.Source, InputSchema: req.InputSchema, SettingsSchema: req.SettingsSchema, Note: req.Note}
+	n.SyntaxError, n.SyntaxLine = s.checkSyntax(r, n.Source)
+	v, err := s.svc.Catalog.AddVersion(r.Context(), u, r.PathValue("tool"), n)
 	if err != nil {
 		return err
 	}

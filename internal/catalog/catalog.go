@@ -156,6 +156,9 @@ type NewTool struct {
 	Publish                          bool
 	// Categories name the tool's categories (see SetCategories); nil for none.
 	Categories []string
+	// SyntaxError and SyntaxLine are the first version's syntax check, as on NewVersion.
+	SyntaxError string
+	SyntaxLine  int
 }
 
 // NewVersion is what AddVersion needs: the source and the version's schemas (nil: none).
@@ -167,6 +170,8 @@ type NewVersion struct {
 	// compile is still stored, so no work is lost; it is marked.
 	SyntaxError string
 	SyntaxLine  int
+	// Note says what changed ("" for none); at most MaxNoteBytes.
+	Note string
 }
 
 // Create stores a tool and its first version, authored by u.
@@ -187,7 +192,8 @@ func (s *Service) Create(ctx context.Context, u store.User, n NewTool) (store.To
 		return store.Tool{}, store.ToolVersion{}, err
 	}
 	now := s.now()
-	v, err := s.newVersion(NewVersion{Source: n.Source, InputSchema: n.InputSchema, SettingsSchema: n.SettingsSchema}, u, now)
+	v, err := s.newVersion(NewVersion{Source: n.Source, InputSchema: n.InputSchema, SettingsSchema: n.SettingsSchema,
+		SyntaxError: n.SyntaxError, SyntaxLine: n.SyntaxLine}, u, now)
 	if err != nil {
 		return store.Tool{}, store.ToolVersion{}, err
 	}
@@ -197,6 +203,9 @@ func (s *Service) Create(ctx context.Context, u store.User, n NewTool) (store.To
 	t, err = s.st.CreateTool(ctx, t, v, n.Publish)
 	if errors.Is(err, store.ErrConflict) {
 		return store.Tool{}, store.ToolVersion{}, errs.New(ErrExists, map[string]any{"slug": n.Slug}, "a tool with slug %q already exists", n.Slug)
+	}
+	if err == nil {
+		v, err = s.st.ToolVersion(ctx, v.ID) // with its number and its author's name
 	}
 	if err == nil && len(n.Categories) > 0 {
 		_, err = s.SetCategories(ctx, u, t.ID, n.Categories)
@@ -215,12 +224,16 @@ func (s *Service) AddVersion(ctx context.Context, u store.User, ref string, n Ne
 		return store.ToolVersion{}, err
 	}
 	v.ToolID = t.ID
-	return v, s.st.CreateVersion(ctx, v)
+	return s.storeVersion(ctx, v)
 }
 
 // newVersion checks n and makes it a version by u, its schemas in canonical form.
 func (s *Service) newVersion(n NewVersion, u store.User, now time.Time) (store.ToolVersion, error) {
 	if err := CheckSource(n.Source); err != nil {
+		return store.ToolVersion{}, err
+	}
+	note, err := checkNote(n.Note)
+	if err != nil {
 		return store.ToolVersion{}, err
 	}
 	in, err := contract.ParseInputSchema(n.InputSchema, s.maxFiles)
@@ -232,7 +245,7 @@ func (s *Service) newVersion(n NewVersion, u store.User, now time.Time) (store.T
 		return store.ToolVersion{}, err
 	}
 	v := store.ToolVersion{ID: ids.New("v"), Source: n.Source, Entrypoint: "run_tool", CreatedBy: u.ID, CreatedAt: now,
-		SyntaxError: strings.TrimSpace(n.SyntaxError), SyntaxLine: max(n.SyntaxLine, 0)}
+		SyntaxError: strings.TrimSpace(n.SyntaxError), SyntaxLine: max(n.SyntaxLine, 0), Note: note}
 	if len(v.SyntaxError) > maxSyntaxErrorBytes {
 		v.SyntaxError = strings.ToValidUTF8(v.SyntaxError[:maxSyntaxErrorBytes], "") + "…"
 	}

@@ -24,6 +24,7 @@ func (e *env) toolsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "Create, list, update, import and export tools (authors), and keep your tool settings"}
 	cmd.AddCommand(e.toolsAddCmd(), e.toolsListCmd(), e.toolsShowCmd(), e.toolsPushCmd(), e.toolsEditCmd(),
 		e.toolsSettingsCmd(), e.toolsImportCmd(), e.toolsExportCmd())
+	cmd.AddCommand(e.toolsVersionsCmd(), e.toolsDiffCmd(), e.toolsRestoreCmd())
 	return cmd
 }
 
@@ -263,6 +264,7 @@ func describeField(f contract.InputField) string {
 
 func (e *env) toolsPushCmd() *cobra.Command {
 	var publish bool
+	var note string
 	var schemas schemaFlags
 	cmd := &cobra.Command{
 		Use:   "push SLUG FILE",
@@ -275,7 +277,7 @@ func (e *env) toolsPushCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			n := client.NewVersion{Source: string(src)}
+			n := client.NewVersion{Source: string(src), Note: note}
 			if n.InputSchema, n.SettingsSchema, err = schemas.read(); err != nil {
 				return err
 			}
@@ -317,6 +319,7 @@ func (e *env) toolsPushCmd() *cobra.Command {
 	}
 	schemas.add(cmd)
 	cmd.Flags().BoolVar(&publish, "publish", false, "publish the new version")
+	cmd.Flags().StringVar(&note, "note", "", "what changed in this version, shown in its tool's list of versions")
 	return cmd
 }
 

@@ -186,6 +186,7 @@ func nilIfNull(raw json.RawMessage) json.RawMessage {
 
 func (e *env) toolsImportCmd() *cobra.Command {
 	var publish bool
+	var note string
 	cmd := &cobra.Command{
 		Use:   "import DIR",
 		Short: "Create a tool, or a new version of yours, from a directory holding tool.json and script.py",
@@ -224,7 +225,7 @@ func (e *env) toolsImportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v, err := c.AddVersion(ctx, t.Slug, client.NewVersion{Source: src, InputSchema: t.InputSchema, SettingsSchema: t.SettingsSchema})
+			v, err := c.AddVersion(ctx, t.Slug, client.NewVersion{Source: src, InputSchema: t.InputSchema, SettingsSchema: t.SettingsSchema, Note: note})
 			if err != nil {
 				return inToolJSON(args[0], err)
 			}
@@ -242,6 +243,7 @@ func (e *env) toolsImportCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&publish, "publish", false, "publish the imported version")
+	cmd.Flags().StringVar(&note, "note", "", "what changed, for a new version of a tool you have (shown in its list of versions)")
 	return cmd
 }
 

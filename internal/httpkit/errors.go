@@ -181,6 +181,9 @@ var errorTable = []row{
 	{runner.ErrPath, http.StatusBadRequest, "invalid_request", "invalid_path", "the workspace path is not valid"},
 	{runner.ErrNoFile, http.StatusNotFound, "not_found", "workspace_file_not_found", "there is no such file in the workspace"},
 	{runner.ErrNoSpace, http.StatusInsufficientStorage, "quota_exceeded", "workspace_full", "the file does not fit in the workspace"},
+	// Issue 33's versions: comparing two versions.
+	{catalog.ErrOtherTool, http.StatusBadRequest, "invalid_request", "other_tool_version", "the two versions are of different tools"},
+	{catalog.ErrDiffTooLarge, http.StatusRequestEntityTooLarge, "too_large", "diff_too_large", "the versions differ too much to compare"},
 }
 
 // Reasons lists what tells each row of the error table apart on a page: its reason, or

@@ -161,7 +161,11 @@ func TestErrorSourceMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := time.Now().Truncate(time.Millisecond)
-			seedRunTool(t, s, now)
+			// The tool in the columns of migration 25 (CreateTool names later ones).
+			if err := s.CreateUser(ctx, newUser("u_a", "author", RoleAuthor)); err != nil {
+				t.Fatal(err)
+			}
+			seedToolSQL(t, s, "t_1", "v_1")
 			for i, r := range runs {
 				if _, err := s.exec(ctx, `INSERT INTO runs (id, tool_id, version_id, user_id, context, kind, status, error_summary, created_at)
 					VALUES (?, 't_1', 'v_1', 'u_a', 'default', 'initial', ?, ?, ?)`, fmt.Sprintf("r_%02d", i), r.status, r.summary, ms(now)); err != nil {

@@ -43,6 +43,11 @@ type ToolVersion struct {
 	// editor's check found it on saving ("" and 0: it compiled, or was not checked).
 	SyntaxError string
 	SyntaxLine  int
+	// Number counts the tool's versions 1, 2, 3… in the order they were made; the store
+	// gives it when the version is stored.
+	Number int
+	// Note says what changed in this version ("" for none).
+	Note string
 }
 
 // toolCols are the columns scanTool reads: the author's name (authorName) comes last.
@@ -62,17 +67,17 @@ func scanTool(row interface{ Scan(...any) error }) (Tool, error) {
 	return t, nil
 }
 
-const versionCols = "id, tool_id, source, entrypoint, input_schema, settings_schema, created_by, created_at, syntax_error, syntax_line"
+const versionCols = "id, tool_id, source, entrypoint, input_schema, settings_schema, created_by, created_at, syntax_error, syntax_line, note"
 
 // versionReadCols are the columns scanVersion reads: versionCols and the creator's name.
-const versionReadCols = versionCols + ", " +
+const versionReadCols = versionCols + ", number, " +
 	"COALESCE((SELECT CASE WHEN a.state = 'deleted' THEN '' ELSE a.name END FROM users a WHERE a.id = tool_versions.created_by), '')"
 
 func scanVersion(row interface{ Scan(...any) error }) (ToolVersion, error) {
 	var v ToolVersion
 	var created int64
 	var input, settings sql.NullString
-	if err := row.Scan(&v.ID, &v.ToolID, &v.Source, &v.Entrypoint, &input, &settings, &v.CreatedBy, &created, &v.SyntaxError, &v.SyntaxLine, &v.CreatorName); err != nil {
+	if err := row.Scan(&v.ID, &v.ToolID, &v.Source, &v.Entrypoint, &input, &settings, &v.CreatedBy, &created, &v.SyntaxError, &v.SyntaxLine, &v.Note, &v.Number, &v.CreatorName); err != nil {
 		return ToolVersion{}, mapErr(err)
 	}
 	if v.CreatorName == "" {
@@ -104,7 +109,7 @@ func (s *Store) CreateTool(ctx context.Context, t Tool, v ToolVersion, publish b
 			t.ID, t.Slug, t.Title, t.Description, t.Summary, t.UsageInstructions, t.AuthorID, ms(t.CreatedAt), ms(t.UpdatedAt)); err != nil {
 			return err
 		}
-		if err := insertVersion(ctx, s, tx, v); err != nil {
+		if _, err := insertVersion(ctx, s, tx, v); err != nil {
 			return err
 		}
 		if publish {
@@ -119,19 +124,26 @@ func (s *Store) CreateTool(ctx context.Context, t Tool, v ToolVersion, publish b
 	return t, nil
 }
 
-func insertVersion(ctx context.Context, s *Store, tx *sql.Tx, v ToolVersion) error {
-	_, err := tx.ExecContext(ctx, s.rebind("INSERT INTO tool_versions ("+versionCols+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-		v.ID, v.ToolID, v.Source, v.Entrypoint, nullJSON(v.InputSchema), nullJSON(v.SettingsSchema), v.CreatedBy, ms(v.CreatedAt), v.SyntaxError, v.SyntaxLine)
-	return err
+// insertVersion stores v with the next number of its tool and returns that number.
+func insertVersion(ctx context.Context, s *Store, tx *sql.Tx, v ToolVersion) (int, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, s.rebind("INSERT INTO tool_versions ("+versionCols+", number) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "+
+		"(SELECT COALESCE(MAX(number), 0) + 1 FROM tool_versions WHERE tool_id = ?)) RETURNING number"),
+		v.ID, v.ToolID, v.Source, v.Entrypoint, nullJSON(v.InputSchema), nullJSON(v.SettingsSchema), v.CreatedBy, ms(v.CreatedAt), v.SyntaxError, v.SyntaxLine,
+		v.Note, v.ToolID).Scan(&n)
+	return n, err
 }
 
-// CreateVersion stores a new version of a tool.
+// CreateVersion stores a new version of a tool, with the tool's next number (read it
+// back with ToolVersion). The tool's row is written first: on PostgreSQL that holds its
+// lock for the rest of the transaction, so two saves at once number their versions one
+// after the other (SQLite has one writer); the unique (tool_id, number) index backs this.
 func (s *Store) CreateVersion(ctx context.Context, v ToolVersion) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if err := insertVersion(ctx, s, tx, v); err != nil {
+		if _, err := tx.ExecContext(ctx, s.rebind("UPDATE tools SET updated_at = ? WHERE id = ?"), ms(v.CreatedAt), v.ToolID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, s.rebind("UPDATE tools SET updated_at = ? WHERE id = ?"), ms(v.CreatedAt), v.ToolID)
+		_, err := insertVersion(ctx, s, tx, v)
 		return err
 	})
 }

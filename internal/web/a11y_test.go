@@ -139,6 +139,7 @@ func TestAccessibility(t *testing.T) {
 	var running string
 	// One pending `skrip login`, whose approval page every language and viewport opens.
 	cliCode := startCLILoginAt(t, s.base, "a11y-dator")
+	var diffURL string // made once, by the first visit of "two versions compared"
 	pages := []a11yPage{
 		{name: "sign-in", user: "", url: func(*testing.T) string { return s.base + "/signin" }},
 		{name: "sign-in (wrong password)", user: "", open: func(t *testing.T, tab context.Context) {
@@ -174,6 +175,21 @@ func TestAccessibility(t *testing.T) {
 		{name: "editor", user: "author", url: func(*testing.T) string { return s.base + "/editor/a11y-draft" }},
 		{name: "editor (schemas)", user: "author", url: func(*testing.T) string { return s.base + "/editor/a11y-gruppera" }},
 		{name: "editor (syntax error, asks before publishing)", user: "author", url: func(*testing.T) string { return brokenURL }},
+		{name: "two versions compared", user: "author", url: func(t *testing.T) string {
+			if diffURL != "" {
+				return diffURL
+			}
+			_, v1, err := author.CreateTool(ctx, "a11y-versions", "Versioner", "", greetingSource, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v2, err := author.AddVersion(ctx, "a11y-versions", client.NewVersion{Source: strings.Replace(greetingSource, "def ", "# Ny rad\ndef ", 1), Note: "En kommentar överst"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			diffURL = s.base + "/editor/versions/" + v2.ID + "/diff?against=" + v1.ID
+			return diffURL
+		}},
 		{name: "users", user: "rektor", url: func(*testing.T) string { return s.base + "/admin/users" }},
 		{name: "all runs", user: "rektor", url: func(*testing.T) string { return s.base + "/admin/runs" }},
 		{name: "audit log", user: "rektor", url: func(*testing.T) string { return s.base + "/admin/audit" }},

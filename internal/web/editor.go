@@ -116,6 +116,9 @@ func (h *Handler) showEditorIndex(w http.ResponseWriter, r *http.Request, c *cal
 
 func (h *Handler) createTool(w http.ResponseWriter, r *http.Request, c *call) error {
 	n := catalog.NewTool{Slug: r.PostFormValue("slug"), Title: r.PostFormValue("title"), Description: r.PostFormValue("description"), Source: r.PostFormValue("source")}
+	if catalog.CanAuthor(c.User) && catalog.CheckSource(n.Source) == nil {
+		n.SyntaxError, n.SyntaxLine = h.checkSyntax(r, n.Source)
+	}
 	t, _, err := h.catalog.Create(r.Context(), c.User, n)
 	if err != nil {
 		if status, _ := h.statusOf(w, err); status < 500 && !errors.Is(err, catalog.ErrForbidden) {
@@ -165,6 +168,9 @@ type editorView struct {
 type versionForm struct {
 	Source, InputSchema, SettingsSchema                string
 	SourceError, InputSchemaError, SettingsSchemaError string
+	// Note is what the author wrote about what changed, kept when a save is refused,
+	// and NoteError the server's refusal of it.
+	Note, NoteError string
 }
 
 // newVersionForm shows version v, its schemas indented.
@@ -188,6 +194,8 @@ func (f *versionForm) refuse(field, msg string) {
 		f.InputSchemaError = msg
 	case "settings_schema":
 		f.SettingsSchemaError = msg
+	case "note":
+		f.NoteError = msg
 	default:
 		f.SourceError = msg
 	}
@@ -239,6 +247,9 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	data := map[string]any{"Title": h.langOf(r).T("editor.title", "Tool", t.Title), "Tool": t, "Version": v, "Versions": ed.Versions,
 		"Limits": h.limits(), "Form": ev.Form, "Info": ev.Info, "CodeMirror": h.hasCodeMirror(),
 		"WentBack": ev.WentBack, "Continued": ev.Continued, "Unpublished": ev.Unpublished}
+	if data["VersionList"], err = h.versionsPanel(r, c, t, v); err != nil {
+		return err
+	}
 	if ev.ConfirmPublish && v.ID != t.PublishedVersionID {
 		doubts, err := h.publishDoubts(r, c, t, v)
 		if err != nil {
@@ -309,11 +320,12 @@ func (h *Handler) saveVersion(w http.ResponseWriter, r *http.Request, c *call) e
 		return err
 	}
 	f := &versionForm{Source: r.PostFormValue("source"), InputSchema: r.PostFormValue("input_schema"), SettingsSchema: r.PostFormValue("settings_schema")}
+	f.Note = r.PostFormValue("note")
 	t, err := h.catalog.Owned(r.Context(), c.User, r.PathValue("tool"))
 	if err != nil {
 		return err
 	}
-	n := catalog.NewVersion{Source: f.Source, InputSchema: schemaText(f.InputSchema), SettingsSchema: schemaText(f.SettingsSchema)}
+	n := catalog.NewVersion{Source: f.Source, InputSchema: schemaText(f.InputSchema), SettingsSchema: schemaText(f.SettingsSchema), Note: f.Note}
 	if catalog.CheckSource(n.Source) == nil {
 		n.SyntaxError, n.SyntaxLine = h.checkSyntax(r, n.Source)
 	}

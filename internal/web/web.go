@@ -175,6 +175,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /editor/versions/{version}/actions/{action}", h.page(h.editorAction))
 	mux.Handle("POST /editor/versions/{version}/session/back", h.page(h.editorGoBack))
 	mux.Handle("POST /editor/versions/{version}/session/continue", h.page(h.editorContinue))
+	mux.Handle("GET /editor/{tool}/compare", h.page(h.compareVersions))
+	mux.Handle("GET /editor/versions/{version}/diff", h.page(h.versionDiff))
+	mux.Handle("POST /editor/versions/{version}/restore", h.page(h.restoreVersion))
 
 	mux.Handle("GET /files", h.page(h.filesPage))
 	mux.Handle("GET /account", h.page(h.accountPage))

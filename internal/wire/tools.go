@@ -54,6 +54,10 @@ type Version struct {
 	// CreatedByName is the creator's name; "borttagen användare" once they were deleted.
 	CreatedByName string    `json:"created_by_name"`
 	CreatedAt     time.Time `json:"created_at"`
+	// Number counts the tool's versions 1, 2, 3… in the order they were made.
+	Number int `json:"number"`
+	// Note says what changed in the version; "" for none.
+	Note string `json:"note"`
 }
 
 // NewTool is the body of POST /api/v1/tools: a tool with its first version. The schemas
@@ -82,6 +86,8 @@ type CreatedTool struct {
 // NewVersion is the body of POST /api/v1/tools/{tool}/versions. The schemas are JSON,
 // absent for none.
 type NewVersion struct {
+	// Note says what changed (optional, at most 500 bytes).
+	Note           string          `json:"note,omitempty"`
 	Source         string          `json:"source"`
 	InputSchema    json.RawMessage `json:"input_schema,omitempty"`
 	SettingsSchema json.RawMessage `json:"settings_schema,omitempty"`

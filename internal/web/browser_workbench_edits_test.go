@@ -243,6 +243,32 @@ func TestBrowserWorkbenchEdits(t *testing.T) {
 		}
 	})
 
+	t.Run("a run that ends while the author types keeps the code", func(t *testing.T) {
+		slug := "wb-medan"
+		if _, _, err := author.CreateTool(bg, slug, "Medan", "", slowSource, false); err != nil {
+			t.Fatal(err)
+		}
+		ctx, asked := open(t, slug, vp1280)
+		runSandbox(t, ctx)
+		run(t, ctx, chromedp.WaitVisible("[data-live]", chromedp.ByQuery))
+		typed := strings.Replace(slowSource, "halfway there", "skrivet under körningen", 1)
+		run(t, ctx, setCode(typed))
+		var status string
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			run(t, ctx, chromedp.Evaluate(`(document.querySelector("[data-result]") || {dataset: {}}).dataset.status || ""`, &status))
+			if status == "succeeded" {
+				break
+			}
+		}
+		w := waitWorkbench(t, ctx, "the code", func(w workbench) bool { return true })
+		if status != "succeeded" || w.Code != typed {
+			t.Fatalf("the run ended (%s) and the code typed meanwhile is gone: %+v", status, w)
+		}
+		if n := asked.Load(); n != 0 {
+			t.Fatalf("the run's end asked before leaving the page (%d dialogs)", n)
+		}
+	})
+
 	t.Run("room to work", func(t *testing.T) {
 		slug := "wb-rum"
 		long := "def run_tool(input_dir, output_dir):\n    text = \"" + strings.Repeat("lång rad ", 40) + "SLUT\"\n    return {\"outputs\": [{\"kind\": \"notice\", \"level\": \"info\", \"message\": text}]}\n"

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,6 +55,24 @@ func waitWorkbench(t *testing.T, ctx context.Context, what string, ok func(workb
 			t.Fatalf("%s: the editor never showed it: %+v", what, last)
 		}
 		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+// workbenchShot writes the window of ctx to the -screenshots directory as sv/<name>.png, when
+// the flag is given (docs/web-ui.md shows them).
+func workbenchShot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if *screenshotDir == "" {
+		return
+	}
+	var shot []byte
+	run(t, ctx, chromedp.Sleep(300*time.Millisecond), chromedp.CaptureScreenshot(&shot))
+	dir := filepath.Join(*screenshotDir, "sv")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), shot, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -176,6 +196,7 @@ func TestBrowserWorkbenchEdits(t *testing.T) {
 		run(t, ctx, setCode(strings.Replace(greetingSource, "    act = action()\n", "    act = action(\n", 1)))
 		greet(t, ctx, "Cy")
 		w = waitWorkbench(t, ctx, "the refused step", func(w workbench) bool { return w.SyntaxLine != 0 && w.Versions == 4 })
+		workbenchShot(t, ctx, "editor-syntax-1280")
 		if w.SyntaxLine < 5 || !strings.Contains(w.Refusal, "kördes inte") || strings.Contains(w.Notice, "Cy") || strings.Contains(w.State, "Cy") {
 			t.Fatalf("a step of code that does not compile: %+v", w)
 		}
@@ -196,6 +217,7 @@ func TestBrowserWorkbenchEdits(t *testing.T) {
 		if w.TracebackLine != 2 || !strings.Contains(w.Traceback, "rad 2") || w.SyntaxLine != 0 {
 			t.Fatalf("the traceback's line: %+v", w)
 		}
+		workbenchShot(t, ctx, "editor-traceback-1280")
 	})
 
 	t.Run("continue from a chosen step", func(t *testing.T) {
@@ -297,6 +319,7 @@ func TestBrowserWorkbenchEdits(t *testing.T) {
 		if !m.LinkShown || m.LinkTop > 300 || m.PageWidth > 390 {
 			t.Fatalf("at 390 px there is no way to the sandbox at the top: %+v", m)
 		}
+		workbenchShot(t, ctx, "editor-phone-390")
 		if m.SandboxTop < m.Window {
 			t.Fatalf("at 390 px the sandbox is in view before the link is followed: %+v", m)
 		}

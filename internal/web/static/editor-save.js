@@ -21,14 +21,13 @@
   const cm = ed.cm;
   const runForm = document.querySelector("form[data-upload][action^='/editor/versions/']");
 
-  // The traceback's line: noted under the code and marked in its gutter, unless the code
-  // does not compile (editor.js marks that line).
+  // The traceback's line: noted just above the code box and marked in its gutter, and
+  // scrolled to unless the code does not compile (editor.js goes to that line).
   const note = document.querySelector("[data-traceback-line]");
   if (note) {
     const line = +note.dataset.tracebackLine;
-    const syntax = document.getElementById("source-syntax");
-    if (syntax) syntax.after(note);
     const source = document.getElementById("source");
+    source.before(note);
     const ids = (source.getAttribute("aria-describedby") || "") + " " + note.id;
     source.setAttribute("aria-describedby", ids.trim());
     if (cm) {

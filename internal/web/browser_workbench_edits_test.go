@@ -265,6 +265,31 @@ func TestBrowserWorkbenchEdits(t *testing.T) {
 		}
 	})
 
+	t.Run("the description and publishing after an edit", func(t *testing.T) {
+		slug := "wb-info"
+		if _, _, err := author.CreateTool(bg, slug, "Info", "", printSource, false); err != nil {
+			t.Fatal(err)
+		}
+		ctx, asked := open(t, slug, vp1280)
+		edited := strings.Replace(printSource, "MARK", "ny text", 1)
+		run(t, ctx, setCode(edited), chromedp.SetValue("#info-title", "Nytt namn", chromedp.ByQuery),
+			chromedp.Click("form[action$='/info'] button[type=submit]", chromedp.ByQuery))
+		w := waitWorkbench(t, ctx, "the description saved", func(w workbench) bool { return strings.Contains(w.URL, "info=saved") })
+		if w.Code != edited || w.Versions != 2 {
+			t.Fatalf("saving the description after an edit lost the edit: %+v", w)
+		}
+		edited2 := strings.Replace(printSource, "MARK", "publicerad text", 1)
+		run(t, ctx, setCode(edited2), chromedp.Click("form[action$='/publish'] button", chromedp.ByQuery))
+		w = waitWorkbench(t, ctx, "published", func(w workbench) bool { return w.Versions == 3 && !strings.Contains(w.URL, "info=saved") })
+		got, err := author.ToolOf(bg, slug)
+		if err != nil || got.PublishedVersionID == nil || *got.PublishedVersionID != versionOf(w.URL) || w.Code != edited2 {
+			t.Fatalf("publishing after an edit did not publish the edit: %+v %v; page %+v", got, err, w)
+		}
+		if n := asked.Load(); n != 0 {
+			t.Fatalf("the forms asked before leaving the page (%d dialogs)", n)
+		}
+	})
+
 	t.Run("a run that ends while the author types keeps the code", func(t *testing.T) {
 		slug := "wb-medan"
 		if _, _, err := author.CreateTool(bg, slug, "Medan", "", slowSource, false); err != nil {

@@ -37,6 +37,11 @@
         cm.addLineClass(line - 1, "gutter", "traceback-gutter");
         if (!source.dataset.syntaxLine) cm.scrollIntoView({ line: line - 1, ch: 0 }, 80);
       }
+    } else if (!source.dataset.syntaxLine) {
+      // The plain text box: the line is selected, as editor.js does with a syntax error.
+      const lines = source.value.split("\n");
+      const at = lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0);
+      source.setSelectionRange(at, at + (lines[line - 1] || "").length);
     }
   }
 

@@ -144,6 +144,7 @@ var errorTable = []row{
 	{run.ErrInvalidQuery, http.StatusBadRequest, "invalid_request", "run_query", "the runs query is not valid"},
 	{workflow.ErrUnknownAction, http.StatusBadRequest, "unknown_action", "", "the run offers no such action"},
 	{workflow.ErrActionTooLarge, http.StatusRequestEntityTooLarge, "too_large", "action_too_large", "the action's input is larger than the limit"},
+	{workflow.ErrSyntax, http.StatusBadRequest, "invalid_request", "syntax_error", "the version's source does not compile, so it did not run; fix it and save a new version"},
 	{workflow.ErrContinueFrom, http.StatusBadRequest, "invalid_request", "continue_from", "a sandbox session goes on only from another version of the same tool"},
 	{catalog.ErrNotFound, http.StatusNotFound, "not_found", "tool_not_found", "there is no such tool"},
 	{catalog.ErrNoVersion, http.StatusNotFound, "not_found", "version_not_found", "there is no such tool version"},

@@ -161,6 +161,9 @@ type editorView struct {
 	// WentBack, Continued and Unpublished say what the author just did: went back to an
 	// earlier step, went on from the previous version's session, unpublished the tool.
 	WentBack, Continued, Unpublished bool
+	// Syntax is where the sandbox refused to run the version, as it does not compile;
+	// nil otherwise. The page marks that line.
+	Syntax *syntaxMark
 }
 
 // versionForm is the editor's form of a version: its source and both schemas as JSON,
@@ -226,6 +229,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		return err
 	}
 	t, v := ed.Tool, ed.Version
+	v = ev.Syntax.marked(v)
 	if ev.Form == nil {
 		ev.Form = newVersionForm(v)
 	}
@@ -269,7 +273,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		data["Steps"] = ed.Steps
 	}
 	if prev := ed.Previous; prev != nil {
-		cont := map[string]any{"From": prev.ID, "Expected": int64(0), "Replaces": ed.Session != nil}
+		cont := map[string]any{"From": prev.ID, "Expected": int64(0), "Replaces": ed.Session != nil, "Steps": ed.PreviousSteps}
 		if ed.Session != nil {
 			cont["Expected"] = ed.Session.StateRev
 		}
@@ -290,6 +294,12 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		res.Confirm = ev.Confirm
 		res.refuse(runErr)
 		data["Result"] = res
+		// The line of the code where the author's own run of this version stopped.
+		if rn.VersionID == v.ID && rn.UserID == c.User.ID && rn.Context == session.Editor(v.ID).String() && rn.Status != store.StatusSucceeded {
+			if n := tracebackLine(res.Stderr); n > 0 {
+				data["TracebackLine"] = n
+			}
+		}
 	}
 	sf, err := h.sessionFiles(r, c, t, session.Editor(v.ID))
 	if err != nil {
@@ -566,7 +576,7 @@ func (h *Handler) editorRun(w http.ResponseWriter, r *http.Request, c *call) err
 		if !shownToUser(status) {
 			return err
 		}
-		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunForm: f})
+		return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunForm: f, Syntax: syntaxOf(err)})
 	}
 	h.runs.Wait(r.Context(), rn.ID, runWait)
 	redirect(w, r, "/editor/"+t.Slug+"?version="+v.ID+"&run="+rn.ID)
@@ -627,7 +637,7 @@ func (h *Handler) editorRefused(w http.ResponseWriter, r *http.Request, c *call,
 	if !shownToUser(status) {
 		return err
 	}
-	return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunErr: h.refusalOf(r, err)})
+	return h.showEditor(w, r, c, editorView{Ref: t.Slug, VersionID: v.ID, Status: status, RunErr: h.refusalOf(r, err), Syntax: syntaxOf(err)})
 }
 
 // editorGoBack makes an earlier step of a version's sandbox session current again
@@ -667,8 +677,16 @@ func (h *Handler) editorContinue(w http.ResponseWriter, r *http.Request, c *call
 		return err
 	}
 	expected, err := editorRevision(r)
+	var rev *int64
+	if s := r.PostFormValue("rev"); s != "" && err == nil {
+		n, perr := strconv.ParseInt(s, 10, 64)
+		if perr != nil {
+			err = errs.New(session.ErrNoStep, map[string]any{"rev": s}, "no step %q to go on from", s)
+		}
+		rev = &n
+	}
 	if err == nil {
-		_, err = h.workflow.ContinueFrom(r.Context(), c.User, workflow.Continue{VersionID: v.ID, From: r.PostFormValue("from"), Expected: &expected})
+		_, err = h.workflow.ContinueFrom(r.Context(), c.User, workflow.Continue{VersionID: v.ID, From: r.PostFormValue("from"), Rev: rev, Expected: &expected})
 	}
 	// A version that is not one to go on from is no refusal of the sandbox's: the page
 	// offers only the previous version of the same tool.

@@ -53,6 +53,9 @@ type Editor struct {
 	// Previous is the version saved before Version, when its sandbox has a session this
 	// one can go on from (ContinueFrom); nil otherwise.
 	Previous *store.ToolVersion
+	// PreviousSteps are the kept steps of Previous's session, newest first: the steps the
+	// session can go on from (Continue.Rev).
+	PreviousSteps []EditorStep
 	// Run is the run beside the sandbox, nil when there is none: the run asked for when it
 	// is a run of this sandbox or the one its session went on from, else the session's
 	// latest run, else the newest sandbox run of the version.
@@ -108,9 +111,13 @@ func (st *Service) EditorView(ctx context.Context, u store.User, ref, versionID,
 		}
 	}
 	if prev := previousVersion(versions, ed.Version); prev != nil {
-		switch _, err := st.Session(ctx, t, u, session.Editor(prev.ID)); {
+		psctx := session.Editor(prev.ID)
+		switch psess, err := st.Session(ctx, t, u, psctx); {
 		case err == nil:
 			ed.Previous = prev
+			if ed.PreviousSteps, err = st.editorSteps(ctx, u, t, psctx, psess); err != nil {
+				return Editor{}, err
+			}
 		case !errors.Is(err, session.ErrNoSession):
 			return Editor{}, err
 		}

@@ -43,6 +43,8 @@ type Service struct {
 	catalog  *catalog.Service
 	// editorWall is the wall time of runs in an editor context.
 	editorWall time.Duration
+	// compiled remembers the versions whose source compiles (Compiles).
+	compiled compiled
 }
 
 // New returns the workflow over runs and sessions. A run's memory.json comes from the
@@ -84,8 +86,14 @@ type Initial struct {
 // injects them; a run that offers next actions starts the session over with its state.
 // Initial reads the upload into the run's input directory itself (see submit, which
 // owns that directory until the run has it). The API, the web UI and so the CLI all
-// start initial runs here, so the rules hold for each alike.
+// start initial runs here, so the rules hold for each alike. In the editor's sandbox a
+// version that does not compile is refused first (Compiles).
 func (st *Service) Initial(ctx context.Context, in Initial) (store.Run, error) {
+	if in.Context.IsEditor() {
+		if err := st.Compiles(ctx, in.Version); err != nil {
+			return store.Run{}, err
+		}
+	}
 	k := in.Context.Key(in.Tool.ID, in.User.ID)
 	return st.submit(ctx, func(dir string) (run.Request, error) {
 		form := in.Form
@@ -177,8 +185,14 @@ type Action struct {
 // must be current, the action one the latest run offered and its input valid; the run
 // gets the server's state and a snapshot of the session files; when it succeeds a
 // compare-and-swap from expected to expected+1 records its state. A run that loses that
-// race succeeds without a state_rev: see LostRace.
+// race succeeds without a state_rev: see LostRace. In the editor's sandbox a version that
+// does not compile is refused first (Compiles).
 func (st *Service) Action(ctx context.Context, a Action) (store.Run, error) {
+	if a.Context.IsEditor() {
+		if err := st.Compiles(ctx, a.Version); err != nil {
+			return store.Run{}, err
+		}
+	}
 	k := a.Context.Key(a.Tool.ID, a.User.ID)
 	sess, err := st.sessions.Get(ctx, k)
 	if err != nil {

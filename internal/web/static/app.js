@@ -174,6 +174,9 @@ function setupUpload(form) {
       // The server answers a refusal with the page it would show without this script:
       // take its messages, each to the same place in this one.
       const doc = xhr.response;
+      // The page's own scripts may read more of the refusal (the editor: a line that
+      // does not compile, editor-save.js).
+      form.dispatchEvent(new CustomEvent("skrip:refused", { detail: { doc } }));
       let placed = false;
       form.querySelectorAll("[data-field-error]").forEach((box) => {
         const theirs = doc && doc.getElementById(box.id);

@@ -86,6 +86,9 @@
     e.preventDefault();
     e.returnValue = tr("editor.unsaved");
   });
+  // editor-save.js saves the code before the page's other forms leave it, and then
+  // leaves without asking.
+  window.skripEditor = { cm, dirty, leave: () => { leaving = true; }, saved: () => { saved = boxes().join("\u0000"); } };
   form.addEventListener("submit", (e) => {
     leaving = true;
     // The schema check (app.js) may stop the submit; the guard holds again then.

@@ -38,7 +38,10 @@
   // whose other panes change with the run too, is loaded again whole.
   async function showResult(result, status) {
     const announce = result.parentElement.querySelector("[data-announce]");
-    if (!document.querySelector("h1[data-run-title]")) { window.location.reload(); return; }
+    // While the author has unsaved code in the editor, only the result is put in place,
+    // as on the run page: a reload would ask to leave, and lose the code when accepted.
+    const typing = window.skripEditor && window.skripEditor.dirty();
+    if (!document.querySelector("h1[data-run-title]") && !typing) { window.location.reload(); return; }
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
         const res = await fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html" } });

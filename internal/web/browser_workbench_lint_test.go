@@ -150,7 +150,7 @@ func TestBrowserWorkbenchLint(t *testing.T) {
 	waitLint(t, ctx, "the list to close", func(st lintState) bool { return st.Hints == "" })
 	run(t, ctx, enterKey())
 	st = waitLint(t, ctx, "the unused import's warning", func(st lintState) bool { return st.Warnings == 1 })
-	if st.Errors != 0 || !strings.Contains(st.Status, "0 fel, 1 varningar") {
+	if st.Errors != 0 || !strings.Contains(st.Status, "0 fel, 1 varning(ar)") {
 		t.Fatalf("after an unused import: %+v", st)
 	}
 
@@ -185,7 +185,11 @@ func TestBrowserWorkbenchLint(t *testing.T) {
 	if !strings.Contains(st.Hints, "pandas") {
 		t.Errorf("after `import pand` the completions are %q", st.Hints)
 	}
+	time.Sleep(300 * time.Millisecond)
 	run(t, ctx, chromedp.KeyEvent(kb.Escape))
+	waitLint(t, ctx, "the list to close and the check to end", func(st lintState) bool {
+		return st.Hints == "" && strings.Contains(st.Status, "1 fel, 3 varning(ar)")
+	})
 
 	// Hover: the mouse over read_inputs (imported from skriptoteket_toolkit) shows its help.
 	var at struct{ X, Y float64 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/apptest"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/hints"
+	"github.com/skrip-dev/skrip/internal/runner/docker"
 	"github.com/skrip-dev/skrip/internal/testutil"
 )
 
@@ -165,5 +167,24 @@ func TestEditorHints(t *testing.T) {
 	}
 	if a := send(t, env, "GET", "/api/v1/editor/hints", ulf.Token, "", nil); a.status != 403 {
 		t.Fatalf("hints for a user: %d %s; want 403", a.status, a.raw)
+	}
+}
+
+// The Docker runner lints too: its image is made from the same rootfs
+// (SKRIP_TEST_RUNNER_IMAGE, or this build's default image).
+func TestEditorLintDocker(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.Runner = "docker"
+	cfg.RunnerImage = cmp.Or(os.Getenv("SKRIP_TEST_RUNNER_IMAGE"), docker.DefaultImage())
+	env := apptest.Start(t, cfg)
+	a := send(t, env, "POST", "/api/v1/editor/lint", env.AdminToken, "application/json",
+		strings.NewReader(`{"source":"import os\n\nprint(nimn)\n"}`))
+	if a.status == 503 && a.reason() == "lint_unavailable" {
+		t.Fatalf("the image %s has no pyflakes: rebuild it (bash scripts/runner-image.sh DIR %s) or name one in SKRIP_TEST_RUNNER_IMAGE", cfg.RunnerImage, cfg.RunnerImage)
+	}
+	var out lintAnswer
+	if a.status != 200 || json.Unmarshal([]byte(a.raw), &out) != nil || len(out.Diagnostics) != 2 ||
+		out.Diagnostics[0].Line != 1 || out.Diagnostics[0].Severity != "warning" || out.Diagnostics[1].Line != 3 || out.Diagnostics[1].Severity != "error" {
+		t.Fatalf("lint on docker: %d %s; want a warning on line 1 and an error on line 3", a.status, a.raw)
 	}
 }

@@ -44,6 +44,9 @@ type Services struct {
 	Janitor   *janitor.Janitor
 	Lifecycle *lifecycle.Service
 	Uploads   *resumable.Handler // the tus protocol at /api/v1/uploads/
+	// RuntimeRoot is the runner's root filesystem, whose list of modules the editor
+	// completes ("": none, the helper modules only).
+	RuntimeRoot string
 }
 
 // Ops is what the operational routes (/healthz, /readyz, /metrics) answer from.
@@ -138,6 +141,7 @@ func (s *Server) Register(m *http.ServeMux) {
 	m.Handle("POST /api/v1/editor/tool-versions/{version}/session/continue", s.authed(s.editorContinue))
 	m.Handle("GET /api/v1/editor/tool-versions/{version}/settings", s.authed(s.getSettings(s.editorSettings())))
 	m.Handle("PUT /api/v1/editor/tool-versions/{version}/settings", s.authed(s.putSettings(s.editorSettings())))
+	s.registerLint(m)
 
 	m.Handle("POST /api/v1/sandboxes", s.authed(s.createSandbox))
 	m.Handle("GET /api/v1/sandboxes", s.authed(s.listSandboxes))

@@ -12,6 +12,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/lifecycle"
 	"github.com/skrip-dev/skrip/internal/resumable"
 	"github.com/skrip-dev/skrip/internal/runner"
+	"github.com/skrip-dev/skrip/internal/runner/rootfs"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/version"
 	"github.com/skrip-dev/skrip/internal/web"
@@ -31,7 +32,7 @@ func (a *App) routes(st *store.Store) (http.Handler, error) {
 	life := lifecycle.New(lifecycle.Deps{Store: st, Blobs: a.Blobs, Accounts: a.Accounts, Files: a.Files, Runs: a.Runs,
 		Sessions: a.Sessions, Sandboxes: a.Sandboxes, Log: a.log})
 	api.New(api.Services{Accounts: a.Accounts, Catalog: a.Catalog, Staging: a.Files, Runs: a.Runs, Workflow: a.Workflow,
-		Sandboxes: a.Sandboxes, Janitor: a.Janitor, Uploads: uploads, Lifecycle: life},
+		Sandboxes: a.Sandboxes, Janitor: a.Janitor, Uploads: uploads, Lifecycle: life, RuntimeRoot: rootfs.Choose(a.cfg.BwrapRootfs)},
 		api.Ops{Metrics: a.Metrics, Version: version.Version, Front: front,
 			Ready: []api.Check{{Name: "database", Ping: st.Ping}, {Name: "blob", Ping: a.Blobs.Ping}, {Name: "runner", Ping: a.Runner.Ping}}},
 		a.log).Register(mux)

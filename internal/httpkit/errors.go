@@ -141,6 +141,8 @@ var errorTable = []row{
 	{run.ErrUserRuns, http.StatusTooManyRequests, "rate_limited", "runs_per_user", "you have as many runs waiting or running as one user may; wait for one to finish"},
 	{run.ErrNotFound, http.StatusNotFound, "not_found", "run_not_found", "there is no such run"},
 	{run.ErrNoArtifact, http.StatusNotFound, "not_found", "artifact_not_found", "the run has no such artifact"},
+	{run.ErrLintTooLarge, http.StatusRequestEntityTooLarge, "too_large", "lint_too_large", "the source to check is larger than the limit"},
+	{run.ErrLintUnavailable, http.StatusServiceUnavailable, "unavailable", "lint_unavailable", "the runtime has no Python linter; an operator rebuilds the runner image"},
 	{run.ErrInvalidQuery, http.StatusBadRequest, "invalid_request", "run_query", "the runs query is not valid"},
 	{workflow.ErrUnknownAction, http.StatusBadRequest, "unknown_action", "", "the run offers no such action"},
 	{workflow.ErrActionTooLarge, http.StatusRequestEntityTooLarge, "too_large", "action_too_large", "the action's input is larger than the limit"},

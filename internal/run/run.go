@@ -70,6 +70,7 @@ type Service struct {
 
 	exec     Executor      // where the runs execute
 	syntax   chan struct{} // the slots syntax checks take (CheckSyntax)
+	lint     chan struct{} // lints at once: at most half the workers (Lint)
 	admits   userLocks     // one user's admissions, one at a time
 	stopping atomic.Bool
 	mu       sync.Mutex
@@ -97,6 +98,7 @@ func New(st *store.Store, blobs blob.Store, r runner.Runner, cfg Config, m *metr
 	// Syntax checks run on this node's runner whatever executes the runs: beside them,
 	// in the pool's slots, while the pool executes them.
 	s.syntax = pool.slots
+	s.lint = make(chan struct{}, max(1, cfg.Concurrency/2))
 	return s, nil
 }
 

@@ -37,11 +37,13 @@ security=${SKRIP_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 # fonts-liberation is Liberation 2 (fonts-liberation2 is a dummy package for it), and
 # fontconfig brings fc-list and the font cache WeasyPrint reads. PyYAML, pydantic and
 # structlog are what the original hub's author guide also lists as installed, so its
-# tools that import them run unchanged.
+# tools that import them run unchanged. pyflakes is the editor's linter (checks as you
+# type run it in the sandbox, never the host's).
 base=python3,coreutils
 packages="weasyprint python3-munkres python3-unicodedata2 python3-ufolib2
   pandoc python3-pypandoc python3-docx python3-openpyxl python3-pandas python3-pypdf
   python3-jinja2 librsvg2-bin fontconfig python3-yaml python3-pydantic python3-structlog
+  python3-pyflakes
   fonts-liberation fonts-dejavu-core fonts-freefont-ttf fonts-noto-core"
 # Heavy packages that must not come in through a dependency's first alternative.
 unwanted="python3-scipy g++ gcc cpp libboost-dev texlive-base"
@@ -147,13 +149,23 @@ grep -q '^nogroup:x:65534:' "$tmp"/etc/group || fail "no group nogroup (65534) i
 # A last check that the environment works, run inside the tree as the sandbox user.
 check='import sys
 assert sys.version_info[:2] == (3, 13), sys.version
-import weasyprint, docx, openpyxl, pandas, pypdf, jinja2, pypandoc, yaml, pydantic, structlog
+import weasyprint, docx, openpyxl, pandas, pypdf, jinja2, pypandoc, yaml, pydantic, structlog, pyflakes
 from weasyprint import DEFAULT_OPTIONS
 pypandoc.get_pandoc_version()'
 in_root setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp/home python3 -c "$check" \
   || fail "the modules tools use do not import inside $tmp"
 in_root pandoc --version || fail "pandoc --version fails inside $tmp"
 in_root rsvg-convert --version || fail "rsvg-convert --version fails inside $tmp"
+# The editor's completions: the importable top-level modules (public names only) of the
+# runtime's Python, as a JSON list the server reads from the tree it runs tools on.
+mkdir -p "$tmp/usr/share/skrip"
+modules='import json, pkgutil, sys
+names = {m.name for m in pkgutil.iter_modules()} | set(sys.builtin_module_names)
+json.dump(sorted(n for n in names if n.isidentifier() and not n.startswith("_")), sys.stdout)'
+chroot "$tmp" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/tmp/home \
+  python3 -I -c "$modules" >"$tmp/usr/share/skrip/modules.json" 2>>"$log" \
+  || fail "could not list the Python modules inside $tmp"
+chmod 0644 "$tmp/usr/share/skrip/modules.json"
 # The self-check leaves nothing behind in the scratch folders.
 find "$tmp/tmp/home" -mindepth 1 -delete
 find "$tmp/tmp" -mindepth 1 -maxdepth 1 ! -name home -exec rm -rf {} +

@@ -1,0 +1,161 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/skrip-dev/skrip/internal/errs"
+	"github.com/skrip-dev/skrip/internal/ids"
+	"github.com/skrip-dev/skrip/internal/runner"
+)
+
+// Lint limits: a lint runs on every pause in the author's typing, so it is held to less
+// than a syntax check. pyflakes reads even the largest source a version may hold
+// (catalog.MaxSourceBytes) in well under LintWall and LintMemory.
+const (
+	LintWall       = 10 * time.Second
+	LintMemory     = 256 << 20
+	MaxLintSource  = 512 << 10 // bytes of source; the same bound as a version's source
+	MaxDiagnostics = 200       // a source with more gets the first ones
+)
+
+// ErrLintUnavailable means the runtime has no linter: the runner's root filesystem
+// predates pyflakes (rebuild it: skrip runner-image build), or the bwrap runner uses the
+// host's /usr, which has no python3-pyflakes.
+var ErrLintUnavailable = errors.New("no linter in the runtime")
+
+// ErrLintTooLarge means a source to lint is over MaxLintSource.
+var ErrLintTooLarge = errors.New("source to lint too large")
+
+// Diagnostic is one finding of the linter: Line and Column count from 1 (Column 0: not
+// known), Severity is "error" (the code fails when it gets there: an undefined name, a
+// syntax error) or "warning" (an unused import or variable, a redefinition).
+type Diagnostic struct {
+	Line     int    `json:"line"`
+	Column   int    `json:"column"`
+	Message  string `json:"message"`
+	Severity string `json:"severity"`
+}
+
+// linter is the tool the lint runs in the sandbox: pyflakes over input/source.py, never
+// running it. Its state is {"diagnostics": [...]} or {"unavailable": "why"}.
+const linter = `import os
+
+WARNINGS = {"UnusedImport", "UnusedVariable", "UnusedAnnotation", "RedefinedWhileUnused",
+            "ImportShadowedByLoopVar", "ImportStarUsed", "ImportStarUsage", "UnusedIndirectAssignment"}
+LIMIT = %d
+
+
+class Collect:
+    def __init__(self):
+        self.found = []
+
+    def add(self, line, column, message, severity):
+        if len(self.found) < LIMIT:
+            self.found.append({"line": int(line or 0), "column": int(column or 0),
+                               "message": str(message), "severity": severity})
+
+    def unexpectedError(self, filename, msg):
+        self.add(0, 0, msg, "error")
+
+    def syntaxError(self, filename, msg, lineno, offset, text):
+        self.add(lineno, offset, msg, "error")
+
+    def flake(self, m):
+        kind = type(m).__name__
+        self.add(m.lineno, (m.col or 0) + 1, m.message %% m.message_args,
+                 "warning" if kind in WARNINGS else "error")
+
+
+def run_tool(input_dir, output_dir):
+    try:
+        from pyflakes import api
+    except ImportError as e:
+        return {"state": {"unavailable": str(e)}}
+    with open(os.path.join(input_dir, "source.py"), "rb") as f:
+        source = f.read().decode("utf-8", "replace")
+    out = Collect()
+    try:
+        api.check(source, "script.py", out)
+    except (ValueError, RecursionError, MemoryError) as e:
+        out.add(0, 0, "%%s: %%s" %% (type(e).__name__, e), "error")
+    out.found.sort(key=lambda d: (d["line"], d["column"]))
+    return {"state": {"diagnostics": out.found}}
+`
+
+// Lint runs pyflakes over src in a sandbox (like a syntax check: it parses what an
+// author sent, so it runs under a run's limits, held lower: LintWall, LintMemory) and
+// returns what it found, sorted by line; none is an empty list. Lints take the run slots
+// syntax checks take and at most half of the workers (lintSlots), so authors typing
+// never hold every worker: a lint that finds no slot answers ErrBusy at once.
+// ErrLintUnavailable: the runtime has no pyflakes.
+func (s *Service) Lint(ctx context.Context, src string) ([]Diagnostic, error) {
+	if len(src) > MaxLintSource {
+		return nil, errs.New(ErrLintTooLarge, map[string]any{"field": "source", "limit_bytes": MaxLintSource},
+			"source is %d bytes; the limit is %d", len(src), MaxLintSource)
+	}
+	select {
+	case s.lint <- struct{}{}:
+	default:
+		return nil, errs.New(ErrBusy, map[string]any{"queue": s.cfg.Queue}, "as many lints run as the server allows; the lint did not run")
+	}
+	defer func() { <-s.lint }()
+	select {
+	case s.syntax <- struct{}{}:
+	default:
+		return nil, errs.New(ErrBusy, map[string]any{"queue": s.cfg.Queue}, "every worker is busy; the lint did not run")
+	}
+	defer func() { <-s.syntax }()
+	dir, err := s.NewInputDir()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "source.py"), []byte(src), 0o644); err != nil {
+		return nil, err
+	}
+	lim := s.cfg.Limits
+	lim.WallTime = min(lim.WallTime, LintWall)
+	if lim.MemoryBytes <= 0 || lim.MemoryBytes > LintMemory {
+		lim.MemoryBytes = LintMemory
+	}
+	script := fmt.Sprintf(linter, MaxDiagnostics)
+	res, err := s.runner.Run(ctx, runner.Spec{ID: ids.New("chk"), ToolID: "lint", Script: []byte(script), InputDir: dir, Limits: lim})
+	if err != nil {
+		return nil, fmt.Errorf("lint: %w", err)
+	}
+	var out struct {
+		Status string `json:"status"`
+		State  struct {
+			Diagnostics []Diagnostic `json:"diagnostics"`
+			Unavailable *string      `json:"unavailable"`
+		} `json:"state"`
+	}
+	if res.TimedOut || res.ResultJSON == nil || json.Unmarshal(res.ResultJSON, &out) != nil || out.Status != "succeeded" {
+		return nil, fmt.Errorf("lint ended without an answer (exit code %d, timed out %v): %s", res.ExitCode, res.TimedOut,
+			strings.TrimSpace(string(res.Stderr)))
+	}
+	if why := out.State.Unavailable; why != nil {
+		return nil, errs.New(ErrLintUnavailable, nil, "the runtime has no Python linter (%s); an operator rebuilds the runner image with `skrip runner-image build`", *why)
+	}
+	d := out.State.Diagnostics
+	if d == nil {
+		d = []Diagnostic{}
+	}
+	if len(d) > MaxDiagnostics {
+		d = d[:MaxDiagnostics]
+	}
+	for i := range d {
+		d[i].Message = strings.TrimSpace(d[i].Message)
+		if d[i].Severity != "warning" {
+			d[i].Severity = "error"
+		}
+	}
+	return d, nil
+}

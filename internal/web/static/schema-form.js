@@ -107,7 +107,8 @@
     const problemBox = el("div", { class: "schema-problems", role: "status", hidden: true },
       el("p", { text: tr("schema.problems") }), problemList);
     const group = el("fieldset", { class: "schema-form-fields" },
-      el("legend", { text: tr(which === "input" ? "schema.form_input" : "schema.form_settings") }), none, list, el("div", { class: "row" }, addButton));
+      el("legend", { text: tr(which === "input" ? "schema.form_input" : "schema.form_settings") }),
+      el("p", { class: "hint", text: tr("schema.name_hint") }), none, list, el("div", { class: "row" }, addButton));
     const formSide = el("div", { class: "schema-side" }, stale, group, problemBox);
     const jsonSide = el("div", { class: "schema-side" }, el("p", { class: "schema-caption", "aria-hidden": "true", text: tr("schema.json") }));
     const wrap = el("div", { class: "schema-edit", dataset: { schemaForm: which } }, formSide, jsonSide);
@@ -119,12 +120,12 @@
       input.id = id(i, prop);
       input.dataset.i = i;
       input.dataset.prop = prop;
-      const parts = [el("label", { for: input.id, text: labelText })];
+      const parts = [el("label", { for: input.id, text: labelText }), input];
       if (hint) {
         parts.push(el("span", { class: "hint", id: input.id + "-hint", text: hint }));
         input.setAttribute("aria-describedby", input.id + "-hint");
       }
-      return el("div", { class: "schema-control" }, ...parts, input);
+      return el("div", { class: "schema-control" }, ...parts);
     };
     const text = (v) => (typeof v === "string" || typeof v === "number" ? String(v) : "");
 
@@ -137,7 +138,7 @@
       const set = el("fieldset", { class: "schema-field", dataset: { field: i } }, el("legend", { text: title }),
         el("div", { class: "schema-grid" },
           control(i, "kind", tr("schema.kind"), kind),
-          control(i, "name", tr("schema.name"), el("input", { type: "text", value: text(f.name), autocomplete: "off", spellcheck: "false" }), tr("schema.name_hint")),
+          control(i, "name", tr("schema.name"), el("input", { type: "text", value: text(f.name), autocomplete: "off", spellcheck: "false" })),
           control(i, "label", tr("schema.label"), el("input", { type: "text", value: text(f.label), autocomplete: "off" }))));
       if (hasOptions(f.kind)) {
         const opts = Array.isArray(f.options) ? f.options : [];

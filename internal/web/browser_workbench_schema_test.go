@@ -228,15 +228,19 @@ func TestBrowserWorkbenchSchema(t *testing.T) {
 			if len(st.Names) != 0 {
 				t.Fatalf("a new tool starts with fields: %+v", st)
 			}
+			// A field typed as JSON, and at once (before the form follows by itself)
+			// another added with the form: the form reads the box first, so both are kept.
 			run(t, ctx, typeIn("t-title", "Nytt "+vp.name), typeIn("t-slug", slug),
-				chromedp.Click("#input-schema-fadd", chromedp.ByQuery), typeIn("input-schema-f0-name", "namn"), typeIn("input-schema-f0-label", "Ditt namn"))
+				chromedp.Evaluate(`(() => { const b = document.querySelector("#input-schema"); b.focus();
+					b.value = '[{"name": "namn", "label": "Ditt namn", "kind": "string"}]'; b.dispatchEvent(new Event("input", {bubbles: true})); return true; })()`, new(bool)),
+				chromedp.Click("#input-schema-fadd", chromedp.ByQuery), typeIn("input-schema-f1-name", "klass"), typeIn("input-schema-f1-label", "Klass"))
 			if st = readSchemaForm(t, ctx); st.ScrollWidth > int(vp.width) {
 				t.Errorf("the new-tool form is %d px wide at %d px", st.ScrollWidth, vp.width)
 			}
 			run(t, ctx, chromedp.Click("form[data-new-tool] button[type=submit]", chromedp.ByQuery))
 			waitPath(t, ctx, "/editor/"+slug)
-			st = waitSchemaForm(t, ctx, "the new tool's schema", func(st schemaFormState) bool { return len(st.Names) == 1 })
-			if fields := parseSchema(t, st.JSON); fields[0].Name != "namn" || fields[0].Label != "Ditt namn" || fields[0].Kind != "string" {
+			st = waitSchemaForm(t, ctx, "the new tool's schema", func(st schemaFormState) bool { return len(st.Names) == 2 })
+			if fields := parseSchema(t, st.JSON); fields[0].Name != "namn" || fields[0].Label != "Ditt namn" || fields[1].Name != "klass" || fields[1].Kind != "string" {
 				t.Fatalf("the new tool's schema: %s", st.JSON)
 			}
 			run(t, ctx, chromedp.Evaluate(`document.querySelector(".CodeMirror").CodeMirror.getValue()`, &code))

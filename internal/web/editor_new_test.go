@@ -5,8 +5,12 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
 )
@@ -80,5 +84,47 @@ func TestNewToolForm(t *testing.T) {
 	_, _, page = b.do("GET", "/editor/ny", nil, nil)
 	if i, j := strings.Index(page, "bilaga"), strings.Index(page, "titel"); i < 0 || j < i {
 		t.Fatalf("the editor's schema box lost the order:\n%s", page)
+	}
+}
+
+// TestStarterCodeRuns: the new-tool form's starter code runs as it is in the sandbox:
+// it names the files it was given, and asks for one, as a user's error, without any.
+func TestStarterCodeRuns(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	ctx := context.Background()
+	if _, err := env.Admin.CreateUser(ctx, "bo", "author", "a good password"); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowserless(t, env.URL)
+	b.signIn("bo", "a good password")
+	_, _, page := b.do("GET", "/editor", nil, nil)
+	m := regexp.MustCompile(`(?s)<textarea id="source"[^>]*>(.*?)</textarea>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no code box on the new-tool form:\n%s", page)
+	}
+	starter := html.UnescapeString(m[1])
+	_, v, err := env.Admin.CreateTool(ctx, "start", "Start", "", starter, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// First without files (a later run would get the session's kept ones).
+	rn, err := env.Admin.EditorRun(ctx, v.ID, nil, nil, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rn.Status != "failed" || rn.ErrorSummary == nil || *rn.ErrorSummary != "Ladda upp minst en fil." {
+		t.Fatalf("the starter code without files: %s %v", rn.Status, rn.ErrorSummary)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "elever.csv")
+	if err := os.WriteFile(file, []byte("namn\nAda\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rn, err = env.Admin.EditorRun(ctx, v.ID, []string{file}, nil, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rn.Status != "succeeded" || len(rn.Outputs) != 1 || rn.Outputs[0].Message != "Du laddade upp: elever.csv" {
+		t.Fatalf("the starter code with a file: %s %+v %v", rn.Status, rn.Outputs, rn.ErrorSummary)
 	}
 }

@@ -93,7 +93,6 @@
   function setup(box, maxFiles) {
     const which = box.dataset.schema;
     if (!KINDS[which]) return;
-    const form = box.form;
     const errorBox = document.getElementById(box.id + "-error");
     const base = box.id + "-f";
     let fields = null; // the schema as the list shows it; null: the box holds none
@@ -222,7 +221,13 @@
       }
     }
 
+    let timer = 0;
+    const follow = () => { clearTimeout(timer); timer = 0; read(); render(); };
+    // The list never acts on (and writes back) a schema older than what was just typed in
+    // the box: JSON not read yet is read first. (Not when the box loses the focus: the
+    // list drawn again between a button's mousedown and mouseup would lose the click.)
     list.addEventListener("input", (e) => {
+      if (timer) { follow(); return; }
       const c = e.target, i = +c.dataset.i, prop = c.dataset.prop;
       const f = fields && fields[i];
       if (!f || prop === "kind") return;
@@ -251,6 +256,7 @@
       write();
     });
     list.addEventListener("change", (e) => {
+      if (timer) { follow(); return; }
       const c = e.target, i = +c.dataset.i;
       if (c.dataset.prop !== "kind" || !fields || !fields[i]) return;
       const f = fields[i];
@@ -263,7 +269,9 @@
     });
     wrap.addEventListener("click", (e) => {
       const b = e.target.closest("button[data-act]");
-      if (!b || !readable) return;
+      if (!b) return;
+      if (timer) follow();
+      if (!readable) return;
       const act = b.dataset.act, i = +b.dataset.i;
       let focus = "";
       if (act === "add") {
@@ -290,10 +298,9 @@
       write();
       render(focus || addButton.id);
     });
-    let timer = 0;
     box.addEventListener("input", () => {
       clearTimeout(timer);
-      timer = setTimeout(() => { read(); render(); }, 300);
+      timer = setTimeout(follow, 300);
     });
 
     // The add button has an id, as every button of the list, so that the focus can come
@@ -301,7 +308,6 @@
     addButton.id = base + "add";
     read();
     render();
-    form && form.addEventListener("submit", () => { clearTimeout(timer); });
   }
 
   document.addEventListener("DOMContentLoaded", () => {

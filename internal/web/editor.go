@@ -21,16 +21,27 @@ import (
 	"github.com/skrip-dev/skrip/internal/workflow"
 )
 
-// starterSource is what a new tool's editor starts with.
-const starterSource = `from skrip_toolkit import ToolUserError
+// starterSource is what a new tool's editor starts with: a tool that works as it is
+// (it lists the files it was given), in Swedish as the tools' users read them and
+// with the hub's toolkit, so an author sees where inputs, files and errors go.
+const starterSource = `from skriptoteket_toolkit import list_input_files
+from tool_errors import ToolUserError
 
 
 def run_tool(input_dir, output_dir):
-    """Called with the uploaded files in input_dir; write downloads to output_dir."""
-    names = sorted(p.name for p in __import__("pathlib").Path(input_dir).iterdir())
-    if not names:
+    """Körs varje gång någon kör verktyget.
+
+    Filerna som användaren laddade upp finns i input_dir. Fälten i
+    formuläret (indataschemat) läser du med read_inputs() från
+    skriptoteket_toolkit. Filer som du sparar i output_dir kan användaren
+    ladda ner efteråt.
+    """
+    filer = [f["name"] for f in list_input_files()]
+    if not filer:
+        # Ett ToolUserError visas för användaren som ett meddelande, utan felspårning.
         raise ToolUserError("Ladda upp minst en fil.")
-    return {"outputs": [{"kind": "notice", "level": "info", "message": "Du laddade upp: " + ", ".join(names)}]}
+    return {"outputs": [{"kind": "notice", "level": "info",
+                         "message": "Du laddade upp: " + ", ".join(filer)}]}
 `
 
 // DefaultCodeMirrorDir is where Debian's libjs-codemirror installs CodeMirror 5: the
@@ -92,10 +103,12 @@ func (h *Handler) editorIndex(w http.ResponseWriter, r *http.Request, c *call) e
 	if err := needAuthor(c); err != nil {
 		return err
 	}
-	return h.showEditorIndex(w, r, c, http.StatusOK, nil, catalog.NewTool{Source: starterSource})
+	return h.showEditorIndex(w, r, c, http.StatusOK, nil, catalog.NewTool{}, &versionForm{Source: starterSource})
 }
 
-func (h *Handler) showEditorIndex(w http.ResponseWriter, r *http.Request, c *call, status int, cause error, n catalog.NewTool) error {
+// showEditorIndex shows the author's tools and the new-tool form: n's title, slug and
+// description, and f's code and schemas, as sent when the server refused them.
+func (h *Handler) showEditorIndex(w http.ResponseWriter, r *http.Request, c *call, status int, cause error, n catalog.NewTool, f *versionForm) error {
 	tools, err := h.catalog.List(r.Context(), c.User)
 	if err != nil {
 		return err
@@ -106,23 +119,33 @@ func (h *Handler) showEditorIndex(w http.ResponseWriter, r *http.Request, c *cal
 			mine = append(mine, t)
 		}
 	}
-	data := map[string]any{"Title": h.langOf(r).T("editor.index.title"), "Tools": mine, "New": n}
+	f.MaxFiles = h.limits().MaxFiles
+	data := map[string]any{"Title": h.langOf(r).T("editor.index.title"), "Tools": mine, "New": n, "Form": f, "CodeMirror": h.hasCodeMirror()}
 	if cause != nil {
-		data["Error"] = h.message(r, cause)
+		// A refusal of the source or of a schema shows beside its box; any other
+		// (the slug taken, the title too long) above the button.
+		switch field := refusedField(cause); field {
+		case "source", "input_schema", "settings_schema":
+			f.refuse(field, h.message(r, cause))
+		default:
+			data["Error"] = h.message(r, cause)
+		}
 	}
 	h.render(w, r, status, "editor_index", c, data)
 	return nil
 }
 
 func (h *Handler) createTool(w http.ResponseWriter, r *http.Request, c *call) error {
-	n := catalog.NewTool{Slug: r.PostFormValue("slug"), Title: r.PostFormValue("title"), Description: r.PostFormValue("description"), Source: r.PostFormValue("source")}
+	f := &versionForm{Source: r.PostFormValue("source"), InputSchema: r.PostFormValue("input_schema"), SettingsSchema: r.PostFormValue("settings_schema")}
+	n := catalog.NewTool{Slug: r.PostFormValue("slug"), Title: r.PostFormValue("title"), Description: r.PostFormValue("description"),
+		Source: f.Source, InputSchema: schemaText(f.InputSchema), SettingsSchema: schemaText(f.SettingsSchema)}
 	if catalog.CanAuthor(c.User) && catalog.CheckSource(n.Source) == nil {
 		n.SyntaxError, n.SyntaxLine = h.checkSyntax(r, n.Source)
 	}
 	t, _, err := h.catalog.Create(r.Context(), c.User, n)
 	if err != nil {
 		if status, _ := h.statusOf(w, err); status < 500 && !errors.Is(err, catalog.ErrForbidden) {
-			return h.showEditorIndex(w, r, c, status, err, n)
+			return h.showEditorIndex(w, r, c, status, err, n, f)
 		}
 		return err
 	}
@@ -174,6 +197,9 @@ type versionForm struct {
 	// Note is what the author wrote about what changed, kept when a save is refused,
 	// and NoteError the server's refusal of it.
 	Note, NoteError string
+	// MaxFiles is the upload cap (SKRIP_UPLOAD_MAX_FILES), over which the schema form
+	// says a file field's max is refused.
+	MaxFiles int
 }
 
 // newVersionForm shows version v, its schemas indented.
@@ -233,6 +259,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	if ev.Form == nil {
 		ev.Form = newVersionForm(v)
 	}
+	ev.Form.MaxFiles = h.limits().MaxFiles
 	if ev.Info == nil {
 		ev.Info = infoPanel(h.langOf(r), c, t)
 		if err := h.addCategoryField(r, h.langOf(r), ev.Info, t); err != nil {

@@ -38,6 +38,7 @@ func (s *site) screenshots(t *testing.T) {
 		{"tool", s.base + "/tools/gruppera-demo"},
 		{"history", s.base + "/runs"},
 		{"editor-schemas", s.base + "/editor/gruppera-demo"},
+		{"editor-new", s.base + "/editor"},
 	}
 	for _, lang := range []string{"sv", "en"} {
 		s.useLang(t, ctx, lang)

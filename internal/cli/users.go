@@ -39,7 +39,7 @@ func (e *env) usersCmd() *cobra.Command {
 			return nil
 		},
 	}
-	add.Flags().StringVar(&role, "role", "user", "admin, author or user")
+	add.Flags().StringVar(&role, "role", "user", "admin, reviewer, author or user")
 	add.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read a password for web sign-in from standard input")
 	add.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 

@@ -158,6 +158,9 @@ type editorView struct {
 	// WentBack, Continued and Unpublished say what the author just did: went back to an
 	// earlier step, went on from the previous version's session, unpublished the tool.
 	WentBack, Continued, Unpublished bool
+	// ReviewErr and ReviewNote are a refused submission for review: why, and the note
+	// as the author typed it (reviews.go).
+	ReviewErr, ReviewNote string
 }
 
 // versionForm is the editor's form of a version: its source and both schemas as JSON,
@@ -250,6 +253,12 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	}
 	if ev.Settings != nil {
 		data["Settings"] = ev.Settings
+	}
+	if rb, err := h.reviewBox(r, c, t, v); err != nil {
+		return err
+	} else if rb != nil {
+		rb.Error, rb.Note = ev.ReviewErr, ev.ReviewNote
+		data["Review"], data["MustSubmit"] = rb, rb.MustSubmit
 	}
 	if sess := ed.Session; sess != nil {
 		var state any

@@ -75,7 +75,7 @@ func (e *env) usersCmd() *cobra.Command {
 
 	setRole := &cobra.Command{
 		Use:   "set-role USER ROLE",
-		Short: "Change a user's role (USER is a name or an id)",
+		Short: "Change a user's role: admin, reviewer, author or user (USER is a name or an id)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {

@@ -12,10 +12,10 @@ import (
 // reviewState is what the review test reads of a page in one evaluation.
 type reviewState struct {
 	Box, Status, Comment, Latest, Error, Submitted string
-	SubmitForms, PublishButtons, SavePublish        int
-	Cards                                           []string
-	Nav                                             bool
-	Scroll, Width                                   int64
+	SubmitForms, PublishButtons, SavePublish       int
+	Cards                                          []string
+	Nav                                            bool
+	Scroll, Width                                  int64
 }
 
 const reviewJS = `(() => {

@@ -11,18 +11,18 @@ import (
 
 // reviewState is what the review test reads of a page in one evaluation.
 type reviewState struct {
-	Box, Status, Comment, Latest, Error, Submitted string
-	SubmitForms, PublishButtons, SavePublish       int
-	Cards                                          []string
-	Nav                                            bool
-	Scroll, Width                                  int64
+	Box, Status, Comment, Latest, Error, Submitted, Source string
+	SubmitForms, PublishButtons, SavePublish               int
+	Cards                                                  []string
+	Nav                                                    bool
+	Scroll, Width                                          int64
 }
 
 const reviewJS = `(() => {
   const txt = s => { const e = document.querySelector(s); return e ? e.textContent.trim() : ""; };
   return {Box: txt("[data-review-box]"), Status: (document.querySelector("[data-review-box] > p [data-review-status]") || {dataset: {}}).dataset.reviewStatus || "",
     Comment: txt("[data-review-comment]"), Latest: txt("[data-review-latest]"), Error: txt("[data-review-error]") || txt("#review-error"),
-    Submitted: txt("[data-review-submitted]"),
+    Submitted: txt("[data-review-submitted]"), Source: txt("[data-review-source] pre"),
     SubmitForms: document.querySelectorAll("form[data-review-submit]").length,
     PublishButtons: document.querySelectorAll("form[action$='/publish']").length,
     SavePublish: document.querySelectorAll("button[name=publish]").length,
@@ -129,7 +129,7 @@ func TestBrowserReviewBeforePublishing(t *testing.T) {
 		t.Run(vp.name, func(t *testing.T) {
 			run(t, r, chromedp.EmulateViewport(vp.width, vp.height), chromedp.Navigate(s.base+"/reviews"), chromedp.WaitVisible("[data-reviews]", chromedp.ByQuery))
 			st := read(r)
-			if len(st.Cards) != 1 || st.Cards[0] != "pending Granskas" || st.Scroll > st.Width {
+			if len(st.Cards) != 1 || st.Cards[0] != "pending Granskas" || st.Scroll > st.Width || !strings.HasPrefix(st.Source, "# Med hälsning") {
 				t.Fatalf("the queue at %s px: %+v", vp.name, st)
 			}
 		})

@@ -93,6 +93,7 @@ type reviewRow struct {
 	store.Review
 	Compare string // the diff page against the published version; "" when none is published
 	Own     bool   // the caller submitted it: a reviewer does not decide it
+	Source  string // the submitted version's source, for a pending review
 	Error   string // why a decision on it was refused
 	Comment string // the refused comment, shown again
 }
@@ -117,6 +118,13 @@ func (h *Handler) showReviews(w http.ResponseWriter, r *http.Request, c *call, s
 		row := reviewRow{Review: v, Own: v.SubmittedBy == c.User.ID && c.User.Role != store.RoleAdmin}
 		if v.PublishedVersionID != "" && v.PublishedVersionID != v.VersionID {
 			row.Compare = diffURL(v.VersionID, v.PublishedVersionID)
+		}
+		if v.Status == store.ReviewPending {
+			ver, _, err := h.catalog.ReadableVersion(r.Context(), c.User, v.VersionID)
+			if err != nil {
+				return err
+			}
+			row.Source = ver.Source
 		}
 		if refusal != nil && v.ID == refusedID {
 			row.Error, row.Comment = refusal.Error, refusal.Comment

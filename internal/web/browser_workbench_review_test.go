@@ -111,6 +111,11 @@ func TestBrowserReviewBeforePublishing(t *testing.T) {
 	if st.Status != "changes_requested" || !strings.Contains(st.Comment, "Skriv ut en hälsning också.") || st.SubmitForms != 1 {
 		t.Fatalf("the author's editor after the request for changes: %+v", st)
 	}
+	leaveAnyway(a) // the accessibility check's Tab walk types into the code box
+	for _, f := range audit(t, a, "", "sv", true) {
+		t.Errorf("the editor with the review's comment: %s", f)
+	}
+	run(t, a, chromedp.Navigate(s.base+"/editor/granskas"), chromedp.WaitVisible("[data-review-comment]", chromedp.ByQuery))
 	fixed := "# Med hälsning\n" + printSource
 	run(t, a, chromedp.WaitVisible(".CodeMirror", chromedp.ByQuery), setCode(fixed),
 		chromedp.Click("form[data-editor-form] button[type=submit]", chromedp.ByQuery))
@@ -131,6 +136,10 @@ func TestBrowserReviewBeforePublishing(t *testing.T) {
 			st := read(r)
 			if len(st.Cards) != 1 || st.Cards[0] != "pending Granskas" || st.Scroll > st.Width || !strings.HasPrefix(st.Source, "# Med hälsning") {
 				t.Fatalf("the queue at %s px: %+v", vp.name, st)
+			}
+			// The queue passes the accessibility checks every page does (a11y_test.go).
+			for _, f := range audit(t, r, "", "sv", true) {
+				t.Errorf("the queue at %s px: %s", vp.name, f)
 			}
 		})
 	}

@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -111,6 +113,20 @@ func TestBrowserReviewBeforePublishing(t *testing.T) {
 	if st.Status != "changes_requested" || !strings.Contains(st.Comment, "Skriv ut en hälsning också.") || st.SubmitForms != 1 {
 		t.Fatalf("the author's editor after the request for changes: %+v", st)
 	}
+	for _, vp := range viewports {
+		run(t, a, chromedp.EmulateViewport(vp.width, vp.height), chromedp.ScrollIntoView("[data-review-box]", chromedp.ByQuery))
+		if st := read(a); st.Scroll > st.Width {
+			t.Errorf("the editor with the review box is %d px wide in a %d px window", st.Scroll, st.Width)
+		}
+		if *screenshotDir != "" {
+			var shot []byte
+			run(t, a, chromedp.Screenshot("[data-review-box]", &shot, chromedp.ByQuery))
+			if err := os.WriteFile(filepath.Join(*screenshotDir, "review-editor-sv-"+vp.name+".png"), shot, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(t, a, chromedp.EmulateViewport(1280, 900))
 	leaveAnyway(a) // the accessibility check's Tab walk types into the code box
 	for _, f := range audit(t, a, "", "sv", true) {
 		t.Errorf("the editor with the review's comment: %s", f)
@@ -137,6 +153,7 @@ func TestBrowserReviewBeforePublishing(t *testing.T) {
 			if len(st.Cards) != 1 || st.Cards[0] != "pending Granskas" || st.Scroll > st.Width || !strings.HasPrefix(st.Source, "# Med hälsning") {
 				t.Fatalf("the queue at %s px: %+v", vp.name, st)
 			}
+			shoot(t, r, "review-queue-sv-"+vp.name)
 			// The queue passes the accessibility checks every page does (a11y_test.go).
 			for _, f := range audit(t, r, "", "sv", true) {
 				t.Errorf("the queue at %s px: %s", vp.name, f)

@@ -142,3 +142,53 @@ func TestReviews(t *testing.T) {
 		}
 	})
 }
+
+// TestDecideReviewOnce: reviewers deciding one review at once (approving and asking for
+// changes) leave exactly one decision, with exactly one audit event; the others get
+// ErrNotPending and change nothing.
+func TestDecideReviewOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		if err := s.CreateUser(ctx, store.User{ID: "u_a", Name: "ada", Role: store.RoleAuthor, CreatedAt: now, State: store.StateActive}); err != nil {
+			t.Fatal(err)
+		}
+		v := store.ToolVersion{ID: "v_1", ToolID: "t_1", Source: "s", Entrypoint: "run_tool", CreatedBy: "u_a", CreatedAt: now}
+		if _, err := s.CreateTool(ctx, store.Tool{ID: "t_1", Slug: "kalk", Title: "Kalk", AuthorID: "u_a", CreatedAt: now, UpdatedAt: now}, v, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SubmitReview(ctx, store.Review{ID: "rv_1", ToolID: "t_1", VersionID: "v_1", SubmittedBy: "u_a", SubmittedAt: now},
+			store.AuditEvent{ID: "ev_s", At: now, Action: "review_submitted"}); err != nil {
+			t.Fatal(err)
+		}
+		const n = 8
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				status, action := store.ReviewApproved, "review_approved"
+				if i%2 == 1 {
+					status, action = store.ReviewChangesRequested, "review_changes_requested"
+				}
+				errs <- s.DecideReview(ctx, "rv_1", status, "u_a", "c", now, store.AuditEvent{ID: "ev_" + string(rune('a'+i)), At: now, Action: action})
+			}()
+		}
+		won := 0
+		for range n {
+			switch err := <-errs; {
+			case err == nil:
+				won++
+			case !errors.Is(err, store.ErrNotPending):
+				t.Errorf("a losing decision: %v, want ErrNotPending", err)
+			}
+		}
+		events, err := s.Audit(ctx, "", 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := s.Review(ctx, "rv_1")
+		tool, _ := s.Tool(ctx, "t_1")
+		if won != 1 || len(events) != 2 || (r.Status == store.ReviewApproved) != (tool.PublishedVersionID == "v_1") {
+			t.Fatalf("%d decisions won, %d audit events, review %s, published %q", won, len(events), r.Status, tool.PublishedVersionID)
+		}
+	})
+}

@@ -242,7 +242,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	data := map[string]any{"Title": h.langOf(r).T("editor.title", "Tool", t.Title), "Tool": t, "Version": v, "Versions": ed.Versions,
 		"Limits": h.limits(), "Form": ev.Form, "Info": ev.Info, "CodeMirror": h.hasCodeMirror(),
 		"WentBack": ev.WentBack, "Continued": ev.Continued, "Unpublished": ev.Unpublished}
-	if ev.ConfirmPublish && v.ID != t.PublishedVersionID {
+	if ev.ConfirmPublish && v.ID != t.PublishedVersionID && h.catalog.MayPublish(c.User) == nil {
 		doubts, err := h.publishDoubts(r, c, t, v)
 		if err != nil {
 			return err

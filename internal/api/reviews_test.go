@@ -1,7 +1,11 @@
 package api_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -14,6 +18,36 @@ const reviewedTool = "def run_tool(input_dir, output_dir):\n    return {\"output
 func jsonEsc(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
+}
+
+// exportEntry is the text of entry name in the export of user, which the admin asks for.
+func exportEntry(t *testing.T, env *apptest.Env, user, name string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", env.URL+"/api/v1/users/"+user+"/export", nil)
+	req.Header.Set("Authorization", "Bearer "+env.AdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("the export of %s: %d, %v", user, resp.StatusCode, err)
+	}
+	for _, f := range zr.File {
+		if f.Name == name {
+			rc, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			text, _ := io.ReadAll(rc)
+			return string(text)
+		}
+	}
+	t.Fatalf("the export of %s has no %s", user, name)
+	return ""
 }
 
 func reasonOf(a answer) string {
@@ -191,6 +225,15 @@ func TestReviewBeforePublishing(t *testing.T) {
 		}
 		want(do("GET", "/api/v1/reviews/rv_nope", rita.Token, ""), 404, "review_not_found", "reading a missing review")
 		want(do("POST", "/api/v1/tool-versions/v_nope/submit", ada.Token, `{}`), 404, "version_not_found", "submitting a missing version")
+
+		// The export of ada holds her submissions, with the reviewer's comment; rita's
+		// the review she decided.
+		for name, want := range map[string]string{"ada": "Rubrik tillagd", "rita": "Lägg till en rubrik."} {
+			got := exportEntry(t, env, name, "reviews.json")
+			if !strings.Contains(got, want) {
+				t.Errorf("%s's reviews.json lacks %q: %s", name, want, got)
+			}
+		}
 
 		// The audit log holds each submission and decision.
 		a = do("GET", "/api/v1/audit?limit=100", env.AdminToken, "")

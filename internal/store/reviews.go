@@ -146,6 +146,9 @@ func (s *Store) Review(ctx context.Context, id string) (Review, error) {
 type ReviewFilter struct {
 	Status string // "": every status
 	ToolID string // "": every tool
+	// UserID limits the listing to the reviews that user submitted or decided (for
+	// their export); "": anyone's.
+	UserID string
 	Before string // only reviews with an id before this one: the next page
 	Limit  int
 }
@@ -161,6 +164,10 @@ func (s *Store) Reviews(ctx context.Context, f ReviewFilter) ([]Review, error) {
 	if f.ToolID != "" {
 		q += " AND v.tool_id = ?"
 		args = append(args, f.ToolID)
+	}
+	if f.UserID != "" {
+		q += " AND (v.submitted_by = ? OR v.decided_by = ?)"
+		args = append(args, f.UserID, f.UserID)
 	}
 	if f.Before != "" {
 		q += " AND v.id < ?"

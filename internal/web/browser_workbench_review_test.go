@@ -75,6 +75,10 @@ func TestBrowserReviewBeforePublishing(t *testing.T) {
 	if status != http.StatusForbidden {
 		t.Errorf("an author's direct publish answered %d", status)
 	}
+	evalJS(t, a, `fetch("/reviews").then(r => r.status)`, &status)
+	if status != http.StatusForbidden {
+		t.Errorf("an author's GET /reviews answered %d", status)
+	}
 	run(t, a, chromedp.SendKeys("#review-note", "Första versionen", chromedp.ByQuery),
 		chromedp.Click("form[data-review-submit] button", chromedp.ByQuery), chromedp.WaitVisible("[data-review-submitted]", chromedp.ByQuery))
 	st = read(a)

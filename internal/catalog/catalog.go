@@ -1,8 +1,8 @@
 // Package catalog owns who may see and change tools: which tools a user sees (published
 // ones, plus their own drafts), creating tools and versions with their schemas, editing a
 // tool's info, publishing, each user's tool settings, who maintains a tool, whom a run's
-// problem report reaches, and the home page's categories, favourites and recently used
-// tools. The api and web packages both go through it, so the rules live in one place.
+// problem report reaches, review before publishing, and the home page's categories,
+// favourites and recently used tools. The api and web packages both go through it, so the rules live in one place.
 package catalog
 
 import (

@@ -69,11 +69,11 @@ func (s *Service) MayPublish(u store.User) error {
 	return nil
 }
 
-// Reviews reports whether u reviews: sees the queue and decides, a reviewer or an admin.
-func Reviews(u store.User) bool { return u.Role == store.RoleReviewer || u.Role == store.RoleAdmin }
+// MayReview reports whether u reviews: sees the queue and decides, a reviewer or an admin.
+func MayReview(u store.User) bool { return u.Role == store.RoleReviewer || u.Role == store.RoleAdmin }
 
 func needReviewer(u store.User) error {
-	if !Reviews(u) {
+	if !MayReview(u) {
 		return errs.New(ErrReviewerOnly, map[string]any{"role": u.Role, "needs": store.RoleReviewer},
 			"reviews are for reviewers and admins; you are %s", u.Role)
 	}
@@ -136,7 +136,7 @@ func (s *Service) Submit(ctx context.Context, u store.User, address, id, note st
 // tool's author their tool's; anyone else is told there is none.
 func (s *Service) Review(ctx context.Context, u store.User, id string) (store.Review, error) {
 	r, err := s.st.Review(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !Reviews(u) && !Owns(u, store.Tool{AuthorID: r.ToolAuthorID})) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !MayReview(u) && !Owns(u, store.Tool{AuthorID: r.ToolAuthorID})) {
 		return store.Review{}, errs.New(ErrNoReview, map[string]any{"review": id}, "no review %q", id)
 	}
 	return r, err
@@ -184,7 +184,7 @@ func (s *Service) Queue(ctx context.Context, u store.User, status, cursor string
 // told there is no such tool.
 func (s *Service) ToolReviews(ctx context.Context, u store.User, ref string) ([]store.Review, error) {
 	t, err := s.st.Tool(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !Owns(u, t) && !Reviews(u)) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !Owns(u, t) && !MayReview(u)) {
 		return nil, errs.New(ErrNotFound, map[string]any{"tool": ref}, "no tool %q", ref)
 	}
 	if err != nil {
@@ -260,7 +260,7 @@ func (s *Service) decide(ctx context.Context, u store.User, address, id, status,
 // compares against). Anyone else is told there is no such version.
 func (s *Service) ReadableVersion(ctx context.Context, u store.User, id string) (store.ToolVersion, store.Tool, error) {
 	v, t, err := s.OwnedVersion(ctx, u, id)
-	if err == nil || !errors.Is(err, ErrNoVersion) || !Reviews(u) {
+	if err == nil || !errors.Is(err, ErrNoVersion) || !MayReview(u) {
 		return v, t, err
 	}
 	notFound := err

@@ -43,7 +43,7 @@ func (h *Handler) reviewBox(r *http.Request, c *call, t store.Tool, v store.Tool
 		return nil, nil
 	}
 	b := &reviewBox{MustSubmit: on && c.User.Role != store.RoleAdmin, MaxNote: catalog.MaxReviewNoteBytes, Tool: t, VersionID: v.ID, CSRF: c.CSRF,
-		Reviewers: catalog.Reviews(c.User), Submitted: r.URL.Query().Get("submitted") == "1"}
+		Reviewers: catalog.MayReview(c.User), Submitted: r.URL.Query().Get("submitted") == "1"}
 	for i := range list {
 		if list[i].VersionID == v.ID {
 			b.Version = &list[i]

@@ -404,7 +404,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	data["Lang"] = l.Tag
 	data["UIText"] = h.text.scriptText(l)
 	data["ShowFiles"] = h.showFiles(r, c)
-	data["ShowReviews"] = c != nil && h.catalog != nil && h.catalog.ReviewOn() && catalog.Reviews(c.User)
+	data["ShowReviews"] = c != nil && h.catalog != nil && h.catalog.ReviewOn() && catalog.MayReview(c.User)
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
 		h.renderFailed(w, r, fmt.Errorf("web: rendering page %s: %w", page, err))

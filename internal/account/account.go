@@ -83,7 +83,7 @@ func (s *Service) CreateUser(ctx context.Context, actor Actor, name, role, passw
 	}
 	if !store.ValidRole(role) {
 		return store.User{}, "", errs.New(ErrInvalid, map[string]any{"field": "role", "value": role},
-			"role %q is not one of admin, author, user", role)
+			"role %q is not one of admin, reviewer, author, user", role)
 	}
 	u := store.User{ID: ids.New("u"), Name: name, Role: role, CreatedAt: s.now()}
 	if password != "" {

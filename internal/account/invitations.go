@@ -34,7 +34,7 @@ func (s *Service) Invite(ctx context.Context, actor Actor, role string, ttl time
 		role = store.RoleUser
 	}
 	if !store.ValidRole(role) {
-		return "", time.Time{}, errs.New(ErrInvalid, map[string]any{"field": "role", "value": role}, "role %q is not one of admin, author, user", role)
+		return "", time.Time{}, errs.New(ErrInvalid, map[string]any{"field": "role", "value": role}, "role %q is not one of admin, reviewer, author, user", role)
 	}
 	if ttl == 0 {
 		ttl = DefaultInvitationTTL

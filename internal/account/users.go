@@ -62,7 +62,7 @@ func (s *Service) SetRole(ctx context.Context, caller store.User, ref, role stri
 		return store.User{}, err
 	}
 	if !store.ValidRole(role) {
-		return store.User{}, errs.New(ErrInvalid, map[string]any{"field": "role", "value": role}, "role %q is not one of admin, author, user", role)
+		return store.User{}, errs.New(ErrInvalid, map[string]any{"field": "role", "value": role}, "role %q is not one of admin, reviewer, author, user", role)
 	}
 	if err := s.st.SetRole(ctx, u.ID, role); err != nil {
 		if errors.Is(err, store.ErrLastAdmin) {

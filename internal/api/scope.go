@@ -27,7 +27,7 @@ func routeArea(path string) string {
 	switch first {
 	case "files", "file-versions", "links", "uploads":
 		return account.ScopeFiles
-	case "tools", "tool-versions", "runs", "start_action", "editor", "reports", "categories":
+	case "tools", "tool-versions", "runs", "start_action", "editor", "reports", "categories", "reviews":
 		return account.ScopeRuns
 	case "sandboxes":
 		return account.ScopeSandboxes

@@ -136,7 +136,7 @@ func (s *Server) createVersion(w http.ResponseWriter, r *http.Request, u store.U
 }
 
 func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, u store.User) error {
-	v, _, err := s.svc.Catalog.OwnedVersion(r.Context(), u, r.PathValue("version"))
+	v, _, err := s.svc.Catalog.ReadableVersion(r.Context(), u, r.PathValue("version"))
 	if err != nil {
 		return err
 	}

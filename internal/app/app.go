@@ -198,6 +198,7 @@ func (a *App) open(ctx context.Context) error {
 		a.log.Error("removing leftovers of an earlier run of the server; the janitor retries", "error", err)
 	}
 	a.Catalog = catalog.New(st, a.cfg.UploadMaxFiles)
+	a.Catalog.SetReview(a.cfg.Review)
 	a.Workflow = workflow.New(a.Runs, a.Sessions, a.Catalog, a.cfg.EditorRunTimeout)
 	a.Handler, err = a.routes(st)
 	return err

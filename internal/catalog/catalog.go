@@ -1,8 +1,8 @@
 // Package catalog owns who may see and change tools: which tools a user sees (published
 // ones, plus their own drafts), creating tools and versions with their schemas, editing a
 // tool's info, publishing, each user's tool settings, who maintains a tool, whom a run's
-// problem report reaches, and the home page's categories, favourites and recently used
-// tools. The api and web packages both go through it, so the rules live in one place.
+// problem report reaches, review before publishing, and the home page's categories,
+// favourites and recently used tools. The api and web packages both go through it, so the rules live in one place.
 package catalog
 
 import (
@@ -62,6 +62,7 @@ type Service struct {
 	st       *store.Store
 	maxFiles int // SKRIP_UPLOAD_MAX_FILES: an input_schema's file field may ask for no more
 	now      func() time.Time
+	review   bool // SKRIP_REVIEW: only admins publish directly; authors submit (reviews.go)
 }
 
 // New returns a Service over st. maxFiles is the upload cap (SKRIP_UPLOAD_MAX_FILES) that
@@ -70,8 +71,10 @@ func New(st *store.Store, maxFiles int) *Service {
 	return &Service{st: st, maxFiles: maxFiles, now: time.Now}
 }
 
-// CanAuthor reports whether u may create tools.
-func CanAuthor(u store.User) bool { return u.Role == store.RoleAuthor || u.Role == store.RoleAdmin }
+// CanAuthor reports whether u may create tools: an author, a reviewer or an admin.
+func CanAuthor(u store.User) bool {
+	return u.Role == store.RoleAuthor || u.Role == store.RoleReviewer || u.Role == store.RoleAdmin
+}
 
 // Owns reports whether u may change t: its author, or an admin.
 func Owns(u store.User, t store.Tool) bool { return u.Role == store.RoleAdmin || t.AuthorID == u.ID }
@@ -191,6 +194,11 @@ func (s *Service) Create(ctx context.Context, u store.User, n NewTool) (store.To
 	if err := CheckCategoryNames(n.Categories); err != nil {
 		return store.Tool{}, store.ToolVersion{}, err
 	}
+	if n.Publish {
+		if err := s.MayPublish(u); err != nil {
+			return store.Tool{}, store.ToolVersion{}, err
+		}
+	}
 	now := s.now()
 	v, err := s.newVersion(NewVersion{Source: n.Source, InputSchema: n.InputSchema, SettingsSchema: n.SettingsSchema,
 		SyntaxError: n.SyntaxError, SyntaxLine: n.SyntaxLine}, u, now)
@@ -302,10 +310,14 @@ func checkInfo(t store.Tool) (store.Tool, error) {
 	return t, nil
 }
 
-// Publish makes version id what users of its tool run, if u owns the tool.
+// Publish makes version id what users of its tool run, if u owns the tool and may
+// publish directly (MayPublish).
 func (s *Service) Publish(ctx context.Context, u store.User, id string) (store.Tool, error) {
 	v, t, err := s.OwnedVersion(ctx, u, id)
 	if err != nil {
+		return store.Tool{}, err
+	}
+	if err := s.MayPublish(u); err != nil {
 		return store.Tool{}, err
 	}
 	now := s.now()

@@ -39,7 +39,7 @@ func (e *env) usersCmd() *cobra.Command {
 			return nil
 		},
 	}
-	add.Flags().StringVar(&role, "role", "user", "admin, author or user")
+	add.Flags().StringVar(&role, "role", "user", "admin, reviewer, author or user")
 	add.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read a password for web sign-in from standard input")
 	add.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 
@@ -75,7 +75,7 @@ func (e *env) usersCmd() *cobra.Command {
 
 	setRole := &cobra.Command{
 		Use:   "set-role USER ROLE",
-		Short: "Change a user's role (USER is a name or an id)",
+		Short: "Change a user's role: admin, reviewer, author or user (USER is a name or an id)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
 			if err != nil {

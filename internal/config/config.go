@@ -130,6 +130,9 @@ type Config struct {
 	Passwords string
 	// AuditRetention is how long audit events are kept; 0 keeps them for good.
 	AuditRetention time.Duration
+	// Review is review before publishing (SKRIP_REVIEW=on): authors submit versions,
+	// reviewers and admins publish them.
+	Review bool
 }
 
 // kind says how a setting's text is parsed.
@@ -293,6 +296,7 @@ func Settings() []Setting {
 		{Name: "audit-retention", Default: "400d", Help: "how long the audit log keeps an event (admin actions and sign-ins); the janitor removes older ones; 0 keeps them for good", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.AuditRetention })},
 		{Name: "sandbox-user-share", Default: "0.25", Help: "share of the sandboxes' memory budget the workspaces of one user's sandboxes may reserve together, from above 0 to 1 (in a cluster, of all workers' budgets together); a user may always reserve one workspace of SKRIP_SANDBOX_WORKSPACE_BYTES, budget permitting", kind: kFloat, bind: fraction(func(c *Config) *float64 { return &c.SandboxUserShare })},
 		{Name: "sandbox-max-idle", Default: "1h", Help: "longest idle_timeout a user who is not an admin may ask for an agent sandbox; more is refused (an admin may ask for up to 24h, or SKRIP_SANDBOX_IDLE_TIMEOUT when longer)", kind: kDuration, bind: minDur(time.Second, func(c *Config) *time.Duration { return &c.SandboxMaxIdle })},
+		{Name: "review", Default: "off", Help: "review before publishing: on makes authors (and reviewers) submit a version for review instead of publishing it, and a reviewer or an admin publishes it or asks for changes; admins may always publish (docs/authoring.md \"Review before publishing\")", choices: []string{"off", "on"}, bind: onOff(func(c *Config) *bool { return &c.Review })},
 		{Name: "shutdown-grace", Default: "30s", Help: "how long SIGTERM waits for requests in flight", kind: kDuration, bind: dur(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
 		{Name: "ui-lang", Default: "sv", Help: "language of the web UI for a browser that asks for neither Swedish nor English: sv or en (a user can pick the other at the foot of every page)", choices: []string{"sv", "en"}, bind: str(func(c *Config) *string { return &c.UILang })},
 		{Name: "log-level", Default: "info", Help: "debug, info, warn or error", choices: []string{"debug", "info", "warn", "error"}, bind: str(func(c *Config) *string { return &c.LogLevel })},
@@ -495,6 +499,11 @@ func (s Setting) check(v string) error {
 		}
 	}
 	return fmt.Errorf("%q is not one of %s", v, strings.Join(s.choices, ", "))
+}
+
+// onOff binds a setting whose value is on or off (its choices) to a bool.
+func onOff(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = v == "on"; return nil }
 }
 
 func str(field func(*Config) *string) func(*Config, string) error {

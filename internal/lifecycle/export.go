@@ -30,14 +30,15 @@ func ExportName(u store.User, now time.Time) string {
 // more than one entry's buffer: user.json (the profile, tokens without secrets, web
 // sessions, usage), settings.json, runs/<id>/run.json with each run's artifacts beside
 // it, files/<key> (staged files' bytes, with files.json listing them), sessions.json,
-// session-files/… and reports.json (the problem reports they made). When reading fails midway it returns the error without finishing
+// session-files/…, reports.json (the problem reports they made) and reviews.json (the
+// versions they submitted for review, and the reviews they decided). When reading fails midway it returns the error without finishing
 // the zip, so that what was written does not look like a whole archive: the caller
 // breaks the connection.
 func (s *Service) Export(ctx context.Context, actor account.Actor, u store.User, w io.Writer) error {
 	s.d.Accounts.Audit(ctx, actor, account.AuditUserExported, u.Name, nil)
 	zw := zip.NewWriter(w)
 	x := exporter{s: s, zw: zw, u: u}
-	for _, step := range []func(context.Context) error{x.user, x.settings, x.runs, x.files, x.sessions, x.reports} {
+	for _, step := range []func(context.Context) error{x.user, x.settings, x.runs, x.files, x.sessions, x.reports, x.reviews} {
 		if err := step(ctx); err != nil {
 			return err
 		}

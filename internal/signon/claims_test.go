@@ -15,7 +15,7 @@ import (
 )
 
 func TestMapRole(t *testing.T) {
-	m := map[string]string{"skrip-admins": "admin", "teachers": "author", "staff": "user"}
+	m := map[string]string{"skrip-admins": "admin", "teachers": "author", "staff": "user", "granskare": "reviewer"}
 	for _, tc := range []struct {
 		claim any
 		want  string
@@ -29,6 +29,9 @@ func TestMapRole(t *testing.T) {
 		{[]any{"pupils", 7, map[string]any{}}, ""},
 		{[]string{"staff"}, "user"},
 		{42.0, ""},
+		// reviewer is between author and admin.
+		{[]any{"teachers", "granskare"}, "reviewer"},
+		{[]any{"granskare", "skrip-admins"}, "admin"},
 	} {
 		if got := MapRole(tc.claim, m); got != tc.want {
 			t.Errorf("MapRole(%v) = %q, want %q", tc.claim, got, tc.want)

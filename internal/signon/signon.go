@@ -93,11 +93,11 @@ func New(ctx context.Context, cfg config.SignOn, accounts *account.Service, log 
 		cfg.DefaultRole = store.RoleUser
 	}
 	if !store.ValidRole(cfg.DefaultRole) {
-		return nil, fmt.Errorf("setting oidc-default-role (SKRIP_OIDC_DEFAULT_ROLE): %q is not one of admin, author, user", cfg.DefaultRole)
+		return nil, fmt.Errorf("setting oidc-default-role (SKRIP_OIDC_DEFAULT_ROLE): %q is not one of admin, reviewer, author, user", cfg.DefaultRole)
 	}
 	for v, role := range cfg.RoleMap {
 		if !store.ValidRole(role) {
-			return nil, fmt.Errorf("setting oidc-role-map (SKRIP_OIDC_ROLE_MAP): %s=%s: %q is not one of admin, author, user", v, role, role)
+			return nil, fmt.Errorf("setting oidc-role-map (SKRIP_OIDC_ROLE_MAP): %s=%s: %q is not one of admin, reviewer, author, user", v, role, role)
 		}
 	}
 	if len(cfg.RoleMap) > 0 && cfg.RoleClaim == "" {
@@ -336,7 +336,7 @@ func isFalse(v any) bool {
 }
 
 // roleRank orders the roles, for the highest of several mapped values.
-var roleRank = map[string]int{store.RoleUser: 1, store.RoleAuthor: 2, store.RoleAdmin: 3}
+var roleRank = map[string]int{store.RoleUser: 1, store.RoleAuthor: 2, store.RoleReviewer: 3, store.RoleAdmin: 4}
 
 // MapRole is the highest role that a value of the role claim v (a string, or a list of
 // strings such as groups) maps to in m, or "" when none does.

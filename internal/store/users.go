@@ -9,13 +9,21 @@ import (
 
 // Roles a user may have.
 const (
-	RoleAdmin  = "admin"
-	RoleAuthor = "author"
-	RoleUser   = "user"
+	RoleAdmin = "admin"
+	// RoleReviewer is an author who also reviews other authors' versions before they
+	// are published, when review is on (SKRIP_REVIEW).
+	RoleReviewer = "reviewer"
+	RoleAuthor   = "author"
+	RoleUser     = "user"
 )
 
-// ValidRole reports whether r is one of the three roles.
-func ValidRole(r string) bool { return r == RoleAdmin || r == RoleAuthor || r == RoleUser }
+// Roles are the roles, highest first.
+var Roles = []string{RoleAdmin, RoleReviewer, RoleAuthor, RoleUser}
+
+// ValidRole reports whether r is one of the roles.
+func ValidRole(r string) bool {
+	return r == RoleAdmin || r == RoleReviewer || r == RoleAuthor || r == RoleUser
+}
 
 // States a user may be in. A disabled user signs in nowhere; a deleted user is a
 // tombstone that only keeps the tools they authored attributed.

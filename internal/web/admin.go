@@ -17,7 +17,7 @@ func (h *Handler) showUsers(w http.ResponseWriter, r *http.Request, c *call, sta
 	if err != nil {
 		return err
 	}
-	extra["Title"], extra["Users"], extra["Roles"] = h.langOf(r).T("lists.users.title"), users, []string{store.RoleUser, store.RoleAuthor, store.RoleAdmin}
+	extra["Title"], extra["Users"], extra["Roles"] = h.langOf(r).T("lists.users.title"), users, []string{store.RoleUser, store.RoleAuthor, store.RoleReviewer, store.RoleAdmin}
 	h.render(w, r, status, "users", c, extra)
 	return nil
 }

@@ -187,6 +187,9 @@ type editorView struct {
 	// Syntax is where the sandbox refused to run the version, as it does not compile;
 	// nil otherwise. The page marks that line.
 	Syntax *syntaxMark
+	// ReviewErr and ReviewNote are a refused submission for review: why, and the note
+	// as the author typed it (reviews.go).
+	ReviewErr, ReviewNote string
 }
 
 // versionForm is the editor's form of a version: its source and both schemas as JSON,
@@ -281,7 +284,7 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	if data["VersionList"], err = h.versionsPanel(r, c, t, v); err != nil {
 		return err
 	}
-	if ev.ConfirmPublish && v.ID != t.PublishedVersionID {
+	if ev.ConfirmPublish && v.ID != t.PublishedVersionID && h.catalog.MayPublish(c.User) == nil {
 		doubts, err := h.publishDoubts(r, c, t, v)
 		if err != nil {
 			return err
@@ -292,6 +295,12 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	}
 	if ev.Settings != nil {
 		data["Settings"] = ev.Settings
+	}
+	if rb, err := h.reviewBox(r, c, t, v); err != nil {
+		return err
+	} else if rb != nil {
+		rb.Error, rb.Note = ev.ReviewErr, ev.ReviewNote
+		data["Review"], data["MustSubmit"] = rb, rb.MustSubmit
 	}
 	if sess := ed.Session; sess != nil {
 		var state any

@@ -162,6 +162,10 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /runs/{run}/report", h.page(h.reportRun))
 	mux.Handle("GET /reports", h.page(h.reportsPage))
 	mux.Handle("POST /reports/{id}/close", h.page(h.closeReport))
+	mux.Handle("GET /reviews", h.page(h.reviewsPage))
+	mux.Handle("POST /reviews/{id}/approve", h.page(h.approveReview))
+	mux.Handle("POST /reviews/{id}/request-changes", h.page(h.requestChanges))
+	mux.Handle("POST /editor/versions/{version}/submit", h.page(h.submitReview))
 
 	mux.Handle("GET /editor", h.page(h.editorIndex))
 	mux.Handle("POST /editor", h.page(h.createTool))
@@ -404,6 +408,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 	data["Lang"] = l.Tag
 	data["UIText"] = h.text.scriptText(l)
 	data["ShowFiles"] = h.showFiles(r, c)
+	data["ShowReviews"] = c != nil && h.catalog != nil && h.catalog.ReviewOn() && catalog.MayReview(c.User)
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
 		h.renderFailed(w, r, fmt.Errorf("web: rendering page %s: %w", page, err))

@@ -117,6 +117,7 @@ func (s *Server) Register(m *http.ServeMux) {
 	m.Handle("POST /api/v1/tool-versions/{version}/publish", s.authed(s.publishVersion))
 	m.Handle("POST /api/v1/tools/{tool}/unpublish", s.authed(s.unpublishTool))
 	s.registerCatalogue(m)
+	s.registerMaintainers(m)
 
 	m.Handle("POST /api/v1/tools/{tool}/runs", s.authed(s.startRun))
 	m.Handle("GET /api/v1/runs", s.authed(s.listRuns))

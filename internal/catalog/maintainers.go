@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/errs"
@@ -53,6 +54,9 @@ func (s *Service) AddMaintainer(ctx context.Context, u store.User, ref, who stri
 	if t, err = s.Owned(ctx, u, ref); err != nil {
 		return t, m, false, err
 	}
+	if err := checkWho(who); err != nil {
+		return t, m, false, err
+	}
 	target, err := s.userNamed(ctx, who)
 	// One answer for a user who does not exist and one who may not write tools, so a
 	// maintainer learns no more about the users than that.
@@ -77,6 +81,9 @@ func (s *Service) AddMaintainer(ctx context.Context, u store.User, ref, who stri
 func (s *Service) RemoveMaintainer(ctx context.Context, u store.User, ref, who string) (store.Tool, store.Maintainer, error) {
 	t, err := s.Owned(ctx, u, ref)
 	if err != nil {
+		return t, store.Maintainer{}, err
+	}
+	if err := checkWho(who); err != nil {
 		return t, store.Maintainer{}, err
 	}
 	notOne := errs.New(ErrNoMaintainer, map[string]any{"tool": t.Slug, "user": who}, "%q is not a maintainer of %s", who, t.Slug)
@@ -107,6 +114,18 @@ func (s *Service) RemoveMaintainer(ctx context.Context, u store.User, ref, who s
 			"%s is the last maintainer of %s; add another before removing them", target.Name, t.Slug)
 	}
 	return t, m, err
+}
+
+// checkWho refuses a user reference that is empty or longer than any name or id.
+func checkWho(who string) error {
+	if strings.TrimSpace(who) == "" {
+		return errs.New(ErrMaintainerInvalid, map[string]any{"field": "user", "rule": "required"}, "name the user: their name or id")
+	}
+	if len(who) > 200 {
+		return errs.New(ErrMaintainerInvalid, map[string]any{"field": "user", "rule": "max_length", "limit_bytes": 200},
+			"user is %d bytes; no name or id is longer than 200", len(who))
+	}
+	return nil
 }
 
 // userNamed is the user with name or id who.

@@ -163,8 +163,3 @@ func (s *Service) ClaimEditLock(ctx context.Context, u store.User, t store.Tool,
 	}
 	return EditLock{EditLock: l, Mine: l.UserID == u.ID}, nil
 }
-
-// ReleaseEditLock frees t's edit lock if u holds it (u left the editor).
-func (s *Service) ReleaseEditLock(ctx context.Context, u store.User, t store.Tool) error {
-	return s.st.ReleaseEditLock(ctx, t.ID, u.ID)
-}

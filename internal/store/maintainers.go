@@ -128,9 +128,3 @@ func (s *Store) EditLockOf(ctx context.Context, toolID string) (EditLock, error)
 	l.Since, l.SeenAt = fromMS(since), fromMS(seen)
 	return l, nil
 }
-
-// ReleaseEditLock frees toolID's edit lock if userID holds it.
-func (s *Store) ReleaseEditLock(ctx context.Context, toolID, userID string) error {
-	_, err := s.exec(ctx, "DELETE FROM tool_edit_locks WHERE tool_id = ? AND user_id = ?", toolID, userID)
-	return err
-}

@@ -158,6 +158,9 @@ type editorView struct {
 	// WentBack, Continued and Unpublished say what the author just did: went back to an
 	// earlier step, went on from the previous version's session, unpublished the tool.
 	WentBack, Continued, Unpublished bool
+	// Maint is what the co-author section says after a refused change (maintainers.go);
+	// nil otherwise.
+	Maint *maintNote
 }
 
 // versionForm is the editor's form of a version: its source and both schemas as JSON,
@@ -239,6 +242,9 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 	data := map[string]any{"Title": h.langOf(r).T("editor.title", "Tool", t.Title), "Tool": t, "Version": v, "Versions": ed.Versions,
 		"Limits": h.limits(), "Form": ev.Form, "Info": ev.Info, "CodeMirror": h.hasCodeMirror(),
 		"WentBack": ev.WentBack, "Continued": ev.Continued, "Unpublished": ev.Unpublished}
+	if err := h.addMaintainerParts(r, c, t, ev.VersionID, data, ev.Maint); err != nil {
+		return err
+	}
 	if ev.ConfirmPublish && v.ID != t.PublishedVersionID {
 		doubts, err := h.publishDoubts(r, c, t, v)
 		if err != nil {

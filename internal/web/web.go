@@ -174,6 +174,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /editor/versions/{version}/actions/{action}", h.page(h.editorAction))
 	mux.Handle("POST /editor/versions/{version}/session/back", h.page(h.editorGoBack))
 	mux.Handle("POST /editor/versions/{version}/session/continue", h.page(h.editorContinue))
+	h.registerMaintainers(mux)
 
 	mux.Handle("GET /files", h.page(h.filesPage))
 	mux.Handle("GET /account", h.page(h.accountPage))

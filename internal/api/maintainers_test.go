@@ -12,7 +12,8 @@ import (
 
 // TestMaintainersRoute drives GET|POST|DELETE /api/v1/tools/{tool}/maintainers and what a
 // maintainer may then do (docs/api.md "Maintainers"): a maintainer the author adds may
-// edit the tool, add and publish versions, read them, try them in the editor sandbox,
+// edit the tool, add and publish versions, read them, try them in the editor sandbox
+// (runs, session, settings),
 // unpublish the tool, sees its draft among their tools and its problem reports; an
 // author who is not one may do none of it. Every refusal: a non-maintainer (403 on a
 // published tool, 404 on a draft), a user-role or unknown or disabled user to add (400),
@@ -101,8 +102,23 @@ func TestMaintainersRoute(t *testing.T) {
 		if err != nil || !hasTool(tools, "crash") {
 			t.Fatalf("bob's tools lack the draft he maintains: %+v %v", tools, err)
 		}
+		if _, err := bobc.EditorSettings(ctx, v2.ID); err != nil {
+			t.Fatalf("bob's editor settings: %v", err)
+		}
 		if _, err := bobc.Publish(ctx, v2.ID); err != nil {
 			t.Fatalf("bob publishes: %v", err)
+		}
+		if _, err := cyc.Unpublish(ctx, "crash"); !client.IsCode(err, "forbidden") {
+			t.Fatalf("cy unpublishes: %v", err)
+		}
+		if _, err := cyc.EditorSettings(ctx, v2.ID); !client.IsCode(err, "not_found") {
+			t.Fatalf("cy's editor settings: %v", err)
+		}
+		if _, err := bobc.Unpublish(ctx, "crash"); err != nil {
+			t.Fatalf("bob unpublishes: %v", err)
+		}
+		if _, err := bobc.Publish(ctx, v2.ID); err != nil {
+			t.Fatalf("bob publishes again: %v", err)
 		}
 		// Cy, an author who is not a maintainer, may do none of it on the published tool.
 		wantError("cy lists", req("GET", base, cy.Token, ""), 403, "not_tool_author")

@@ -80,6 +80,7 @@ func TestBrowserWorkbenchMaintainers(t *testing.T) {
 	if !regexp.MustCompile(`Redigeras av author sedan \d\d[:.]\d\d\.`).MatchString(st.Lock) || !strings.Contains(st.Lock, "Du kan ändå spara") || st.ScrollWidth > 390 {
 		t.Fatalf("the co-author's notice: %+v", st)
 	}
+	shoot(t, mctx, "editor-maintainers-sv-390")
 	// Saving is not blocked; the notice stays.
 	edited := strings.Replace(printSource, "MARK", "MEDFORF", 1)
 	run(t, mctx, setCode(edited), chromedp.Click("form[data-editor-form] button[type=submit]:not([name])", chromedp.ByQuery))

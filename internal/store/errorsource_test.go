@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,7 +162,23 @@ func TestErrorSourceMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := time.Now().Truncate(time.Millisecond)
-			seedRunTool(t, s, now)
+			// The tool in the schema of version 25, which has no tool_maintainers yet
+			// for CreateTool to write.
+			if err := s.CreateUser(ctx, newUser("u_a", "author", RoleAuthor)); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{
+				"INSERT INTO tools (id, slug, title, author_id, created_at, updated_at) VALUES ('t_1', 'csv', 'CSV', 'u_a', ?, ?)",
+				"INSERT INTO tool_versions (id, tool_id, source, entrypoint, created_by, created_at) VALUES ('v_1', 't_1', 'x', 'run_tool', 'u_a', ?)",
+			} {
+				args := []any{ms(now), ms(now)}
+				if strings.Contains(q, "tool_versions") {
+					args = args[:1]
+				}
+				if _, err := s.exec(ctx, q, args...); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for i, r := range runs {
 				if _, err := s.exec(ctx, `INSERT INTO runs (id, tool_id, version_id, user_id, context, kind, status, error_summary, created_at)
 					VALUES (?, 't_1', 'v_1', 'u_a', 'default', 'initial', ?, ?, ?)`, fmt.Sprintf("r_%02d", i), r.status, r.summary, ms(now)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -153,6 +154,54 @@ func TestEditLock(t *testing.T) {
 		// Bo's page goes quiet; past the TTL ada gets it back without taking.
 		if l := claim("u_a", t0.Add(6*time.Minute+ttl+time.Second), false); l.UserID != "u_a" || !l.Since.Equal(t0.Add(6*time.Minute+ttl+time.Second)) {
 			t.Fatalf("ada's claim of a stale lock = %+v", l)
+		}
+	})
+}
+
+// TestRemoveMaintainerRace: once the author is gone, two maintainers removing each other
+// at the same moment leave one of them: a tool never ends with none.
+func TestRemoveMaintainerRace(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		for _, u := range []User{newUser("u_a", "ada", RoleAuthor), newUser("u_b", "bo", RoleAuthor), newUser("u_c", "cy", RoleAuthor)} {
+			if err := s.CreateUser(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for round := range 10 {
+			id := "t_" + string(rune('a'+round))
+			v := ToolVersion{ID: "v" + id, ToolID: id, Source: "s", Entrypoint: "run_tool", CreatedBy: "u_a", CreatedAt: now}
+			if _, err := s.CreateTool(ctx, Tool{ID: id, Slug: id, Title: id, AuthorID: "u_a", CreatedAt: now, UpdatedAt: now}, v, false); err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range []string{"u_b", "u_c"} {
+				if _, err := s.AddMaintainer(ctx, id, u, "u_a", now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.RemoveMaintainer(ctx, id, "u_a"); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for i, u := range []string{"u_b", "u_c"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = s.RemoveMaintainer(ctx, id, u)
+				}()
+			}
+			wg.Wait()
+			list, err := s.Maintainers(ctx, id)
+			if err != nil || len(list) != 1 || (errs[0] == nil) == (errs[1] == nil) {
+				t.Fatalf("round %d: left %+v (%v); removals %v", round, list, err, errs)
+			}
+			for _, e := range errs {
+				if e != nil && !errors.Is(e, ErrConflict) {
+					t.Fatalf("round %d: the losing removal failed with %v, want ErrConflict", round, e)
+				}
+			}
 		}
 	})
 }

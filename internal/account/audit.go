@@ -27,6 +27,10 @@ const (
 	AuditInvited       = "invitation_created"
 	AuditInviteUsed    = "invitation_used"
 	AuditCLILogin      = "cli_login"
+	// A tool's maintainers (catalog.AddMaintainer): the target is the tool's slug, the
+	// details name the user.
+	AuditMaintainerAdded   = "maintainer_added"
+	AuditMaintainerRemoved = "maintainer_removed"
 )
 
 // Actor is who did something, and from where (the client's address as httpkit.Front

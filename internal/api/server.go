@@ -122,6 +122,7 @@ func (s *Server) Register(m *http.ServeMux) {
 	s.registerCatalogue(m)
 	s.registerToolVersions(m)
 	s.registerReviews(m)
+	s.registerMaintainers(m)
 
 	m.Handle("POST /api/v1/tools/{tool}/runs", s.authed(s.startRun))
 	m.Handle("GET /api/v1/runs", s.authed(s.listRuns))

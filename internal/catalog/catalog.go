@@ -76,8 +76,9 @@ func CanAuthor(u store.User) bool {
 	return u.Role == store.RoleAuthor || u.Role == store.RoleReviewer || u.Role == store.RoleAdmin
 }
 
-// Owns reports whether u may change t: its author, or an admin.
-func Owns(u store.User, t store.Tool) bool { return u.Role == store.RoleAdmin || t.AuthorID == u.ID }
+// Owns reports whether u may change t: it is Maintains (maintainers.go), under the name
+// the editing code has always used.
+func Owns(u store.User, t store.Tool) bool { return Maintains(u, t) }
 
 // List returns the tools u sees, by slug.
 func (s *Service) List(ctx context.Context, u store.User) ([]store.Tool, error) {
@@ -85,7 +86,7 @@ func (s *Service) List(ctx context.Context, u store.User) ([]store.Tool, error) 
 }
 
 // Visible returns the tool ref (an id or a slug) if u may see it: published tools are
-// everyone's, drafts their author's and the admins'.
+// everyone's, drafts their maintainers' and the admins'.
 func (s *Service) Visible(ctx context.Context, u store.User, ref string) (store.Tool, error) {
 	t, err := s.st.Tool(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && t.PublishedVersionID == "" && !Owns(u, t)) {
@@ -116,12 +117,12 @@ func (s *Service) Owned(ctx context.Context, u store.User, ref string) (store.To
 		return t, err
 	}
 	if !Owns(u, t) {
-		return store.Tool{}, errs.New(ErrForbidden, map[string]any{"tool": t.Slug}, "only the author of %s or an admin may change it", t.Slug)
+		return store.Tool{}, errs.New(ErrForbidden, map[string]any{"tool": t.Slug}, "only the maintainers of %s or an admin may change it", t.Slug)
 	}
 	return t, nil
 }
 
-// OwnedVersion returns the version id and its tool if u is the tool's author or an admin.
+// OwnedVersion returns the version id and its tool if u maintains the tool (Maintains).
 // Anyone else is answered as if it did not exist.
 func (s *Service) OwnedVersion(ctx context.Context, u store.User, id string) (store.ToolVersion, store.Tool, error) {
 	notFound := errs.New(ErrNoVersion, map[string]any{"version": id}, "no tool version %q", id)

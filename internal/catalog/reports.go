@@ -41,14 +41,6 @@ const (
 	MaxReportPage  = 200  // reports one page of a listing holds
 )
 
-// Maintains reports whether u maintains t: sees its problem reports and closes them.
-// Today that is the tool's author, and every admin. It is the one place this rule
-// lives; store.Reports's query follows it (a tool's maintainers list, when it comes,
-// joins here and there).
-func Maintains(u store.User, t store.Tool) bool {
-	return u.Role == store.RoleAdmin || t.AuthorID == u.ID
-}
-
 // maintainerScope is the store's filter for the reports u sees: those on the tools u
 // maintains, or, for an admin, all.
 func maintainerScope(u store.User) string {

@@ -23,7 +23,7 @@ const maxToolFileBytes = 4 << 20
 func (e *env) toolsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "Create, list, update, import and export tools (authors), and keep your tool settings"}
 	cmd.AddCommand(e.toolsAddCmd(), e.toolsListCmd(), e.toolsShowCmd(), e.toolsPushCmd(), e.toolsEditCmd(),
-		e.toolsSettingsCmd(), e.toolsImportCmd(), e.toolsExportCmd())
+		e.toolsSettingsCmd(), e.toolsImportCmd(), e.toolsExportCmd(), e.toolsMaintainersCmd())
 	cmd.AddCommand(e.toolsVersionsCmd(), e.toolsDiffCmd(), e.toolsRestoreCmd())
 	return cmd
 }

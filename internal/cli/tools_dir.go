@@ -291,7 +291,7 @@ func (e *env) toolsExportCmd() *cobra.Command {
 			}
 			v, err := c.VersionOf(cmd.Context(), id)
 			if client.IsCode(err, "not_found") && versionID == "" {
-				return fmt.Errorf("only the author of %s or an admin may export it: its source is theirs", t.Slug)
+				return fmt.Errorf("only the maintainers of %s or an admin may export it: its source is theirs", t.Slug)
 			}
 			if err != nil {
 				return err

@@ -165,7 +165,7 @@ func TestToolsCLI(t *testing.T) {
 		}
 		a.fails(t, "is not empty; pass --force", "tools", "export", "grupper", "-o", out1)
 		a.ok(t, "tools", "export", "grupper", "-o", out1, "--force")
-		u.fails(t, "only the author of grupper or an admin may export it", "tools", "export", "grupper", "-o", filepath.Join(dir, "byulf"))
+		u.fails(t, "only the maintainers of grupper or an admin may export it", "tools", "export", "grupper", "-o", filepath.Join(dir, "byulf"))
 
 		envB := apptest.New(t, apptest.Backends[0])
 		_, bea := envB.User(t, "bea", "author")
@@ -197,7 +197,7 @@ func TestToolsCLI(t *testing.T) {
 		}
 		// Someone else's tool: refused.
 		_, bo := envA.User(t, "bo", "author")
-		binary{bin, envA.URL, bo.Token}.fails(t, "only the author of grupper or an admin may change it", "tools", "import", src)
+		binary{bin, envA.URL, bo.Token}.fails(t, "only the maintainers of grupper or an admin may change it", "tools", "import", src)
 	})
 
 	t.Run("bad tool directories name the file and the key", func(t *testing.T) {
@@ -328,7 +328,7 @@ func TestToolsCLI(t *testing.T) {
 			t.Fatalf("after edit: %+v", tool)
 		}
 		a.fails(t, "nothing to change", "tools", "edit", "hej")
-		u.fails(t, "only the author of hej or an admin may change it", "tools", "edit", "hej", "--title", "Mine")
+		u.fails(t, "only the maintainers of hej or an admin may change it", "tools", "edit", "hej", "--title", "Mine")
 	})
 }
 

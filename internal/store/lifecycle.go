@@ -130,6 +130,8 @@ var userTables = []struct{ Table, Column string }{
 	{"web_sessions", "user_id"},
 	{"tool_settings", "user_id"},
 	{"favourites", "user_id"},
+	{"tool_edit_locks", "user_id"},
+	{"tool_maintainers", "user_id"},
 	{"session_steps", "user_id"},
 	{"session_files", "user_id"},
 	{"tool_sessions", "user_id"},

@@ -98,7 +98,8 @@ func (s *Store) ReportsSince(ctx context.Context, userID string, since time.Time
 type ReportFilter struct {
 	// MaintainerID limits the listing to the reports on tools that user maintains;
 	// empty means every report (an admin's listing). Who maintains a tool is
-	// catalog.Maintains's rule, which this query follows: today, the tool's author.
+	// catalog.Maintains's rule, which this query follows: the tool's maintainers
+	// (tool_maintainers) and its author.
 	MaintainerID string
 	Before       string // only reports with an id before this one: the next page
 	Limit        int
@@ -109,8 +110,8 @@ func (s *Store) Reports(ctx context.Context, f ReportFilter) ([]Report, error) {
 	q := "SELECT " + reportCols + reportFrom + " WHERE 1 = 1"
 	var args []any
 	if f.MaintainerID != "" {
-		q += " AND t.author_id = ?"
-		args = append(args, f.MaintainerID)
+		q += " AND (t.author_id = ? OR EXISTS (SELECT 1 FROM tool_maintainers m WHERE m.tool_id = t.id AND m.user_id = ?))"
+		args = append(args, f.MaintainerID, f.MaintainerID)
 	}
 	if f.Before != "" {
 		q += " AND p.id < ?"

@@ -6,19 +6,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
 // Tool is a script people run; its published version is what users get.
 type Tool struct {
-	ID                 string
-	Slug               string
-	Title              string
-	Description        string
-	Summary            string // one or two sentences for the tool list
-	UsageInstructions  string // markdown, shown on the tool page
-	AuthorID           string
-	AuthorName         string // DeletedUserName when the author was deleted
+	ID                string
+	Slug              string
+	Title             string
+	Description       string
+	Summary           string // one or two sentences for the tool list
+	UsageInstructions string // markdown, shown on the tool page
+	AuthorID          string
+	AuthorName        string // DeletedUserName when the author was deleted
+	// MaintainerIDs are the users who maintain the tool (tool_maintainers): its author,
+	// unless the author was deleted, and those a maintainer or an admin added.
+	// catalog.Maintains reads it.
+	MaintainerIDs      []string
 	PublishedVersionID string // empty when nothing is published
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
@@ -50,15 +55,22 @@ type ToolVersion struct {
 	Note string
 }
 
-// toolCols are the columns scanTool reads: the author's name (authorName) comes last.
+// toolCols are the columns scanTool reads: the author's name (authorName), then the
+// maintainers' ids joined by commas (ids have none; string_agg is both SQLite's and
+// PostgreSQL's).
 const toolCols = "id, slug, title, description, summary, usage_instructions, author_id, COALESCE(published_version_id, ''), created_at, updated_at, " +
-	"COALESCE((SELECT CASE WHEN a.state = 'deleted' THEN '' ELSE a.name END FROM users a WHERE a.id = tools.author_id), '')"
+	"COALESCE((SELECT CASE WHEN a.state = 'deleted' THEN '' ELSE a.name END FROM users a WHERE a.id = tools.author_id), ''), " +
+	"COALESCE((SELECT string_agg(m.user_id, ',') FROM tool_maintainers m WHERE m.tool_id = tools.id), '')"
 
 func scanTool(row interface{ Scan(...any) error }) (Tool, error) {
 	var t Tool
 	var created, updated int64
-	if err := row.Scan(&t.ID, &t.Slug, &t.Title, &t.Description, &t.Summary, &t.UsageInstructions, &t.AuthorID, &t.PublishedVersionID, &created, &updated, &t.AuthorName); err != nil {
+	var maintainers string
+	if err := row.Scan(&t.ID, &t.Slug, &t.Title, &t.Description, &t.Summary, &t.UsageInstructions, &t.AuthorID, &t.PublishedVersionID, &created, &updated, &t.AuthorName, &maintainers); err != nil {
 		return Tool{}, mapErr(err)
+	}
+	if maintainers != "" {
+		t.MaintainerIDs = strings.Split(maintainers, ",")
 	}
 	t.CreatedAt, t.UpdatedAt = fromMS(created), fromMS(updated)
 	if t.AuthorName == "" {
@@ -109,6 +121,10 @@ func (s *Store) CreateTool(ctx context.Context, t Tool, v ToolVersion, publish b
 			t.ID, t.Slug, t.Title, t.Description, t.Summary, t.UsageInstructions, t.AuthorID, ms(t.CreatedAt), ms(t.UpdatedAt)); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, s.rebind("INSERT INTO tool_maintainers (tool_id, user_id, added_by, added_at) VALUES (?, ?, ?, ?)"),
+			t.ID, t.AuthorID, t.AuthorID, ms(t.CreatedAt)); err != nil {
+			return err
+		}
 		if _, err := insertVersion(ctx, s, tx, v); err != nil {
 			return err
 		}
@@ -121,6 +137,7 @@ func (s *Store) CreateTool(ctx context.Context, t Tool, v ToolVersion, publish b
 	if err != nil {
 		return Tool{}, fmt.Errorf("creating tool %q: %w", t.Slug, err)
 	}
+	t.MaintainerIDs = []string{t.AuthorID}
 	return t, nil
 }
 
@@ -169,10 +186,11 @@ func (s *Store) Tool(ctx context.Context, idOrSlug string) (Tool, error) {
 	return t, nil
 }
 
-// Tools lists tools by slug: the published ones, plus every tool authored by authorID
-// (empty: none), or all tools when all is set.
-func (s *Store) Tools(ctx context.Context, authorID string, all bool) ([]Tool, error) {
-	rows, err := s.query(ctx, "SELECT "+toolCols+" FROM tools WHERE ? OR published_version_id IS NOT NULL OR author_id = ? ORDER BY slug", all, authorID)
+// Tools lists tools by slug: the published ones, plus every tool authored or maintained
+// by userID (empty: none), or all tools when all is set.
+func (s *Store) Tools(ctx context.Context, userID string, all bool) ([]Tool, error) {
+	rows, err := s.query(ctx, "SELECT "+toolCols+" FROM tools WHERE ? OR published_version_id IS NOT NULL OR author_id = ? "+
+		"OR EXISTS (SELECT 1 FROM tool_maintainers m WHERE m.tool_id = tools.id AND m.user_id = ?) ORDER BY slug", all, userID, userID)
 	return scanAll(rows, err, scanTool)
 }
 

@@ -190,6 +190,9 @@ type editorView struct {
 	// ReviewErr and ReviewNote are a refused submission for review: why, and the note
 	// as the author typed it (reviews.go).
 	ReviewErr, ReviewNote string
+	// Maint is what the co-author section says after a refused change (maintainers.go);
+	// nil otherwise.
+	Maint *maintNote
 }
 
 // versionForm is the editor's form of a version: its source and both schemas as JSON,
@@ -282,6 +285,9 @@ func (h *Handler) showEditor(w http.ResponseWriter, r *http.Request, c *call, ev
 		"Limits": h.limits(), "Form": ev.Form, "Info": ev.Info, "CodeMirror": h.hasCodeMirror(),
 		"WentBack": ev.WentBack, "Continued": ev.Continued, "Unpublished": ev.Unpublished}
 	if data["VersionList"], err = h.versionsPanel(r, c, t, v); err != nil {
+		return err
+	}
+	if err := h.addMaintainerParts(r, c, t, ev.VersionID, data, ev.Maint); err != nil {
 		return err
 	}
 	if ev.ConfirmPublish && v.ID != t.PublishedVersionID && h.catalog.MayPublish(c.User) == nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skrip-dev/skrip/internal/catalog"
 	"github.com/skrip-dev/skrip/internal/contract"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
@@ -228,7 +229,7 @@ func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (
 	}
 	own := rn.UserID == c.User.ID
 	res := &result{ReloadURL: "/runs/" + rn.ID, ToolURL: "/tools/" + t.Slug, Run: rn, Outputs: outputs(rn), Artifacts: arts, Actions: acts,
-		Files: manifest.Files, ShowLogs: own, LiveStderr: own && t.AuthorID == c.User.ID, CanAct: own,
+		Files: manifest.Files, ShowLogs: own, LiveStderr: own && catalog.Maintains(store.User{ID: c.User.ID}, t), CanAct: own,
 		Conflict: workflow.LostRace(rn), CSRF: c.CSRF, ActionURL: "/runs/" + rn.ID + "/actions/",
 		CanRetry: own && retryable(rn.Status), CanCancel: own && !store.Terminal(rn.Status), Author: t.AuthorName}
 	if vid, ok := sctx.EditorVersion(); ok {

@@ -182,6 +182,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /editor/{tool}/compare", h.page(h.compareVersions))
 	mux.Handle("GET /editor/versions/{version}/diff", h.page(h.versionDiff))
 	mux.Handle("POST /editor/versions/{version}/restore", h.page(h.restoreVersion))
+	h.registerMaintainers(mux)
 
 	mux.Handle("GET /files", h.page(h.filesPage))
 	mux.Handle("GET /account", h.page(h.accountPage))

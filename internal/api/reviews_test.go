@@ -193,6 +193,12 @@ func TestReviewBeforePublishing(t *testing.T) {
 			t.Fatalf("the review names the published version to compare against: %s", a.raw)
 		}
 		want(do("GET", "/api/v1/tool-versions/"+v2, rita.Token, ""), 200, "", "a reviewer reading the published version to compare")
+		// The reviewer compares the submission with the published version (the review
+		// page's link); another author may not.
+		if a := do("GET", "/api/v1/tool-versions/"+v3+"/diff?against="+v2, rita.Token, ""); a.status != 200 || !strings.Contains(a.raw, "+# senare") {
+			t.Fatalf("a reviewer comparing the submission with the published version: %d %s", a.status, a.raw)
+		}
+		want(do("GET", "/api/v1/tool-versions/"+v3+"/diff?against="+v2, carl.Token, ""), 404, "version_not_found", "another author comparing them")
 		a = do("POST", "/api/v1/tools/kalk/versions", ada.Token, `{"source":"`+jsonEsc("# v4\n"+reviewedTool)+`"}`)
 		v4 := a.body["id"].(string)
 		want(do("POST", "/api/v1/tool-versions/"+v4+"/submit", ada.Token, `{}`), 201, "", "submitting v4")

@@ -109,11 +109,11 @@ func (d Diff) Unified() string {
 // Diff compares version against (the older text, usually) with version id: source and
 // schemas, the schemas as indented JSON. Both must be versions of one tool u may change.
 func (s *Service) Diff(ctx context.Context, u store.User, id, against string) (Diff, error) {
-	to, t, err := s.OwnedVersion(ctx, u, id)
+	to, t, err := s.ReadableVersion(ctx, u, id)
 	if err != nil {
 		return Diff{}, err
 	}
-	from, ft, err := s.OwnedVersion(ctx, u, against)
+	from, ft, err := s.ReadableVersion(ctx, u, against)
 	if err != nil {
 		return Diff{}, err
 	}

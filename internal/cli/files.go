@@ -27,7 +27,7 @@ func (e *env) filesCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "files", Short: "Stage files: upload, download, list, inspect, share and delete"}
 	cmd.PersistentFlags().String("owner", "", "admin: work on the files of this user (id or name) instead of your own")
 	cmd.AddCommand(e.filesUploadCmd(), e.filesDownloadCmd(), e.filesListCmd(), e.filesInfoCmd(), e.filesDeleteCmd(),
-		e.filesLinkCmd(), e.filesLinksCmd(), e.filesUnlinkCmd(), e.filesVersionsCmd())
+		e.filesLinkCmd(), e.filesLinksCmd(), e.filesUnlinkCmd(), e.filesVersionsCmd(), e.filesUploadLinkCmd(), e.filesUploadLinksCmd(), e.filesUploadUnlinkCmd())
 	return cmd
 }
 

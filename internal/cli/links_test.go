@@ -66,3 +66,43 @@ func TestFilesLinkCLI(t *testing.T) {
 		t.Fatalf("files unlink of a revoked link: %d %s", code, errOut)
 	}
 }
+
+// TestUploadLinkCommands: files upload-link prints a URL anyone may PUT a file to;
+// upload-links lists it with its uses, and upload-unlink ends it.
+func TestUploadLinkCommands(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	uc, u := env.User(t, "ulla", "user")
+	code, out, errOut := run(t, env, u.Token, "", "files", "upload-link", "files/in/svar.txt", "--ttl", "1h", "--type", "text/plain", "--max-bytes", "1KiB")
+	url := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(url, env.URL+"/u/sku_") || !strings.Contains(errOut, "1 upload(s) of at most 1.0 kB, text/plain") {
+		t.Fatalf("upload-link: %d %q %q", code, out, errOut)
+	}
+	req, _ := http.NewRequest("PUT", url, strings.NewReader("mitt svar"))
+	req.Header.Set("Content-Type", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("PUT to the link: %d", resp.StatusCode)
+	}
+	if fi, err := uc.FileInfoOf(t.Context(), "files/in/svar.txt"); err != nil || fi.SizeBytes != 9 {
+		t.Fatalf("the file: %+v %v", fi, err)
+	}
+	code, out, _ = run(t, env, u.Token, "", "files", "upload-links", "--json")
+	var list []map[string]any
+	if code != 0 || listItems(out, &list) != nil || len(list) != 1 || list[0]["used"] != float64(1) || list[0]["file_key"] != "files/in/svar.txt" {
+		t.Fatalf("upload-links --json: %d %s", code, out)
+	}
+	id := list[0]["id"].(string)
+	if code, out, _ := run(t, env, u.Token, "", "files", "upload-unlink", id); code != 0 || out != "Revoked: "+id+"\n" {
+		t.Fatalf("upload-unlink: %d %q", code, out)
+	}
+	if code, out, _ := run(t, env, u.Token, "", "files", "upload-links"); code != 0 || strings.Contains(out, id) {
+		t.Fatalf("upload-links after the revoke: %d %q", code, out)
+	}
+	if code, _, errOut := run(t, env, u.Token, "", "files", "upload-link", "files/x.txt", "--ttl", "1h", "--max-bytes", "lots"); code != 2 || !strings.Contains(errOut, "--max-bytes") {
+		t.Fatalf("a bad --max-bytes: %d %q", code, errOut)
+	}
+}

@@ -158,6 +158,7 @@ func TestJSONListsOneShape(t *testing.T) {
 		{u.Token, []string{"reports", "list"}, true},
 		{env.AdminToken, []string{"audit"}, false},
 		{u.Token, []string{"runs", "list"}, true},
+		{u.Token, []string{"files", "upload-links"}, true},
 	} {
 		code, out, errOut := run(t, env, c.token, "", append(c.args, "--json")...)
 		var items []any

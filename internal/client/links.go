@@ -33,3 +33,24 @@ func (c *Client) Links(ctx context.Context, key string) ([]FileLink, error) {
 func (c *Client) RevokeLink(ctx context.Context, id string) error {
 	return c.Do(ctx, http.MethodDelete, "/api/v1/links/"+url.PathEscape(id)+c.ownerQuery("?"), nil, nil)
 }
+
+// UploadLink is an upload link (docs/api.md "Upload links").
+type UploadLink = wire.UploadLink
+
+// CreateUploadLink makes an upload link to key: whoever has its URL may upload a file
+// there (docs/api.md "Upload links").
+func (c *Client) CreateUploadLink(ctx context.Context, key string, in wire.NewUploadLink) (UploadLink, error) {
+	var l UploadLink
+	return l, c.Do(ctx, http.MethodPost, FilePath(key)+"/upload-links"+c.ownerQuery("?"), in, &l)
+}
+
+// UploadLinks lists the caller's upload links that have not expired, newest first.
+func (c *Client) UploadLinks(ctx context.Context) ([]UploadLink, error) {
+	var out wire.UploadLinkList
+	return out.UploadLinks, c.Do(ctx, http.MethodGet, "/api/v1/upload-links"+c.ownerQuery("?"), nil, &out)
+}
+
+// RevokeUploadLink deletes upload link id: its URL stops working at once.
+func (c *Client) RevokeUploadLink(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/upload-links/"+url.PathEscape(id)+c.ownerQuery("?"), nil, nil)
+}

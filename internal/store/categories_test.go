@@ -178,7 +178,7 @@ func TestFavouritesAndRecentTools(t *testing.T) {
 			}
 		} else {
 			var n int
-			if err := s.queryRow(ctx, "SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'runs_user_context_tool'").Scan(&n); err != nil || n != 1 {
+			if err := s.queryRow(ctx, "SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'runs_user_context_tool' AND schemaname = current_schema()").Scan(&n); err != nil || n != 1 {
 				t.Errorf("runs_user_context_tool: %d indexes, %v", n, err)
 			}
 		}

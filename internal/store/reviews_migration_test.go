@@ -41,7 +41,15 @@ func TestReviewerRoleMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := time.Now().Truncate(time.Millisecond)
-			seedRunTool(t, s, now) // user u_a with tool t_1
+			// User u_a with tool t_1, published, in the columns of migration 35
+			// (CreateTool writes tables made later).
+			if err := s.CreateUser(ctx, newUser("u_a", "author", RoleAuthor)); err != nil {
+				t.Fatal(err)
+			}
+			seedToolSQL(t, s, "t_1", "v_1")
+			if _, err := s.exec(ctx, "UPDATE tools SET published_version_id = 'v_1' WHERE id = 't_1'"); err != nil {
+				t.Fatal(err)
+			}
 			if err := s.CreateUser(ctx, newUser("u_b", "bo", RoleUser)); err != nil {
 				t.Fatal(err)
 			}

@@ -435,7 +435,7 @@ func ReadRequest(r *http.Request, dir string, lim Limits, opts Options) (Form, e
 	}
 	mr, err := MultipartReader(r)
 	if err != nil {
-		return Form{}, errs.New(ErrInvalid, nil, "send multipart/form-data with fields files (any number) and inputs (a JSON object)")
+		return Form{}, errs.New(ErrInvalid, nil, "send multipart/form-data with fields files (any number) and inputs (a JSON object), or application/json {\"inputs\": {…}, \"file_keys\": [staged file keys]}")
 	}
 	return Read(r.Context(), mr, dir, lim, opts)
 }

@@ -156,10 +156,10 @@ func TestJSONRuns(t *testing.T) {
 		}
 
 		// The client sends it too.
-		rn, err := env.Client(t, ulf.Token).RunStaged(context.Background(), "jsonrun", map[string]any{"size": 2}, []string{"files/a.csv"}, time.Minute)
+		rn, err := env.Client(t, ulf.Token).RunJSON(context.Background(), "jsonrun", map[string]any{"size": 2}, []string{"files/a.csv"}, time.Minute)
 		if err != nil || rn.Status != "succeeded" || len(rn.InputManifest.Files) != 1 || rn.InputManifest.Files[0].Name != "a.csv" {
 			b, _ := json.Marshal(rn)
-			t.Fatalf("client RunStaged: %v %s", err, b)
+			t.Fatalf("client RunJSON: %v %s", err, b)
 		}
 	})
 }

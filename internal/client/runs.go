@@ -85,21 +85,6 @@ func (c *Client) RunFiles(ctx context.Context, tool string, paths []string, inpu
 	return c.runMultipart(ctx, "/api/v1/tools/"+url.PathEscape(tool)+"/runs?wait="+wait.String(), paths, inputs)
 }
 
-// RunStaged runs tool on inputs and the caller's staged files named by fileKeys (sent
-// as application/json, no upload), waiting up to wait for its end.
-func (c *Client) RunStaged(ctx context.Context, tool string, inputs map[string]any, fileKeys []string, wait time.Duration) (Run, error) {
-	req := wire.RunRequest{FileKeys: fileKeys}
-	if inputs != nil {
-		b, err := json.Marshal(inputs)
-		if err != nil {
-			return Run{}, err
-		}
-		req.Inputs = b
-	}
-	var r Run
-	return r, c.Do(ctx, http.MethodPost, "/api/v1/tools/"+url.PathEscape(tool)+"/runs?wait="+wait.String(), req, &r)
-}
-
 // runMultipart streams files and inputs as multipart to path and decodes the run.
 func (c *Client) runMultipart(ctx context.Context, path string, paths []string, inputs map[string]any) (Run, error) {
 	for _, p := range paths {

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"mime"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -69,5 +72,58 @@ func TestDownloadHeaders(t *testing.T) {
 			t.Errorf("%s %s (%s): Content-Disposition %q names %q (%v), want both filename and filename* of %q",
 				tc.method, tc.path, tc.route, cd, params["filename"], err, tc.name)
 		}
+		// A client that reads only filename (curl -OJ) gets the name in ASCII.
+		ascii, _, _ := strings.Cut(cd, "; filename*=")
+		if _, params, err := mime.ParseMediaType(ascii); err != nil || params["filename"] != asciiName(tc.name) {
+			t.Errorf("%s %s (%s): the ASCII filename of %q is %q (%v), want %q", tc.method, tc.path, tc.route, cd, params["filename"], err, asciiName(tc.name))
+		}
+	}
+}
+
+// asciiName is name as the ASCII filename parameter gives it: each character outside
+// printable ASCII replaced by _.
+func asciiName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r >= 0x7f {
+			return '_'
+		}
+		return r
+	}, name)
+}
+
+// TestCurlSavesUnderName downloads a share link with curl -OJ, which reads only the ASCII
+// filename of Content-Disposition: it must save the file under its name, not the link's
+// token.
+func TestCurlSavesUnderName(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl not available: apt-get install curl")
+	}
+	env := apptest.New(t, apptest.Backends[0])
+	_, u := env.User(t, "betty", "user")
+	if a := send(t, env, "PUT", "/api/v1/files/files/betyg.pdf?filename="+url.QueryEscape("Betyg åk 9.pdf"), u.Token, "application/pdf",
+		strings.NewReader("%PDF-1.4 betyg")); a.status != 201 {
+		t.Fatalf("upload: %d %s", a.status, a.raw)
+	}
+	l := makeLink(t, env, u.Token, "files/betyg.pdf", `{"ttl": "1h"}`)
+	if l.status != 201 {
+		t.Fatalf("link: %d %s", l.status, l.raw)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(curl, "-sS", "-f", "-O", "-J", l.body["url"].(string))
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("curl -OJ: %v\n%s", err, out)
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || names[0] != "Betyg _k 9.pdf" {
+		t.Fatalf("curl -OJ saved %q, want [\"Betyg _k 9.pdf\"]", names)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, names[0])); string(b) != "%PDF-1.4 betyg" {
+		t.Fatalf("curl -OJ saved %q", b)
 	}
 }

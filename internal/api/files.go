@@ -43,6 +43,10 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User
 			fields[k] = v
 		}
 	}
+	cond, err := writeCond(r)
+	if err != nil {
+		return err
+	}
 	var f store.File
 	err = upload.StreamFile(r.Context(), mr, upload.StreamOptions{FileField: "file", TextFields: []string{"key", "ttl", "content_type"}},
 		func(up upload.Stream) error {
@@ -56,7 +60,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User
 				ct = up.ContentType
 			}
 			f, err = s.svc.Staging.Receive(r.Context(), staging.Intake{OwnerID: owner, Key: fields["key"], Name: up.FileName,
-				ContentType: ct, TTL: fields["ttl"], Size: staging.NoSize}, up.Body)
+				ContentType: ct, TTL: fields["ttl"], Size: staging.NoSize, Cond: cond}, up.Body)
 			return err
 		})
 	if err != nil {
@@ -73,14 +77,24 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	if err != nil {
 		return err
 	}
+	cond, err := writeCond(r)
+	if err != nil {
+		return err
+	}
 	q := r.URL.Query()
 	f, err := s.svc.Staging.Receive(r.Context(), staging.Intake{OwnerID: owner, Key: r.PathValue("key"), Name: q.Get("filename"),
-		ContentType: r.Header.Get("Content-Type"), TTL: q.Get("ttl"), Size: staging.NoSize}, r.Body)
+		ContentType: r.Header.Get("Content-Type"), TTL: q.Get("ttl"), Size: staging.NoSize, Cond: cond}, r.Body)
 	if err != nil {
 		return err
 	}
 	httpkit.WriteJSON(w, http.StatusCreated, fileOf(f))
 	return nil
+}
+
+// writeCond is the condition a write's If-Match and If-None-Match headers put on the
+// file it replaces or deletes (docs/api.md "Conditional writes").
+func writeCond(r *http.Request) (staging.Cond, error) {
+	return staging.ParseCond(strings.Join(r.Header.Values("If-Match"), ", "), strings.Join(r.Header.Values("If-None-Match"), ", "))
 }
 
 // fileOwner is the id of the user whose files the request addresses: the caller's, or for
@@ -107,7 +121,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	h := w.Header()
 	h.Set("Content-Type", f.ContentType)
 	h.Set("X-Checksum", f.Checksum)
-	h.Set("ETag", `"`+strings.TrimPrefix(f.Checksum, "sha256:")+`"`)
+	h.Set("ETag", staging.ETag(f))
 	httpkit.Download(h, f.OriginalName)
 	h.Set("X-Created-At", f.CreatedAt.Format(time.RFC3339Nano))
 	if f.VersionID != "" {
@@ -272,7 +286,11 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	if err := s.svc.Staging.Delete(r.Context(), owner, r.PathValue("key")); err != nil {
+	cond, err := writeCond(r)
+	if err != nil {
+		return err
+	}
+	if err := s.svc.Staging.DeleteIf(r.Context(), owner, r.PathValue("key"), cond); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -398,7 +398,7 @@ func TestFilesRanges(t *testing.T) {
 		b, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != 412 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") ||
-			(m == "GET" && !strings.Contains(string(b), `"code":"conflict"`)) {
+			(m == "GET" && !strings.Contains(string(b), `"code":"precondition_failed"`)) {
 			t.Errorf("%s with a stale If-Match: %d %v %q", m, resp.StatusCode, resp.Header, b)
 		}
 	}

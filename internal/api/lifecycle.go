@@ -74,7 +74,8 @@ func (s *Server) exportUser(w http.ResponseWriter, r *http.Request, caller store
 		return err
 	}
 	w.Header().Set("Content-Type", "application/zip")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+lifecycle.ExportName(u, time.Now())+`"`)
+	// A user name may hold any letter: the ASCII filename and filename* both name it.
+	w.Header().Set("Content-Disposition", httpkit.ContentDisposition(lifecycle.ExportName(u, time.Now())))
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	if err := s.svc.Lifecycle.Export(r.Context(), actor, u, w); err != nil {

@@ -171,7 +171,9 @@ func TestRunUploadValidation(t *testing.T) {
 			}
 		})
 	}
-	if a := send(t, env, "POST", "/api/v1/tools/echo/runs", u.Token, "application/json", strings.NewReader("{}")); a.status != 400 || a.errCode() != "invalid_upload" {
+	// Neither multipart nor JSON (docs/api.md "JSON runs"): refused.
+	if a := send(t, env, "POST", "/api/v1/tools/echo/runs", u.Token, "text/plain", strings.NewReader("{}")); a.status != 400 || a.errCode() != "invalid_upload" ||
+		!strings.Contains(a.errMessage(), "application/json") {
 		t.Fatalf("non-multipart: %d %s", a.status, a.raw)
 	}
 }

@@ -273,7 +273,11 @@ func (s *Server) publishSandboxFile(w http.ResponseWriter, r *http.Request, u st
 	if err := httpkit.DecodeJSON(w, r, &body); err != nil {
 		return err
 	}
-	f, err := s.svc.Sandboxes.Publish(r.Context(), u, r.PathValue("id"), sandbox.PublishRequest{Source: body.Source, Key: body.FileKey, TTL: body.TTL})
+	cond, err := writeCond(r)
+	if err != nil {
+		return err
+	}
+	f, err := s.svc.Sandboxes.Publish(r.Context(), u, r.PathValue("id"), sandbox.PublishRequest{Source: body.Source, Key: body.FileKey, TTL: body.TTL, Cond: cond})
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,20 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"mime"
 	"net/http"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/session"
+	"github.com/skrip-dev/skrip/internal/staging"
 	"github.com/skrip-dev/skrip/internal/store"
+	"github.com/skrip-dev/skrip/internal/upload"
 	"github.com/skrip-dev/skrip/internal/wire"
 	"github.com/skrip-dev/skrip/internal/workflow"
 )
@@ -20,11 +26,59 @@ func (s *Server) initialRun(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
-	rn, err := s.svc.Workflow.Initial(r.Context(), workflow.Initial{Tool: t, Version: v, User: u, Context: c, Body: r})
+	in := workflow.Initial{Tool: t, Version: v, User: u, Context: c, Body: r}
+	if isJSON(r) {
+		if in, err = s.jsonRun(w, r, in); err != nil {
+			return err
+		}
+	}
+	rn, err := s.svc.Workflow.Initial(r.Context(), in)
 	if err != nil {
 		return err
 	}
 	return s.answerRun(w, r, u, rn.ID, wait, http.StatusCreated)
+}
+
+// isJSON reports whether r's body is application/json.
+func isJSON(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// jsonRun reads a run sent as application/json (wire.RunRequest): its inputs, and the
+// caller's staged files named by file_keys, which the run takes as its uploaded files
+// (copied in by upload.CopyFiles, under the same rules and caps as a multipart upload's,
+// replacing the session's files as those would). Keys are looked up in the caller's own
+// files only; a key with no file is 404 naming it, before anything runs or changes.
+func (s *Server) jsonRun(w http.ResponseWriter, r *http.Request, in workflow.Initial) (workflow.Initial, error) {
+	var req wire.RunRequest
+	if err := httpkit.DecodeJSON(w, r, &req); err != nil {
+		return in, err
+	}
+	inputs, err := upload.ParseInputs(req.Inputs)
+	if err != nil {
+		return in, err
+	}
+	in.Body, in.Form = nil, upload.Form{Inputs: inputs}
+	lim := s.svc.Runs.UploadLimits()
+	if len(req.FileKeys) > lim.MaxFiles {
+		return in, errs.New(upload.ErrTooLarge, map[string]any{"field": "file_keys", "limit_files": lim.MaxFiles},
+			"file_keys names %d files; a run takes at most %d", len(req.FileKeys), lim.MaxFiles)
+	}
+	ownerID := in.User.ID
+	for _, key := range req.FileKeys {
+		f, err := s.svc.Staging.Get(r.Context(), ownerID, key)
+		if errors.Is(err, staging.ErrNotFound) {
+			return in, errs.New(staging.ErrNotFound, map[string]any{"field": "file_keys", "key": key},
+				"file_keys names %s, but you have no staged file under that key", key)
+		}
+		if err != nil {
+			return in, err
+		}
+		in.Files = append(in.Files, upload.Source{Name: f.OriginalName, Size: f.Size, Key: f.Key,
+			Open: func(ctx context.Context) (io.ReadCloser, error) { return s.svc.Staging.Open(ctx, ownerID, f.Key) }})
+	}
+	return in, nil
 }
 
 // actionRequest is the body of start_action. State is there only to be refused: state is

@@ -83,7 +83,7 @@ func size(n int64) string {
 func (e *env) filesUploadCmd() *cobra.Command {
 	var opts client.UploadOptions
 	var asJSON, noResume bool
-	var threshold string
+	var threshold, ifMatch, ifNoneMatch string
 	cmd := &cobra.Command{
 		Use:   "upload PATH",
 		Short: "Upload a file (- for standard input); prints its key",
@@ -101,6 +101,7 @@ func (e *env) filesUploadCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			opts.IfMatch, opts.IfNoneMatch = etagArg(ifMatch), etagArg(ifNoneMatch)
 			if args[0] == "-" {
 				// Standard input: its length is not known, so it goes in one request
 				// (the server's file size limit ends one too long), named after its key.
@@ -128,7 +129,10 @@ func (e *env) filesUploadCmd() *cobra.Command {
 			}
 			var fi client.FileInfo
 			owner, _ := cmd.Flags().GetString("owner")
-			resumable := !noResume && owner == "" && st.Mode().IsRegular() && st.Size() >= minSize
+			// A condition is judged when the file is made, so it goes in one request
+			// (a resumable upload takes none: docs/api.md "Conditional writes").
+			conditional := opts.IfMatch != "" || opts.IfNoneMatch != ""
+			resumable := !noResume && !conditional && owner == "" && st.Mode().IsRegular() && st.Size() >= minSize
 			if resumable {
 				fi, err = e.uploadResumable(cmd.Context(), c, f, args[0], st, opts)
 				if errors.Is(err, client.ErrResumableUnsupported) {
@@ -150,6 +154,8 @@ func (e *env) filesUploadCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&threshold, "resumable-threshold", "8MiB", "upload files of this size or more resumably (e.g. 8MiB, 0 for every file)")
 	cmd.Flags().BoolVar(&noResume, "no-resume", false, "send the file in one request and keep no state to resume from")
+	cmd.Flags().StringVar(&ifMatch, "if-match", "", "replace the file under --key only if it is this version: its checksum (sha256:…, as files info shows) or ETag; * for any file")
+	cmd.Flags().StringVar(&ifNoneMatch, "if-none-match", "", "* to store only if no file is under --key (create only); or an ETag the file must not have")
 	return cmd
 }
 
@@ -159,6 +165,16 @@ func (e *env) printUploaded(fi client.FileInfo, asJSON bool) error {
 	}
 	fmt.Fprintf(e.stdout, "Uploaded: %s (%s)\n", fi.FileKey, size(fi.SizeBytes))
 	return nil
+}
+
+// etagArg is an ETag as given on the command line, as a header value: quoted, unless it
+// is "*", a list, or quoted already.
+func etagArg(v string) string {
+	v = strings.TrimSpace(v)
+	if v == "" || v == "*" || strings.ContainsAny(v, `",`) {
+		return v
+	}
+	return `"` + strings.TrimPrefix(v, "sha256:") + `"`
 }
 
 // uploadOnce sends the file in one multipart request, with a progress bar on a terminal.
@@ -364,6 +380,7 @@ func (e *env) filesInfoCmd() *cobra.Command {
 
 func (e *env) filesDeleteCmd() *cobra.Command {
 	var force bool
+	var ifMatch string
 	cmd := &cobra.Command{
 		Use:   "delete KEY",
 		Short: "Delete a file (asks first on a terminal, unless --force)",
@@ -383,7 +400,7 @@ func (e *env) filesDeleteCmd() *cobra.Command {
 					return errors.New("not deleted")
 				}
 			}
-			if err := c.DeleteFile(cmd.Context(), args[0]); err != nil {
+			if err := c.DeleteFileIf(cmd.Context(), args[0], etagArg(ifMatch)); err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "Deleted: %s\n", args[0])
@@ -391,6 +408,7 @@ func (e *env) filesDeleteCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "do not ask")
+	cmd.Flags().StringVar(&ifMatch, "if-match", "", "delete only if the file is this version: its checksum (sha256:…, as files info shows) or ETag")
 	return cmd
 }
 

@@ -28,6 +28,21 @@ type UploadOptions struct {
 	Key         string // "" lets the server choose files/f_<ULID>
 	TTL         string // e.g. "90m" or "7d"; "" keeps the file until deleted
 	ContentType string
+	// IfMatch and IfNoneMatch are the upload's conditions (docs/api.md "Conditional
+	// writes"), as header values: a quoted ETag, a list of them, or "*".
+	IfMatch     string
+	IfNoneMatch string
+}
+
+// header is the conditions' headers added to h.
+func (o UploadOptions) header(h http.Header) http.Header {
+	if o.IfMatch != "" {
+		h.Set("If-Match", o.IfMatch)
+	}
+	if o.IfNoneMatch != "" {
+		h.Set("If-None-Match", o.IfNoneMatch)
+	}
+	return h
 }
 
 // WithFileOwner returns a client whose files requests (Upload, Put, Files, FileInfoOf,
@@ -69,7 +84,7 @@ func (c *Client) Upload(ctx context.Context, name string, body io.Reader, opts U
 		ct := mw.FormDataContentType()
 		tail.WriteString("\r\n--" + mw.Boundary() + "--\r\n")
 		r := io.MultiReader(&head, io.LimitReader(body, size), &tail)
-		resp, err = c.RequestSized(ctx, http.MethodPost, path, r, int64(head.Len())+size+int64(tail.Len()), http.Header{"Content-Type": {ct}})
+		resp, err = c.RequestSized(ctx, http.MethodPost, path, r, int64(head.Len())+size+int64(tail.Len()), opts.header(http.Header{"Content-Type": {ct}}))
 	} else {
 		pr, pw := io.Pipe()
 		mw := multipart.NewWriter(pw)
@@ -82,7 +97,7 @@ func (c *Client) Upload(ctx context.Context, name string, body io.Reader, opts U
 			}
 			pw.CloseWithError(err)
 		}()
-		resp, err = c.Request(ctx, http.MethodPost, path, pr, http.Header{"Content-Type": {mw.FormDataContentType()}})
+		resp, err = c.Request(ctx, http.MethodPost, path, pr, opts.header(http.Header{"Content-Type": {mw.FormDataContentType()}}))
 		pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer when the server answered early
 	}
 	if err != nil {
@@ -266,7 +281,22 @@ func copyVerify(ctx context.Context, w io.Writer, src io.Reader) (int64, string,
 
 // DeleteFile removes a file.
 func (c *Client) DeleteFile(ctx context.Context, key string) error {
-	return c.Do(ctx, http.MethodDelete, c.filePath(key), nil, nil)
+	return c.DeleteFileIf(ctx, key, "")
+}
+
+// DeleteFileIf deletes the file under key only when it has an ETag ifMatch names (a
+// quoted ETag, a list, or "*"; "" deletes whatever is there): otherwise the server
+// answers 412 precondition_failed and the file stays.
+func (c *Client) DeleteFileIf(ctx context.Context, key, ifMatch string) error {
+	h := http.Header{"Accept": {"application/json"}}
+	if ifMatch != "" {
+		h.Set("If-Match", ifMatch)
+	}
+	resp, err := c.Request(ctx, http.MethodDelete, c.filePath(key), nil, h)
+	if err != nil {
+		return err
+	}
+	return decode(resp, nil)
 }
 
 // CleanupReport is what one janitor pass removed.

@@ -210,6 +210,9 @@ func (d dataStore) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Uplo
 	if err != nil {
 		return nil, d.h.tusError(ctx, err)
 	}
+	if err := unconditional(ctx); err != nil {
+		return nil, d.h.tusError(ctx, err)
+	}
 	u, err := d.h.files.BeginUpload(ctx, in)
 	if err != nil {
 		return nil, d.h.tusError(ctx, err)
@@ -218,6 +221,26 @@ func (d dataStore) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Uplo
 		st.created = &u
 	}
 	return d.h.upload(ctx, u), nil
+}
+
+// unconditional refuses a creation that carries If-Match or If-None-Match. A resumable
+// upload makes its file when its last bytes come, maybe a day later and on another
+// node, so a condition would be checked against a file the client no longer has in
+// mind, and a refusal would come after every byte was sent: a conditional write is a
+// PUT of the whole file to /api/v1/files/{key} (docs/api.md "Conditional writes").
+// Refused, not ignored, so that no client takes the upload for a conditional one.
+func unconditional(ctx context.Context) error {
+	st := stateOf(ctx)
+	if st == nil {
+		return nil
+	}
+	for _, h := range []string{"If-Match", "If-None-Match"} {
+		if st.r.Header.Get(h) != "" {
+			return errs.New(staging.ErrInvalid, map[string]any{"field": h},
+				"a resumable upload takes no %s: PUT the file to /api/v1/files/{key} with %s for a conditional write", h, h)
+		}
+	}
+	return nil
 }
 
 func (d dataStore) GetUpload(ctx context.Context, id string) (tusd.Upload, error) {

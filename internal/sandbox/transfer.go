@@ -56,6 +56,9 @@ type PublishRequest struct {
 	Source string // relative to /workspace
 	Key    string // "" gets files/f_<ULID>
 	TTL    string // as sent (90m, 24h, 7d): "" keeps the file until it is deleted
+	// Cond is the publish's condition on the file under Key (If-Match, If-None-Match),
+	// checked atomically with the commit as for any staged write.
+	Cond staging.Cond
 }
 
 // Publish streams the file at req.Source of the caller's sandbox id into the file
@@ -76,7 +79,7 @@ func (s *Service) Publish(ctx context.Context, caller store.User, id string, req
 		}
 		defer rc.Close()
 		h := sha256.New()
-		f, err = s.files.Receive(ctx, staging.Intake{OwnerID: caller.ID, Key: req.Key, Name: path.Base(clean), TTL: req.TTL, Size: size},
+		f, err = s.files.Receive(ctx, staging.Intake{OwnerID: caller.ID, Key: req.Key, Name: path.Base(clean), TTL: req.TTL, Size: size, Cond: req.Cond},
 			io.TeeReader(rc, h))
 		if err != nil {
 			return err

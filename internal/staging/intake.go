@@ -44,6 +44,9 @@ type Intake struct {
 	// Size is the length declared before the bytes, or NoSize. A declared length over a
 	// limit is refused before a byte moves, and bytes of another length store nothing.
 	Size int64
+	// Cond is the write's condition on the file under Key (If-Match, If-None-Match),
+	// checked before a byte moves and again, atomically, when the file is committed.
+	Cond Cond
 }
 
 // Receive stages body as the file in describes. Anything in refused, a body over a limit,
@@ -82,7 +85,7 @@ func read(in Intake) (Upload, error) {
 	if err != nil {
 		return Upload{}, err
 	}
-	up := Upload{OwnerID: in.OwnerID, Key: in.Key, Name: in.Name, ContentType: ct, TTL: ttl}
+	up := Upload{OwnerID: in.OwnerID, Key: in.Key, Name: in.Name, ContentType: ct, TTL: ttl, Cond: in.Cond}
 	if in.Size >= 0 {
 		up.sized, up.size = true, in.Size
 	}

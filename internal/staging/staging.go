@@ -93,6 +93,8 @@ type Upload struct {
 	ContentType string        // "" is application/octet-stream
 	TTL         time.Duration // 0 keeps the file until it is deleted
 	Body        io.Reader
+	// Cond is the write's condition on the file under Key; the zero Cond holds always.
+	Cond Cond
 
 	// uploadID is the resumable upload whose parts Body reads: its reservation is not
 	// counted against its own bytes.
@@ -116,6 +118,12 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 	name := displayName(up.Name, key)
 	if up.sized {
 		if err := s.tooLarge(name, up.size); err != nil {
+			return store.File{}, err
+		}
+	}
+	if !up.Cond.IsZero() {
+		// Refused before a byte moves when it does not hold now; commit checks it again.
+		if err := s.checkNow(ctx, up.OwnerID, key, up.Cond); err != nil {
 			return store.File{}, err
 		}
 	}
@@ -172,7 +180,7 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 		exp := now.Add(up.TTL)
 		f.ExpiresAt = &exp
 	}
-	if err := s.commit(ctx, f, name, now); err != nil {
+	if err := s.commitIf(ctx, f, up.Cond, name, now); err != nil {
 		s.blobs.Delete(context.WithoutCancel(ctx), blobKey)
 		return store.File{}, err
 	}
@@ -186,7 +194,17 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 // a reader may have opened them; when they pass the quota they are freed at once. Every
 // staged file passes here once, whichever way it came in, so its bytes are counted here.
 func (s *Service) commit(ctx context.Context, f store.File, name string, now time.Time) error {
-	if err := s.st.CommitFile(context.WithoutCancel(ctx), f, s.limits.Versions, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now); err != nil {
+	return s.commitIf(ctx, f, Cond{}, name, now)
+}
+
+// commitIf is commit when the file under f.Key meets cond, checked in the commit's
+// transaction: otherwise it commits nothing and returns ErrPrecondition.
+func (s *Service) commitIf(ctx context.Context, f store.File, cond Cond, name string, now time.Time) error {
+	var check func(*store.File) error
+	if !cond.IsZero() {
+		check = func(cur *store.File) error { return cond.check(f.Key, cur) }
+	}
+	if err := s.st.CommitFileIf(context.WithoutCancel(ctx), f, check, s.limits.Versions, s.limits.UserQuotaBytes, s.limits.MaxTotalBytes, now); err != nil {
 		return s.limitError(err, name)
 	}
 	s.metrics.BytesUploaded.Add(float64(f.Size))
@@ -389,12 +407,50 @@ func (s *Service) List(ctx context.Context, ownerID, prefix, cursor string, limi
 
 // Delete removes ownerID's file under key, with its previous versions.
 func (s *Service) Delete(ctx context.Context, ownerID, key string) error {
+	return s.DeleteIf(ctx, ownerID, key, Cond{})
+}
+
+// DeleteIf is Delete when the file under key meets cond (If-Match, If-None-Match), and
+// ErrPrecondition otherwise. The version cond was checked against is the one deleted,
+// or none: store.DeleteFile removes the entry only while it is still that version, so a
+// write that lands between the check and the delete is never deleted unseen. Then the
+// new version is checked in its turn.
+func (s *Service) DeleteIf(ctx context.Context, ownerID, key string, cond Cond) error {
+	for attempt := 0; ; attempt++ {
+		f, err := s.Get(ctx, ownerID, key)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) && !cond.IsZero() {
+				k, _ := blob.NormalizeKey(key)
+				if cerr := cond.check(k, nil); cerr != nil {
+					return cerr
+				}
+			}
+			return err
+		}
+		if err := cond.check(f.Key, &f); err != nil {
+			return err
+		}
+		gone, err := s.remove(ctx, f)
+		if err != nil || gone || cond.IsZero() {
+			return err
+		}
+		if attempt == 2 {
+			return errs.New(ErrPrecondition, map[string]any{"key": f.Key, "current_etag": nil},
+				"%s changed again and again while it was being deleted; nothing was deleted: read it and try again", f.Key)
+		}
+	}
+}
+
+// checkNow checks cond against the live file under key in ownerID's files now.
+func (s *Service) checkNow(ctx context.Context, ownerID, key string, cond Cond) error {
 	f, err := s.Get(ctx, ownerID, key)
+	if errors.Is(err, ErrNotFound) {
+		return cond.check(key, nil)
+	}
 	if err != nil {
 		return err
 	}
-	_, err = s.remove(ctx, f)
-	return err
+	return cond.check(key, &f)
 }
 
 // remove deletes f's index entry if it is still that version, and retires its bytes

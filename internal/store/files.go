@@ -68,6 +68,16 @@ var (
 // expired, are retired at now in the same transaction (see RetiredFileBlobs), and so are
 // the replaced version's bytes when it is not kept.
 func (s *Store) CommitFile(ctx context.Context, f File, keep int, userQuota, maxTotal int64, now time.Time) error {
+	return s.CommitFileIf(ctx, f, nil, keep, userQuota, maxTotal, now)
+}
+
+// CommitFileIf is CommitFile for a conditional write (If-Match, If-None-Match): inside
+// the transaction, with the owner's files locked (lockOwner), check is given the live
+// file f replaces (nil when the key holds none, or only a pending claim or an expired
+// file), and an error from it commits nothing and is returned as it is. So the check and
+// the write are one step: of two writers whose condition names the same version, one
+// commits and the other's check sees the first's version. A nil check is CommitFile.
+func (s *Store) CommitFileIf(ctx context.Context, f File, check func(current *File) error, keep int, userQuota, maxTotal int64, now time.Time) error {
 	if f.VersionID == "" {
 		// Every committed version has an id: a kept version is named by it.
 		f.VersionID = ids.New("v")
@@ -82,6 +92,15 @@ func (s *Store) CommitFile(ctx context.Context, f File, keep int, userQuota, max
 			old = File{}
 		case err != nil:
 			return err
+		}
+		if check != nil {
+			var cur *File
+			if old.Checksum != "" && (old.ExpiresAt == nil || old.ExpiresAt.After(now)) {
+				cur = &old
+			}
+			if err := check(cur); err != nil {
+				return err
+			}
 		}
 		versions, err := s.txFileVersions(ctx, tx, f.OwnerID, f.Key)
 		if err != nil {

@@ -262,7 +262,7 @@ func textValue(ctx context.Context, part io.Reader, field string) ([]byte, error
 
 // readFile checks one file part's name against the rules and the caps, then streams it
 // into the dir.
-func (r *reader) readFile(ctx context.Context, part *multipart.Part, raw string, hasName bool) error {
+func (r *reader) readFile(ctx context.Context, part io.Reader, raw string, hasName bool) error {
 	if raw == "" {
 		// A browser sends filename="" and no bytes for a file input left empty.
 		n, err := io.ReadFull(part, r.buf[:1])
@@ -394,6 +394,9 @@ func readError(ctx context.Context, err error) error {
 	case errors.As(err, &mbe):
 		return errs.New(ErrTooLarge, map[string]any{"limit_bytes": mbe.Limit},
 			"the upload is larger than the %s limit for one request; upload fewer or smaller files", formatSize(mbe.Limit))
+	case errors.As(err, new(sourceError)):
+		// A staged file's read failed (CopyFiles): the server's, not the client's.
+		return err
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return errs.New(ErrInvalid, nil,
 			"the upload ended before its closing multipart boundary; send the whole multipart/form-data body again")
@@ -432,7 +435,7 @@ func ReadRequest(r *http.Request, dir string, lim Limits, opts Options) (Form, e
 	}
 	mr, err := MultipartReader(r)
 	if err != nil {
-		return Form{}, errs.New(ErrInvalid, nil, "send multipart/form-data with fields files (any number) and inputs (a JSON object)")
+		return Form{}, errs.New(ErrInvalid, nil, "send multipart/form-data with fields files (any number) and inputs (a JSON object), or application/json {\"inputs\": {…}, \"file_keys\": [staged file keys]}")
 	}
 	return Read(r.Context(), mr, dir, lim, opts)
 }

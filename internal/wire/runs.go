@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/contract"
@@ -83,6 +84,14 @@ type RunList struct {
 	Count      int     `json:"count"`
 	NextCursor *string `json:"next_cursor"`
 	Runs       []Run   `json:"runs"`
+}
+
+// RunRequest is the application/json body of a run (POST /api/v1/tools/{tool}/runs and
+// the editor's run-sandbox): its inputs, and the keys of the caller's staged files to use
+// as its uploaded files. Inputs is kept raw so that numbers stay as written.
+type RunRequest struct {
+	Inputs   json.RawMessage `json:"inputs,omitempty"`
+	FileKeys []string        `json:"file_keys,omitempty"`
 }
 
 // ActionRequest is the body of start_action (POST /api/v1/start_action, and the

@@ -72,6 +72,9 @@ type Initial struct {
 	// run sends no files, and Form holds its inputs.
 	Body   *http.Request
 	Fields []string
+	// Files, with Body nil, are files already on the server (staged files a JSON run
+	// names) to copy in as the upload's files, by the same rules and caps.
+	Files []upload.Source
 	// Accept, when set, sees the form read from Body before anything else is checked:
 	// an error refuses the upload (a web form's anti-forgery token, say), and it may set
 	// the form's inputs (from a web form's typed fields).
@@ -101,6 +104,11 @@ func (st *Service) Initial(ctx context.Context, in Initial) (store.Run, error) {
 			var err error
 			form, err = upload.ReadRequest(in.Body, dir, st.runs.UploadLimits(), upload.Options{FileField: "files", TextFields: in.Fields})
 			if err != nil {
+				return run.Request{}, err
+			}
+		} else if len(in.Files) > 0 {
+			var err error
+			if form.Files, err = upload.CopyFiles(ctx, dir, st.runs.UploadLimits(), in.Files); err != nil {
 				return run.Request{}, err
 			}
 		}

@@ -428,15 +428,15 @@ def run_tool(input_dir, output_dir):
         with open(f["path"], newline="") as fh:
             rows += sum(1 for _ in csv.reader(fh)) - 1
     if act is None:
-        n = rows
+        n, rubrik = rows, inputs.get("rubrik", "rader")
     else:
-        n = act["state"]["n"] + int(act["input"]["steg"])
+        n, rubrik = act["state"]["n"] + int(act["input"]["steg"]), act["state"]["rubrik"]
     with open(os.path.join(output_dir, "summary.txt"), "w") as out:
-        out.write("%s: %d\n" % (inputs.get("rubrik", "rader"), n))
+        out.write("%s: %d\n" % (rubrik, n))
     return {"outputs": [{"kind": "notice", "level": "info", "message": "%d" % n}],
             "next_actions": [{"action_id": "add", "label": "Lägg till", "kind": "form",
                               "fields": [{"name": "steg", "label": "Steg", "kind": "integer"}]}],
-            "state": {"n": n}}
+            "state": {"n": n, "rubrik": rubrik}}
 `
 
 const counterSchema = `[{"name": "klass", "label": "Klasslista", "kind": "file", "accept": [".csv"], "min": 1, "max": 1},

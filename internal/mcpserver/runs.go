@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -197,7 +198,7 @@ type runOut struct {
 	Tool         string                `json:"tool_id"`
 	Status       string                `json:"status" jsonschema:"queued, running, succeeded, failed, timed_out or cancelled"`
 	StateRev     *int64                `json:"state_rev" jsonschema:"give it as expected_state_rev to run_action"`
-	Outputs      []contract.Output     `json:"outputs"`
+	Outputs      []map[string]any      `json:"outputs" jsonschema:"what the tool shows: each has a kind (notice, markdown, table, json, html_sandboxed, vega_lite) and that kind's fields, as docs/runner-contract.md lists them"`
 	NextActions  []contract.NextAction `json:"next_actions"`
 	Artifacts    []artifactOut         `json:"artifacts"`
 	ErrorSummary *string               `json:"error_summary"`
@@ -215,10 +216,15 @@ type artifactOut struct {
 }
 
 func runOf(r client.Run, logs bool) runOut {
-	out := runOut{RunID: r.RunID, Tool: r.ToolID, Status: r.Status, StateRev: r.StateRev, Outputs: r.Outputs, NextActions: r.NextActions,
+	out := runOut{RunID: r.RunID, Tool: r.ToolID, Status: r.Status, StateRev: r.StateRev, Outputs: []map[string]any{}, NextActions: r.NextActions,
 		ErrorSummary: r.ErrorSummary, ErrorSource: r.ErrorSource, Artifacts: []artifactOut{}}
-	if out.Outputs == nil {
-		out.Outputs = []contract.Output{}
+	// An output's fields depend on its kind (contract.Output writes only its kind's), so
+	// the agent gets them as the API writes them.
+	for _, o := range r.Outputs {
+		var m map[string]any
+		if b, err := json.Marshal(o); err == nil && json.Unmarshal(b, &m) == nil {
+			out.Outputs = append(out.Outputs, m)
+		}
 	}
 	if out.NextActions == nil {
 		out.NextActions = []contract.NextAction{}

@@ -34,15 +34,15 @@ type Column struct {
 // markdown, title, columns, rows, value, html, spec). Decoded numbers inside Rows, Value
 // and Spec are json.Number, so large integers keep their digits.
 type Output struct {
-	Kind     string
-	Level    string           // notice: info, warning or error
-	Message  string           // notice
+	Kind    string
+	Level   string // notice: info, warning or error
+	Message string // notice
 	// Reason and Params: a notice skrip itself writes may say what it says as a code
 	// and its parameters too, so that a page says it in its own language (the web's
 	// run.notice_reason.<Reason>); Message keeps the English for the API. A tool's
 	// notices never carry them (ParseResult clears them).
-	Reason string
-	Params map[string]string
+	Reason   string
+	Params   map[string]string
 	Markdown string           // markdown
 	Title    string           // table, json (optional)
 	Columns  []Column         // table

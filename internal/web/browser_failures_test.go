@@ -135,7 +135,9 @@ func TestBrowserFailures(t *testing.T) {
 			tab := s.as(t, "teacher")
 			run(t, tab, chromedp.EmulateViewport(vp.width, vp.height))
 			for _, c := range cases {
-				t.Run(c.name, func(t *testing.T) { s.checkFailure(t, tab, runs[c.name], c.want.outcome, c.want.why, c.want.retry, c.want.author) })
+				t.Run(c.name, func(t *testing.T) {
+					s.checkFailure(t, tab, runs[c.name], c.want.outcome, c.want.why, c.want.retry, c.want.author)
+				})
 			}
 			t.Run("output too large", func(t *testing.T) { s.checkOutputLimit(t, tab, runs["output"]) })
 			t.Run("try again after a restart", func(t *testing.T) {

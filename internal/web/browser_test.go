@@ -573,6 +573,38 @@ func TestBrowser(t *testing.T) {
 		if vs, err := s.userClient(t, "teacher").FileVersions(context.Background(), "files/notes/anteckningar.txt"); err != nil || len(vs) != 1 {
 			t.Fatalf("after answering no, the file has versions %+v (%v)", vs, err)
 		}
+		// At 390 px too: an upload says when it is done (its percentage and speed as it
+		// goes: TestBrowserResumableUpload).
+		var width int64
+		run(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.base+"/files"), chromedp.WaitVisible("#stage-file", chromedp.ByQuery),
+			chromedp.Evaluate(`window.innerWidth`, &width),
+			chromedp.SetUploadFiles("#stage-file", []string{src}, chromedp.ByQuery),
+			chromedp.SendKeys("#stage-key", "files/notes/telefon.txt", chromedp.ByQuery),
+			chromedp.Click("form[data-stage] button[type=submit]", chromedp.ByQuery),
+			chromedp.WaitVisible(`a[href="/api/v1/files/files/notes/telefon.txt"]`, chromedp.ByQuery))
+		if said := text(t, ctx, "[data-upload-status]"); width != 390 || said != "Done: files/notes/telefon.txt is uploaded." {
+			t.Errorf("at %d px, after the upload the page says %q", width, said)
+		}
+		// And a file sent to a key the list shows asks first there too.
+		replacing.Store(true)
+		run(t, ctx, chromedp.Navigate(s.base+"/files"), chromedp.WaitVisible("#stage-file", chromedp.ByQuery),
+			chromedp.SetUploadFiles("#stage-file", []string{src}, chromedp.ByQuery),
+			chromedp.SendKeys("#stage-key", "files/notes/telefon.txt", chromedp.ByQuery),
+			chromedp.Click("form[data-stage] button[type=submit]", chromedp.ByQuery))
+		select {
+		case m := <-replaceAsked:
+			if m != "files/notes/telefon.txt already exists. Replace it with anteckningar.txt?" {
+				t.Errorf("at 390 px replacing a file asks %q", m)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("at 390 px sending a file to a key that is taken did not ask first")
+		}
+		replacing.Store(false)
+		time.Sleep(300 * time.Millisecond)
+		if err := s.userClient(t, "teacher").DeleteFile(context.Background(), "files/notes/telefon.txt"); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(s.base+"/files"), chromedp.WaitVisible("#stage-file", chromedp.ByQuery))
 		got := download(t, ctx, link)
 		if !bytes.Equal(got, content) {
 			t.Fatalf("downloaded %d bytes; want the %d uploaded", len(got), len(content))

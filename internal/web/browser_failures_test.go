@@ -29,7 +29,10 @@ const (
 	// refuseSource refuses the user's class list, naming its field (ToolUserError with
 	// field=): the user's input's fault.
 	refuseSource = "from skrip_toolkit import ToolUserError\n\ndef run_tool(input_dir, output_dir):\n    raise ToolUserError('Filen saknar kolumnen Namn.', field='klasslista')\n"
-	refuseSchema = `[{"name": "klasslista", "label": "Klasslista", "kind": "file", "min": 1, "max": 1}]`
+	// refuseSchema puts the file slot first, as Gruppgeneratorn's instructions do
+	// ("1. Ladda upp en klasslista"): the form follows it.
+	refuseSchema = `[{"name": "klasslista", "label": "Klasslista", "kind": "file", "min": 1, "max": 1},
+  {"name": "storlek", "label": "Elever per grupp", "kind": "integer"}]`
 )
 
 // waitSource waits until the given Unix time, then succeeds: a run started before it is
@@ -140,6 +143,15 @@ func TestBrowserFailures(t *testing.T) {
 				})
 			}
 			t.Run("output too large", func(t *testing.T) { s.checkOutputLimit(t, tab, runs["output"]) })
+			t.Run("the form follows the schema's order", func(t *testing.T) {
+				var order []string
+				run(t, tab, chromedp.Navigate(s.base+"/tools/klasslista"), chromedp.WaitVisible("form[data-upload] input[type=file]", chromedp.ByQuery),
+					chromedp.Evaluate(`[...document.querySelectorAll("form[data-upload] input:not([type=hidden])")]
+					  .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top).map((e) => e.type === "file" ? "file" : e.name)`, &order))
+				if len(order) != 2 || order[0] != "file" {
+					t.Errorf("the form's fields from the top: %q; want the file slot first, as the schema has it", order)
+				}
+			})
 			t.Run("try again after a restart", func(t *testing.T) {
 				time.Sleep(time.Until(until)) // the same run again now ends at once
 				run(t, tab, chromedp.Navigate(s.base+"/runs/"+restarted.RunID), chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery),

@@ -390,7 +390,7 @@ func (s *site) checkResultFirst(t *testing.T, ctx context.Context, id string) {
 	}
 }
 
-// checkRetry: "Försök igen", offered for a run skrip's side failed (crash, here), runs
+// checkRetry: "Försök igen", offered for a run skrip's side failed (a lost worker), runs
 // the tool again with the run's files and inputs.
 func (s *site) checkRetry(t *testing.T, ctx context.Context, api *client.Client, crash client.Run) {
 	run(t, ctx, chromedp.Navigate(s.base+"/runs/"+crash.RunID), chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery),
@@ -573,6 +573,17 @@ func (s *site) checkProgress(t *testing.T, ctx context.Context, api *client.Clie
 	run(t, ctx, chromedp.Navigate(s.base+"/tools/langsam"), chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
 		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
 	u := waitPath(t, ctx, "/runs/")
+	// The run is in the history (the list of recent runs) from the first moment, and
+	// the tool among the home page's recently used ones.
+	list := s.tab(t, ctx)
+	run(t, list, chromedp.Navigate(s.base+"/runs"), chromedp.WaitVisible(`a[href="/runs/`+runID(u)+`"]`, chromedp.ByQuery),
+		chromedp.Navigate(s.base+"/"), chromedp.WaitVisible("[data-recent]", chromedp.ByQuery))
+	if rn, err := api.GetRun(context.Background(), runID(u), 0); err != nil || store.Terminal(rn.Status) {
+		t.Errorf("the run was over (%s, %v) before the history listed it", rn.Status, err)
+	}
+	if recent := text(t, list, "[data-recent]"); !strings.Contains(recent, "Långsam") {
+		t.Errorf("the home page's recent tools read %q while Långsam runs", recent)
+	}
 	run(t, ctx, chromedp.WaitVisible("[data-live] .spinner", chromedp.ByQuery))
 	elapsedRe := regexp.MustCompile(`^Har (kört|väntat på att starta) i (\d+) s$`)
 	read := func() (int, string, string) {
@@ -684,6 +695,10 @@ func (s *site) checkSandboxRetry(t *testing.T, ctx context.Context) {
 		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery), chromedp.WaitVisible("a[data-change]", chromedp.ByQuery),
 		// A run the editor showed live reloads the page when it ends: read the page that
 		// stays, not one on its way out.
+		chromedp.Poll(`document.readyState === "complete" && !document.querySelector("[data-live]") && !!document.querySelector("a[data-change]")`, nil,
+			chromedp.WithPollingTimeout(30*time.Second)),
+		// The result is put in place first, then the page reloads: wait out the reload.
+		chromedp.Sleep(1500*time.Millisecond),
 		chromedp.Poll(`document.readyState === "complete" && !document.querySelector("[data-live]") && !!document.querySelector("a[data-change]")`, nil,
 			chromedp.WithPollingTimeout(30*time.Second)))
 	var offersRetry bool

@@ -34,9 +34,15 @@ type Column struct {
 // markdown, title, columns, rows, value, html, spec). Decoded numbers inside Rows, Value
 // and Spec are json.Number, so large integers keep their digits.
 type Output struct {
-	Kind     string
-	Level    string           // notice: info, warning or error
-	Message  string           // notice
+	Kind    string
+	Level   string // notice: info, warning or error
+	Message string // notice
+	// Reason and Params: a notice skrip itself writes may say what it says as a code
+	// and its parameters too, so that a page says it in its own language (the web's
+	// run.notice_reason.<Reason>); Message keeps the English for the API. A tool's
+	// notices never carry them (ParseResult clears them).
+	Reason   string
+	Params   map[string]string
 	Markdown string           // markdown
 	Title    string           // table, json (optional)
 	Columns  []Column         // table
@@ -87,10 +93,12 @@ func (o Output) MarshalJSON() ([]byte, error) {
 	switch o.Kind {
 	case KindNotice:
 		return json.Marshal(struct {
-			Kind    string `json:"kind"`
-			Level   string `json:"level"`
-			Message string `json:"message"`
-		}{o.Kind, o.Level, o.Message})
+			Kind    string            `json:"kind"`
+			Level   string            `json:"level"`
+			Message string            `json:"message"`
+			Reason  string            `json:"reason,omitempty"`
+			Params  map[string]string `json:"params,omitempty"`
+		}{o.Kind, o.Level, o.Message, o.Reason, o.Params})
 	case KindMarkdown:
 		return json.Marshal(markdownJSON{o.Kind, o.Markdown})
 	case KindTable:
@@ -127,11 +135,13 @@ func (o *Output) UnmarshalJSON(data []byte) error {
 	switch head.Kind {
 	case KindNotice:
 		var w struct {
-			Level   string `json:"level"`
-			Message string `json:"message"`
+			Level   string            `json:"level"`
+			Message string            `json:"message"`
+			Reason  string            `json:"reason"`
+			Params  map[string]string `json:"params"`
 		}
 		err = decodeJSON(data, &w)
-		out.Level, out.Message = w.Level, w.Message
+		out.Level, out.Message, out.Reason, out.Params = w.Level, w.Message, w.Reason, w.Params
 	case KindMarkdown:
 		var w markdownJSON
 		err = decodeJSON(data, &w)

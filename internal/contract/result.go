@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Statuses a result.json may carry.
@@ -19,13 +20,18 @@ const (
 )
 
 // Where a failed result's error came from, as result.json's error_source says: the
-// tool's own message to its user (a ToolUserError), or an uncaught exception. The shim
-// writes it; a failed result without it (a tool that writes result.json itself, in the
-// original's format) is the tool's own message.
+// tool's own message to its user (a ToolUserError), an uncaught exception, or the
+// tool's refusal of what the user gave in one field (a ToolUserError with field=, whose
+// name error_field carries). The shim writes it; a failed result without it (a tool
+// that writes result.json itself, in the original's format) is the tool's own message.
 const (
 	SourceTool  = "tool"
 	SourceCrash = "crash"
+	SourceInput = "input"
 )
+
+// MaxFieldBytes is the longest error_field a result may name.
+const MaxFieldBytes = 200
 
 // Policy is the size policy of docs/spec.md §5. A result over MaxResultBytes fails the run.
 // Markdown, html and tables over their limits are cut to size, as the original hub's
@@ -72,7 +78,8 @@ func DefaultPolicy() Policy {
 type Result struct {
 	Status       string // StatusSucceeded or StatusFailed
 	ErrorSummary string
-	ErrorSource  string // on a failed result, SourceTool or SourceCrash; "" on a succeeded one
+	ErrorSource  string // on a failed result, SourceTool, SourceCrash or SourceInput; "" on a succeeded one
+	ErrorField   string // with SourceInput, the field whose value the tool refused
 	// Outputs are the tool's outputs, markdown, html and tables over their limits cut to
 	// size and each other one over the policy replaced in place by a warning notice, then
 	// the notices about cuts, next_actions, state and artifacts.
@@ -153,15 +160,33 @@ func ParseResult(data []byte, p Policy) (Result, error) {
 	case nil:
 		source = SourceTool
 	case string:
-		if s != SourceTool && s != SourceCrash {
-			return Result{}, violation("error_source is %s, want %q or %q", quote(s), SourceTool, SourceCrash)
+		if s != SourceTool && s != SourceCrash && s != SourceInput {
+			return Result{}, violation("error_source is %s, want %q, %q or %q", quote(s), SourceTool, SourceCrash, SourceInput)
 		}
 		source = s
 	default:
 		return Result{}, violation("error_source is a JSON %s, want a string", jsonType(s))
 	}
+	var field string
+	switch f := value(top["error_field"]).(type) {
+	case nil:
+	case string:
+		if len(f) > MaxFieldBytes || !utf8.ValidString(f) {
+			return Result{}, violation("error_field is longer than %d bytes or not UTF-8", MaxFieldBytes)
+		}
+		field = f
+	default:
+		return Result{}, violation("error_field is a JSON %s, want a string", jsonType(f))
+	}
+	if source == SourceInput && field == "" {
+		// A refusal that names no field is the tool's own message.
+		source = SourceTool
+	}
 	if status != StatusFailed {
 		source = ""
+	}
+	if source != SourceInput {
+		field = ""
 	}
 	var artifacts []string
 	switch a := value(top["artifacts"]).(type) {
@@ -187,7 +212,7 @@ func ParseResult(data []byte, p Policy) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Status: status, ErrorSummary: summary, ErrorSource: source}
+	res := Result{Status: status, ErrorSummary: summary, ErrorSource: source, ErrorField: field}
 	extra := notices.cut
 	res.NextActions, extra = parseNextActions(top["next_actions"], p, extra)
 	res.State, extra = parseState(top, p, extra)
@@ -244,6 +269,7 @@ func parseOutputs(raw json.RawMessage, p Policy) ([]Output, outputNotices, error
 			} else if _, isObject := o.Spec.(map[string]any); o.Kind == KindVegaLite && !isObject {
 				return nil, ns, violation("output %d (vega_lite): its spec is a JSON %s, not an object", i+1, jsonType(o.Spec))
 			} else {
+				o.Reason, o.Params = "", nil // skrip's own notices only
 				o = cuts.cut(o, p)
 				reason = checkOutput(o, p)
 			}

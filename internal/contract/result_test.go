@@ -159,7 +159,8 @@ func TestParseResultViolations(t *testing.T) {
 		{"error_source a number", `{"contract_version":2,"status":"failed","error_source":1}`, DefaultPolicy(), "error_source is a JSON number, want a string"},
 		// Only the tool's side says where it failed: the runner and the policy are the
 		// server's to say.
-		{"error_source runner", `{"contract_version":2,"status":"failed","error_source":"runner"}`, DefaultPolicy(), `error_source is "runner", want "tool" or "crash"`},
+		{"error_source runner", `{"contract_version":2,"status":"failed","error_source":"runner"}`, DefaultPolicy(), `error_source is "runner", want "tool", "crash" or "input"`},
+		{"error_field a number", `{"contract_version":2,"status":"failed","error_source":"input","error_field":1}`, DefaultPolicy(), "error_field is a JSON number, want a string"},
 		{"artifacts a string", `{"contract_version":2,"status":"succeeded","artifacts":"output/a"}`, DefaultPolicy(), "artifacts is a JSON string, want a list of paths"},
 		{"artifacts with a number", `{"contract_version":2,"status":"succeeded","artifacts":[1]}`, DefaultPolicy(), "artifacts holds a JSON number"},
 		{"artifact object without a path", `{"contract_version":2,"status":"succeeded","artifacts":[{"bytes":1}]}`, DefaultPolicy(), "artifacts holds a JSON null"},

@@ -27,6 +27,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/config"
 	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
+	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/runjob"
 	"github.com/skrip-dev/skrip/internal/store"
 	"github.com/skrip-dev/skrip/internal/testutil"
@@ -458,6 +459,13 @@ func TestSweepEndsLostRuns(t *testing.T) {
 	got, err := b.App.Store.GetRun(context.Background(), orphan.ID)
 	if err != nil || got.Status != store.StatusFailed || !strings.Contains(got.ErrorSummary, "not queued") || got.ErrorSource != store.SourceRunner {
 		t.Fatalf("the run that never reached the queue: %s (%s, from %q), %v", got.Status, got.ErrorSummary, got.ErrorSource, err)
+	}
+	// Each with the reason the page says it by, in its language.
+	if got.ErrorReason != run.NotQueued.String() {
+		t.Errorf("the run that never reached the queue has the reason %q; want %q", got.ErrorReason, run.NotQueued.String())
+	}
+	if lost, err := b.App.Store.GetRun(context.Background(), r.RunID); err != nil || lost.ErrorReason != run.WorkerLost.String() {
+		t.Errorf("the run whose workers were lost has the reason %q (%v); want %q", lost.ErrorReason, err, run.WorkerLost.String())
 	}
 	// Its message leaves the stream with it: past its last delivery it would hold a
 	// place in the queue for good (and with a queue of one, every run would get 503).

@@ -246,7 +246,7 @@ func (h *Handlers) refusal(ctx context.Context, id string, attempt int64) (strin
 		return protocol.Final, nil
 	case r.CancelRequested && r.Attempts <= attempt:
 		// Its worker was lost while the cancel was on its way: end it here.
-		if _, err := h.runs.End(ctx, id, store.StatusCancelled, "cancelled"); err != nil {
+		if _, err := h.runs.End(ctx, id, store.StatusCancelled, "cancelled", run.Reason{}); err != nil {
 			return "", err
 		}
 		return protocol.Final, nil
@@ -588,7 +588,7 @@ const maxDeliverAdvisory = "io.nats.jetstream.advisory.v1.max_deliver"
 
 // lost ends run id as failed because its workers were lost.
 func (h *Handlers) lost(ctx context.Context, id string) error {
-	ok, err := h.runs.End(ctx, id, store.StatusFailed, fmt.Sprintf("worker lost: the run was tried on %d workers, and each stopped answering", protocol.MaxDeliver))
+	ok, err := h.runs.End(ctx, id, store.StatusFailed, fmt.Sprintf("worker lost: the run was tried on %d workers, and each stopped answering", protocol.MaxDeliver), run.WorkerLost)
 	if ok {
 		h.metrics.WorkerLost.Inc()
 		h.log.Warn("run failed: its workers were lost", "run", id)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
+	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/store"
 )
 
@@ -62,7 +63,13 @@ func (h *Handlers) Sweep(ctx context.Context, grace, workerWait time.Duration) (
 			if why == "" {
 				continue
 			}
-			ok, err := h.runs.End(ctx, r.ID, store.StatusFailed, why)
+			// A queued run fails only when it never reached the queue (unsent); a
+			// running one, when its workers were lost.
+			reason := run.WorkerLost
+			if r.Status == store.StatusQueued {
+				reason = run.NotQueued
+			}
+			ok, err := h.runs.End(ctx, r.ID, store.StatusFailed, why, reason)
 			if err != nil {
 				return ended, err
 			}

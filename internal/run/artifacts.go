@@ -30,8 +30,14 @@ func leftOutNotice(limit int64, l runner.LeftOut) contract.Output {
 	if more := l.Count - len(l.Files); more > 0 {
 		list += fmt.Sprintf(" and %d more", more)
 	}
-	return contract.Notice("warning", "Artifacts over the output limit (%s) were not kept: %s; %s in all. Files count by their apparent size, holes of sparse files included.",
+	n := contract.Notice("warning", "Artifacts over the output limit (%s) were not kept: %s; %s in all. Files count by their apparent size, holes of sparse files included.",
 		runner.HumanBytes(limit), list, runner.HumanBytes(l.Bytes))
+	n.Reason = NoticeOutputLimit
+	n.Params = map[string]string{"limit": runner.HumanBytes(limit), "files": list, "total": runner.HumanBytes(l.Bytes)}
+	if more := l.Count - len(l.Files); more > 0 {
+		n.Params["files"], n.Params["more"] = strings.Join(names, ", "), strconv.Itoa(more)
+	}
+	return n
 }
 
 // LogText returns a run's stdout or stderr as valid UTF-8 text, with a last line saying

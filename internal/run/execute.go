@@ -36,25 +36,28 @@ func judge(r store.Run, rep Report, policy contract.Policy) outcome {
 	out := outcome{status: store.StatusFailed}
 	switch {
 	case rep.Failure != "":
-		return failed(rep.Failure, store.SourceRunner)
+		return failed(rep.Failure, store.SourceRunner, reason(ReasonSandbox))
 	case rep.Stopped == StopCancelled || r.CancelRequested:
 		out = outcome{status: store.StatusCancelled, summary: "cancelled"}
 	case rep.Stopped == StopShutdown:
 		out = outcome{status: store.StatusCancelled, summary: "cancelled: the server shut down"}
 	case res.TimedOut:
-		out = outcome{status: store.StatusTimedOut, summary: runner.TimedOut(lim.WallTime), source: store.SourceRunner}
+		out = outcome{status: store.StatusTimedOut, summary: runner.TimedOut(lim.WallTime), source: store.SourceRunner,
+			reason: reason(ReasonTimedOut, "limit", itoa(int64(lim.WallTime.Seconds())))}
 	case res.OOMKilled:
 		out.summary, out.source = runner.MemoryExceeded(lim.MemoryBytes), store.SourceRunner
+		out.reason = reason(ReasonMemory, "limit", runner.HumanBytes(lim.MemoryBytes))
 	case res.ResultJSON == nil:
 		out.summary, out.source = contract.NoResultSummary(res.ExitCode), store.SourcePolicy
+		out.reason = reason(ReasonNoResult, "exit_code", itoa(int64(res.ExitCode)))
 	default:
 		parsed, perr := contract.ParseResult(res.ResultJSON, policy)
 		if perr != nil {
-			out.summary, out.source = contract.ViolationSummary(perr), store.SourcePolicy
+			out.summary, out.source, out.reason = contract.ViolationSummary(perr), store.SourcePolicy, reason(ReasonViolation)
 			break
 		}
-		out = outcome{status: parsed.Status, summary: parsed.ErrorSummary, source: resultSource(parsed), outputs: parsed.Outputs,
-			actions: parsed.NextActions, session: SessionEffect(r, parsed)}
+		out = outcome{status: parsed.Status, summary: parsed.ErrorSummary, source: resultSource(parsed), reason: resultReason(parsed),
+			outputs: parsed.Outputs, actions: parsed.NextActions, session: SessionEffect(r, parsed)}
 	}
 	out.outputs = append(out.outputs, rep.Notices...)
 	if res.LeftOut.Count > 0 {
@@ -78,8 +81,25 @@ func resultSource(res contract.Result) string {
 		return ""
 	case res.ErrorSource == contract.SourceCrash:
 		return store.SourceCrash
+	case res.ErrorSource == contract.SourceInput:
+		return store.SourceInput
 	}
 	return store.SourceTool
+}
+
+// resultReason is why a result that keeps to the contract failed, when its words are
+// skrip's (a crash, whose summary the shim writes) or name a field of the user's input;
+// none for the tool's own message, which the page shows as it is.
+func resultReason(res contract.Result) Reason {
+	switch {
+	case res.Status != contract.StatusFailed:
+		return Reason{}
+	case res.ErrorSource == contract.SourceCrash:
+		return reason(ReasonCrash)
+	case res.ErrorSource == contract.SourceInput:
+		return reason(ReasonInput, "field", res.ErrorField)
+	}
+	return Reason{}
 }
 
 // isEditor reports whether r ran in the editor sandbox.
@@ -117,7 +137,7 @@ func (s *Service) Record(ctx context.Context, id string, attempt int64, rep Repo
 // record stores how run r ended as attempt, and tells its subscribers.
 func (s *Service) record(ctx context.Context, r store.Run, attempt int64, out outcome) (bool, error) {
 	fin := s.now()
-	r.Status, r.ErrorSummary, r.ErrorSource, r.FinishedAt = out.status, out.summary, out.source, &fin
+	r.Status, r.ErrorSummary, r.ErrorSource, r.ErrorReason, r.FinishedAt = out.status, out.summary, out.source, out.reason.String(), &fin
 	r.Outputs = mustJSON(nonNil(out.outputs))
 	r.NextActions = mustJSON(nonNil(out.actions))
 	r.Artifacts = mustJSON(nonNil(out.artifacts))
@@ -150,10 +170,10 @@ func (s *Service) record(ctx context.Context, r store.Run, attempt int64, out ou
 
 // End ends run id, whatever its attempt, as status with summary, when it is not over
 // yet: a run whose workers were lost, or one cancelled while its worker was. A run it
-// fails is the runner's (store.SourceRunner, as store.EndRun records it). It reports
-// whether it did.
-func (s *Service) End(ctx context.Context, id, status, summary string) (bool, error) {
-	ok, err := s.st.EndRun(ctx, id, status, summary, s.now())
+// fails is the runner's (store.SourceRunner, as store.EndRun records it), for reason why
+// (the zero Reason for a cancelled one). It reports whether it did.
+func (s *Service) End(ctx context.Context, id, status, summary string, why Reason) (bool, error) {
+	ok, err := s.st.EndRun(ctx, id, status, summary, why.String(), s.now())
 	if ok {
 		s.metrics.Runs.WithLabelValues(status).Inc()
 		s.status(id, status)

@@ -189,7 +189,7 @@ func (l *local) Watch(store.Run, func(Event)) func() { return func() {} }
 
 // Recover marks runs a crash left queued or running as failed: this server held them.
 func (l *local) Recover(ctx context.Context) error {
-	n, err := l.s.st.FailUnfinishedRuns(ctx, "interrupted by server restart", l.s.now())
+	n, err := l.s.st.FailUnfinishedRuns(ctx, "interrupted by server restart", reason(ReasonRestart).String(), l.s.now())
 	if n > 0 {
 		l.s.log.Warn("marked runs interrupted by a restart as failed", "runs", n)
 	}

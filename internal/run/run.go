@@ -286,6 +286,7 @@ type outcome struct {
 	status    string
 	summary   string
 	source    string // where a failure came from (store.Source…); "" when it did not fail
+	reason    Reason // why skrip's side or the user's input failed it (reason.go)
 	outputs   []contract.Output
 	actions   []contract.NextAction
 	session   *store.SessionEffect // what the run writes to its session, if it succeeded
@@ -314,8 +315,8 @@ func SessionEffect(r store.Run, res contract.Result) *store.SessionEffect {
 	return nil
 }
 
-func failed(summary, source string) outcome {
-	return outcome{status: store.StatusFailed, summary: summary, source: source}
+func failed(summary, source string, why Reason) outcome {
+	return outcome{status: store.StatusFailed, summary: summary, source: source, reason: why}
 }
 
 // Cancel stops a queued or running run. It reports false when the run was already over.
@@ -341,7 +342,7 @@ func (s *Service) RequestCancel(ctx context.Context, runID string, stop func(con
 		if !stop(ctx, r) {
 			// Its worker is gone, and with no other worker free the run would stay
 			// "running" until one comes: it ends here.
-			if _, err := s.End(ctx, runID, store.StatusCancelled, "cancelled"); err != nil {
+			if _, err := s.End(ctx, runID, store.StatusCancelled, "cancelled", Reason{}); err != nil {
 				return false, err
 			}
 		}

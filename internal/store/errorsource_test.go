@@ -16,7 +16,8 @@ import (
 // TestRunErrorSource: where a run's error came from is stored with the run and read
 // back, by every way a run ends: recorded with it, ended by a node for its lost worker
 // (the runner's), failed by a restart (the runner's), cancelled (none). A value outside
-// the five is refused by the database.
+// the five is refused by the database. The reason (error_reason, migration 00033) is
+// stored and read back by each of those ways too.
 func TestRunErrorSource(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
@@ -31,6 +32,9 @@ func TestRunErrorSource(t *testing.T) {
 				t.Fatalf("ClaimRun(%s) = %v, %v", id, ok, err)
 			}
 			r.Status, r.ErrorSummary, r.ErrorSource, r.FinishedAt = status, "why", source, &now
+			if source != "" {
+				r.ErrorReason = `{"code":"` + source + `"}`
+			}
 			_, ok, err := s.RecordRun(ctx, r, 1, nil)
 			if err == nil && !ok {
 				t.Fatalf("RecordRun(%s) recorded nothing", id)
@@ -51,6 +55,8 @@ func TestRunErrorSource(t *testing.T) {
 		for id, source := range want {
 			if got, err := s.GetRun(ctx, id); err != nil || got.ErrorSource != source {
 				t.Errorf("GetRun(%s): source %q, %v; want %q", id, got.ErrorSource, err, source)
+			} else if wantReason := map[bool]string{true: `{"code":"` + source + `"}`}[source != ""]; got.ErrorReason != wantReason {
+				t.Errorf("GetRun(%s): reason %q; want %q", id, got.ErrorReason, wantReason)
 			}
 		}
 		listed, err := s.ListRuns(ctx, RunFilter{Limit: 100})
@@ -71,11 +77,11 @@ func TestRunErrorSource(t *testing.T) {
 			if err := s.CreateRun(ctx, queuedRun(c.id, now)); err != nil {
 				t.Fatal(err)
 			}
-			if ok, err := s.EndRun(ctx, c.id, c.status, "worker lost", now); !ok || err != nil {
+			if ok, err := s.EndRun(ctx, c.id, c.status, "worker lost", `{"code":"worker_lost"}`, now); !ok || err != nil {
 				t.Fatalf("EndRun(%s) = %v, %v", c.id, ok, err)
 			}
-			if got, _ := s.GetRun(ctx, c.id); got.Status != c.status || got.ErrorSource != c.want {
-				t.Errorf("ended %s: %s with the source %q; want %s, %q", c.id, got.Status, got.ErrorSource, c.status, c.want)
+			if got, _ := s.GetRun(ctx, c.id); got.Status != c.status || got.ErrorSource != c.want || got.ErrorReason != `{"code":"worker_lost"}` {
+				t.Errorf("ended %s: %s with the source %q, reason %q; want %s, %q", c.id, got.Status, got.ErrorSource, got.ErrorReason, c.status, c.want)
 			}
 		}
 		// A restart fails what it finds unfinished, queued or running (r_bad, whose
@@ -83,11 +89,11 @@ func TestRunErrorSource(t *testing.T) {
 		if err := s.CreateRun(ctx, queuedRun("r_restart", now)); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.FailUnfinishedRuns(ctx, "interrupted by server restart", now); n != 2 || err != nil {
+		if n, err := s.FailUnfinishedRuns(ctx, "interrupted by server restart", `{"code":"restart"}`, now); n != 2 || err != nil {
 			t.Fatalf("FailUnfinishedRuns = %d, %v", n, err)
 		}
 		for _, id := range []string{"r_restart", "r_bad"} {
-			if got, _ := s.GetRun(ctx, id); got.Status != StatusFailed || got.ErrorSource != SourceRunner {
+			if got, _ := s.GetRun(ctx, id); got.Status != StatusFailed || got.ErrorSource != SourceRunner || got.ErrorReason != `{"code":"restart"}` {
 				t.Errorf("%s after a restart: %s with the source %q; want failed, runner", id, got.Status, got.ErrorSource)
 			}
 		}

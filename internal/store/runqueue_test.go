@@ -67,7 +67,7 @@ func TestAdmitRunCaps(t *testing.T) {
 		if err := s.AdmitRun(ctx, runOf("r_b1", "u_b"), caps); err != nil {
 			t.Fatalf("another user: %v", err)
 		}
-		if _, err := s.EndRun(ctx, first, StatusCancelled, "cancelled", now); err != nil {
+		if _, err := s.EndRun(ctx, first, StatusCancelled, "cancelled", "", now); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.AdmitRun(ctx, runOf("r_a99", "u_a"), caps); err != nil {
@@ -224,7 +224,7 @@ func TestDispatchCleared(t *testing.T) {
 				_, ok, err := s.RecordRun(ctx, r, 0, nil)
 				return ok, err
 			}},
-			{"ended", func(id string) (bool, error) { return s.EndRun(ctx, id, StatusFailed, "worker lost", now) }},
+			{"ended", func(id string) (bool, error) { return s.EndRun(ctx, id, StatusFailed, "worker lost", "", now) }},
 			{"cancelled", func(id string) (bool, error) { return s.CancelQueuedRun(ctx, id, "cancelled", now) }},
 			{"cancel requested", func(id string) (bool, error) {
 				_, ok, err := s.RequestCancel(ctx, id, "cancelled", now)
@@ -247,7 +247,7 @@ func TestDispatchCleared(t *testing.T) {
 		if qs, err := s.RunQueueState(ctx, "r_waiting"); err != nil || !qs.Held {
 			t.Fatalf("a waiting run: %+v, %v; want its message held", qs, err)
 		}
-		if n, err := s.FailUnfinishedRuns(ctx, "interrupted", now); err != nil || n != 2 { // it and the claimed one
+		if n, err := s.FailUnfinishedRuns(ctx, "interrupted", "", now); err != nil || n != 2 { // it and the claimed one
 			t.Fatalf("FailUnfinishedRuns = %d, %v", n, err)
 		}
 		if qs, err := s.RunQueueState(ctx, "r_waiting"); err != nil || qs.Held {

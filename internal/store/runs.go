@@ -54,17 +54,21 @@ func Terminal(status string) bool {
 
 // Run is one execution of a tool version. The JSON columns hold what the API shows.
 type Run struct {
-	ID            string
-	ToolID        string
-	VersionID     string
-	UserID        string
-	Context       string
-	Kind          string // KindInitial or KindAction
-	ActionID      string
-	ActionLabel   string // the offered action's label when it was submitted; '' for older runs
-	Status        string
-	ErrorSummary  string
-	ErrorSource   string // where a failure came from, a Source constant; "" (NULL) when the run did not fail
+	ID           string
+	ToolID       string
+	VersionID    string
+	UserID       string
+	Context      string
+	Kind         string // KindInitial or KindAction
+	ActionID     string
+	ActionLabel  string // the offered action's label when it was submitted; '' for older runs
+	Status       string
+	ErrorSummary string
+	ErrorSource  string // where a failure came from, a Source constant; "" (NULL) when the run did not fail
+	// ErrorReason is why skrip's side or the user's input failed the run, as JSON
+	// {"code", "params"} (run.Reason), from which a page says it in its language; ""
+	// (NULL) when the tool's own message failed it, it did not fail, or it is older.
+	ErrorReason   string
 	Inputs        string // JSON object
 	Outputs       string // JSON array
 	NextActions   string // JSON array
@@ -95,20 +99,20 @@ type Run struct {
 
 const runCols = `id, tool_id, version_id, user_id, context, kind, action_id, action_label, status, error_summary, inputs, outputs,
 	next_actions, artifacts, input_manifest, state_rev, attempts, worker, expected_rev, cancel_requested, stdout, stderr, stdout_truncated, stderr_truncated,
-	created_at, started_at, finished_at, held_bytes, error_source`
+	created_at, started_at, finished_at, held_bytes, error_source, error_reason`
 
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var r Run
 	var rev, expected, started, finished sql.NullInt64
 	var created int64
-	var source sql.NullString
+	var source, reason sql.NullString
 	if err := row.Scan(&r.ID, &r.ToolID, &r.VersionID, &r.UserID, &r.Context, &r.Kind, &r.ActionID, &r.ActionLabel, &r.Status, &r.ErrorSummary,
 		&r.Inputs, &r.Outputs, &r.NextActions, &r.Artifacts, &r.InputManifest, &rev, &r.Attempts, &r.Worker, &expected, &r.CancelRequested, &r.Stdout, &r.Stderr,
-		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished, &r.HeldBytes, &source); err != nil {
+		&r.StdoutTruncated, &r.StderrTruncated, &created, &started, &finished, &r.HeldBytes, &source, &reason); err != nil {
 		return Run{}, mapErr(err)
 	}
 	r.CreatedAt = fromMS(created)
-	r.ErrorSource = source.String
+	r.ErrorSource, r.ErrorReason = source.String, reason.String
 	if rev.Valid {
 		r.StateRev = &rev.Int64
 	}
@@ -163,7 +167,7 @@ var insertRun = `INSERT INTO runs (` + runCols + `) VALUES (?` + strings.Repeat(
 func runValues(r Run) []any {
 	return []any{r.ID, r.ToolID, r.VersionID, r.UserID, r.Context, r.Kind, r.ActionID, r.ActionLabel, r.Status, r.ErrorSummary, r.Inputs, r.Outputs,
 		r.NextActions, r.Artifacts, r.InputManifest, nullInt(r.StateRev), r.Attempts, r.Worker, nullInt(r.ExpectedRev), r.CancelRequested, r.Stdout, r.Stderr, r.StdoutTruncated, r.StderrTruncated,
-		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt), r.HeldBytes, nullString(r.ErrorSource)}
+		ms(r.CreatedAt), nullTime(r.StartedAt), nullTime(r.FinishedAt), r.HeldBytes, nullString(r.ErrorSource), nullString(r.ErrorReason)}
 }
 
 // ClaimRun marks run id running as attempt number attempt, claimed by worker (a node
@@ -212,10 +216,10 @@ func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *Sessio
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		// In PostgreSQL the update locks the run's row until the commit, so a second
 		// record of the same run waits here and then finds it final.
-		res, err := s.txExec(ctx, tx, `UPDATE runs SET status = ?, error_summary = ?, error_source = ?, outputs = ?, next_actions = ?, artifacts = ?,
+		res, err := s.txExec(ctx, tx, `UPDATE runs SET status = ?, error_summary = ?, error_source = ?, error_reason = ?, outputs = ?, next_actions = ?, artifacts = ?,
 			state_rev = NULL, stdout = ?, stderr = ?, stdout_truncated = ?, stderr_truncated = ?, finished_at = ?, cancel_requested = ?, held_bytes = ?,
 			dispatch = '' WHERE id = ? AND status IN (?, ?) AND attempts = ?`,
-			r.Status, r.ErrorSummary, nullString(r.ErrorSource), r.Outputs, r.NextActions, r.Artifacts, r.Stdout, r.Stderr,
+			r.Status, r.ErrorSummary, nullString(r.ErrorSource), nullString(r.ErrorReason), r.Outputs, r.NextActions, r.Artifacts, r.Stdout, r.Stderr,
 			r.StdoutTruncated, r.StderrTruncated, nullTime(r.FinishedAt), false, r.HeldBytes, r.ID, StatusQueued, StatusRunning, attempt)
 		if err != nil {
 			return err
@@ -269,13 +273,13 @@ func (s *Store) RecordRun(ctx context.Context, r Run, attempt int64, eff *Sessio
 
 // EndRun ends a run that is not yet final as status with summary, whatever its attempt:
 // what a node does when the run's worker was lost. A run it ends as failed or timed out
-// failed for the runner's reason (SourceRunner): its workers, its queue. It reports
-// whether it did.
-func (s *Store) EndRun(ctx context.Context, id, status, summary string, at time.Time) (bool, error) {
+// failed for the runner's reason (SourceRunner): its workers, its queue; reason is why,
+// as Run.ErrorReason holds it. It reports whether it did.
+func (s *Store) EndRun(ctx context.Context, id, status, summary, reason string, at time.Time) (bool, error) {
 	// It keeps no artifacts: what its attempts reserved is no longer held, nor its queue
 	// message (as every final run).
-	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, error_source = ?, finished_at = ?, cancel_requested = ?, held_bytes = 0, dispatch = '' WHERE id = ? AND status IN (?, ?)",
-		status, summary, nullString(runnerSource(status)), ms(at), false, id, StatusQueued, StatusRunning)
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, error_source = ?, error_reason = ?, finished_at = ?, cancel_requested = ?, held_bytes = 0, dispatch = '' WHERE id = ? AND status IN (?, ?)",
+		status, summary, nullString(runnerSource(status)), nullString(reason), ms(at), false, id, StatusQueued, StatusRunning)
 	if err != nil {
 		return false, fmt.Errorf("ending run %s: %w", id, err)
 	}
@@ -355,11 +359,11 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 }
 
 // FailUnfinishedRuns marks every queued or running run failed with summary: what a
-// restart finds after a crash, so the runner's (SourceRunner). It returns how many it
-// marked.
-func (s *Store) FailUnfinishedRuns(ctx context.Context, summary string, at time.Time) (int64, error) {
-	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, error_source = ?, finished_at = ?, held_bytes = 0, dispatch = '' WHERE status IN (?, ?)",
-		StatusFailed, summary, SourceRunner, ms(at), StatusQueued, StatusRunning)
+// restart finds after a crash, so the runner's (SourceRunner), for reason (as
+// Run.ErrorReason holds it). It returns how many it marked.
+func (s *Store) FailUnfinishedRuns(ctx context.Context, summary, reason string, at time.Time) (int64, error) {
+	res, err := s.exec(ctx, "UPDATE runs SET status = ?, error_summary = ?, error_source = ?, error_reason = ?, finished_at = ?, held_bytes = 0, dispatch = '' WHERE status IN (?, ?)",
+		StatusFailed, summary, SourceRunner, nullString(reason), ms(at), StatusQueued, StatusRunning)
 	if err != nil {
 		return 0, err
 	}

@@ -112,7 +112,7 @@ func TestToolsAndRuns(t *testing.T) {
 		if len(all) != 3 || all[0].ID != "r_03" || len(mine) != 2 || len(page) != 1 || page[0].ID != "r_02" {
 			t.Fatalf("ListRuns: all %d (%s first), mine %d, page %+v", len(all), all[0].ID, len(mine), page)
 		}
-		n, err := s.FailUnfinishedRuns(ctx, "interrupted by server restart", now)
+		n, err := s.FailUnfinishedRuns(ctx, "interrupted by server restart", "", now)
 		if err != nil || n != 2 {
 			t.Fatalf("FailUnfinishedRuns = %d, %v", n, err)
 		}
@@ -393,7 +393,7 @@ func TestClaimRunCancelRequested(t *testing.T) {
 		if got, _, _ := s.RequestCancel(ctx, "r_r", "again", now); got.Status != StatusCancelled {
 			t.Fatalf("RequestCancel of a final run changed it to %s", got.Status)
 		}
-		if ok, _ := s.EndRun(ctx, "r_r", StatusFailed, "worker lost", now); ok {
+		if ok, _ := s.EndRun(ctx, "r_r", StatusFailed, "worker lost", "", now); ok {
 			t.Fatal("EndRun changed a final run")
 		}
 	})

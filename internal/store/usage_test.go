@@ -109,7 +109,7 @@ func TestRunHeldBytes(t *testing.T) {
 			t.Fatalf("reserving for r_2: %+v, %v", room, err)
 		}
 		held("r_2", 200)
-		if ok, err := s.EndRun(ctx, "r_2", StatusFailed, "the worker was lost", now); !ok || err != nil {
+		if ok, err := s.EndRun(ctx, "r_2", StatusFailed, "the worker was lost", "", now); !ok || err != nil {
 			t.Fatalf("EndRun = %v, %v", ok, err)
 		}
 		held("r_2", 0)
@@ -211,7 +211,7 @@ func TestReserveRunBytesOnlyForALiveAttempt(t *testing.T) {
 		if ok, err := s.ClaimRun(ctx, "r_2", 1, "w", now); !ok || err != nil {
 			t.Fatalf("ClaimRun = %v, %v", ok, err)
 		}
-		if ok, err := s.EndRun(ctx, "r_2", StatusFailed, "stopped", now); !ok || err != nil {
+		if ok, err := s.EndRun(ctx, "r_2", StatusFailed, "stopped", "", now); !ok || err != nil {
 			t.Fatalf("EndRun = %v, %v", ok, err)
 		}
 		reserve("r_2", 0, false, 0)

@@ -95,7 +95,7 @@ func TestAccessibility(t *testing.T) {
 	}
 	author, teacher := s.userClient(t, "author"), s.userClient(t, "teacher")
 	createEcho(t, author, "a11y-gruppera")
-	for slug, src := range map[string]string{"a11y-result": a11yTool, "a11y-fail": auditFail, "a11y-slow": a11ySlow} {
+	for slug, src := range map[string]string{"a11y-result": a11yTool, "a11y-fail": auditFail, "a11y-slow": a11ySlow, "a11y-refuse": refuseSource} {
 		if _, _, err := author.CreateTool(ctx, slug, "Tillgänglighet "+slug[5:], "Ett verktyg för kontrollen.", src, true); err != nil {
 			t.Fatal(err)
 		}
@@ -126,6 +126,9 @@ func TestAccessibility(t *testing.T) {
 	}
 	resultRun := runDone("a11y-result", csv)
 	failedRun := runDone("a11y-fail", csv)
+	refusedRun := runDone("a11y-refuse", csv)
+	// A failure of skrip's side, which offers "Försök igen".
+	lostRun := s.loseWorker(t, teacher, "a11y-slow", nil, nil).RunID
 	// A second failure, reported, so that the author's reports page has one to show.
 	if err := teacher.Do(ctx, "POST", "/api/v1/runs/"+runDone("a11y-fail", csv)+"/report", map[string]any{"message": "Det blev fel.", "share_files": true}, nil); err != nil {
 		t.Fatal(err)
@@ -164,6 +167,8 @@ func TestAccessibility(t *testing.T) {
 		}},
 		{name: "run (downloads, next step)", user: "teacher", url: func(*testing.T) string { return s.base + "/runs/" + resultRun }},
 		{name: "run (failed)", user: "teacher", url: func(*testing.T) string { return s.base + "/runs/" + failedRun }},
+		{name: "run (input refused)", user: "teacher", url: func(*testing.T) string { return s.base + "/runs/" + refusedRun }},
+		{name: "run (skrip's failure, Försök igen)", user: "teacher", url: func(*testing.T) string { return s.base + "/runs/" + lostRun }},
 		{name: "history", user: "teacher", url: func(*testing.T) string { return s.base + "/runs" }},
 		{name: "files", user: "teacher", url: func(*testing.T) string { return s.base + "/files" }},
 		{name: "account", user: "teacher", url: func(*testing.T) string { return s.base + "/account" }},

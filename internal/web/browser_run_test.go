@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +23,8 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/skrip-dev/skrip/internal/client"
+	skriprun "github.com/skrip-dev/skrip/internal/run"
+	"github.com/skrip-dev/skrip/internal/store"
 )
 
 // crashSource crashes with a traceback that names its input and files: words for the
@@ -148,7 +151,8 @@ func TestBrowserRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	author := s.userClient(t, "author")
-	publish(t, author, "krasch", "Krasch", crashSource, crashSchema)
+	until := time.Now().Add(10 * time.Second)
+	publish(t, author, "krasch", "Krasch", waitingCrash(until), crashSchema)
 	publish(t, author, "veckobrev", "Veckobrev", newsletterSource, "")
 	publish(t, author, "steg", "Steg", stepsSource, "")
 	publish(t, author, "langsam", "Långsam", longSource, "")
@@ -169,6 +173,9 @@ func TestBrowserRun(t *testing.T) {
 	if err != nil || crash.Status != "failed" {
 		t.Fatalf("the crashing tool's run: %+v, %v", crash, err)
 	}
+	// The same files and a run that skrip's side failed (its worker lost, as a cluster
+	// node ends it): "Försök igen" is offered for it, not for the crash.
+	lost := s.loseWorker(t, teacherAPI, "krasch", files, map[string]any{"namn": "Vänta"})
 	letter, err := teacherAPI.RunFiles(ctx, "veckobrev", nil, nil, time.Minute)
 	if err != nil || letter.Status != "succeeded" {
 		t.Fatalf("the newsletter's run: %+v, %v", letter, err)
@@ -188,7 +195,10 @@ func TestBrowserRun(t *testing.T) {
 			}
 			t.Run("a crash in plain words", func(t *testing.T) { s.checkCrash(t, teacher, admin, crash.RunID) })
 			t.Run("downloads first, full size preview, chart", func(t *testing.T) { s.checkResultFirst(t, teacher, letter.RunID) })
-			t.Run("try again with the same files and inputs", func(t *testing.T) { s.checkRetry(t, teacher, teacherAPI, crash) })
+			t.Run("try again with the same files and inputs", func(t *testing.T) {
+				time.Sleep(time.Until(until)) // the same run again now crashes at once
+				s.checkRetry(t, teacher, teacherAPI, lost)
+			})
 			t.Run("safe next steps", func(t *testing.T) { s.checkSteps(t, teacher, teacherAPI, vp.width, vp.height) })
 			t.Run("progress and cancel", func(t *testing.T) { s.checkProgress(t, teacher, teacherAPI) })
 			t.Run("the result in place, with the focus", func(t *testing.T) { s.checkFocus(t, teacher) })
@@ -200,7 +210,7 @@ func TestBrowserRun(t *testing.T) {
 		})
 	}
 
-	// Once the session's files were replaced, the crash's files are gone: "Försök igen"
+	// Once the session's files were replaced, the lost run's files are gone: "Försök igen"
 	// says so, with the way to the tool's form, and runs nothing.
 	other := filepath.Join(dir, "c.txt")
 	if err := os.WriteFile(other, []byte("tredje"), 0o644); err != nil {
@@ -213,7 +223,7 @@ func TestBrowserRun(t *testing.T) {
 		t.Run("files gone "+vp.name, func(t *testing.T) {
 			tab := s.as(t, "teacher")
 			before := countRuns(t, teacherAPI)
-			run(t, tab, chromedp.EmulateViewport(vp.width, vp.height), chromedp.Navigate(s.base+"/runs/"+crash.RunID),
+			run(t, tab, chromedp.EmulateViewport(vp.width, vp.height), chromedp.Navigate(s.base+"/runs/"+lost.RunID),
 				chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery), chromedp.Click("form[data-retry] button", chromedp.ByQuery),
 				chromedp.WaitVisible("[data-submit-error]", chromedp.ByQuery))
 			var href string
@@ -283,16 +293,19 @@ func (s *site) checkCrash(t *testing.T, teacher, admin context.Context, id strin
 	if !v.Stderr || v.StderrShown || v.Hidden {
 		t.Errorf("the teacher's own logs: present %v, shown unfolded %v, hidden-note %v; want them folded under Teknisk information", v.Stderr, v.StderrShown, v.Hidden)
 	}
-	if v.Retry != "Försök igen" {
-		t.Errorf("the retry button reads %q", v.Retry)
+	// Trying again repeats the crash: the page offers to change the input instead.
+	var change string
+	run(t, teacher, chromedp.Evaluate(`(document.querySelector("a[data-change]") || {}).textContent || ""`, &change))
+	if v.Retry != "" || change != "Ändra och kör igen" {
+		t.Errorf("the crash offers Försök igen %q and %q; want no retry, and Ändra och kör igen", v.Retry, change)
 	}
 	checkHeadings(t, v.Heads)
 	if v.Scroll > v.Width {
 		t.Errorf("the crash page is %d px wide at %d", v.Scroll, v.Width)
 	}
 	run(t, teacher, chromedp.Click("details[data-technical] summary", chromedp.ByQuery))
-	if got := text(t, teacher, "[data-summary]"); !strings.Contains(got, "ValueError") {
-		t.Errorf("opened, the details show %q; want the error summary", got)
+	if got := text(t, teacher, "[data-summary]"); got != "Verktyget stoppades av ett oväntat fel i sin kod. Felutskriften visar var." {
+		t.Errorf("opened, the details show %q; want the reason in Swedish", got)
 	}
 	var stderr string
 	run(t, teacher, chromedp.TextContent("[data-stderr]", &stderr, chromedp.ByQuery))
@@ -377,7 +390,8 @@ func (s *site) checkResultFirst(t *testing.T, ctx context.Context, id string) {
 	}
 }
 
-// checkRetry: "Försök igen" runs the tool again with the run's files and inputs.
+// checkRetry: "Försök igen", offered for a run skrip's side failed (a lost worker), runs
+// the tool again with the run's files and inputs.
 func (s *site) checkRetry(t *testing.T, ctx context.Context, api *client.Client, crash client.Run) {
 	run(t, ctx, chromedp.Navigate(s.base+"/runs/"+crash.RunID), chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery),
 		chromedp.Click("form[data-retry] button", chromedp.ByQuery))
@@ -388,8 +402,8 @@ func (s *site) checkRetry(t *testing.T, ctx context.Context, api *client.Client,
 	}
 	got, _ := json.Marshal(again.InputManifest)
 	want, _ := json.Marshal(crash.InputManifest)
-	if again.RunID == crash.RunID || string(got) != string(want) || again.Inputs["namn"] != "Ada" || again.Status != "failed" {
-		t.Errorf("the retry %s: files %s, inputs %v, %s; want the files %s and namn Ada", again.RunID, got, again.Inputs, again.Status, want)
+	if again.RunID == crash.RunID || string(got) != string(want) || again.Inputs["namn"] != crash.Inputs["namn"] || again.Status != "failed" {
+		t.Errorf("the retry %s: files %s, inputs %v, %s; want the files %s and namn %v", again.RunID, got, again.Inputs, again.Status, want, crash.Inputs["namn"])
 	}
 	run(t, ctx, chromedp.WaitVisible("[data-outcome]", chromedp.ByQuery))
 	if got := text(t, ctx, "[data-outcome]"); got != crashSentence {
@@ -452,7 +466,11 @@ func (s *site) checkSteps(t *testing.T, ctx context.Context, api *client.Client,
 		t.Errorf("%d dialogs; want a second one before the step", asked.Load())
 	}
 
-	// Without script: the server asks on a page of its own, and changes nothing yet.
+	// Without script: the server asks on a page of its own, and changes nothing yet. (The
+	// page shows a step at once; without script it shows its forms once it ended.)
+	if _, err := api.GetRun(context.Background(), runID(restarted), time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	noJS := s.tab(t, ctx)
 	run(t, noJS, emulation.SetScriptExecutionDisabled(true), chromedp.EmulateViewport(w, h),
 		chromedp.Navigate(restarted), chromedp.WaitVisible(secondary, chromedp.ByQuery))
@@ -510,6 +528,11 @@ func (s *site) checkSteps(t *testing.T, ctx context.Context, api *client.Client,
 	run(t, other, chromedp.EmulateViewport(w, h), chromedp.Navigate(latest), chromedp.WaitEnabled(primary, chromedp.ByQuery))
 	run(t, ctx, chromedp.WaitEnabled(primary, chromedp.ByQuery), chromedp.Click(primary, chromedp.ByQuery))
 	moved := waitRunPage(t, ctx, latest)
+	// The page shows the step at once; the other tab's step is refused once this one
+	// has moved the session (before that, both would run and one lose the race).
+	if _, err := api.GetRun(context.Background(), runID(moved), time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	run(t, other, chromedp.Click(primary, chromedp.ByQuery), chromedp.WaitVisible("[data-submit-error]", chromedp.ByQuery))
 	var conflict struct{ Text, Href string }
 	evalJS(t, other, `(() => { const e = document.querySelector("[data-submit-error]");
@@ -519,11 +542,18 @@ func (s *site) checkSteps(t *testing.T, ctx context.Context, api *client.Client,
 		t.Errorf("the conflict reads %q → %s; want what happened and the way to /runs/%s", conflict.Text, conflict.Href, runID(moved))
 	}
 
-	// A failed step: "Försök igen" takes the same step with the same input.
+	// A failed step (a crash): no "Försök igen", which would repeat the crash, but
+	// "Ändra och kör igen"; the retry route still takes the same step with the same
+	// input (as "Försök igen" does after a failure of skrip's side).
 	run(t, ctx, chromedp.WaitVisible("input[name='in.text']", chromedp.ByQuery),
 		chromedp.SetValue("input[name='in.text']", "fel", chromedp.ByQuery), chromedp.Click(primary, chromedp.ByQuery))
 	failed := waitRunPage(t, ctx, moved)
-	run(t, ctx, chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery), chromedp.Click("form[data-retry] button", chromedp.ByQuery))
+	var offersRetry bool
+	run(t, ctx, chromedp.WaitVisible("a[data-change]", chromedp.ByQuery), chromedp.Evaluate(`!!document.querySelector("form[data-retry]")`, &offersRetry))
+	if offersRetry {
+		t.Error("a crashed step offers Försök igen")
+	}
+	postRetry(t, ctx)
 	again := waitRunPage(t, ctx, failed)
 	rn, err := api.GetRun(context.Background(), runID(again), time.Minute)
 	if err != nil {
@@ -543,6 +573,17 @@ func (s *site) checkProgress(t *testing.T, ctx context.Context, api *client.Clie
 	run(t, ctx, chromedp.Navigate(s.base+"/tools/langsam"), chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
 		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery))
 	u := waitPath(t, ctx, "/runs/")
+	// The run is in the history (the list of recent runs) from the first moment, and
+	// the tool among the home page's recently used ones.
+	list := s.tab(t, ctx)
+	run(t, list, chromedp.Navigate(s.base+"/runs"), chromedp.WaitVisible(`a[href="/runs/`+runID(u)+`"]`, chromedp.ByQuery),
+		chromedp.Navigate(s.base+"/"), chromedp.WaitVisible("[data-recent]", chromedp.ByQuery))
+	if rn, err := api.GetRun(context.Background(), runID(u), 0); err != nil || store.Terminal(rn.Status) {
+		t.Errorf("the run was over (%s, %v) before the history listed it", rn.Status, err)
+	}
+	if recent := text(t, list, "[data-recent]"); !strings.Contains(recent, "Långsam") {
+		t.Errorf("the home page's recent tools read %q while Långsam runs", recent)
+	}
 	run(t, ctx, chromedp.WaitVisible("[data-live] .spinner", chromedp.ByQuery))
 	elapsedRe := regexp.MustCompile(`^Har (kört|väntat på att starta) i (\d+) s$`)
 	read := func() (int, string, string) {
@@ -646,15 +687,25 @@ func (s *site) checkFocus(t *testing.T, ctx context.Context) {
 	}
 }
 
-// checkSandboxRetry: a crash in the editor's sandbox shows its author the traceback, and
-// "Försök igen" runs it again there, the editor showing the new run.
+// checkSandboxRetry: a crash in the editor's sandbox shows its author the traceback and
+// "Ändra och kör igen", not "Försök igen"; the retry route runs it again there, the
+// editor showing the new run.
 func (s *site) checkSandboxRetry(t *testing.T, ctx context.Context) {
 	run(t, ctx, chromedp.Navigate(s.base+"/editor/trasig-sandlada"), chromedp.WaitVisible("form[data-upload] button[type=submit]", chromedp.ByQuery),
-		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery), chromedp.WaitVisible("form[data-retry] button", chromedp.ByQuery),
+		chromedp.Click("form[data-upload] button[type=submit]", chromedp.ByQuery), chromedp.WaitVisible("a[data-change]", chromedp.ByQuery),
 		// A run the editor showed live reloads the page when it ends: read the page that
 		// stays, not one on its way out.
-		chromedp.Poll(`document.readyState === "complete" && !document.querySelector("[data-live]") && !!document.querySelector("form[data-retry] button")`, nil,
+		chromedp.Poll(`document.readyState === "complete" && !document.querySelector("[data-live]") && !!document.querySelector("a[data-change]")`, nil,
+			chromedp.WithPollingTimeout(30*time.Second)),
+		// The result is put in place first, then the page reloads: wait out the reload.
+		chromedp.Sleep(1500*time.Millisecond),
+		chromedp.Poll(`document.readyState === "complete" && !document.querySelector("[data-live]") && !!document.querySelector("a[data-change]")`, nil,
 			chromedp.WithPollingTimeout(30*time.Second)))
+	var offersRetry bool
+	run(t, ctx, chromedp.Evaluate(`!!document.querySelector("form[data-retry]")`, &offersRetry))
+	if offersRetry {
+		t.Error("a crash in the sandbox offers Försök igen")
+	}
 	var first string
 	run(t, ctx, chromedp.AttributeValue("[data-result]", "data-run", &first, nil, chromedp.ByQuery))
 	var stderr string
@@ -662,7 +713,7 @@ func (s *site) checkSandboxRetry(t *testing.T, ctx context.Context) {
 	if !strings.Contains(stderr, "Traceback") || text(t, ctx, "[data-outcome]") != crashSentence {
 		t.Errorf("the author's sandbox crash: %q, stderr %q", text(t, ctx, "[data-outcome]"), stderr)
 	}
-	run(t, ctx, chromedp.Click("form[data-retry] button", chromedp.ByQuery))
+	postRetry(t, ctx, first)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		u := location(t, ctx)
@@ -676,4 +727,63 @@ func (s *site) checkSandboxRetry(t *testing.T, ctx context.Context) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// postRetry posts the retry form of the run the tab shows (or of run id), as "Försök
+// igen" does, with the page's anti-forgery token: the route of a run for which the page
+// does not offer it.
+func postRetry(t *testing.T, ctx context.Context, id ...string) {
+	t.Helper()
+	run(t, ctx, chromedp.Evaluate(`(() => {
+	  const f = document.createElement("form");
+	  f.method = "post";
+	  f.action = "/runs/" + (`+strconv.Quote(strings.Join(id, ""))+` || document.querySelector("[data-result]").dataset.run) + "/retry";
+	  const c = document.createElement("input");
+	  c.type = "hidden"; c.name = "csrf"; c.value = document.querySelector("input[name=csrf]").value;
+	  f.append(c);
+	  document.body.append(f);
+	  f.submit();
+	  return true;
+	})()`, nil))
+}
+
+// waitingCrash is crashSource that, given the namn "Vänta", first waits until the Unix
+// time until: a run started before it is still running when the test ends it from
+// outside, and the same run tried again later crashes at once.
+func waitingCrash(until time.Time) string {
+	return strings.Replace(crashSource, "    names = ", fmt.Sprintf("    if inputs.get(\"namn\") == \"Vänta\":\n        import time\n        time.sleep(max(0, %d - time.time()))\n    names = ", until.Unix()), 1)
+}
+
+// loseWorker starts a run of tool with files and inputs as api, and once it runs ends
+// it as a cluster node ends a run whose workers were lost (store.EndRun with
+// run.WorkerLost), on the site's own database: a failure of skrip's side.
+func (s *site) loseWorker(t *testing.T, api *client.Client, tool string, files []string, inputs map[string]any) client.Run {
+	t.Helper()
+	rn, err := api.RunFiles(context.Background(), tool, files, inputs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for rn.Status != "running" {
+		if time.Now().After(deadline) || store.Terminal(rn.Status) {
+			t.Fatalf("the %s run is %s; want it running", tool, rn.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if rn, err = api.GetRun(context.Background(), rn.RunID, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := store.Open(context.Background(), "", filepath.Join(s.dataDir, "skrip.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if ok, err := st.EndRun(context.Background(), rn.RunID, store.StatusFailed, "worker lost: the run was tried on 2 workers, and each stopped answering",
+		skriprun.WorkerLost.String(), time.Now()); !ok || err != nil {
+		t.Fatalf("ending the run as its worker lost: %v, %v", ok, err)
+	}
+	if rn, err = api.GetRun(context.Background(), rn.RunID, 0); err != nil || rn.Status != "failed" {
+		t.Fatalf("the lost run: %+v, %v", rn, err)
+	}
+	return rn
 }

@@ -45,6 +45,8 @@ type site struct {
 	browsers map[string]context.Context // user name -> their browser
 	cleanups []func()
 	demo     map[string]string // demo file name of html-to-pdf-preview -> path on disk
+	srv      *server
+	dataDir  string
 }
 
 func chromiumPath(t *testing.T) string {
@@ -65,7 +67,7 @@ func (s *site) close() {
 	}
 }
 
-func startSite(t *testing.T) *site {
+func startSite(t *testing.T, flags ...string) *site {
 	t.Helper()
 	chrome := chromiumPath(t)
 	if _, err := exec.LookPath("bwrap"); err != nil {
@@ -74,19 +76,14 @@ func startSite(t *testing.T) *site {
 	bin := testutil.BuildSkrip(t)
 	dir := t.TempDir()
 	addr := testutil.FreeAddr(t)
-	cmd := exec.Command(bin, "serve", "--demo", "--addr", addr, "--data-dir", filepath.Join(dir, "data"), "--runner", "bwrap",
-		"--upload-max-file-bytes", fmt.Sprint(maxFileBytes), "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "SKRIP_BOOTSTRAP_ADMIN_TOKEN="+adminToken)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	srv := &server{bin: bin, args: append([]string{"serve", "--demo", "--addr", addr, "--data-dir", filepath.Join(dir, "data"), "--runner", "bwrap",
+		"--upload-max-file-bytes", fmt.Sprint(maxFileBytes), "--log-level", "warn"}, flags...)}
+	srv.start(t)
 	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
+		srv.cmd.Process.Signal(os.Interrupt)
+		srv.cmd.Wait()
 		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
+			t.Logf("server log:\n%s", srv.logs.String())
 		}
 	})
 	base := "http://" + addr
@@ -121,7 +118,35 @@ func startSite(t *testing.T) *site {
 		}
 	}
 
-	return &site{base: base, admin: admin, chrome: chrome, demo: demo, browsers: map[string]context.Context{}}
+	return &site{base: base, admin: admin, chrome: chrome, demo: demo, browsers: map[string]context.Context{}, srv: srv, dataDir: filepath.Join(dir, "data")}
+}
+
+// server is the site's `skrip serve` process, which a test may kill and start again.
+type server struct {
+	bin  string
+	args []string
+	cmd  *exec.Cmd
+	logs bytes.Buffer
+}
+
+func (v *server) start(t *testing.T) {
+	t.Helper()
+	v.cmd = exec.Command(v.bin, v.args...)
+	v.cmd.Env = append(os.Environ(), "SKRIP_BOOTSTRAP_ADMIN_TOKEN="+adminToken)
+	v.cmd.Stdout, v.cmd.Stderr = &v.logs, &v.logs
+	if err := v.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crashRestart kills the site's server as a crash would (SIGKILL: it ends nothing
+// cleanly) and starts it again on the same address and data, as an operator would.
+func (s *site) crashRestart(t *testing.T) {
+	t.Helper()
+	s.srv.cmd.Process.Kill()
+	s.srv.cmd.Wait()
+	s.srv.start(t)
+	testutil.WaitHealthy(t, s.base)
 }
 
 // as returns a new tab of the browser that user is signed in to. Each user has a browser
@@ -548,6 +573,38 @@ func TestBrowser(t *testing.T) {
 		if vs, err := s.userClient(t, "teacher").FileVersions(context.Background(), "files/notes/anteckningar.txt"); err != nil || len(vs) != 1 {
 			t.Fatalf("after answering no, the file has versions %+v (%v)", vs, err)
 		}
+		// At 390 px too: an upload says when it is done (its percentage and speed as it
+		// goes: TestBrowserResumableUpload).
+		var width int64
+		run(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.base+"/files"), chromedp.WaitVisible("#stage-file", chromedp.ByQuery),
+			chromedp.Evaluate(`window.innerWidth`, &width),
+			chromedp.SetUploadFiles("#stage-file", []string{src}, chromedp.ByQuery),
+			chromedp.SendKeys("#stage-key", "files/notes/telefon.txt", chromedp.ByQuery),
+			chromedp.Click("form[data-stage] button[type=submit]", chromedp.ByQuery),
+			chromedp.WaitVisible(`a[href="/api/v1/files/files/notes/telefon.txt"]`, chromedp.ByQuery))
+		if said := text(t, ctx, "[data-upload-status]"); width != 390 || said != "Done: files/notes/telefon.txt is uploaded." {
+			t.Errorf("at %d px, after the upload the page says %q", width, said)
+		}
+		// And a file sent to a key the list shows asks first there too.
+		replacing.Store(true)
+		run(t, ctx, chromedp.Navigate(s.base+"/files"), chromedp.WaitVisible("#stage-file", chromedp.ByQuery),
+			chromedp.SetUploadFiles("#stage-file", []string{src}, chromedp.ByQuery),
+			chromedp.SendKeys("#stage-key", "files/notes/telefon.txt", chromedp.ByQuery),
+			chromedp.Click("form[data-stage] button[type=submit]", chromedp.ByQuery))
+		select {
+		case m := <-replaceAsked:
+			if m != "files/notes/telefon.txt already exists. Replace it with anteckningar.txt?" {
+				t.Errorf("at 390 px replacing a file asks %q", m)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("at 390 px sending a file to a key that is taken did not ask first")
+		}
+		replacing.Store(false)
+		time.Sleep(300 * time.Millisecond)
+		if err := s.userClient(t, "teacher").DeleteFile(context.Background(), "files/notes/telefon.txt"); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(s.base+"/files"), chromedp.WaitVisible("#stage-file", chromedp.ByQuery))
 		got := download(t, ctx, link)
 		if !bytes.Equal(got, content) {
 			t.Fatalf("downloaded %d bytes; want the %d uploaded", len(got), len(content))

@@ -14,7 +14,9 @@ import (
 
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
+	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/staging"
+	"github.com/skrip-dev/skrip/internal/store"
 )
 
 // TestCatalogues: every language has every message the other has, and every message a
@@ -84,6 +86,17 @@ func TestCatalogues(t *testing.T) {
 	// (Handler.message), from its reason and details, never in the server's English.
 	for _, reason := range httpkit.Reasons() {
 		used["error."+reason] = "httpkit's error table"
+	}
+	// Every reason skrip fails a run for, and every error source a run recorded before
+	// reasons were may carry, is said in the page's language (reasonText).
+	for _, code := range run.Codes() {
+		used["run.reason."+code] = "run.Codes"
+	}
+	for _, code := range []string{run.NoticeOutputLimit, "unreadable"} {
+		used["run.notice_reason."+code] = "sayNotices"
+	}
+	for _, src := range []string{"timed_out", store.SourceCrash, store.SourceRunner, store.SourcePolicy} {
+		used["run.reason.source."+src] = "reasonText"
 	}
 	var missing []string
 	for id, where := range used {

@@ -94,6 +94,29 @@ type output struct {
 	JSON    string        // json value or vega_lite spec, indented
 	Chart   template.HTML // a vega_lite spec drawn as SVG (chart.go); empty when it is not one drawn
 	Index   int           // position among the run's outputs, for the html_sandboxed frame's URL
+	// Reason and Params: a notice of skrip's own, said in the page's language
+	// (sayNotices) rather than by its English Message.
+	Reason string
+	Params map[string]string
+}
+
+// noticePrefix is where the catalogues keep skrip's own notices (TestCatalogues checks
+// one for each reason).
+const noticePrefix = "run.notice_reason."
+
+// sayNotices puts skrip's own notices among outs in l's words, from their reasons and
+// parameters; a reason l has no message for keeps its English sentence.
+func sayNotices(l *Lang, outs []output) {
+	for i, o := range outs {
+		if o.Kind != contract.KindNotice || o.Reason == "" || !l.Has(noticePrefix+o.Reason) {
+			continue
+		}
+		args := make([]any, 0, 2*len(o.Params))
+		for k, v := range o.Params {
+			args = append(args, reasonParam(k), v)
+		}
+		outs[i].Message = l.T(noticePrefix+o.Reason, args...)
+	}
 }
 
 var (
@@ -144,11 +167,11 @@ func renderUsage(src string) template.HTML {
 func outputs(r store.Run) []output {
 	outs, err := run.OutputsOf(r)
 	if err != nil {
-		return []output{{Kind: contract.KindNotice, Level: contract.LevelError, Message: "The outputs of this run could not be read."}}
+		return []output{{Kind: contract.KindNotice, Level: contract.LevelError, Message: "The outputs of this run could not be read.", Reason: "unreadable"}}
 	}
 	view := make([]output, 0, len(outs))
 	for i, o := range outs {
-		v := output{Kind: o.Kind, Level: o.Level, Message: o.Message, Title: o.Title, Columns: o.Columns, Index: i}
+		v := output{Kind: o.Kind, Level: o.Level, Message: o.Message, Title: o.Title, Columns: o.Columns, Index: i, Reason: o.Reason, Params: o.Params}
 		switch o.Kind {
 		case contract.KindMarkdown:
 			v.HTML = renderMarkdown(o.Markdown)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"strconv"
@@ -97,6 +98,13 @@ type result struct {
 	// Author is the name of the tool's author, whom a crash names as the one who can
 	// mend it (store.DeletedUserName when they were deleted).
 	Author string
+	// Reason is why skrip's side or the user's input failed the run (run.Reason);
+	// Why is it, or the run's error source, in the page's language (reasonText).
+	Reason run.Reason
+	Why    string
+	// Field is the label of the field whose input the tool refused (store.SourceInput),
+	// its name when the form has no such field.
+	Field string
 	// CanCancel: the viewer ran it and it is still queued or running.
 	CanCancel bool
 	// Confirm is a secondary action waiting for the user's confirmation (a post without
@@ -178,11 +186,78 @@ func (r *result) toolError() bool {
 }
 
 // RetryHelps says whether running the same files and choices again may end otherwise:
-// not when the tool answered them with its own message or refused the input, which the
-// same input gets again; it may after a limit, a timeout, the sandbox or a lost worker,
-// and after a crash, which may be the tool's passing trouble.
+// only when skrip's side failed it for a passing reason (the sandbox, a lost worker, a
+// restart: store.SourceRunner). Not after the tool's own message, a refusal of the
+// input, a crash or a broken result (the same input meets the same code), nor after
+// the time or memory limit (the same input needs the same time and memory): those
+// offer to change the input instead (ChangeHelps).
 func (r *result) RetryHelps() bool {
-	return r.Crashed() && r.Run.ErrorSource != store.SourceTool && r.Run.ErrorSource != store.SourceInput
+	if !r.Crashed() || r.Run.ErrorSource != store.SourceRunner || r.Run.Status == store.StatusTimedOut {
+		return false
+	}
+	switch r.Reason.Code {
+	case run.ReasonTimedOut, run.ReasonMemory:
+		return false
+	}
+	return true
+}
+
+// ChangeHelps says whether the page offers "Ändra och kör igen": every failure but one
+// of skrip's passing ones, which offers "Försök igen" instead.
+func (r *result) ChangeHelps() bool { return r.Crashed() && !r.RetryHelps() }
+
+// ToolFault says whether the tool's code is at fault (a crash, or a result that broke
+// the contract): the page names the author and offers the report.
+func (r *result) ToolFault() bool {
+	return r.Run.Status == store.StatusFailed && (r.Run.ErrorSource == store.SourceCrash || r.Run.ErrorSource == store.SourcePolicy || r.Run.ErrorSource == "")
+}
+
+// Limit says which limit stopped the run, "time" or "memory", or "".
+func (r *result) Limit() string {
+	switch {
+	case r.Run.Status == store.StatusTimedOut || r.Reason.Code == run.ReasonTimedOut:
+		return "time"
+	case r.Reason.Code == run.ReasonMemory:
+		return "memory"
+	}
+	return ""
+}
+
+// reasonText is why run rn failed in l's words, from its reason and parameters (the
+// catalogues' run.reason.<code>), or, for a run recorded before reasons were, from its
+// error source (run.reason.source.<source>); "" for the tool's own message, which the
+// page shows as it is.
+func reasonText(l *Lang, rn store.Run, why run.Reason) string {
+	if !retryable(rn.Status) || rn.ErrorSource == store.SourceTool || rn.ErrorSource == store.SourceInput && why.Code == "" {
+		return ""
+	}
+	if id := reasonPrefix + why.Code; why.Code != "" && l.Has(id) {
+		args := make([]any, 0, 2*len(why.Params))
+		for k, v := range why.Params {
+			args = append(args, reasonParam(k), v)
+		}
+		return l.T(id, args...)
+	}
+	if rn.Status == store.StatusTimedOut {
+		return l.T(reasonPrefix + "source.timed_out")
+	}
+	return l.T(reasonPrefix + "source." + cmp.Or(rn.ErrorSource, store.SourceCrash))
+}
+
+// reasonPrefix is where the catalogues keep a run's reasons (TestCatalogues checks one
+// for each of run.Codes and each error source).
+const reasonPrefix = "run.reason."
+
+// reasonParam is a reason's parameter as the catalogues name it: "exit_code" is
+// ExitCode.
+func reasonParam(k string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(k, "_") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
 }
 
 // AuthorGone says whether the tool's author was deleted, so no one by name mends it.
@@ -235,6 +310,12 @@ func (h *Handler) result(r *http.Request, c *call, t store.Tool, rn store.Run) (
 	if vid, ok := sctx.EditorVersion(); ok {
 		res.ReloadURL = "/editor/" + t.Slug + "?version=" + vid
 		res.ToolURL = res.ReloadURL
+	}
+	sayNotices(h.langOf(r), res.Outputs)
+	res.Reason = run.ReasonOf(rn)
+	res.Why = reasonText(h.langOf(r), rn, res.Reason)
+	if res.InputRefused() {
+		res.Field = h.fieldLabel(r, c, rn, res.Reason.Params["field"])
 	}
 	if res.Report, err = h.reportBox(r, c, t, rn); err != nil {
 		return nil, err
@@ -634,4 +715,33 @@ func sameFiles(manifest []run.ManifestFile, kept []session.File) bool {
 		}
 	}
 	return true
+}
+
+// fieldLabel is the label the run form of initial run rn gave field name, from the
+// input schema of the version rn ran (the published one, or the editor's); name itself
+// when that version is no longer at hand, rn is an action run, or no field has it.
+func (h *Handler) fieldLabel(r *http.Request, c *call, rn store.Run, name string) string {
+	if rn.Kind != store.KindInitial {
+		return name
+	}
+	var v store.ToolVersion
+	var err error
+	if sctx, perr := session.ParseContext(rn.Context); perr == nil && sctx.IsEditor() {
+		v, _, err = h.catalog.OwnedVersion(r.Context(), c.User, rn.VersionID)
+	} else {
+		_, v, err = h.catalog.Published(r.Context(), c.User, rn.ToolID)
+	}
+	if err != nil || v.ID != rn.VersionID {
+		return name
+	}
+	schema, err := inputSchema(v)
+	if err != nil {
+		return name
+	}
+	for _, f := range schema {
+		if f.Name == name && f.Label != "" {
+			return f.Label
+		}
+	}
+	return name
 }

@@ -14,7 +14,7 @@ import (
 // outcomeOf is the text of the run page's sentence on how the run ended.
 func outcomeOf(t *testing.T, page string) string {
 	t.Helper()
-	m := regexp.MustCompile(`<p class="error" role="alert" data-outcome>(.*?)</p>`).FindStringSubmatch(page)
+	m := regexp.MustCompile(`<p class="error" role="alert" data-outcome[^>]*>(.*?)</p>`).FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no outcome on the page:\n%s", page)
 	}
@@ -25,7 +25,8 @@ func outcomeOf(t *testing.T, page string) string {
 // the tool's own message from a crash by the run's error_source: a ToolUserError worded
 // as skrip's crash summaries begin is still the tool's message, shown as it is; an
 // exception gets the page's sentence, its summary under the technical details; a
-// ToolUserError without a message says so in the page's language.
+// ToolUserError without a message says so in the page's language; one naming a field
+// is the user's input refused, and the page names the field.
 func TestRunPageReadsErrorSource(t *testing.T) {
 	se := newStepsEnv(t, "ada", "user")
 	ctx := context.Background()
@@ -35,6 +36,8 @@ func TestRunPageReadsErrorSource(t *testing.T) {
 		{"krasch", "def run_tool(i, o):\n    raise ValueError('oops')\n", "crash", crashSentence},
 		{"tyst", "from skrip_toolkit import ToolUserError\ndef run_tool(i, o):\n    raise ToolUserError()\n",
 			"tool", "Verktyget avbröts med ett fel men gav inget meddelande."},
+		{"falt", "from skrip_toolkit import ToolUserError\ndef run_tool(i, o):\n    raise ToolUserError('Ange ett tal mellan 2 och 8.', field='storlek')\n",
+			"input", "Verktyget godtog inte det du angav i fältet ”storlek”. Meddelande från verktyget: Ange ett tal mellan 2 och 8."},
 	}
 	for _, tc := range cases {
 		if _, _, err := se.env.Admin.CreateTool(ctx, tc.slug, tc.slug, "", tc.source, true); err != nil {
@@ -48,19 +51,20 @@ func TestRunPageReadsErrorSource(t *testing.T) {
 		if got := outcomeOf(t, page); got != tc.want {
 			t.Errorf("%s: the page says %q; want %q", tc.slug, got, tc.want)
 		}
-		if tc.from == "crash" && !strings.Contains(page, "<code data-summary>Tool execution failed (ValueError).</code>") {
-			t.Errorf("%s: the crash's summary is not under the technical details:\n%s", tc.slug, page)
+		if tc.from == "crash" && (!strings.Contains(page, "<span data-summary>Verktyget stoppades av ett oväntat fel i sin kod. Felutskriften visar var.</span>") ||
+			strings.Contains(page, "Tool execution failed")) {
+			t.Errorf("%s: the crash's reason is not under the technical details in Swedish, or its English summary shows:\n%s", tc.slug, page)
 		}
-		// Whose the failure is: a crash names the author who can mend it and may be tried
-		// again; the tool's own answer to the input is not tried again as it was, the page
-		// offers to change it instead.
+		// Whose the failure is: a crash names the author who can mend it; neither it nor
+		// the tool's own answer to the input (nor its refusal of a field) is tried again
+		// as it was, which would end the same: the page offers to change the input.
 		retry, change := strings.Contains(page, "data-retry"), strings.Contains(page, "data-change")
 		switch tc.from {
 		case "crash":
-			if !regexp.MustCompile(`<p class="hint" data-whose>Det är verktygets författare, [^,]+, som kan rätta felet`).MatchString(page) || !retry || change {
+			if !regexp.MustCompile(`<p class="hint" data-whose>Det är verktygets författare, [^,]+, som kan rätta felet`).MatchString(page) || retry || !change {
 				t.Errorf("%s: a crash names no author, or offers retry %v, change %v:\n%s", tc.slug, retry, change, page)
 			}
-		case "tool":
+		case "tool", "input":
 			if retry || !change || strings.Contains(page, "data-whose") {
 				t.Errorf("%s: the tool's own message offers retry %v, change %v", tc.slug, retry, change)
 			}

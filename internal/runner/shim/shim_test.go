@@ -223,6 +223,21 @@ def run_tool(input_dir, output_dir):
 			},
 		},
 		{
+			name: "ToolUserError naming a field refuses the user's input",
+			tool: tool{script: "import skrip_toolkit as tk\ndef run_tool(i, o):\n    raise tk.ToolUserError('Filen saknar kolumnen Namn.', field=' klasslista ')\n"},
+			check: func(t *testing.T, r run) {
+				wantFailed(t, r, contract.SourceInput, "Filen saknar kolumnen Namn.")
+				if r.res.ErrorField != "klasslista" {
+					t.Errorf("error_field %q; want klasslista", r.res.ErrorField)
+				}
+			},
+		},
+		{
+			name:  "ToolUserError with an empty field is the tool's own message",
+			tool:  tool{script: "from tool_errors import ToolUserError\ndef run_tool(i, o):\n    raise ToolUserError('Fel.', field='  ')\n"},
+			check: func(t *testing.T, r run) { wantFailed(t, r, contract.SourceTool, "Fel.") },
+		},
+		{
 			name: "a Python subprocess imports the toolkits",
 			tool: tool{script: "import subprocess, sys\ndef run_tool(i, o):\n    return subprocess.run([sys.executable, '-c', 'import skriptoteket_toolkit, tool_errors, pdf_helper, skrip_toolkit; print(skriptoteket_toolkit.read_inputs())'], capture_output=True, text=True, check=True).stdout\n"},
 			check: func(t *testing.T, r run) {

@@ -21,8 +21,9 @@ outcome to SKRIPTOTEKET_RESULT_PATH:
   traceback on stderr; SystemExit and KeyboardInterrupt fail it too.
 
 A failed result says where its error came from in error_source: "tool" for a
-ToolUserError (its message is for the tool's user), "crash" for everything else the shim
-fails the run for. The server decides by it, never by the summary's words.
+ToolUserError (its message is for the tool's user), "input" with error_field for one
+raised with field= (the user's input in that field is refused), "crash" for everything
+else the shim fails the run for. The server decides by it, never by the summary's words.
 
 Values JSON cannot hold become str (NaN and infinities become null); sets become lists
 sorted by their items' JSON, as in the original. If the result still cannot be encoded, a
@@ -137,8 +138,10 @@ def _print_traceback(exc):
 def _run_tool(result, script_path, entrypoint, input_dir, output_dir):
     """Run the tool, recording its outcome in result."""
 
-    def fail(summary, source="crash"):
+    def fail(summary, source="crash", field=None):
         result.update(status="failed", error_summary=summary, error_source=source, outputs=[], next_actions=[])
+        if field:
+            result["error_field"] = field[:200]
         result.pop("state", None)
 
     try:
@@ -148,7 +151,10 @@ def _run_tool(result, script_path, entrypoint, input_dir, output_dir):
         fail(str(e))
         _log(str(e))
     except tool_errors.ToolUserError as e:
-        fail(_user_message(e), "tool")
+        field = getattr(e, "field", None)
+        if not isinstance(field, str):
+            field = None
+        fail(_user_message(e), "input" if field else "tool", field)
     except SystemExit as e:
         fail("Tool execution failed (SystemExit): the tool called exit(%r); return from %s instead." % (e.code, entrypoint))
         _print_traceback(e)

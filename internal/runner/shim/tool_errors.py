@@ -38,8 +38,15 @@ class ToolUserError(Exception):
     Raise it from run_tool (or code it calls): the run fails and the message, stripped,
     becomes the run's error_summary, with no traceback. The message must make sense to the
     user: no stack traces, paths or secrets. ``safe_message`` holds it, as in the original.
+
+    skrip's own addition: ``field="<name>"`` says the user's input in that field of the
+    tool's input schema (or of the action's form) is what the tool refuses, and the
+    message what to change in it. The run then fails as the user's input's fault
+    (error_source "input"), and the page names the field, offers to change it and run
+    again, and offers no "Försök igen": the same input gets the same answer.
     """
 
-    def __init__(self, message=""):
+    def __init__(self, message="", field=None):
         self.safe_message = user_message(message)
+        self.field = field.strip() if isinstance(field, str) and field.strip() else None
         super().__init__(self.safe_message)

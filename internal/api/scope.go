@@ -25,7 +25,7 @@ func routeArea(path string) string {
 	}
 	first, _, _ := strings.Cut(rest, "/")
 	switch first {
-	case "files", "file-versions", "links", "uploads":
+	case "files", "file-versions", "links", "uploads", "upload-links":
 		return account.ScopeFiles
 	case "tools", "tool-versions", "runs", "start_action", "editor", "reports", "categories", "reviews":
 		return account.ScopeRuns

@@ -7,8 +7,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/skrip-dev/skrip/internal/account"
 	"github.com/skrip-dev/skrip/internal/errs"
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/session"
@@ -64,6 +66,14 @@ func (s *Server) jsonRun(w http.ResponseWriter, r *http.Request, in workflow.Ini
 	if len(req.FileKeys) > lim.MaxFiles {
 		return in, errs.New(upload.ErrTooLarge, map[string]any{"field": "file_keys", "limit_files": lim.MaxFiles},
 			"file_keys names %d files; a run takes at most %d", len(req.FileKeys), lim.MaxFiles)
+	}
+	if len(req.FileKeys) > 0 {
+		// Staged files read into a run: the token must reach them, as for a sandbox's
+		// stage (checkAlsoFiles).
+		if c, ok := httpkit.CredentialFrom(r.Context()); ok && !c.Scope.Has(account.ScopeFiles) && !c.Scope.Has(account.ScopeRead) {
+			return in, errs.New(account.ErrScope, map[string]any{"scope": c.Scope.Words(), "needs": []string{account.ScopeFiles, account.ScopeRead}, "field": "file_keys"},
+				"file_keys reaches your staged files, outside this token's scope (%s); a run on staged files needs the scope runs and files (or read)", strings.Join(c.Scope.Words(), ","))
+		}
 	}
 	ownerID := in.User.ID
 	for _, key := range req.FileKeys {

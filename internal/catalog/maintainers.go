@@ -30,11 +30,13 @@ const EditLockTTL = 10 * time.Minute
 
 // Maintains reports whether u maintains t: may edit it, save and publish its versions,
 // try them in the editor's sandbox, unpublish it, and sees its problem reports. That is
-// its maintainers (its author always among them) and every admin. It is the one place
-// this rule lives: Owns, Owned, OwnedVersion and the reports go through it, and the
-// store's queries for "my tools" and for reports follow it.
+// its maintainers (its author always among them) while their role may author, and every
+// admin: a maintainer whose role is lowered to user (by an admin, or by sign-on's role
+// map) changes nothing, through the API as through the web. It is the one place this
+// rule lives: Owns, Owned, OwnedVersion and the reports go through it, and the store's
+// queries for "my tools" and for reports follow it.
 func Maintains(u store.User, t store.Tool) bool {
-	return u.Role == store.RoleAdmin || t.AuthorID == u.ID || slices.Contains(t.MaintainerIDs, u.ID)
+	return u.Role == store.RoleAdmin || CanAuthor(u) && (t.AuthorID == u.ID || slices.Contains(t.MaintainerIDs, u.ID))
 }
 
 // Maintainers lists the maintainers of the tool ref, if u maintains it.

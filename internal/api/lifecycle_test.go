@@ -145,13 +145,16 @@ func TestUserLifecycle(t *testing.T) {
 		if a := call(t, env, "POST", "/api/v1/runs/"+runID+"/report", aliceTok, strings.NewReader(`{"message": "alices report"}`)); a.status != 201 {
 			t.Fatalf("report: %d %s", a.status, a.raw)
 		}
+		if a := call(t, env, "POST", "/api/v1/files/files/inbox/svar.txt/upload-links", aliceTok, strings.NewReader(`{"ttl": "1h"}`)); a.status != 201 {
+			t.Fatalf("upload link: %d %s", a.status, a.raw)
+		}
 		browser := webSession(t, env, "alice", "alice-password")
 		if st, _ := withCookie(t, env, "/account", browser); st != 200 {
 			t.Fatalf("alice's browser before: %d", st)
 		}
 		rows := userRows(t, env, alice.ID)
 		for _, tbl := range []string{"tokens.user_id", "web_sessions.user_id", "tool_settings.user_id", "favourites.user_id", "session_files.user_id", "tool_sessions.user_id",
-			"problem_reports.user_id", "runs.user_id", "file_links.owner_id", "file_versions.owner_id", "files.owner_id", "uploads.owner_id", "sandboxes.owner_id"} {
+			"problem_reports.user_id", "runs.user_id", "file_links.owner_id", "upload_links.owner_id", "upload_links.created_by", "file_versions.owner_id", "files.owner_id", "uploads.owner_id", "sandboxes.owner_id"} {
 			if rows[tbl] == 0 {
 				t.Fatalf("alice has no %s rows to begin with: %v", tbl, rows)
 			}

@@ -103,7 +103,6 @@ func (s *Server) uploadByLink(w http.ResponseWriter, r *http.Request) {
 		httpkit.WriteError(w, r, s.log, err)
 		return
 	}
-	s.ops.Metrics.BytesUploaded.Add(float64(f.Size))
 	httpkit.WriteJSON(w, http.StatusCreated, struct {
 		Name      string `json:"name"`
 		SizeBytes int64  `json:"size_bytes"`

@@ -431,7 +431,7 @@ def run_tool(input_dir, output_dir):
         n, rubrik = rows, inputs.get("rubrik", "rader")
     else:
         n, rubrik = act["state"]["n"] + int(act["input"]["steg"]), act["state"]["rubrik"]
-    with open(os.path.join(output_dir, "summary.txt"), "w") as out:
+    with open(os.path.join(output_dir, "Sammanfattning 7A.txt"), "w") as out:
         out.write("%s: %d\n" % (rubrik, n))
     return {"outputs": [{"kind": "notice", "level": "info", "message": "%d" % n}],
             "next_actions": [{"action_id": "add", "label": "Lägg till", "kind": "form",
@@ -521,7 +521,7 @@ func TestMCPToolsFlow(t *testing.T) {
 	}
 	var got runOut
 	call(t, ctx, cs, "run_get", map[string]any{"run_id": second.RunID, "stage_artifacts": true}, &got)
-	if got.Status != "succeeded" || len(got.Artifacts) != 1 || got.Artifacts[0].FileKey != "files/runs/"+second.RunID+"/summary.txt" || got.Stdout == nil {
+	if got.Status != "succeeded" || len(got.Artifacts) != 1 || got.Artifacts[0].FileKey != "files/runs/"+second.RunID+"/Sammanfattning_7A.txt" || got.Stdout == nil {
 		t.Fatalf("run_get: %+v", got)
 	}
 	var body bytes.Buffer

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skrip-dev/skrip/internal/blob"
 	"github.com/skrip-dev/skrip/internal/client"
 	"github.com/skrip-dev/skrip/internal/contract"
 )
@@ -329,7 +330,7 @@ func (t *tools) getRun(ctx context.Context, _ *mcp.CallToolRequest, in getIn) (*
 			if a.ExpiredAt != nil {
 				continue
 			}
-			key := "files/runs/" + r.RunID + "/" + path.Clean(strings.TrimPrefix(a.Path, "output/"))
+			key := artifactKey(r.RunID, a.Path)
 			if err := t.stageArtifact(ctx, a, key); err != nil {
 				return nil, runOut{}, fmt.Errorf("copying artifact %s to %s: %w", a.Path, key, err)
 			}
@@ -337,6 +338,16 @@ func (t *tools) getRun(ctx context.Context, _ *mcp.CallToolRequest, in getIn) (*
 		}
 	}
 	return nil, out, nil
+}
+
+// artifactKey is where run_get stages an artifact: files/runs/<run>/ and its path under
+// output/, each piece made a key segment ("Grupper 7A.pdf" is Grupper_7A.pdf).
+func artifactKey(runID, p string) string {
+	parts := strings.Split(path.Clean(strings.TrimPrefix(p, "output/")), "/")
+	for i, s := range parts {
+		parts[i] = blob.SafeSegment(s)
+	}
+	return "files/runs/" + blob.SafeSegment(runID) + "/" + strings.Join(parts, "/")
 }
 
 // stageArtifact streams artifact a into the staging area under key; its bytes pass

@@ -139,6 +139,8 @@ var userTables = []struct{ Table, Column string }{
 	{"runs", "user_id"},
 	{"file_links", "owner_id"},
 	{"file_links", "created_by"},
+	{"upload_links", "owner_id"},
+	{"upload_links", "created_by"},
 	{"file_versions", "owner_id"},
 	{"files", "owner_id"},
 	{"uploads", "owner_id"},

@@ -136,7 +136,8 @@ func (h *Handler) versionDiff(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	t, err := h.catalog.Owned(r.Context(), c.User, d.To.ToolID)
+	// A reviewer reads the versions of a review without maintaining the tool.
+	_, t, err := h.catalog.ReadableVersion(r.Context(), c.User, d.To.ID)
 	if err != nil {
 		return err
 	}

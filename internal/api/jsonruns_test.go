@@ -3,6 +3,9 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"net/url"
 	"reflect"
 	"sort"
@@ -162,4 +165,38 @@ func TestJSONRuns(t *testing.T) {
 			t.Fatalf("client RunJSON: %v %s", err, b)
 		}
 	})
+}
+
+// TestJSONRunAtCapCopiesNothing: a user at their runs' cap is refused a JSON run before
+// the server copies any of its staged files (a request of a few bytes must not make it
+// write megabytes for a run it then refuses): here a file whose stored bytes are damaged
+// would fail the copy, and the answer is the cap's 429 instead.
+func TestJSONRunAtCapCopiesNothing(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.RunsPerUser = 1
+	env := apptest.Start(t, cfg)
+	publish(t, env, "sleep", sleepTool)
+	_, ada := env.User(t, "ada", "user")
+	if a := runUpload(t, env, ada.Token, "sleep", nil, nil, `{"s": 60}`, "?wait=0s"); a.status != 202 {
+		t.Fatalf("the run that fills the cap: %d %s", a.status, a.raw)
+	}
+	stage(t, env, ada.Token, "files/stor.csv", "", "a,b\n1,2\n")
+	// Damage the stored bytes: a copy would now fail its checksum.
+	damaged := 0
+	filepath.WalkDir(env.Config.DataDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, "blobs") {
+			if b, _ := os.ReadFile(p); string(b) == "a,b\n1,2\n" {
+				os.WriteFile(p, []byte("x,y\n9,9\n"), 0o644)
+				damaged++
+			}
+		}
+		return nil
+	})
+	if damaged != 1 {
+		t.Fatalf("found %d stored copies of the file to damage", damaged)
+	}
+	a := postJSONRun(t, env, ada.Token, "/api/v1/tools/sleep/runs?wait=0s", `{"inputs": {"s": 1}, "file_keys": ["files/stor.csv"]}`)
+	if a.status != 429 || !strings.Contains(a.raw, "runs_per_user") {
+		t.Fatalf("a JSON run at the cap: %d %s; want 429 before any copy", a.status, a.raw)
+	}
 }

@@ -208,6 +208,20 @@ func (s *Service) Submit(ctx context.Context, req Request) (store.Run, error) {
 	return r, nil
 }
 
+// HoldCopy is for a run whose files the server copies itself (staged files named by
+// key): a request of a few bytes that makes the server write up to the upload caps. It
+// refuses the run when user id has as many runs as one may, and else holds the user's
+// admissions on this node until release, so that one user has one such copy at a time
+// here, however many requests they send at once. Release it before Submit.
+func (s *Service) HoldCopy(ctx context.Context, id string) (release func(), err error) {
+	unlock := s.admits.lock(id)
+	if err := s.admitUser(ctx, id); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
 // admitUser refuses a run of user id when the user has as many runs queued and running
 // as one may, before anything of the run is made (Before is not called). create counts
 // again, exactly, as it inserts the run.

@@ -107,8 +107,15 @@ func (st *Service) Initial(ctx context.Context, in Initial) (store.Run, error) {
 				return run.Request{}, err
 			}
 		} else if len(in.Files) > 0 {
-			var err error
-			if form.Files, err = upload.CopyFiles(ctx, dir, st.runs.UploadLimits(), in.Files); err != nil {
+			// The server copies these bytes itself: one user's copies go one at a time,
+			// and not at all past their runs' cap (HoldCopy).
+			release, err := st.runs.HoldCopy(ctx, in.User.ID)
+			if err != nil {
+				return run.Request{}, err
+			}
+			form.Files, err = upload.CopyFiles(ctx, dir, st.runs.UploadLimits(), in.Files)
+			release()
+			if err != nil {
 				return run.Request{}, err
 			}
 		}

@@ -289,3 +289,44 @@ func TestReviewOff(t *testing.T) {
 		t.Fatalf("a reviewer changing roles: %d %s", a.status, a.raw)
 	}
 }
+
+// TestReviewAmongMaintainers: a tool's co-maintainer reads the review of its version,
+// and a reviewer who maintains the tool does not approve a version they wrote that
+// another maintainer submitted (a review found both).
+func TestReviewAmongMaintainers(t *testing.T) {
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.Review = true
+	env := apptest.Start(t, cfg)
+	_, ada := env.User(t, "ada", "author")
+	_, carl := env.User(t, "carl", "author")
+	_, rita := env.User(t, "rita", "reviewer")
+	_, rolf := env.User(t, "rolf", "reviewer")
+	do := func(method, path, token, body string) answer {
+		t.Helper()
+		return call(t, env, method, path, token, strings.NewReader(body))
+	}
+	if a := do("POST", "/api/v1/tools", ada.Token, `{"slug":"delad","title":"Delad","source":"`+jsonEsc(reviewedTool)+`"}`); a.status != 201 {
+		t.Fatalf("create: %d %s", a.status, a.raw)
+	}
+	for _, who := range []string{"carl", "rita"} {
+		if a := do("POST", "/api/v1/tools/delad/maintainers", ada.Token, `{"user":"`+who+`"}`); a.status >= 300 {
+			t.Fatalf("adding %s: %d %s", who, a.status, a.raw)
+		}
+	}
+	a := do("POST", "/api/v1/tools/delad/versions", rita.Token, `{"source":"`+jsonEsc("# rita\n"+reviewedTool)+`"}`)
+	v := a.body["id"].(string)
+	a = do("POST", "/api/v1/tool-versions/"+v+"/submit", ada.Token, `{}`)
+	if a.status != 201 {
+		t.Fatalf("submit: %d %s", a.status, a.raw)
+	}
+	id := a.body["id"].(string)
+	if a := do("GET", "/api/v1/reviews/"+id, carl.Token, ""); a.status != 200 {
+		t.Fatalf("a co-maintainer reading the review: %d %s", a.status, a.raw)
+	}
+	if a := do("POST", "/api/v1/reviews/"+id+"/approve", rita.Token, ""); a.status != 403 || reasonOf(a) != "own_review" {
+		t.Fatalf("a reviewer approving the version she wrote: %d %s", a.status, a.raw)
+	}
+	if a := do("POST", "/api/v1/reviews/"+id+"/approve", rolf.Token, ""); a.status != 200 {
+		t.Fatalf("another reviewer approving: %d %s", a.status, a.raw)
+	}
+}

@@ -133,13 +133,21 @@ func (s *Service) Submit(ctx context.Context, u store.User, address, id, note st
 }
 
 // Review returns review id if u may see it: reviewers and admins see every review, the
-// tool's author their tool's; anyone else is told there is none.
+// tool's maintainers their tool's; anyone else is told there is none.
 func (s *Service) Review(ctx context.Context, u store.User, id string) (store.Review, error) {
+	none := errs.New(ErrNoReview, map[string]any{"review": id}, "no review %q", id)
 	r, err := s.st.Review(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !MayReview(u) && !Owns(u, store.Tool{AuthorID: r.ToolAuthorID})) {
-		return store.Review{}, errs.New(ErrNoReview, map[string]any{"review": id}, "no review %q", id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Review{}, none
 	}
-	return r, err
+	if err != nil || MayReview(u) {
+		return r, err
+	}
+	t, err := s.st.Tool(ctx, r.ToolID)
+	if err != nil || !Owns(u, t) {
+		return store.Review{}, none
+	}
+	return r, nil
 }
 
 // ReviewStatuses are the statuses a listing may ask for; "all" is every one.
@@ -232,9 +240,16 @@ func (s *Service) decide(ctx context.Context, u store.User, address, id, status,
 	if err != nil {
 		return store.Review{}, err
 	}
-	if r.SubmittedBy == u.ID && u.Role != store.RoleAdmin {
-		return store.Review{}, errs.New(ErrOwnReview, map[string]any{"review": r.ID},
-			"you submitted this version yourself: another reviewer or an admin decides on it")
+	if u.Role != store.RoleAdmin {
+		// Nor a version they wrote and a co-maintainer submitted.
+		v, err := s.st.ToolVersion(ctx, r.VersionID)
+		if err != nil {
+			return store.Review{}, err
+		}
+		if r.SubmittedBy == u.ID || v.CreatedBy == u.ID {
+			return store.Review{}, errs.New(ErrOwnReview, map[string]any{"review": r.ID},
+				"you wrote or submitted this version yourself: another reviewer or an admin decides on it")
+		}
 	}
 	if r.Status != store.ReviewPending {
 		return store.Review{}, errs.New(ErrReviewDecided, map[string]any{"review": r.ID, "status": r.Status}, "review %s is %s already", r.ID, r.Status)

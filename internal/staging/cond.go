@@ -51,6 +51,10 @@ func ParseCond(ifMatch, ifNoneMatch string) (Cond, error) {
 	if c.IfNoneMatch, err = parseTags("If-None-Match", ifNoneMatch); err != nil {
 		return Cond{}, err
 	}
+	// If-None-Match compares weakly (RFC 9110 13.1.2): W/"x" names the file "x" too.
+	for i, t := range c.IfNoneMatch {
+		c.IfNoneMatch[i] = strings.TrimPrefix(t, "W/")
+	}
 	return c, nil
 }
 
@@ -71,8 +75,8 @@ func parseTags(header, v string) ([]string, error) {
 		weak := strings.HasPrefix(t, "W/")
 		tag := strings.TrimPrefix(t, "W/")
 		if len(tag) < 2 || tag[0] != '"' || tag[len(tag)-1] != '"' || strings.ContainsAny(tag[1:len(tag)-1], "\" \t") {
-			return nil, errs.New(ErrInvalid, map[string]any{"field": header, "value": v},
-				`%s %q is not "*" or a list of quoted ETags such as "1f2e…" (the ETag a GET of the file gave)`, header, v)
+			return nil, errs.New(ErrInvalid, map[string]any{"field": header, "value": shortHeader(v)},
+				`%s %q is not "*" or a list of quoted ETags such as "1f2e…" (the ETag a GET of the file gave)`, header, shortHeader(v))
 		}
 		if len(out) == maxCondTags {
 			return nil, errs.New(ErrInvalid, map[string]any{"field": header, "limit": maxCondTags},
@@ -85,10 +89,18 @@ func parseTags(header, v string) ([]string, error) {
 		out = append(out, tag)
 	}
 	if len(out) == 0 {
-		return nil, errs.New(ErrInvalid, map[string]any{"field": header, "value": v},
-			`%s %q names no ETag; send "*" or a quoted ETag`, header, v)
+		return nil, errs.New(ErrInvalid, map[string]any{"field": header, "value": shortHeader(v)},
+			`%s %q names no ETag; send "*" or a quoted ETag`, header, shortHeader(v))
 	}
 	return out, nil
+}
+
+// shortHeader is a header's value as a refusal quotes it: at most 100 bytes.
+func shortHeader(v string) string {
+	if len(v) <= 100 {
+		return v
+	}
+	return strings.ToValidUTF8(v[:100], "") + "…"
 }
 
 // IsZero reports whether c holds for anything.

@@ -31,6 +31,8 @@ func TestCond(t *testing.T) {
 		{"", "*", Cond{IfNoneMatch: []string{"*"}}, "If-None-Match", ""},
 		{"", `"a1b2c3"`, Cond{IfNoneMatch: []string{`"a1b2c3"`}}, "If-None-Match", ""},
 		{"", `"zz"`, Cond{IfNoneMatch: []string{`"zz"`}}, "", ""},
+		// If-None-Match compares weakly: a weak tag of the file is the file.
+		{"", `W/"a1b2c3"`, Cond{IfNoneMatch: []string{`"a1b2c3"`}}, "If-None-Match", ""},
 		{"*", `"zz"`, Cond{IfMatch: []string{"*"}, IfNoneMatch: []string{`"zz"`}}, "", "If-Match"},
 	} {
 		c, err := ParseCond(tc.ifMatch, tc.ifNoneMatch)

@@ -1,9 +1,12 @@
 package api_test
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
 )
@@ -52,7 +55,8 @@ func TestUploadLinks(t *testing.T) {
 		if a := send(t, env, "GET", "/api/v1/files/files/inlamning/uppsats.pdf", other.Token, "", nil); a.status != 404 {
 			t.Fatalf("another user sees the file: %d", a.status)
 		}
-		// The last use: of several at once, one stores.
+		// The last use: of several at once, one stores; the others find the link busy
+		// (409) or, once it stored, used (410).
 		var wg sync.WaitGroup
 		codes := make([]int, 4)
 		for i := range codes {
@@ -68,7 +72,7 @@ func TestUploadLinks(t *testing.T) {
 			switch c {
 			case 201:
 				won++
-			case 410:
+			case 409, 410:
 			default:
 				t.Errorf("a racing upload got %d", c)
 			}
@@ -153,4 +157,51 @@ func fetchBody(t *testing.T, env *apptest.Env, linkURL, ctype, body string) answ
 		t.Fatalf("link URL %s is not on the server %s", linkURL, env.URL)
 	}
 	return send(t, env, "PUT", path, "", ctype, strings.NewReader(body))
+}
+
+// TestUploadLinkOneAtATime: while a file streams through a link, another upload through
+// it waits its turn (409, Retry-After), so that two never see the same room in the
+// owner's quota; once the first ends, the next goes through.
+func TestUploadLinkOneAtATime(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	_, u := env.User(t, "ulla", "user")
+	a := send(t, env, "POST", "/api/v1/files/files/inbox.txt/upload-links", u.Token, "application/json", strings.NewReader(`{"ttl": "1h", "uses": 5}`))
+	url, _ := a.body["url"].(string)
+	pr, pw := io.Pipe()
+	first := make(chan int)
+	go func() {
+		req, _ := http.NewRequest("PUT", url, pr)
+		req.Header.Set("Content-Type", "text/plain")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	pw.Write([]byte("första raden\n"))
+	// The first upload holds the link once its use is taken (the owner sees it used).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l := send(t, env, "GET", "/api/v1/upload-links", u.Token, "", nil)
+		if strings.Contains(l.raw, `"used":1`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the streaming upload never took its use: %s", l.raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if b := fetchBody(t, env, url, "text/plain", "andra"); b.status != 409 || !strings.Contains(b.raw, "upload_link_busy") || b.header.Get("Retry-After") == "" {
+		t.Fatalf("an upload beside a streaming one: %d %s", b.status, b.raw)
+	}
+	pw.Write([]byte("sista raden\n"))
+	pw.Close()
+	if code := <-first; code != 201 {
+		t.Fatalf("the streaming upload: %d", code)
+	}
+	if b := fetchBody(t, env, url, "text/plain", "tredje"); b.status != 201 {
+		t.Fatalf("an upload after it: %d %s", b.status, b.raw)
+	}
 }

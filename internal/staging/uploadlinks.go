@@ -29,7 +29,13 @@ var (
 	ErrUploadType = errors.New("upload type refused")
 	// ErrUploadLinkUsed means an upload link has taken all the uploads it allows (410).
 	ErrUploadLinkUsed = errors.New("upload link used")
+	// ErrUploadLinkBusy means another upload streams through the link now (409).
+	ErrUploadLinkBusy = errors.New("upload link busy")
 )
+
+// uploadLinkBusy is how long one upload through a link keeps others out at most: one
+// that takes longer (or whose server died) lets the next in after it.
+const uploadLinkBusy = 15 * time.Minute
 
 // UploadTokenPrefix starts every upload link token.
 const UploadTokenPrefix = "sku_"
@@ -185,23 +191,31 @@ func (s *Service) ReceiveByLink(ctx context.Context, token string, in LinkUpload
 		return store.File{}, errs.New(ErrUploadType, map[string]any{"content_type": ct, "allowed": l.ContentTypes},
 			"%s is %s; this link takes only %s", name, ct, strings.Join(l.ContentTypes, ", "))
 	}
-	ok, err := s.st.ReserveUploadLinkUse(ctx, l.ID, s.now())
+	now := s.now()
+	ok, err := s.st.ReserveUploadLinkUse(ctx, l.ID, now, now.Add(uploadLinkBusy))
 	if err != nil {
 		return store.File{}, err
 	}
 	if !ok {
-		if cur, err := s.st.UploadLinkByToken(ctx, l.TokenHash); err != nil || !cur.ExpiresAt.After(s.now()) {
+		cur, err := s.st.UploadLinkByToken(ctx, l.TokenHash)
+		switch {
+		case err != nil || !cur.ExpiresAt.After(s.now()):
 			return store.File{}, LinkGone()
+		case cur.Used < cur.Uses:
+			// One upload at a time: uploads racing each other would each see the same
+			// room in the owner's quota.
+			return store.File{}, errs.New(ErrUploadLinkBusy, nil,
+				"another upload through this link is under way; send the file again when it is done").Retry(5 * time.Second)
 		}
 		return store.File{}, errs.New(ErrUploadLinkUsed, map[string]any{"uses": l.Uses},
 			"this upload link has been used: it takes %d upload(s), and no more; ask whoever sent it for a new one", l.Uses)
 	}
 	f, err := s.Receive(ctx, Intake{OwnerID: l.OwnerID, Key: l.Key, Name: name, ContentType: ct, Size: in.Size},
 		&capped{r: body, left: l.MaxBytes, over: func(n int64) error { return linkTooLarge(l, name, n) }})
+	if rerr := s.st.EndUploadLinkUse(context.WithoutCancel(ctx), l.ID, err == nil); rerr != nil {
+		s.log.Warn("ending an upload through a link", "link", l.ID, "error", rerr)
+	}
 	if err != nil {
-		if rerr := s.st.ReturnUploadLinkUse(context.WithoutCancel(ctx), l.ID); rerr != nil {
-			s.log.Warn("giving back an upload link's use", "link", l.ID, "error", rerr)
-		}
 		return store.File{}, err
 	}
 	return f, nil

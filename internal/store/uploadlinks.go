@@ -71,11 +71,13 @@ func (s *Store) UploadLinkByToken(ctx context.Context, tokenHash string) (Upload
 	return l, nil
 }
 
-// ReserveUploadLinkUse takes one use of link id for an upload, if at now it has not
-// expired and a use is left. It is one conditional UPDATE: of uploads racing on several
-// API nodes for the last use, one gets it. It reports whether this one did.
-func (s *Store) ReserveUploadLinkUse(ctx context.Context, id string, now time.Time) (bool, error) {
-	res, err := s.exec(ctx, "UPDATE upload_links SET used = used + 1 WHERE id = ? AND expires_at > ? AND used < uses", id, ms(now))
+// ReserveUploadLinkUse takes one use of link id for an upload that may stream until
+// busy, if at now it has not expired, a use is left and no other upload streams through
+// it. It is one conditional UPDATE: of uploads racing on several API nodes, one gets it.
+// It reports whether this one did.
+func (s *Store) ReserveUploadLinkUse(ctx context.Context, id string, now, busy time.Time) (bool, error) {
+	res, err := s.exec(ctx, "UPDATE upload_links SET used = used + 1, busy_until = ? WHERE id = ? AND expires_at > ? AND used < uses AND busy_until <= ?",
+		ms(busy), id, ms(now), ms(now))
 	if err != nil {
 		return false, fmt.Errorf("reserving a use of upload link %s: %w", id, err)
 	}
@@ -83,10 +85,15 @@ func (s *Store) ReserveUploadLinkUse(ctx context.Context, id string, now time.Ti
 	return n == 1, nil
 }
 
-// ReturnUploadLinkUse gives back a use of link id whose upload stored nothing.
-func (s *Store) ReturnUploadLinkUse(ctx context.Context, id string) error {
-	if _, err := s.exec(ctx, "UPDATE upload_links SET used = used - 1 WHERE id = ? AND used > 0", id); err != nil {
-		return fmt.Errorf("giving back a use of upload link %s: %w", id, err)
+// EndUploadLinkUse frees link id for the next upload once one has ended, giving its use
+// back when it stored nothing.
+func (s *Store) EndUploadLinkUse(ctx context.Context, id string, stored bool) error {
+	back := 1
+	if stored {
+		back = 0
+	}
+	if _, err := s.exec(ctx, "UPDATE upload_links SET used = CASE WHEN used >= ? THEN used - ? ELSE 0 END, busy_until = 0 WHERE id = ?", back, back, id); err != nil {
+		return fmt.Errorf("ending an upload through link %s: %w", id, err)
 	}
 	return nil
 }

@@ -13,7 +13,10 @@ CREATE TABLE upload_links (
     max_bytes     BIGINT NOT NULL,
     content_types TEXT NOT NULL DEFAULT '[]',
     uses          BIGINT NOT NULL,
-    used          BIGINT NOT NULL DEFAULT 0
+    used          BIGINT NOT NULL DEFAULT 0,
+    -- While an upload streams through the link, until when no other may (ms): one at
+    -- a time, so that uploads racing each other never see the same room in the quota.
+    busy_until    BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX upload_links_owner ON upload_links (owner_id, created_at);
 CREATE INDEX upload_links_expires ON upload_links (expires_at);

@@ -33,7 +33,9 @@ func TestRunsPerUserAndTurns(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				a := runUpload(t, env, ada.Token, "sleep", nil, nil, `{"s": 1}`, "?wait=0s")
+				// Each run lasts 3 s, so that none ends (and frees a place) while the 70
+				// are still being admitted on a loaded machine.
+				a := runUpload(t, env, ada.Token, "sleep", nil, nil, `{"s": 3}`, "?wait=0s")
 				mu.Lock()
 				defer mu.Unlock()
 				switch {

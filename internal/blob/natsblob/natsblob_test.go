@@ -534,7 +534,7 @@ func TestExistingBucketLeftAlone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c := fresh.CachedInfo().Config; c.Replicas != 1 || c.MaxBytes != 32<<20 || c.Description != "skrip file bytes" {
+			if c := fresh.CachedInfo().Config; c.Replicas != 1 || c.MaxBytes != 32<<20 || c.Description != "skrip: file bytes" {
 				t.Fatalf("created bucket: %+v", c)
 			}
 		})

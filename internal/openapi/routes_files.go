@@ -52,8 +52,8 @@ func fileRoutes() []Route {
 
 		// Resumable uploads: the tus 1.0 protocol (tus.io); its headers are the protocol's.
 		{Method: "POST", Path: "/api/v1/uploads/{$}", Summary: "Create a resumable upload (tus creation, creation-with-upload).",
-			Params: []Param{Header("Upload-Length", ""), Header("Upload-Metadata", "key, filename, filetype, ttl"), Header("Tus-Resumable", "")},
-			Body:   &Body{Raw: true, Optional: true, Media: "application/offset+octet-stream"},
+			Params:  []Param{Header("Upload-Length", ""), Header("Upload-Metadata", "key, filename, filetype, ttl"), Header("Tus-Resumable", "")},
+			Body:    &Body{Raw: true, Optional: true, Media: "application/offset+octet-stream"},
 			Answers: []Answer{{Status: 201, Headers: []string{"Location", "Upload-Offset"}}},
 			Errors:  []int{409, 412, 413, 507}},
 		{Method: "OPTIONS", Path: "/api/v1/uploads/", Auth: Public, Summary: "tus discovery: version, extensions, size limit.",

@@ -12,7 +12,7 @@ func sandboxRoutes() []Route {
 		{Method: "GET", Path: "/api/v1/sandboxes/{id}", Summary: "Show a sandbox.", Answers: []Answer{OK(wire.Sandbox{})}, Errors: []int{410}},
 		{Method: "DELETE", Path: "/api/v1/sandboxes/{id}", Summary: "Destroy a sandbox.", Answers: []Answer{NoContent()}},
 		{Method: "POST", Path: "/api/v1/sandboxes/{id}/exec", Summary: "Run a command in a sandbox (Accept: application/x-ndjson streams it).",
-			Body: JSON(wire.ExecRequest{}),
+			Body:    JSON(wire.ExecRequest{}),
 			Answers: []Answer{{Status: 200, JSON: wire.ExecResult{}, Media: wire.ExecNDJSON}}, Errors: []int{409, 410, 413}},
 		{Method: "PUT", Path: "/api/v1/sandboxes/{id}/fs/{path...}", Summary: "Write a file into the workspace.", Body: Raw(),
 			Answers: []Answer{Created(wire.Written{})}, Errors: []int{409, 410, 413, 507}},

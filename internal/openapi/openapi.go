@@ -170,6 +170,10 @@ func Document(routes []Route, reasons []string, version string) ([]byte, error) 
 					"type": "http", "scheme": "bearer",
 					"description": "An API token (skr_…): Authorization: Bearer <token>.",
 				},
+				"session": map[string]any{
+					"type": "apiKey", "in": "cookie", "name": "skrip_session",
+					"description": "The web's sign-in cookie; a request that changes something also needs the page's anti-forgery header (docs/api.md \"Authentication\").",
+				},
 			},
 		},
 	}
@@ -215,7 +219,7 @@ func operation(g *reflector, r Route) map[string]any {
 		op["parameters"] = params
 	}
 	if r.Auth == Bearer {
-		op["security"] = []any{map[string]any{"token": []string{}}}
+		op["security"] = []any{map[string]any{"token": []string{}}, map[string]any{"session": []string{}}}
 	} else {
 		op["security"] = []any{}
 	}

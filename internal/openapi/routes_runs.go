@@ -16,6 +16,7 @@ type RunRequest struct {
 // runRoutes are runs and problem reports (docs/spec.md §5, §6).
 func runRoutes() []Route {
 	runBody := Multipart(Field{Name: "files", File: true, Many: true}, Field{Name: "inputs", Desc: "a JSON object"})
+	runBody.Optional = true // no body: a run without inputs or files
 	runBody.JSON = RunRequest{}
 	return []Route{
 		{Method: "POST", Path: "/api/v1/tools/{tool}/runs", Summary: "Run a tool's published version: 201 with the run once over, 202 while it runs.",

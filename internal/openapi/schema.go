@@ -71,13 +71,13 @@ func (g *reflector) schema(t reflect.Type, answer bool) map[string]any {
 		if t.Elem().Kind() == reflect.Uint8 {
 			return map[string]any{"type": "string", "contentEncoding": "base64"}
 		}
-		return map[string]any{"type": "array", "items": g.schema(t.Elem(), answer)}
+		return orNull(map[string]any{"type": "array", "items": g.schema(t.Elem(), answer)}, !answer)
 	case reflect.Map:
 		s := map[string]any{"type": "object"}
 		if t.Elem().Kind() != reflect.Interface {
 			s["additionalProperties"] = g.schema(t.Elem(), answer)
 		}
-		return s
+		return orNull(s, !answer)
 	case reflect.Struct:
 		if t.Name() == "" {
 			return g.object(t, answer)
@@ -148,6 +148,15 @@ func (g *reflector) fields(t reflect.Type, answer bool, props map[string]any, re
 			*required = append(*required, name)
 		}
 	}
+}
+
+// orNull is s, nullable when null is true: a request may send null for a map or a
+// slice, which the server's decoder reads as empty.
+func orNull(s map[string]any, null bool) map[string]any {
+	if null {
+		return nullable(s)
+	}
+	return s
 }
 
 // nullable is s, or null.

@@ -69,8 +69,19 @@ func (c *Checker) Wrap(h http.Handler, fail func(format string, args ...any)) ht
 		if rest != "" {
 			vr.URL = escapeRest(r.URL, rest)
 		}
+		// A body without a type: the server reads a JSON-only route's body as JSON
+		// whatever its type, and anything else as bytes (RFC 9110 §8.3).
+		ct := r.Header.Get("Content-Type")
+		hasBody := r.ContentLength > 0 || len(r.TransferEncoding) > 0
+		if ct == "" && hasBody {
+			ct = "application/octet-stream"
+			if b := route.Body; b != nil && b.JSON != nil && b.Multipart == nil && !b.Raw {
+				ct = "application/json"
+			}
+			vr.Header.Set("Content-Type", ct)
+		}
 		checkBody := false
-		if isJSON(r.Header.Get("Content-Type")) && r.Body != nil && r.Body != http.NoBody {
+		if isJSON(ct) && r.Body != nil && r.Body != http.NoBody {
 			kept, _ := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 			r.Body = readCloser{io.MultiReader(bytes.NewReader(kept), r.Body), r.Body}
 			if len(kept) <= maxBody {
@@ -81,11 +92,6 @@ func (c *Checker) Wrap(h http.Handler, fail func(format string, args ...any)) ht
 		if !checkBody {
 			vr.Body = http.NoBody
 		}
-		if vr.Header.Get("Content-Type") == "" && (r.ContentLength > 0 || len(r.TransferEncoding) > 0) {
-			// A body without a type is bytes (RFC 9110 §8.3), which is what the
-			// document says a raw upload takes.
-			vr.Header.Set("Content-Type", "application/octet-stream")
-		}
 		rec := &recorder{ResponseWriter: w, status: 0}
 		h.ServeHTTP(rec, r)
 		status := rec.status
@@ -93,7 +99,7 @@ func (c *Checker) Wrap(h http.Handler, fail func(format string, args ...any)) ht
 			status = http.StatusOK
 		}
 		where := fmt.Sprintf("%s %s (route %s %s) answered %d", r.Method, r.URL.RequestURI(), route.Method, path, status)
-		if status < 400 && (checkBody || !isJSON(r.Header.Get("Content-Type"))) {
+		if status < 400 && (checkBody || !isJSON(ct)) {
 			if ok, errs := c.v.ValidateHttpRequestWithPathItem(vr, item, path); !ok {
 				fail("openapi: %s: the request does not match the document: %s", where, describe(errs))
 			}

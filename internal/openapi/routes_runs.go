@@ -28,7 +28,7 @@ func runRoutes() []Route {
 		{Method: "GET", Path: "/api/v1/runs/{run}", Summary: "Show a run, waiting up to ?wait= for its end.",
 			Params: []Param{waitParam()}, Answers: []Answer{OK(wire.Run{})}},
 		{Method: "GET", Path: "/api/v1/runs/{run}/artifacts/{path...}", Summary: "Stream a file the run left in output/.",
-			Params: []Param{Header("Range", "")}, Answers: []Answer{Bytes(200, fileHeaders...), Bytes(206, fileHeaders...)}, Errors: []int{416}},
+			Params: []Param{Header("Range", "")}, Answers: []Answer{Bytes(200, fileHeaders()...), Bytes(206, fileHeaders()...)}, Errors: []int{416}},
 		{Method: "POST", Path: "/api/v1/runs/{run}/cancel", Summary: "Cancel a run.", Answers: []Answer{OK(wire.Run{}), Accepted(wire.Run{})}},
 		{Method: "GET", Path: "/api/v1/runs/{run}/events", Summary: "Server-sent events: status changes and output lines until the run ends.",
 			Answers: []Answer{{Status: 200, Media: "text/event-stream"}}},

@@ -16,7 +16,8 @@ import (
 // once, where it is defined.
 //
 // A type is described twice when it is both sent and received: as an answer (answer
-// true), whose fields are required unless omitted when empty, and as a request body,
+// true), whose fields are required unless omitted when empty, and as a request body
+// (named with a Request suffix),
 // whose fields a client may leave out (the server's decoder takes missing fields as
 // zero). Both refuse fields they do not name, as the server's decoder does.
 type reflector struct {
@@ -97,8 +98,11 @@ func (g *reflector) component(t reflect.Type, answer bool) string {
 	if pkg := t.PkgPath(); !strings.HasSuffix(pkg, "/wire") {
 		n = pkg[strings.LastIndex(pkg, "/")+1:] + "." + n
 	}
-	if !answer {
+	if !answer && !strings.HasSuffix(n, "Request") {
 		n += "Request"
+	}
+	if _, taken := g.components[n]; taken {
+		n += "Input" // an XRequest type that is also an answer
 	}
 	g.names[k] = n
 	g.components[n] = map[string]any{} // a type that refers to itself finds its name

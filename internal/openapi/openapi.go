@@ -87,7 +87,7 @@ type Answer struct {
 // Routes is the whole table.
 func Routes() []Route {
 	var out []Route
-	for _, part := range [][]Route{opsRoutes(), accountRoutes(), fileRoutes(), toolRoutes(), runRoutes(), sessionRoutes(), sandboxRoutes(), pendingRoutes()} {
+	for _, part := range [][]Route{opsRoutes(), accountRoutes(), fileRoutes(), toolRoutes(), runRoutes(), sessionRoutes(), sandboxRoutes(), reviewRoutes()} {
 		out = append(out, part...)
 	}
 	return out

@@ -6,18 +6,11 @@ func waitParam() Param {
 	return Query("wait", "how long to wait for the run to end (a Go duration, at most 10m)")
 }
 
-// RunRequest is the application/json body of a run (docs/spec.md §5): its inputs, and
-// staged files to use as its uploads.
-type RunRequest struct {
-	Inputs   map[string]any `json:"inputs"`
-	FileKeys []string       `json:"file_keys,omitempty"`
-}
-
 // runRoutes are runs and problem reports (docs/spec.md §5, §6).
 func runRoutes() []Route {
 	runBody := Multipart(Field{Name: "files", File: true, Many: true}, Field{Name: "inputs", Desc: "a JSON object"})
 	runBody.Optional = true // no body: a run without inputs or files
-	runBody.JSON = RunRequest{}
+	runBody.JSON = wire.RunRequest{}
 	return []Route{
 		{Method: "POST", Path: "/api/v1/tools/{tool}/runs", Summary: "Run a tool's published version: 201 with the run once over, 202 while it runs.",
 			Params: []Param{waitParam()}, Body: runBody,

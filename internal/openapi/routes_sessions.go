@@ -6,6 +6,7 @@ import "github.com/skrip-dev/skrip/internal/wire"
 func sessionRoutes() []Route {
 	runBody := Multipart(Field{Name: "files", File: true, Many: true}, Field{Name: "inputs", Desc: "a JSON object"})
 	runBody.Optional = true // no body: a run without inputs or files
+	runBody.JSON = wire.RunRequest{}
 	return []Route{
 		{Method: "POST", Path: "/api/v1/start_action", Summary: "Take a next action of a session's latest run.",
 			Params: []Param{waitParam()}, Body: JSON(wire.ActionRequest{}),

@@ -13,7 +13,8 @@ import (
 // omitempty or omitzero is required in an answer, a pointer may be null, time.Time is a
 // date-time string, json.RawMessage and interfaces are any JSON, maps are objects and
 // slices arrays. Each named struct becomes one component, so a wire type is described
-// once, where it is defined.
+// once, where it is defined. A field tagged openapi:"nullable" may also be null (a
+// nil slice, which encoding/json writes as null).
 //
 // A type is described twice when it is both sent and received: as an answer (answer
 // true), whose fields are required unless omitted when empty, and as a request body
@@ -148,6 +149,10 @@ func (g *reflector) fields(t reflect.Type, answer bool, props map[string]any, re
 			name = f.Name
 		}
 		props[name] = g.schema(f.Type, answer)
+		if f.Tag.Get("openapi") == "nullable" {
+			// A nil slice the server writes as null (wire says where).
+			props[name] = nullable(props[name].(map[string]any))
+		}
 		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
 			*required = append(*required, name)
 		}

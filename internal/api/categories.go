@@ -10,7 +10,7 @@ import (
 
 // The home page's routes: categories (admins manage them, authors propose them through
 // a tool's categories) and each user's favourite tools.
-func (s *Server) registerCatalogue(m *http.ServeMux) {
+func (s *Server) registerCatalogue(m Mux) {
 	m.Handle("GET /api/v1/categories", s.authed(s.listCategories))
 	m.Handle("POST /api/v1/categories", s.authed(s.createCategory))
 	m.Handle("PATCH /api/v1/categories/{category}", s.authed(s.updateCategory))

@@ -18,7 +18,7 @@ const CLILoginPage = "/cli/login"
 
 // registerCLILogins adds the device authorization routes of `skrip login`; neither takes
 // a token (docs/api.md "CLI login").
-func (s *Server) registerCLILogins(m *http.ServeMux) {
+func (s *Server) registerCLILogins(m Mux) {
 	m.Handle("POST /api/v1/cli/logins", s.anonymous(s.startCLILogin))
 	m.Handle("POST /api/v1/cli/logins/token", s.anonymous(s.pollCLILogin))
 }

@@ -17,7 +17,7 @@ import (
 
 // registerLifecycle adds the routes of a user's life after creation (SPEC §2 "Users"):
 // disable, enable, delete, export, invitations and the audit log.
-func (s *Server) registerLifecycle(m *http.ServeMux) {
+func (s *Server) registerLifecycle(m Mux) {
 	m.Handle("GET /api/v1/users/{id}", s.authed(s.getUser))
 	m.Handle("DELETE /api/v1/users/{id}", s.authed(s.deleteUser))
 	m.Handle("POST /api/v1/users/{id}/disable", s.authed(s.setUserState(false)))

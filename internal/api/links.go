@@ -22,7 +22,7 @@ import (
 // linkPath is where a link's token is served.
 const linkPath = "/s/"
 
-func (s *Server) registerLinks(m *http.ServeMux) {
+func (s *Server) registerLinks(m Mux) {
 	// A pattern cannot go on after {key...}, so the …/links routes are found by the file
 	// routes' handlers below.
 	m.Handle("POST /api/v1/files/{key...}", s.authed(s.postFileSub))

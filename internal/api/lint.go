@@ -12,7 +12,7 @@ import (
 )
 
 // registerLint adds the editor's checks as you type: the linter and the completions.
-func (s *Server) registerLint(m *http.ServeMux) {
+func (s *Server) registerLint(m Mux) {
 	m.Handle("POST /api/v1/editor/lint", s.authed(s.lint))
 	m.Handle("GET /api/v1/editor/hints", s.authed(s.editorHints))
 }

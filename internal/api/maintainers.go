@@ -12,7 +12,7 @@ import (
 // A tool's maintainers (docs/api.md "Maintainers"): they may do to the tool what its
 // author may. Listing, adding and removing are for its maintainers and admins; the
 // catalog holds the rules.
-func (s *Server) registerMaintainers(m *http.ServeMux) {
+func (s *Server) registerMaintainers(m Mux) {
 	m.Handle("GET /api/v1/tools/{tool}/maintainers", s.authed(s.listMaintainers))
 	m.Handle("POST /api/v1/tools/{tool}/maintainers", s.authed(s.addMaintainer))
 	m.Handle("DELETE /api/v1/tools/{tool}/maintainers", s.authed(s.removeMaintainer))

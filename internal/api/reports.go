@@ -14,7 +14,7 @@ import (
 
 // registerReports adds the routes of problem reports (docs/api.md "Problem reports"):
 // a run's owner reports it, and the tool's maintainers list and close the reports.
-func (s *Server) registerReports(m *http.ServeMux) {
+func (s *Server) registerReports(m Mux) {
 	m.Handle("POST /api/v1/runs/{run}/report", s.authed(s.reportRun))
 	m.Handle("GET /api/v1/reports", s.authed(s.listReports))
 	m.Handle("GET /api/v1/reports/{id}", s.authed(s.getReport))

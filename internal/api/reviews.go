@@ -14,7 +14,7 @@ import (
 // registerReviews adds the routes of review before publishing (docs/api.md "Review
 // before publishing"): an author submits a version, reviewers and admins list the
 // queue and decide.
-func (s *Server) registerReviews(m *http.ServeMux) {
+func (s *Server) registerReviews(m Mux) {
 	m.Handle("POST /api/v1/tool-versions/{version}/submit", s.authed(s.submitVersion))
 	m.Handle("GET /api/v1/reviews", s.authed(s.listReviews))
 	m.Handle("GET /api/v1/reviews/{id}", s.authed(s.getReview))

@@ -18,6 +18,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/janitor"
 	"github.com/skrip-dev/skrip/internal/lifecycle"
 	"github.com/skrip-dev/skrip/internal/metrics"
+	"github.com/skrip-dev/skrip/internal/openapi"
 	"github.com/skrip-dev/skrip/internal/resumable"
 	"github.com/skrip-dev/skrip/internal/run"
 	"github.com/skrip-dev/skrip/internal/sandbox"
@@ -78,15 +79,23 @@ func RegisterOps(m *http.ServeMux, ops Ops, log *slog.Logger) {
 	(&Server{ops: ops, log: log}).registerOps(m)
 }
 
-func (s *Server) registerOps(m *http.ServeMux) {
+func (s *Server) registerOps(m Mux) {
 	m.HandleFunc("GET /healthz", s.healthz)
 	m.HandleFunc("GET /readyz", s.readyz)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.ops.Metrics.Registry, promhttp.HandlerOpts{}))
 }
 
+// Mux is where the API registers its routes: an *http.ServeMux, or in a test a recorder
+// of the patterns (TestEveryRouteDocumented checks each is in the OpenAPI document).
+type Mux interface {
+	Handle(pattern string, handler http.Handler)
+	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
+}
+
 // Register adds the API's routes to m.
-func (s *Server) Register(m *http.ServeMux) {
+func (s *Server) Register(m Mux) {
 	s.registerOps(m)
+	m.HandleFunc("GET /api/v1/openapi.json", s.openAPI)
 
 	m.Handle("GET /api/v1/me", s.authed(s.me))
 	m.Handle("GET /api/v1/users", s.authed(s.listUsers))
@@ -227,4 +236,16 @@ func (s *Server) cleanup(w http.ResponseWriter, r *http.Request, u store.User) e
 	}
 	httpkit.WriteJSON(w, http.StatusOK, wire.Cleanup{Removed: removed})
 	return nil
+}
+
+// openAPI serves the OpenAPI 3.1 document of the API (docs/api.md "OpenAPI"), made from
+// the route table and the wire types.
+func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
+	doc, err := openapi.Document(openapi.Routes(), httpkit.DetailReasons(), s.ops.Version)
+	if err != nil {
+		httpkit.WriteError(w, r, s.log, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(doc)
 }

@@ -13,7 +13,7 @@ import (
 // registerTokens adds the routes of API tokens and of the caller's browser sign-ins
 // (docs/api.md "Tokens" and "Web sessions"). POST /api/v1/users/{id}/tokens is in the
 // users' list.
-func (s *Server) registerTokens(m *http.ServeMux) {
+func (s *Server) registerTokens(m Mux) {
 	m.Handle("GET /api/v1/tokens", s.authed(s.listTokens))
 	m.Handle("DELETE /api/v1/tokens/{id}", s.authed(s.revokeToken))
 	m.Handle("GET /api/v1/me/sessions", s.authed(s.listWebSessions))

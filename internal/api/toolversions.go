@@ -13,7 +13,7 @@ import (
 // A tool's versions (docs/api.md "Tool versions"): the list with notes, the syntax check
 // and the latest sandbox run of each, the diff of two versions, and restoring an old one.
 
-func (s *Server) registerToolVersions(m *http.ServeMux) {
+func (s *Server) registerToolVersions(m Mux) {
 	m.Handle("GET /api/v1/tools/{tool}/versions", s.authed(s.listToolVersions))
 	m.Handle("GET /api/v1/tool-versions/{version}/diff", s.authed(s.diffVersions))
 	m.Handle("POST /api/v1/tool-versions/{version}/restore", s.authed(s.restoreVersion))

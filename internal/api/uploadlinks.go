@@ -18,7 +18,7 @@ import (
 // UploadLinkPath is where an upload link's token is served.
 const UploadLinkPath = "/u/"
 
-func (s *Server) registerUploadLinks(m *http.ServeMux) {
+func (s *Server) registerUploadLinks(m Mux) {
 	// POST /api/v1/files/{key}/upload-links is found by postFileSub.
 	m.Handle("GET /api/v1/upload-links", s.authed(s.listUploadLinks))
 	m.Handle("DELETE /api/v1/upload-links/{id}", s.authed(s.revokeUploadLink))

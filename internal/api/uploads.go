@@ -11,7 +11,7 @@ import (
 // registerUploads adds resumable uploads (docs/api.md "Resumable uploads"): the tus
 // protocol's requests go to package resumable once the caller is authenticated, and
 // GET of an upload answers with where it stands as JSON.
-func (s *Server) registerUploads(m *http.ServeMux) {
+func (s *Server) registerUploads(m Mux) {
 	tus := s.svc.Uploads
 	if tus == nil {
 		return

@@ -16,7 +16,7 @@ import (
 // ends in /versions is served as before; its versions are at GET
 // /api/v1/file-versions?key=.
 
-func (s *Server) registerVersions(m *http.ServeMux) {
+func (s *Server) registerVersions(m Mux) {
 	// GET /api/v1/files/{key}/versions is found by getFileOrLinks: a pattern cannot go
 	// on after {key...}.
 	m.Handle("GET /api/v1/file-versions", s.authed(s.listVersionsByQuery))

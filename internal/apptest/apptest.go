@@ -129,6 +129,7 @@ func StartOn(t testing.TB, cfg config.Config, ln net.Listener) *Env {
 		t.Fatal(err)
 	}
 	a.Handler = errorCheck(t, cfg.DataDir, a.Handler)
+	a.Handler = openAPICheck(t, a.Handler)
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, ln) }()
 	t.Cleanup(func() {

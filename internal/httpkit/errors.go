@@ -358,3 +358,17 @@ func ProtocolError(status int, message string, details map[string]any) []byte {
 	b, _ := json.Marshal(body)
 	return append(b, '\n')
 }
+
+// DetailReasons are the values details.reason takes in an error answer: the reasons of
+// the error table's rows, once each (the API's OpenAPI document enumerates them).
+func DetailReasons() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, row := range errorTable {
+		if row.reason != "" && !seen[row.reason] {
+			seen[row.reason] = true
+			out = append(out, row.reason)
+		}
+	}
+	return out
+}

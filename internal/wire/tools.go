@@ -107,7 +107,9 @@ type ToolInfo struct {
 // Settings is a user's settings for a tool (GET and PUT of a settings route): the
 // schema and the saved values that fit it. UpdatedAt is null when nothing was saved.
 type Settings struct {
-	SettingsSchema contract.SettingsSchema `json:"settings_schema"`
+	// SettingsSchema is null for a version without one (openapi:"nullable" says so to
+	// the OpenAPI document).
+	SettingsSchema contract.SettingsSchema `json:"settings_schema" openapi:"nullable"`
 	Values         map[string]any          `json:"values"`
 	UpdatedAt      *time.Time              `json:"updated_at"`
 }

@@ -16,11 +16,13 @@ import (
 )
 
 // Lint limits: a lint runs on every pause in the author's typing, so it is held to less
-// than a syntax check. pyflakes reads even the largest source a version may hold
-// (catalog.MaxSourceBytes) in well under LintWall and LintMemory.
+// time than a syntax check. pyflakes reads even the largest source a version may hold
+// (catalog.MaxSourceBytes) in well under LintWall. Its memory is a run's (up to
+// LintMemory): a lint may be served by an interpreter parked ahead of runs, which holds
+// what it imported already, and a lower limit killed such lints in CI (exit 137).
 const (
 	LintWall       = 10 * time.Second
-	LintMemory     = 256 << 20
+	LintMemory     = 1 << 30
 	MaxLintSource  = 512 << 10 // bytes of source; the same bound as a version's source
 	MaxDiagnostics = 200       // a source with more gets the first ones
 )

@@ -170,8 +170,8 @@ func TestBrowserWorkbenchEdits(t *testing.T) {
 		if _, _, err := author.CreateTool(bg, slug, "Syntax", "", greetingSource, false); err != nil {
 			t.Fatal(err)
 		}
-		// A version saved through the API, never checked: the sandbox checks it, refuses
-		// it and marks the line.
+		// A version saved through the API (whose save notes the error): the sandbox
+		// refuses to run it and marks the line.
 		broken := "import json\n\ndef run_tool(input_dir, output_dir:\n    return {}\n"
 		bv, err := author.CreateVersion(bg, slug, broken)
 		if err != nil {
@@ -179,7 +179,7 @@ func TestBrowserWorkbenchEdits(t *testing.T) {
 		}
 		ctx, asked := open(t, slug, vp1280)
 		runSandbox(t, ctx)
-		w := waitWorkbench(t, ctx, "the refusal", func(w workbench) bool { return w.SyntaxLine != 0 })
+		w := waitWorkbench(t, ctx, "the refusal", func(w workbench) bool { return w.SyntaxLine != 0 && w.Refusal != "" })
 		if w.SyntaxLine != 3 || !strings.Contains(w.Refusal, "kördes inte") || w.Result || !strings.HasPrefix(w.Syntax, "Rad 3:") {
 			t.Fatalf("a version that does not compile: %+v", w)
 		}

@@ -639,6 +639,26 @@ func unmountUnder(dir string) {
 // run, but its worker is alive, so the run is recorded once, by that worker, and spends
 // no retry (issue 31: it was run again on the other worker as attempt 2).
 func testKillStreamLeaderAtFinish(t *testing.T, c *skripCluster) {
+	// Whether the election outlasts the ack wait is up to the NATS nodes; a try in which
+	// it did not tests nothing, so the scenario is tried again (at most three times) until
+	// a delivery of the run meets its live holder. Every try must end well.
+	for try := 1; ; try++ {
+		waited := killStreamLeaderAtFinish(t, c)
+		if waited > 0 {
+			t.Logf("deliveries that waited for the live holder: %d (try %d)", waited, try)
+			return
+		}
+		if try == 3 {
+			t.Logf("warnings: %s", c.warnings())
+			t.Fatal("in 3 tries no delivery of the run waited for its live holder: the election never outlasted the ack wait, and the test did not test what it is for")
+		}
+		t.Logf("try %d: the election ended within the ack wait (no redelivery); trying again", try)
+	}
+}
+
+// killStreamLeaderAtFinish is one try of F8: it checks that the run ends once, on its
+// first attempt, recorded by its worker, and returns how many deliveries waited for it.
+func killStreamLeaderAtFinish(t *testing.T, c *skripCluster) int {
 	ctx := context.Background()
 	nc, err := nats.Connect(c.nats.URLs(), nats.UserInfo("api", "api-secret"))
 	if err != nil {
@@ -651,6 +671,10 @@ func testKillStreamLeaderAtFinish(t *testing.T, c *skripCluster) {
 	cons, err := js.Consumer(ctx, "SKRIP_RUNS", "workers")
 	if err != nil {
 		t.Fatal(err)
+	}
+	waitedBefore := 0
+	for _, n := range c.workers {
+		waitedBefore += strings.Count(n.proc.Log(1<<20), "earlier attempt still runs on a live worker")
 	}
 	r, err := c.client(t, "api1").RunFiles(ctx, "copy", nil, map[string]any{"sleep": 14}, 0)
 	if err != nil {
@@ -693,28 +717,26 @@ func testKillStreamLeaderAtFinish(t *testing.T, c *skripCluster) {
 	if holder, _, _ := c.holder(t, r.RunID); holder != w {
 		t.Fatalf("the run was recorded by %s, want %s, which ran it", holder, w)
 	}
-	// JetStream redelivered the run after the election, which outlasted the ack wait, while
-	// its holder still ran it (14 s: the election takes about 10), and
-	// a worker waited for the live holder rather than running it again.
-	waited := 0
+	if err := c.nats.Node(leader).Restart(rctx); err != nil {
+		t.Fatal(err)
+	}
+	// JetStream redelivered the run after the election, if it outlasted the ack wait,
+	// while its holder still ran it (14 s: the election takes about 10), and a worker
+	// waited for the live holder rather than running it again.
+	waited := -waitedBefore
 	for _, n := range c.workers {
 		waited += strings.Count(n.proc.Log(1<<20), "earlier attempt still runs on a live worker")
 	}
 	if waited == 0 {
 		for _, n := range c.workers {
 			for _, l := range strings.Split(n.proc.Log(1<<20), "\n") {
-				if strings.Contains(l, r.RunID) || strings.Contains(l, "WARN") || strings.Contains(l, "ERROR") {
+				if strings.Contains(l, r.RunID) && (strings.Contains(l, "WARN") || strings.Contains(l, "ERROR")) {
 					t.Logf("worker: %.300s", l)
 				}
 			}
 		}
-		t.Logf("warnings: %s", c.warnings())
-		t.Fatal("no delivery of the run waited for its live holder: the election did not outlast the ack wait, and the test did not test what it is for")
 	}
-	t.Logf("deliveries that waited for the live holder: %d", waited)
-	if err := c.nats.Node(leader).Restart(rctx); err != nil {
-		t.Fatal(err)
-	}
+	return waited
 }
 
 // F9: kill every worker while a run runs: no worker is left to take it over, and once

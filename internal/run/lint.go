@@ -2,17 +2,12 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/errs"
-	"github.com/skrip-dev/skrip/internal/ids"
-	"github.com/skrip-dev/skrip/internal/runner"
 )
 
 // Lint limits: a lint runs on every pause in the author's typing, so it is held to less
@@ -114,39 +109,22 @@ func (s *Service) Lint(ctx context.Context, src string) ([]Diagnostic, error) {
 		return nil, errs.New(ErrBusy, map[string]any{"queue": s.cfg.Queue}, "every worker is busy; the lint did not run")
 	}
 	defer func() { <-s.syntax }()
-	dir, err := s.NewInputDir()
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "source.py"), []byte(src), 0o644); err != nil {
-		return nil, err
-	}
 	lim := s.cfg.Limits
 	lim.WallTime = min(lim.WallTime, LintWall)
 	if lim.MemoryBytes <= 0 || lim.MemoryBytes > LintMemory {
 		lim.MemoryBytes = LintMemory
 	}
-	script := fmt.Sprintf(linter, MaxDiagnostics)
-	res, err := s.runner.Run(ctx, runner.Spec{ID: ids.New("chk"), ToolID: "lint", Script: []byte(script), InputDir: dir, Limits: lim})
-	if err != nil {
-		return nil, fmt.Errorf("lint: %w", err)
+	var state struct {
+		Diagnostics []Diagnostic `json:"diagnostics"`
+		Unavailable *string      `json:"unavailable"`
 	}
-	var out struct {
-		Status string `json:"status"`
-		State  struct {
-			Diagnostics []Diagnostic `json:"diagnostics"`
-			Unavailable *string      `json:"unavailable"`
-		} `json:"state"`
+	if err := s.runChecker(ctx, "lint", "lint", fmt.Sprintf(linter, MaxDiagnostics), src, lim, &state); err != nil {
+		return nil, err
 	}
-	if res.TimedOut || res.ResultJSON == nil || json.Unmarshal(res.ResultJSON, &out) != nil || out.Status != "succeeded" {
-		return nil, fmt.Errorf("lint ended without an answer (exit code %d, timed out %v): %s", res.ExitCode, res.TimedOut,
-			strings.TrimSpace(string(res.Stderr)))
-	}
-	if why := out.State.Unavailable; why != nil {
+	if why := state.Unavailable; why != nil {
 		return nil, errs.New(ErrLintUnavailable, nil, "the runtime has no Python linter (%s); an operator rebuilds the runner image with `skrip runner-image build`", *why)
 	}
-	d := out.State.Diagnostics
+	d := state.Diagnostics
 	if d == nil {
 		d = []Diagnostic{}
 	}

@@ -56,33 +56,44 @@ func (s *Service) CheckSyntax(ctx context.Context, src string) (*SyntaxError, er
 		return nil, errs.New(ErrBusy, map[string]any{"queue": s.cfg.Queue}, "every worker is busy; the syntax check did not run")
 	}
 	defer func() { <-s.syntax }()
-	dir, err := s.NewInputDir()
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "source.py"), []byte(src), 0o644); err != nil {
-		return nil, err
-	}
 	lim := s.cfg.Limits
 	lim.WallTime = min(lim.WallTime, SyntaxWall)
-	res, err := s.runner.Run(ctx, runner.Spec{ID: ids.New("chk"), ToolID: "syntax-check", Script: []byte(syntaxChecker), InputDir: dir, Limits: lim})
-	if err != nil {
-		return nil, fmt.Errorf("syntax check: %w", err)
+	var state struct {
+		Error *SyntaxError `json:"error"`
 	}
-	var out struct {
-		Status string `json:"status"`
-		State  struct {
-			Error *SyntaxError `json:"error"`
-		} `json:"state"`
+	if err := s.runChecker(ctx, "syntax check", "syntax-check", syntaxChecker, src, lim, &state); err != nil {
+		return nil, err
 	}
-	if res.TimedOut || res.ResultJSON == nil || json.Unmarshal(res.ResultJSON, &out) != nil || out.Status != "succeeded" {
-		return nil, fmt.Errorf("syntax check ended without an answer (exit code %d, timed out %v): %s", res.ExitCode, res.TimedOut,
-			strings.TrimSpace(string(res.Stderr)))
-	}
-	if e := out.State.Error; e != nil {
+	if e := state.Error; e != nil {
 		e.Message = strings.TrimSpace(e.Message)
 		return e, nil
 	}
 	return nil, nil
+}
+
+// runChecker runs script, a checker of an author's source (the syntax check, the lint),
+// in a sandbox under lim with src as /work/input/source.py, in a slot the caller holds,
+// and reads the state of its result into state. what names the check in errors.
+func (s *Service) runChecker(ctx context.Context, what, toolID, script, src string, lim runner.Limits, state any) error {
+	dir, err := s.NewInputDir()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "source.py"), []byte(src), 0o644); err != nil {
+		return err
+	}
+	res, err := s.runner.Run(ctx, runner.Spec{ID: ids.New("chk"), ToolID: toolID, Script: []byte(script), InputDir: dir, Limits: lim})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	out := struct {
+		Status string `json:"status"`
+		State  any    `json:"state"`
+	}{State: state}
+	if res.TimedOut || res.ResultJSON == nil || json.Unmarshal(res.ResultJSON, &out) != nil || out.Status != "succeeded" {
+		return fmt.Errorf("%s ended without an answer (exit code %d, timed out %v): %s", what, res.ExitCode, res.TimedOut,
+			strings.TrimSpace(string(res.Stderr)))
+	}
+	return nil
 }

@@ -3,12 +3,14 @@ package api_test
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
+	"github.com/skrip-dev/skrip/internal/staging"
 )
 
 // TestUploadLinks: an upload link lets anyone who has its URL PUT one file to its key,
@@ -129,7 +131,10 @@ func TestUploadLinks(t *testing.T) {
 }
 
 // TestUploadLinkQuota: a file sent through a link counts against its owner's quota, and
-// one past it stores nothing.
+// one past it stores nothing. Whoever sent it, who has no account, is told only that
+// the owner has no room (507 upload_link_full): not the owner's quota nor what is left
+// of it, whether the length was declared or not. The owner still sees the numbers in
+// their own uploads.
 func TestUploadLinkQuota(t *testing.T) {
 	cfg := apptest.Config(t, apptest.Backends[0])
 	cfg.FilesUserQuotaBytes = 10_000
@@ -137,8 +142,28 @@ func TestUploadLinkQuota(t *testing.T) {
 	_, u := env.User(t, "ulla", "user")
 	a := send(t, env, "POST", "/api/v1/files/files/stor.bin/upload-links", u.Token, "application/json", strings.NewReader(`{"ttl": "1h", "uses": 2}`))
 	url, _ := a.body["url"].(string)
-	if r := fetchBody(t, env, url, "", strings.Repeat("x", 20_000)); r.status != 507 {
-		t.Fatalf("an upload past the owner's quota: %d %s", r.status, r.raw)
+	path := strings.TrimPrefix(url, env.URL)
+	for _, tc := range []struct {
+		name string
+		body io.Reader
+	}{
+		{"declared", strings.NewReader(strings.Repeat("x", 20_000))},
+		{"streamed", io.MultiReader(strings.NewReader(strings.Repeat("x", 20_000)))}, // no Content-Length
+	} {
+		r := send(t, env, "PUT", path, "", "", tc.body)
+		e, _ := r.body["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		details, _ := e["details"].(map[string]any)
+		if r.status != 507 || r.errCode() != "quota_exceeded" || details["reason"] != "upload_link_full" {
+			t.Fatalf("%s: an upload past the owner's quota: %d %s", tc.name, r.status, r.raw)
+		}
+		if strings.ContainsAny(msg, "0123456789") || len(details) != 2 || details["file"] != "stor.bin" {
+			t.Errorf("%s: the refusal tells the sender more than that the owner has no room: %s", tc.name, r.raw)
+		}
+	}
+	own := send(t, env, "PUT", "/api/v1/files/files/egen.bin", u.Token, "application/octet-stream", strings.NewReader(strings.Repeat("x", 20_000)))
+	if own.status != 507 || !strings.Contains(own.raw, `"quota_bytes":10000`) {
+		t.Fatalf("the owner's own upload past the quota: %d %s", own.status, own.raw)
 	}
 	if r := fetchBody(t, env, url, "", strings.Repeat("x", 6_000)); r.status != 201 {
 		t.Fatalf("an upload within it: %d %s", r.status, r.raw)
@@ -146,6 +171,51 @@ func TestUploadLinkQuota(t *testing.T) {
 	me := send(t, env, "GET", "/api/v1/me", u.Token, "", nil)
 	if !strings.Contains(me.raw, "6000") {
 		t.Fatalf("the owner's usage does not count the file: %s", me.raw)
+	}
+}
+
+// TestUploadLinkLimit: one user holds at most staging.MaxUploadLinks links that still
+// work; past it, 409 upload_link_limit and no link. Used-up and revoked links do not
+// count (nor expired ones: TestUploadLinkLimitCounts), and another user is not refused.
+func TestUploadLinkLimit(t *testing.T) {
+	env := apptest.New(t, apptest.Backends[0])
+	_, u := env.User(t, "ulla", "user")
+	_, other := env.User(t, "olle", "user")
+	create := func(token string) answer {
+		t.Helper()
+		return send(t, env, "POST", "/api/v1/files/files/inbox.txt/upload-links", token, "application/json", strings.NewReader(`{"ttl": "1h"}`))
+	}
+	// A used-up link does not count.
+	used := create(u.Token)
+	if r := fetchBody(t, env, used.body["url"].(string), "text/plain", "hej"); r.status != 201 {
+		t.Fatalf("an upload through a link: %d %s", r.status, r.raw)
+	}
+	ids := make([]string, 0, staging.MaxUploadLinks)
+	for len(ids) < staging.MaxUploadLinks {
+		a := create(u.Token)
+		if a.status != 201 {
+			t.Fatalf("link %d: %d %s", len(ids)+1, a.status, a.raw)
+		}
+		ids = append(ids, a.body["id"].(string))
+	}
+	past := create(u.Token)
+	e, _ := past.body["error"].(map[string]any)
+	details, _ := e["details"].(map[string]any)
+	if past.status != 409 || details["reason"] != "upload_link_limit" || details["limit"] != float64(staging.MaxUploadLinks) ||
+		!strings.Contains(past.raw, strconv.Itoa(staging.MaxUploadLinks)) {
+		t.Fatalf("a link past the limit: %d %s", past.status, past.raw)
+	}
+	if l := send(t, env, "GET", "/api/v1/upload-links", u.Token, "", nil); !strings.Contains(l.raw, `"count":`+strconv.Itoa(staging.MaxUploadLinks+1)) {
+		t.Fatalf("the refused link was made: %s", l.raw[:min(len(l.raw), 200)])
+	}
+	if a := create(other.Token); a.status != 201 {
+		t.Fatalf("another user's link: %d %s", a.status, a.raw)
+	}
+	if a := send(t, env, "DELETE", "/api/v1/upload-links/"+ids[0], u.Token, "", nil); a.status != 204 {
+		t.Fatalf("revoke: %d %s", a.status, a.raw)
+	}
+	if a := create(u.Token); a.status != 201 {
+		t.Fatalf("a link after one was revoked: %d %s", a.status, a.raw)
 	}
 }
 

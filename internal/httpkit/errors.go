@@ -123,6 +123,8 @@ var errorTable = []row{
 	{staging.ErrLinkUsedUp, http.StatusGone, "gone", "link_used_up", "this link has served all the bytes its max_downloads allow; ask whoever shared it for a new one"},
 	{staging.ErrUploadLinkUsed, http.StatusGone, "gone", "upload_link_used", "this upload link has taken all the uploads it allows; ask whoever sent it for a new one"},
 	{staging.ErrUploadLinkBusy, http.StatusConflict, "conflict", "upload_link_busy", "another upload through this link is under way; send the file again when it is done"},
+	{staging.ErrTooManyUploadLinks, http.StatusConflict, "conflict", "upload_link_limit", "you hold as many upload links that still work as one may; revoke some or wait for them to expire"},
+	{staging.ErrUploadLinkFull, http.StatusInsufficientStorage, "quota_exceeded", "upload_link_full", "the link's owner has no room for this file; tell whoever sent you the link"},
 	{staging.ErrUploadType, http.StatusBadRequest, "invalid_upload", "upload_type", "this upload link does not take files of this type"},
 	{staging.ErrBadCursor, http.StatusBadRequest, "invalid_request", "file_cursor", "the cursor is not one this server gave out; pass a listing's next cursor unchanged"},
 	{staging.ErrInvalidLink, http.StatusBadRequest, "invalid_request", "invalid_link", "the link's ttl or max_downloads is not valid"},

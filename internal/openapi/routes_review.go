@@ -32,7 +32,7 @@ func reviewRoutes() []Route {
 			Answers: []Answer{NoContent()}, Errors: []int{409}},
 		{Method: "DELETE", Path: "/api/v1/tools/{tool}/maintainers/{user}", Summary: "Remove a maintainer.", Answers: []Answer{NoContent()}, Errors: []int{409}},
 		{Method: "POST", Path: "/api/v1/files/{key...}/upload-links", Mux: "POST /api/v1/files/{key...}", Summary: "Make an upload link to a key.",
-			Params: []Param{ownerParam()}, Body: JSON(wire.NewUploadLink{}), Answers: []Answer{Created(wire.UploadLink{})}},
+			Params: []Param{ownerParam()}, Body: JSON(wire.NewUploadLink{}), Answers: []Answer{Created(wire.UploadLink{})}, Errors: []int{409}},
 		{Method: "GET", Path: "/api/v1/upload-links", Summary: "The caller's unexpired upload links.", Answers: []Answer{OK(wire.UploadLinkList{})}},
 		{Method: "DELETE", Path: "/api/v1/upload-links/{id}", Summary: "Revoke an upload link.", Answers: []Answer{NoContent()}},
 		{Method: "PUT", Path: "/u/{token}", Auth: Public, Summary: "Upload one file through an upload link.",

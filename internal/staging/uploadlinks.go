@@ -31,6 +31,13 @@ var (
 	ErrUploadLinkUsed = errors.New("upload link used")
 	// ErrUploadLinkBusy means another upload streams through the link now (409).
 	ErrUploadLinkBusy = errors.New("upload link busy")
+	// ErrTooManyUploadLinks means the owner holds as many live upload links as one may
+	// (409).
+	ErrTooManyUploadLinks = errors.New("too many upload links")
+	// ErrUploadLinkFull means a file sent through an upload link does not fit in its
+	// owner's quota or the store's total (507). Its message says no more: whoever holds
+	// a link has no account, and must not learn the owner's quota or usage.
+	ErrUploadLinkFull = errors.New("upload link owner full")
 )
 
 // uploadLinkBusy is how long one upload through a link keeps others out at most: one
@@ -42,6 +49,10 @@ const UploadTokenPrefix = "sku_"
 
 // MaxUploadLinkUses is the most uploads one link may allow.
 const MaxUploadLinkUses = 1000
+
+// MaxUploadLinks is how many live upload links (unexpired, with a use left) one owner
+// may hold: each is a door anyone may push files through into the owner's quota.
+const MaxUploadLinks = 100
 
 // maxLinkTypes is the most content types one link may list.
 const maxLinkTypes = 20
@@ -97,7 +108,12 @@ func (s *Service) CreateUploadLink(ctx context.Context, nl NewUploadLink) (store
 	token := UploadTokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
 	l := store.UploadLink{ID: ids.New("upl"), TokenHash: hashLinkToken(token), OwnerID: nl.OwnerID, Key: key, CreatedBy: nl.CreatedBy,
 		CreatedAt: now, ExpiresAt: now.Add(nl.TTL), MaxBytes: nl.MaxBytes, ContentTypes: types, Uses: nl.Uses}
-	if err := s.st.CreateUploadLink(ctx, l); err != nil {
+	err = s.st.CreateUploadLink(ctx, l, MaxUploadLinks, now)
+	if errors.Is(err, store.ErrTooManyUploadLinks) {
+		return store.UploadLink{}, "", errs.New(ErrTooManyUploadLinks, map[string]any{"limit": MaxUploadLinks},
+			"you hold %d upload links that still work, as many as one may; revoke some (DELETE /api/v1/upload-links/{id}) or wait for them to expire", MaxUploadLinks)
+	}
+	if err != nil {
 		return store.UploadLink{}, "", err
 	}
 	return l, token, nil
@@ -214,6 +230,13 @@ func (s *Service) ReceiveByLink(ctx context.Context, token string, in LinkUpload
 		&capped{r: body, left: l.MaxBytes, over: func(n int64) error { return linkTooLarge(l, name, n) }})
 	if rerr := s.st.EndUploadLinkUse(context.WithoutCancel(ctx), l.ID, err == nil); rerr != nil {
 		s.log.Warn("ending an upload through a link", "link", l.ID, "error", rerr)
+	}
+	if errors.Is(err, ErrQuota) {
+		// The owner's quota and usage (or the store's) are theirs to see, in their own
+		// calls, not the sender's.
+		s.log.Info("an upload through a link did not fit", "link", l.ID, "owner", l.OwnerID, "error", err)
+		return store.File{}, errs.New(ErrUploadLinkFull, map[string]any{"file": name},
+			"%s was not stored: the link's owner has no room for it; tell whoever sent you the link", name)
 	}
 	if err != nil {
 		return store.File{}, err

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -40,14 +42,36 @@ func scanUploadLink(row interface{ Scan(...any) error }) (UploadLink, error) {
 	return l, nil
 }
 
-// CreateUploadLink stores l.
-func (s *Store) CreateUploadLink(ctx context.Context, l UploadLink) error {
+// ErrTooManyUploadLinks means the owner holds as many live upload links as one may.
+var ErrTooManyUploadLinks = errors.New("too many upload links")
+
+// CreateUploadLink stores l unless, at now, its owner already holds maxLive live links
+// (unexpired, with a use left): ErrTooManyUploadLinks. The count and the insert are one
+// transaction, and on PostgreSQL the owner's row is locked for it, so links made at once
+// cannot together pass the limit.
+func (s *Store) CreateUploadLink(ctx context.Context, l UploadLink, maxLive int, now time.Time) error {
 	types, err := json.Marshal(append([]string{}, l.ContentTypes...))
 	if err != nil {
 		return err
 	}
-	_, err = s.exec(ctx, `INSERT INTO upload_links (`+uploadLinkCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
-		l.ID, l.TokenHash, l.OwnerID, l.Key, l.CreatedBy, ms(l.CreatedAt), ms(l.ExpiresAt), l.MaxBytes, string(types), l.Uses)
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		if s.dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, s.rebind("SELECT id FROM users WHERE id = ? FOR UPDATE"), l.OwnerID); err != nil {
+				return err
+			}
+		}
+		var live int
+		if err := s.txQueryRow(ctx, tx, "SELECT COUNT(*) FROM upload_links WHERE owner_id = ? AND expires_at > ? AND used < uses",
+			l.OwnerID, ms(now)).Scan(&live); err != nil {
+			return err
+		}
+		if live >= maxLive {
+			return fmt.Errorf("%d live: %w", live, ErrTooManyUploadLinks)
+		}
+		_, err := s.txExec(ctx, tx, `INSERT INTO upload_links (`+uploadLinkCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
+			l.ID, l.TokenHash, l.OwnerID, l.Key, l.CreatedBy, ms(l.CreatedAt), ms(l.ExpiresAt), l.MaxBytes, string(types), l.Uses)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("creating an upload link to %q: %w", l.Key, err)
 	}

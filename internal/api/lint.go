@@ -38,7 +38,7 @@ func (s *Server) lint(w http.ResponseWriter, r *http.Request, u store.User) erro
 	if req.Source == nil {
 		return errs.New(httpkit.ErrInvalidRequest, map[string]any{"field": "source"}, "source is required: the Python code to check")
 	}
-	ds, err := s.svc.Runs.Lint(r.Context(), *req.Source)
+	ds, err := s.svc.Runs.Lint(r.Context(), u.ID, *req.Source)
 	if err != nil {
 		return err
 	}

@@ -146,6 +146,7 @@ var errorTable = []row{
 	{run.ErrNotFound, http.StatusNotFound, "not_found", "run_not_found", "there is no such run"},
 	{run.ErrNoArtifact, http.StatusNotFound, "not_found", "artifact_not_found", "the run has no such artifact"},
 	{run.ErrLintTooLarge, http.StatusRequestEntityTooLarge, "too_large", "lint_too_large", "the source to check is larger than the limit"},
+	{run.ErrUserLints, http.StatusTooManyRequests, "rate_limited", "lints_per_user", "you have as many lints running as one user may at once; the next change you type checks again"},
 	{run.ErrLintUnavailable, http.StatusServiceUnavailable, "unavailable", "lint_unavailable", "the runtime has no Python linter; an operator rebuilds the runner image"},
 	{run.ErrInvalidQuery, http.StatusBadRequest, "invalid_request", "run_query", "the runs query is not valid"},
 	{workflow.ErrUnknownAction, http.StatusBadRequest, "unknown_action", "", "the run offers no such action"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/errs"
@@ -86,29 +87,95 @@ def run_tool(input_dir, output_dir):
     return {"state": {"diagnostics": out.found}}
 `
 
-// Lint runs pyflakes over src in a sandbox (like a syntax check: it parses what an
-// author sent, so it runs under a run's limits, held lower: LintWall, LintMemory) and
-// returns what it found, sorted by line; none is an empty list. Lints take the run slots
-// syntax checks take and at most half of the workers (lintSlots), so authors typing
-// never hold every worker: a lint that finds no slot answers ErrBusy at once.
-// ErrLintUnavailable: the runtime has no pyflakes.
-func (s *Service) Lint(ctx context.Context, src string) ([]Diagnostic, error) {
-	if len(src) > MaxLintSource {
-		return nil, errs.New(ErrLintTooLarge, map[string]any{"field": "source", "limit_bytes": MaxLintSource},
-			"source is %d bytes; the limit is %d", len(src), MaxLintSource)
+// ErrUserLints means the user has as many lints running on this server as one may
+// (LintsPerUser): 429 with Retry-After, for that user alone.
+var ErrUserLints = errors.New("too many lints of one user")
+
+// LintsPerUser is how many lints one user may have running at once on one server. The
+// editor sends one at a time and aborts it when the text changes, so one may still be
+// ending while the next arrives; a third is another tab or a script, and without a
+// bound one author could take every lint slot (half the workers) from the others.
+const LintsPerUser = 2
+
+// lintRetry is how long a user at LintsPerUser is asked to wait: a lint's wall time
+// is a few seconds at most.
+const lintRetry = 2 * time.Second
+
+// lintUsers counts each user's lints running on this server.
+type lintUsers struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+// take counts one more lint of user id, unless id has limit already; it reports whether
+// it did.
+func (l *lintUsers) take(id string, limit int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m[id] >= limit {
+		return false
+	}
+	if l.m == nil {
+		l.m = map[string]int{}
+	}
+	l.m[id]++
+	return true
+}
+
+// give counts one lint of user id less.
+func (l *lintUsers) give(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m[id]--; l.m[id] <= 0 {
+		delete(l.m, id)
+	}
+}
+
+// admitLint takes a lint's turn for user id: one of its LintsPerUser, then one of the
+// server's lint slots, then a run slot, answering at once when one is not free
+// (ErrUserLints for the first, ErrBusy for the others). The release gives them back.
+func (s *Service) admitLint(userID string) (func(), error) {
+	if !s.lintUsers.take(userID, LintsPerUser) {
+		return nil, errs.New(ErrUserLints, map[string]any{"limit": LintsPerUser},
+			"you have %d lints running, as many as one user may at once; the lint did not run", LintsPerUser).Retry(lintRetry)
 	}
 	select {
 	case s.lint <- struct{}{}:
 	default:
+		s.lintUsers.give(userID)
 		return nil, errs.New(ErrBusy, map[string]any{"queue": s.cfg.Queue}, "as many lints run as the server allows; the lint did not run")
 	}
-	defer func() { <-s.lint }()
 	select {
 	case s.syntax <- struct{}{}:
 	default:
+		<-s.lint
+		s.lintUsers.give(userID)
 		return nil, errs.New(ErrBusy, map[string]any{"queue": s.cfg.Queue}, "every worker is busy; the lint did not run")
 	}
-	defer func() { <-s.syntax }()
+	return func() {
+		<-s.syntax
+		<-s.lint
+		s.lintUsers.give(userID)
+	}, nil
+}
+
+// Lint runs pyflakes over src for user userID in a sandbox (like a syntax check: it
+// parses what an author sent, so it runs under a run's limits, held lower: LintWall,
+// LintMemory) and returns what it found, sorted by line; none is an empty list. Lints
+// take the run slots syntax checks take, at most half of the workers (lintSlots), so
+// authors typing never hold every worker, and at most LintsPerUser of one user's, so
+// one author never holds every lint slot: a lint that finds no turn answers at once
+// (admitLint). ErrLintUnavailable: the runtime has no pyflakes.
+func (s *Service) Lint(ctx context.Context, userID, src string) ([]Diagnostic, error) {
+	if len(src) > MaxLintSource {
+		return nil, errs.New(ErrLintTooLarge, map[string]any{"field": "source", "limit_bytes": MaxLintSource},
+			"source is %d bytes; the limit is %d", len(src), MaxLintSource)
+	}
+	release, err := s.admitLint(userID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	lim := s.cfg.Limits
 	lim.WallTime = min(lim.WallTime, LintWall)
 	if lim.MemoryBytes <= 0 || lim.MemoryBytes > LintMemory {

@@ -75,6 +75,8 @@ type Service struct {
 	stopping atomic.Bool
 	mu       sync.Mutex
 	watches  map[string]*watch // the runs whose lines this node receives from elsewhere
+
+	lintUsers lintUsers // each user's lints running on this node (LintsPerUser)
 }
 
 // watch is this node's reception of a remote run's lines, shared by its subscribers.

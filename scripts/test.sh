@@ -38,6 +38,9 @@ export SKRIP_TEST_REQUIRE="postgres,bwrap,weasyprint,docker,chromium,oidc"
 # Packages that drive both runners take minutes each on 2 cores; the default 10 min per
 # package binary leaves too little room on a busy machine.
 go test -race -count=1 -timeout 30m ./...
+# A client generated from the OpenAPI document (its own module, so ./... above skips it):
+# it is current, and it drives a real `skrip serve` through a smoke flow (docs/api.md).
+(cd test/genclient && go test -race -count=1 ./...)
 # The cluster tests: namespaces, a NATS cluster, nodes killed (skipped by the run above).
 bash scripts/cluster-test.sh
 # A short run of every fuzz target (scripts/fuzz.sh finds them by name).

@@ -51,7 +51,7 @@ func TestSetupKeepsOperatorEdits(t *testing.T) {
 	if _, err := stream.UpdateConsumer(ctx, cc); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := js.Stream(ctx, "KV_"+protocol.Registry)
+	reg, err := js.Stream(ctx, "KV_"+protocol.Names{}.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestSetupKeepsOperatorEdits(t *testing.T) {
 
 	check := func(ackWait time.Duration) {
 		t.Helper()
-		s, err := js.Stream(ctx, protocol.Stream)
+		s, err := js.Stream(ctx, protocol.Names{}.Stream())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestSetupKeepsOperatorEdits(t *testing.T) {
 		if c := cons.CachedInfo().Config; c.Description != "operator: workers" || c.Metadata["owner"] != "it" || c.AckWait != ackWait || c.MaxDeliver != protocol.MaxDeliver {
 			t.Errorf("the consumer after a start: %q %v, ack wait %v (want %v), max deliver %d", c.Description, c.Metadata, c.AckWait, ackWait, c.MaxDeliver)
 		}
-		reg, err := js.Stream(ctx, "KV_"+protocol.Registry)
+		reg, err := js.Stream(ctx, "KV_"+protocol.Names{}.Registry())
 		if err != nil {
 			t.Fatal(err)
 		}

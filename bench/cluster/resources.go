@@ -104,7 +104,7 @@ func hammer(what string, f func(i int) (bool, error)) float64 {
 func queueRate(ctx context.Context, pub, sub *nats.Conn) (int, float64) {
 	pjs, _ := jetstream.New(pub)
 	sjs, _ := jetstream.New(sub)
-	cons, err := sjs.Consumer(ctx, protocol.Stream, protocol.Consumer)
+	cons, err := sjs.Consumer(ctx, protocol.Names{}.Stream(), protocol.Consumer)
 	if err != nil {
 		fatalf("the run queue's consumer: %v", err)
 	}
@@ -114,7 +114,7 @@ func queueRate(ctx context.Context, pub, sub *nats.Conn) (int, float64) {
 	data, _ := json.Marshal(msg)
 	rate := hammer("the run queue", func(int) (bool, error) {
 		id := ids.New("r")
-		if _, err := pjs.Publish(ctx, protocol.JobSubject(id), data, jetstream.WithMsgID(id)); err != nil {
+		if _, err := pjs.Publish(ctx, protocol.Names{}.JobSubject(id), data, jetstream.WithMsgID(id)); err != nil {
 			return false, err
 		}
 		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))

@@ -42,7 +42,11 @@ func (a *App) openCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dcfg := dispatch.Config{Replicas: a.cfg.NATSReplicas, Queue: a.cfg.RunnerQueue, AckWait: a.cfg.RunAckWait, Node: a.cfg.Node()}
+	names, err := protocol.NewNames(a.cfg.NATSPrefix)
+	if err != nil {
+		return fmt.Errorf("setting nats-prefix (SKRIP_NATS_PREFIX): %w", err)
+	}
+	dcfg := dispatch.Config{Replicas: a.cfg.NATSReplicas, Queue: a.cfg.RunnerQueue, AckWait: a.cfg.RunAckWait, Node: a.cfg.Node(), Names: names}
 	stream, err := dispatch.Setup(ctx, js, dcfg, a.log)
 	if err != nil {
 		return err
@@ -55,7 +59,7 @@ func (a *App) openCluster(ctx context.Context) error {
 	}
 	boxes.CapWorkerBuckets(a.cfg.NATSWorkerBucketBytes)
 	a.Sandboxes.UseCluster(boxes)
-	h, err := dispatch.Serve(a.nc, stream, a.Store, a.Runs, a.Blobs, work, a.cfg.Node(), a.Metrics, a.log)
+	h, err := dispatch.Serve(a.nc, stream, a.Store, a.Runs, a.Blobs, work, dcfg, a.Metrics, a.log)
 	if err != nil {
 		return err
 	}
@@ -85,7 +89,7 @@ func (a *App) openCluster(ctx context.Context) error {
 		return err
 	}
 	host, _ := os.Hostname()
-	w, err := worker.New(a.nc, work, a.Runner, worker.Config{ID: a.cfg.Worker(), Host: host, Concurrency: conc, AckWait: a.cfg.RunAckWait,
+	w, err := worker.New(a.nc, work, a.Runner, worker.Config{ID: a.cfg.Worker(), Names: names, Host: host, Concurrency: conc, AckWait: a.cfg.RunAckWait,
 		DataDir: a.cfg.DataDir, CacheBytes: a.cfg.WorkerCacheBytes, Grace: a.cfg.ShutdownGrace, Version: version.Version,
 		BoxBudget: budget},
 		a.Metrics, a.log.With("component", "worker"))

@@ -16,6 +16,7 @@ import (
 	"github.com/skrip-dev/skrip/internal/api"
 	"github.com/skrip-dev/skrip/internal/blob/natsblob"
 	"github.com/skrip-dev/skrip/internal/config"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/metrics"
 	"github.com/skrip-dev/skrip/internal/natsserver"
 	"github.com/skrip-dev/skrip/internal/runner"
@@ -54,6 +55,10 @@ func RunWorker(ctx context.Context, cfg config.Config, ln net.Listener, log *slo
 	}
 	defer lock.Close()
 	id := cfg.Worker()
+	names, err := protocol.NewNames(cfg.NATSPrefix)
+	if err != nil {
+		return fmt.Errorf("setting nats-prefix (SKRIP_NATS_PREFIX): %w", err)
+	}
 	// Its user may read replies only under its own inbox prefix (natsserver.Permissions),
 	// and it pings often, so that a cut off worker notices within seconds.
 	nc, err := natsserver.Dial(cfg.NATSURL, NATSAuth(cfg), nats.Name("skrip worker "+id), nats.MaxReconnects(-1),
@@ -84,7 +89,7 @@ func RunWorker(ctx context.Context, cfg config.Config, ln net.Listener, log *slo
 		conc = runtime.NumCPU()
 	}
 	host, _ := os.Hostname()
-	w, err := worker.New(nc, work, rn, worker.Config{ID: id, Host: host, Concurrency: conc, AckWait: cfg.RunAckWait, DataDir: cfg.DataDir,
+	w, err := worker.New(nc, work, rn, worker.Config{ID: id, Names: names, Host: host, Concurrency: conc, AckWait: cfg.RunAckWait, DataDir: cfg.DataDir,
 		CacheBytes: cfg.WorkerCacheBytes, Grace: cfg.ShutdownGrace, Version: version.Version, BoxBudget: budget}, m, log)
 	if err != nil {
 		return err

@@ -267,7 +267,11 @@ func natsState(ctx context.Context, cfg config.Config) (where, state string, ok 
 		return where, "JetStream not usable: " + err.Error(), false, nil
 	}
 	if cfg.NATSURL != "" {
-		o := dispatch.Describe(ctx, js, cfg.NATSBucket, cfg.NATSWorkBucket)
+		names, err := protocol.NewNames(cfg.NATSPrefix)
+		if err != nil {
+			return where, "SKRIP_NATS_PREFIX: " + err.Error(), false, nil
+		}
+		o := dispatch.Describe(ctx, js, names, cfg.NATSBucket, cfg.NATSWorkBucket)
 		cluster = &o
 	}
 	return where, fmt.Sprintf("server %s, %s", nc.ConnectedServerVersion(), st), true, cluster
@@ -280,7 +284,8 @@ func printCluster(rep *report, cfg config.Config, o dispatch.Overview) {
 		mode = "on"
 	}
 	rep.section("Cluster", "", mode)
-	rep.add(stateInfo, "run queue", protocol.Stream, fmt.Sprintf("%s, %d redelivered", o.Queue, o.Redelivered))
+	names, _ := protocol.NewNames(cfg.NATSPrefix) // checked when the cluster was read
+	rep.add(stateInfo, "run queue", names.Stream(), fmt.Sprintf("%s, %d redelivered", o.Queue, o.Redelivered))
 	for _, b := range o.Buckets {
 		rep.add(stateInfo, "bucket", "", b)
 	}

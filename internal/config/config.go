@@ -34,6 +34,7 @@ type Config struct {
 	DatabaseURL           string
 	Blob                  string
 	NATSURL               string
+	NATSPrefix            string // names this installation's NATS assets (protocol.Names); "" for the names without one
 	NATSBucket            string
 	NATSWorkBucket        string
 	NATSWorkerBucketBytes int64 // the size cap of a worker's own bucket, when an API node makes it
@@ -216,8 +217,9 @@ func Settings() []Setting {
 		{Name: "database-url", Default: "", Help: "postgres://… to use PostgreSQL; empty uses SQLite in the data dir", kind: kSecret, bind: str(func(c *Config) *string { return &c.DatabaseURL })},
 		{Name: "blob", Default: "fs", Help: "where file bytes live: fs (the data dir) or nats (JetStream Object Store)", choices: []string{"fs", "nats"}, bind: str(func(c *Config) *string { return &c.Blob })},
 		{Name: "nats-url", Default: "", Help: "NATS server or cluster URL for --blob=nats; empty runs an embedded nats-server under <data>/nats", kind: kURL, bind: str(func(c *Config) *string { return &c.NATSURL })},
-		{Name: "nats-bucket", Default: "skrip-files", Help: "JetStream Object Store bucket for --blob=nats", bind: str(func(c *Config) *string { return &c.NATSBucket })},
-		{Name: "nats-work-bucket", Default: "skrip-work", Help: "JetStream Object Store bucket, in cluster mode, of what workers may see: run inputs and session files, tool scripts, artifacts on their way in, sandbox transfers", bind: str(func(c *Config) *string { return &c.NATSWorkBucket })},
+		{Name: "nats-prefix", Default: "", Help: "starts the name of every NATS asset of this installation, so that several share one NATS account: with prefix p, the stream p_SKRIP_RUNS, the buckets p-skrip-workers, p-skrip-keys, p-skrip-files and p-skrip-work, and subjects under p. (p.skrip.jobs.…); letters, digits, - and _, at most 32; the same on every API node and worker of the installation; empty keeps the names without a prefix", bind: natsPrefix},
+		{Name: "nats-bucket", Default: "skrip-files", Shown: "skrip-files, or <prefix>-skrip-files with --nats-prefix", Help: "JetStream Object Store bucket for --blob=nats", bind: str(func(c *Config) *string { return &c.NATSBucket })},
+		{Name: "nats-work-bucket", Default: "skrip-work", Shown: "skrip-work, or <prefix>-skrip-work with --nats-prefix", Help: "JetStream Object Store bucket, in cluster mode, of what workers may see: run inputs and session files, tool scripts, artifacts on their way in, sandbox transfers", bind: str(func(c *Config) *string { return &c.NATSWorkBucket })},
 		{Name: "nats-worker-bucket-bytes", Default: "8GiB", Help: "in cluster mode, the size cap of a worker's own bucket (its runs' reports and artifacts on their way in, its sandboxes' file transfers) when an API node makes it, so that a worker cannot fill the NATS servers' disks; an existing bucket is left as it is", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.NATSWorkerBucketBytes })},
 		{Name: "nats-replicas", Default: "1", Help: "replicas of the Object Store bucket when skrip creates it (1, 3 or 5 in a cluster); an existing bucket is left as it is", kind: kInt, bind: intv(func(c *Config) *int { return &c.NATSReplicas })},
 		{Name: "nats-user", Default: "", Help: "user for the NATS server at --nats-url, with --nats-password", bind: str(func(c *Config) *string { return &c.NATSUser })},
@@ -381,12 +383,50 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Loaded, error) {
 		}
 		out.Values = append(out.Values, v)
 	}
+	prefixBuckets(out)
 	for k := range file {
 		if !known[k] {
 			return nil, fmt.Errorf("config file %s: unknown setting %q; the settings are listed by `skrip serve --help`", path, k)
 		}
 	}
 	return out, nil
+}
+
+// prefixBuckets puts SKRIP_NATS_PREFIX in front of the files and work buckets' names
+// when the operator left them at their defaults, so that a prefix alone names all of an
+// installation's NATS assets; a bucket set explicitly keeps its name.
+func prefixBuckets(l *Loaded) {
+	if l.Config.NATSPrefix == "" {
+		return
+	}
+	for i, v := range l.Values {
+		if v.Source != FromDefault {
+			continue
+		}
+		switch v.Name {
+		case "nats-bucket", "nats-work-bucket":
+			l.Values[i].Value = l.Config.NATSPrefix + "-" + v.Default
+			v.bind(&l.Config, l.Values[i].Value)
+		}
+	}
+}
+
+// natsPrefix binds SKRIP_NATS_PREFIX, refusing a prefix that cannot start a NATS name.
+// It is protocol.CheckPrefix's rule (TestNATSPrefixRule keeps them one), which config
+// does not import: it would link the runner into every package that reads a setting.
+func natsPrefix(c *Config, v string) error {
+	const max = 32
+	if len(v) > max {
+		return fmt.Errorf("%q is %d characters long; a NATS prefix has at most %d", v, len(v), max)
+	}
+	for i, r := range v {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !letter && (i == 0 || r != '-' && r != '_') {
+			return fmt.Errorf(`%q cannot start NATS names: a NATS prefix holds only letters, digits, "-" and "_", and begins with a letter or digit (it starts stream and bucket names, and is the first token of every subject)`, v)
+		}
+	}
+	c.NATSPrefix = v
+	return nil
 }
 
 // Cluster reports whether the settings make this process part of a cluster: an external

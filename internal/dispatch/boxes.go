@@ -55,6 +55,7 @@ const (
 // the registry and reaches their boxes there.
 type Boxes struct {
 	nc    *nats.Conn
+	names protocol.Names
 	kv    jetstream.KeyValue
 	own   *workerBuckets // file bodies go through the box's worker's own bucket
 	ttl   time.Duration  // a worker whose heartbeat is older is gone
@@ -66,11 +67,11 @@ var _ sandbox.Cluster = (*Boxes)(nil)
 
 // NewBoxes returns the boxes of the workers in the registry Setup made.
 func NewBoxes(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, work blob.Store, cfg Config, log *slog.Logger) (*Boxes, error) {
-	kv, err := js.KeyValue(ctx, protocol.Registry)
+	kv, err := js.KeyValue(ctx, cfg.Names.Registry())
 	if err != nil {
-		return nil, fmt.Errorf("the worker registry %s: %w", protocol.Registry, err)
+		return nil, fmt.Errorf("the worker registry %s: %w", cfg.Names.Registry(), err)
 	}
-	return &Boxes{nc: nc, kv: kv, own: newWorkerBuckets(work), ttl: protocol.RegistryTTL(cfg.AckWait), watch: min(watchEvery, protocol.RegistryTTL(cfg.AckWait)), log: log}, nil
+	return &Boxes{nc: nc, names: cfg.Names, kv: kv, own: newWorkerBuckets(work), ttl: protocol.RegistryTTL(cfg.AckWait), watch: min(watchEvery, protocol.RegistryTTL(cfg.AckWait)), log: log}, nil
 }
 
 // Workers lists the live workers that keep sandboxes (their budget is above 0).
@@ -198,7 +199,7 @@ func (b *Boxes) call(ctx context.Context, worker, op string, req protocol.BoxReq
 	}()
 	sub.SetPendingLimits(-1, 64<<20)
 	publish := func() error {
-		if err := b.nc.PublishRequest(protocol.BoxSubject(worker, op), inbox, data); err != nil {
+		if err := b.nc.PublishRequest(b.names.BoxSubject(worker, op), inbox, data); err != nil {
 			return fmt.Errorf("asking worker %s: %w", worker, err)
 		}
 		return nil
@@ -270,7 +271,7 @@ func (b *Boxes) gone(ctx context.Context, worker string) bool {
 // cancel tells worker to stop call, best effort.
 func (b *Boxes) cancel(worker, call string) {
 	data, _ := json.Marshal(protocol.BoxRequest{Call: call})
-	b.nc.Publish(protocol.BoxSubject(worker, protocol.OpCancel), data)
+	b.nc.Publish(b.names.BoxSubject(worker, protocol.OpCancel), data)
 }
 
 // workerBoxes are the boxes of one worker, as runner.Sandboxes.

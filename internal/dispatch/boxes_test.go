@@ -175,7 +175,7 @@ func TestClusterSandboxes(t *testing.T) {
 	}
 	defer nc.Close()
 	req, _ := json.Marshal(protocol.BoxRequest{Call: "orphan", Box: orphan, Spec: &spec})
-	if m, err := nc.Request(protocol.BoxSubject(a.Config.WorkerID, protocol.OpCreate), req, 30*time.Second); err != nil || string(m.Data) != "{}" {
+	if m, err := nc.Request(protocol.Names{}.BoxSubject(a.Config.WorkerID, protocol.OpCreate), req, 30*time.Second); err != nil || string(m.Data) != "{}" {
 		t.Fatalf("making a box without a record: %v", err)
 	}
 	if boxes, _ := a.App.Runner.Boxes(ctx); len(boxes) != 1 {

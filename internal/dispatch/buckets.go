@@ -142,7 +142,7 @@ func (h *Handlers) SweepWorkerBuckets(ctx context.Context, idle time.Duration) (
 	if !ok {
 		return 0, nil
 	}
-	kv, err := h.js.KeyValue(ctx, protocol.Registry)
+	kv, err := h.js.KeyValue(ctx, h.names.Registry())
 	if err != nil {
 		return 0, err
 	}

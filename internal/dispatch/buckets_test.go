@@ -103,7 +103,7 @@ func TestSweepWorkerBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: protocol.Registry})
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: protocol.Names{}.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}

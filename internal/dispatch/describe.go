@@ -20,11 +20,11 @@ type Overview struct {
 	Workers     []protocol.Heartbeat
 }
 
-// Describe reads the cluster's queue, the buckets named, and the workers' heartbeats.
-// Each part it cannot read says why, rather than failing the whole.
-func Describe(ctx context.Context, js jetstream.JetStream, buckets ...string) Overview {
+// Describe reads the queue of the installation named n, the buckets named, and the
+// workers' heartbeats. Each part it cannot read says why, rather than failing the whole.
+func Describe(ctx context.Context, js jetstream.JetStream, n protocol.Names, buckets ...string) Overview {
 	var o Overview
-	if s, err := js.Stream(ctx, protocol.Stream); err != nil {
+	if s, err := js.Stream(ctx, n.Stream()); err != nil {
 		o.Queue = "not readable (an API node in cluster mode makes it; a worker's NATS user may not read it): " + err.Error()
 	} else if info, err := s.Info(ctx); err != nil {
 		o.Queue = "not readable: " + err.Error()
@@ -54,7 +54,7 @@ func Describe(ctx context.Context, js jetstream.JetStream, buckets ...string) Ov
 		}
 		o.Buckets = append(o.Buckets, fmt.Sprintf("%s: %d replica(s), %d bytes", b, st.Replicas(), st.Size()))
 	}
-	kv, err := js.KeyValue(ctx, protocol.Registry)
+	kv, err := js.KeyValue(ctx, n.Registry())
 	if err != nil {
 		return o
 	}

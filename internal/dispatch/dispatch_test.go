@@ -227,14 +227,14 @@ func newFakeWorker(t *testing.T, url string) *fakeWorker {
 	}
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
-	cons, err := js.Consumer(context.Background(), protocol.Stream, protocol.Consumer)
+	cons, err := js.Consumer(context.Background(), protocol.Names{}.Stream(), protocol.Consumer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A worker's heartbeat says it has a slot, and the scheduler sends a run only to a
 	// slot. It is put under a name of its own: the tests of a lost worker need "fake",
 	// the name it claims as, gone from the registry.
-	kv, err := js.KeyValue(context.Background(), protocol.Registry)
+	kv, err := js.KeyValue(context.Background(), protocol.Names{}.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func newFakeWorker(t *testing.T, url string) *fakeWorker {
 func (f *fakeWorker) waitQueueEmpty(t *testing.T) {
 	t.Helper()
 	js, _ := jetstream.New(f.nc)
-	stream, _ := js.Stream(context.Background(), protocol.Stream)
+	stream, _ := js.Stream(context.Background(), protocol.Names{}.Stream())
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		info, err := stream.Info(context.Background())
@@ -277,7 +277,7 @@ func (f *fakeWorker) waitQueueEmpty(t *testing.T) {
 func (f *fakeWorker) claim(t *testing.T) (string, int64, string) {
 	t.Helper()
 	attempt := f.fetch(t)
-	answer := f.ask(t, protocol.ClaimSubject("fake"), protocol.Claim{Run: f.msg.Job.Run, Attempt: attempt, Worker: "fake", Token: f.msg.Token})
+	answer := f.ask(t, protocol.Names{}.ClaimSubject("fake"), protocol.Claim{Run: f.msg.Job.Run, Attempt: attempt, Worker: "fake", Token: f.msg.Token})
 	return f.msg.Job.Run, attempt, answer
 }
 
@@ -337,7 +337,7 @@ func TestLateResultDiscarded(t *testing.T) {
 		t.Fatalf("run: %s (%v), attempts %d, state_rev %v, %v", done.Status, done.ErrorSummary, done.Attempts, done.StateRev, err)
 	}
 	// The silent worker's result comes late: refused, and nothing changes.
-	late := fake.ask(t, protocol.RecordSubject("fake"), protocol.Record{Run: id, Attempt: 1, Worker: "fake", ReportKey: protocol.AttemptPrefix(id, 1) + "report.json"})
+	late := fake.ask(t, protocol.Names{}.RecordSubject("fake"), protocol.Record{Run: id, Attempt: 1, Worker: "fake", ReportKey: protocol.AttemptPrefix(id, 1) + "report.json"})
 	if late != protocol.Stale {
 		t.Fatalf("a late result was answered %q, want %q: its worker must not acknowledge the message", late, protocol.Stale)
 	}
@@ -539,7 +539,7 @@ func TestLeaseDuringClaim(t *testing.T) {
 	fake := newFakeWorker(t, c.nats)
 	lease := func(attempt int64) protocol.LeaseReply {
 		b, _ := json.Marshal(protocol.Lease{Worker: "fake", Runs: []protocol.Claim{{Run: r.RunID, Attempt: attempt, Worker: "fake"}}})
-		msg, err := fake.nc.Request(protocol.LeaseSubject("fake"), b, 10*time.Second)
+		msg, err := fake.nc.Request(protocol.Names{}.LeaseSubject("fake"), b, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -609,7 +609,7 @@ func TestForgedRequestsRefused(t *testing.T) {
 	// A claim without the delivery's token: a worker that names a run (from another's
 	// heartbeat, say) and was not delivered it.
 	for name, token := range map[string]string{"no token": "", "a guessed token": strings.Repeat("0", 32), "a token one off": "x" + fake.msg.Token} {
-		rep := fake.askReply(t, protocol.ClaimSubject("evil"), protocol.Claim{Run: r.RunID, Attempt: 1, Worker: "evil", Token: token})
+		rep := fake.askReply(t, protocol.Names{}.ClaimSubject("evil"), protocol.Claim{Run: r.RunID, Attempt: 1, Worker: "evil", Token: token})
 		if rep.Answer != protocol.Stale || len(rep.Keys) != 0 {
 			t.Fatalf("a claim with %s was answered %+v, want %q and no keys", name, rep, protocol.Stale)
 		}
@@ -643,7 +643,7 @@ func TestForgedRequestsRefused(t *testing.T) {
 
 	// The claim with the delivery's token: the keys of the run's files, which open
 	// them; one file's key does not open another.
-	rep := fake.askReply(t, protocol.ClaimSubject("fake"), protocol.Claim{Run: r.RunID, Attempt: 1, Worker: "fake", Token: fake.msg.Token})
+	rep := fake.askReply(t, protocol.Names{}.ClaimSubject("fake"), protocol.Claim{Run: r.RunID, Attempt: 1, Worker: "fake", Token: fake.msg.Token})
 	if rep.Answer != protocol.Go || len(rep.Keys) != 2 {
 		t.Fatalf("the delivered claim was answered %q with %d keys", rep.Answer, len(rep.Keys))
 	}
@@ -663,12 +663,12 @@ func TestForgedRequestsRefused(t *testing.T) {
 	}
 
 	// Another worker records the run: refused, and its bucket is not read.
-	forged := fake.ask(t, protocol.RecordSubject("evil"), protocol.Record{Run: r.RunID, Attempt: 1, Worker: "fake",
+	forged := fake.ask(t, protocol.Names{}.RecordSubject("evil"), protocol.Record{Run: r.RunID, Attempt: 1, Worker: "fake",
 		ReportKey: protocol.AttemptPrefix(r.RunID, 1) + "report.json"})
 	if forged != protocol.Stale {
 		t.Fatalf("a record of another worker's run was answered %q, want %q", forged, protocol.Stale)
 	}
-	if got := fake.ask(t, protocol.ClaimSubject("evil"), protocol.Claim{Run: r.RunID, Attempt: 99, Worker: "evil", Token: fake.msg.Token}); got != "" {
+	if got := fake.ask(t, protocol.Names{}.ClaimSubject("evil"), protocol.Claim{Run: r.RunID, Attempt: 99, Worker: "evil", Token: fake.msg.Token}); got != "" {
 		t.Fatalf("a claim of attempt 99 was answered %q", got)
 	}
 	if got, _ := b.App.Store.GetRun(ctx, r.RunID); got.Status != store.StatusRunning || got.Attempts != 1 || got.Worker != "fake" {
@@ -692,7 +692,7 @@ func TestForgedRequestsRefused(t *testing.T) {
 		if _, err := own.Put(ctx, prefix+"report.json", bytes.NewReader(report), blob.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if answer := fake.ask(t, protocol.RecordSubject("fake"), protocol.Record{Run: id, Attempt: 1, Worker: "fake", ReportKey: prefix + "report.json"}); answer != protocol.Recorded {
+		if answer := fake.ask(t, protocol.Names{}.RecordSubject("fake"), protocol.Record{Run: id, Attempt: 1, Worker: "fake", ReportKey: prefix + "report.json"}); answer != protocol.Recorded {
 			t.Fatalf("the record was answered %q", answer)
 		}
 		if err := fake.last.DoubleAck(ctx); err != nil {

@@ -99,16 +99,16 @@ func TestForgedDeliveriesDropped(t *testing.T) {
 	// In the holder's name: before the fix the node read the holder's bucket, found no
 	// report, and recorded the run failed.
 	forgedAt := time.Now()
-	forge(t, c.nats, protocol.RecordSubject("fake"), protocol.Record{Run: r.RunID, Attempt: 1, Worker: "fake",
+	forge(t, c.nats, protocol.Names{}.RecordSubject("fake"), protocol.Record{Run: r.RunID, Attempt: 1, Worker: "fake",
 		ReportKey: protocol.AttemptPrefix(r.RunID, 1) + "report.json"})
-	forge(t, c.nats, protocol.OutSubject("fake", r.RunID), protocol.Line{Attempt: 1, Seq: 1, Type: "stdout", Data: "forged line"})
-	forge(t, c.nats, protocol.StatusSubject(r.RunID), protocol.Status{Node: "another node", Status: "forged status"})
+	forge(t, c.nats, protocol.Names{}.OutSubject("fake", r.RunID), protocol.Line{Attempt: 1, Seq: 1, Type: "stdout", Data: "forged line"})
+	forge(t, c.nats, protocol.Names{}.StatusSubject(r.RunID), protocol.Status{Node: "another node", Status: "forged status"})
 
 	// The real line and status after them, so that the handlers were live.
 	line, _ := json.Marshal(protocol.Line{Attempt: 1, Seq: 2, Type: "stdout", Data: "real line"})
-	fake.nc.Publish(protocol.OutSubject("fake", r.RunID), line)
+	fake.nc.Publish(protocol.Names{}.OutSubject("fake", r.RunID), line)
 	status, _ := json.Marshal(protocol.Status{Node: "another node", Status: "real status"})
-	fake.nc.Publish(protocol.StatusSubject(r.RunID), status)
+	fake.nc.Publish(protocol.Names{}.StatusSubject(r.RunID), status)
 	var got []run.Event
 	deadline := time.After(10 * time.Second)
 	for len(got) < 2 {
@@ -136,7 +136,7 @@ func TestForgedDeliveriesDropped(t *testing.T) {
 	}
 
 	// A record in the name of a worker that holds nothing, asked as a worker asks.
-	if got := fake.ask(t, protocol.RecordSubject("ghost"), protocol.Record{Run: r.RunID, Attempt: 1, Worker: "ghost",
+	if got := fake.ask(t, protocol.Names{}.RecordSubject("ghost"), protocol.Record{Run: r.RunID, Attempt: 1, Worker: "ghost",
 		ReportKey: protocol.AttemptPrefix(r.RunID, 1) + "report.json"}); got != protocol.Stale {
 		t.Fatalf("a record of a worker that holds nothing was answered %q", got)
 	}
@@ -163,7 +163,7 @@ func TestForgedDeliveriesDroppedByWorkers(t *testing.T) {
 	if rec, err := a.App.Store.Sandbox(ctx, sb.SandboxID); err != nil || rec.Node != "wf" {
 		t.Fatalf("the sandbox lives on %q (%v), want wf", rec.Node, err)
 	}
-	forge(t, c.nats, protocol.BoxSubject("wf", protocol.OpExec), protocol.BoxRequest{Call: "forged", Box: sb.SandboxID,
+	forge(t, c.nats, protocol.Names{}.BoxSubject("wf", protocol.OpExec), protocol.BoxRequest{Call: "forged", Box: sb.SandboxID,
 		Exec: &protocol.BoxExec{Cmd: []string{"sh", "-c", "echo forged > forged.txt"}, Timeout: 10 * time.Second}})
 	time.Sleep(2 * time.Second) // what the worker would do, it does within this
 	res, err := uac.Exec(ctx, sb.SandboxID, client.ExecRequest{Cmd: []string{"sh", "-c", "ls"}})
@@ -180,12 +180,12 @@ func TestForgedDeliveriesDroppedByWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, uac, r.RunID, "running")
-	forge(t, c.nats, protocol.CancelSubject("wf"), []byte(r.RunID))
+	forge(t, c.nats, protocol.Names{}.CancelSubject("wf"), []byte(r.RunID))
 	if got := waitFinal(t, uac, r.RunID); got.Status != "succeeded" {
 		t.Errorf("after a forged cancel the run is %s (%v)", got.Status, got.ErrorSummary)
 	}
 
-	forge(t, c.nats, protocol.BoxSubject("wf", protocol.OpRemove), protocol.BoxRequest{Call: "forged-rm", Box: sb.SandboxID})
+	forge(t, c.nats, protocol.Names{}.BoxSubject("wf", protocol.OpRemove), protocol.BoxRequest{Call: "forged-rm", Box: sb.SandboxID})
 	time.Sleep(2 * time.Second)
 	if res, err := uac.Exec(ctx, sb.SandboxID, client.ExecRequest{Cmd: []string{"true"}}); err != nil || res.ExitCode != 0 {
 		t.Errorf("after a forged remove, the sandbox: %+v, %v", res, err)

@@ -40,6 +40,7 @@ type Handlers struct {
 	own     *workerBuckets // each worker's own bucket, where it leaves its reports and artifacts
 	keys    *keyring       // the keys of runs' files, handed over with a claim
 	node    string
+	names   protocol.Names
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	subs    []*nats.Subscription
@@ -54,25 +55,26 @@ type Handlers struct {
 func maxReportBytes(logBytes int64) int64 { return 4*logBytes + 8<<20 }
 
 // Serve starts answering workers; Close stops it.
-func Serve(nc *nats.Conn, stream jetstream.Stream, st *store.Store, runs *run.Service, files, work blob.Store, node string,
+func Serve(nc *nats.Conn, stream jetstream.Stream, st *store.Store, runs *run.Service, files, work blob.Store, cfg Config,
 	m *metrics.Metrics, log *slog.Logger) (*Handlers, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
-	h := &Handlers{sem: make(chan struct{}, maxRequests), nc: nc, js: js, stream: stream, st: st, runs: runs, files: files, work: work, node: node, log: log, metrics: m,
-		own: newWorkerBuckets(work), keys: &keyring{js: js}}
+	h := &Handlers{sem: make(chan struct{}, maxRequests), nc: nc, js: js, stream: stream, st: st, runs: runs, files: files, work: work, node: cfg.Node, names: cfg.Names,
+		log: log, metrics: m, own: newWorkerBuckets(work), keys: &keyring{js: js, bucket: cfg.Names.Keys()}}
+	n := cfg.Names
 	for _, s := range []struct {
 		subject string
 		queue   string
 		request bool // answered: its sender waits for the reply
 		fn      nats.MsgHandler
 	}{
-		{protocol.ClaimSubject("*"), protocol.APIQueue, true, h.request(h.claim)},
-		{protocol.RecordSubject("*"), protocol.APIQueue, true, h.request(answerOnly(h.record))},
-		{protocol.LeaseSubject("*"), protocol.APIQueue, true, h.lease},
-		{protocol.StatusSubject("*"), "", false, h.relay},
-		{protocol.MaxDeliveries, protocol.APIQueue, false, h.exhausted},
+		{n.ClaimSubject("*"), protocol.APIQueue, true, h.request(h.claim)},
+		{n.RecordSubject("*"), protocol.APIQueue, true, h.request(answerOnly(h.record))},
+		{n.LeaseSubject("*"), protocol.APIQueue, true, h.lease},
+		{n.StatusSubject("*"), "", false, h.relay},
+		{n.MaxDeliveries(), protocol.APIQueue, false, h.exhausted},
 	} {
 		sub, err := protocol.Subscribe(nc, s.subject, s.queue, s.request, s.fn)
 		if err != nil {
@@ -199,7 +201,7 @@ func (e errNotDelivered) Error() string { return e.why }
 // from before tokens has none, and proves nothing either way (a rolling upgrade).
 func (h *Handlers) delivered(ctx context.Context, c protocol.Claim) (protocol.Message, error) {
 	var msg protocol.Message
-	raw, err := h.stream.GetLastMsgForSubject(ctx, protocol.JobSubject(c.Run))
+	raw, err := h.stream.GetLastMsgForSubject(ctx, h.names.JobSubject(c.Run))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return msg, errNotDelivered{why: "the run's message is not on the stream", gone: true}
 	}
@@ -538,7 +540,7 @@ func (h *Handlers) relay(m *nats.Msg) {
 	if json.Unmarshal(m.Data, &s) != nil || s.Node == "" || s.Status == "" || s.Node == h.node {
 		return
 	}
-	h.runs.Publish(strings.TrimPrefix(m.Subject, protocol.StatusPrefix), run.Event{Type: "status", Data: s.Status})
+	h.runs.Publish(strings.TrimPrefix(m.Subject, h.names.StatusPrefix()), run.Event{Type: "status", Data: s.Status})
 }
 
 // exhausted ends a run whose message was delivered MaxDeliver times and whose last
@@ -552,7 +554,7 @@ func (h *Handlers) exhausted(m *nats.Msg) {
 		Deliveries uint64 `json:"deliveries"`
 	}
 	if err := json.Unmarshal(m.Data, &adv); err != nil || adv.StreamSeq == 0 || adv.Type != maxDeliverAdvisory ||
-		adv.Stream != protocol.Stream || adv.Consumer != protocol.Consumer {
+		adv.Stream != h.names.Stream() || adv.Consumer != protocol.Consumer {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -562,7 +564,7 @@ func (h *Handlers) exhausted(m *nats.Msg) {
 		h.log.Warn("reading the message of a run whose worker was lost", "seq", adv.StreamSeq, "error", err)
 		return
 	}
-	id := strings.TrimPrefix(msg.Subject, "skrip.jobs.")
+	id := h.names.JobOf(msg.Subject)
 	if r, err := h.st.GetRun(ctx, id); err == nil {
 		if alive, err := h.holding(ctx, r); err == nil && alive {
 			// Its last delivery's progress signals were lost (a leader election), not its

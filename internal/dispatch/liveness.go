@@ -35,7 +35,7 @@ func (h *Handlers) holding(ctx context.Context, r store.Run) (bool, error) {
 	}
 	for deadline := time.Now().Add(holderPatience); ; {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		msg, err := h.nc.RequestWithContext(rctx, protocol.BacklogSubject(r.Worker), []byte(r.ID))
+		msg, err := h.nc.RequestWithContext(rctx, h.names.BacklogSubject(r.Worker), []byte(r.ID))
 		cancel()
 		if err == nil {
 			var b protocol.Backlog
@@ -51,7 +51,7 @@ func (h *Handlers) holding(ctx context.Context, r store.Run) (bool, error) {
 			return false, ctx.Err()
 		}
 	}
-	kv, err := h.js.KeyValue(ctx, protocol.Registry)
+	kv, err := h.js.KeyValue(ctx, h.names.Registry())
 	if err != nil {
 		return false, err
 	}

@@ -25,7 +25,7 @@ func TestRedeliveryWaitsForLiveHolder(t *testing.T) {
 	fake := newFakeWorker(t, c.nats)
 	// The holder, alive: it says it runs attempt 1 of the run (as a worker answers an
 	// API node's backlog request).
-	alive, err := fake.nc.Subscribe(protocol.BacklogSubject("fake"), func(m *nats.Msg) {
+	alive, err := fake.nc.Subscribe(protocol.Names{}.BacklogSubject("fake"), func(m *nats.Msg) {
 		data, _ := json.Marshal(protocol.Backlog{Attempt: 1})
 		m.Respond(data)
 	})
@@ -47,7 +47,7 @@ func TestRedeliveryWaitsForLiveHolder(t *testing.T) {
 	}
 	// The delivery's token proves the claim, as a real worker's does.
 	claim := protocol.Claim{Run: r.RunID, Attempt: int64(meta.NumDelivered), Worker: "fake2", Token: m.Token}
-	if answer := fake.ask(t, protocol.ClaimSubject("fake2"), claim); claim.Attempt != 2 || answer != protocol.Held {
+	if answer := fake.ask(t, protocol.Names{}.ClaimSubject("fake2"), claim); claim.Attempt != 2 || answer != protocol.Held {
 		t.Fatalf("the claim of delivery %d while its holder is alive: %q, want %q", claim.Attempt, answer, protocol.Held)
 	}
 	if got, _ := b.App.Store.GetRun(context.Background(), r.RunID); got.Attempts != 1 || got.Worker != "fake" {
@@ -56,7 +56,7 @@ func TestRedeliveryWaitsForLiveHolder(t *testing.T) {
 	// The holder goes (no subscription, no heartbeat): the waiting delivery takes over.
 	alive.Unsubscribe()
 	msg.InProgress()
-	if answer := fake.ask(t, protocol.ClaimSubject("fake2"), claim); answer != protocol.Go {
+	if answer := fake.ask(t, protocol.Names{}.ClaimSubject("fake2"), claim); answer != protocol.Go {
 		t.Fatalf("the claim once its holder is gone: %q, want %q", answer, protocol.Go)
 	}
 	if got, _ := b.App.Store.GetRun(context.Background(), r.RunID); got.Attempts != 2 || got.Worker != "fake2" {

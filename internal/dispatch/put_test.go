@@ -37,14 +37,14 @@ func TestPutRefusesAChangedFile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	js, _ := jetstream.New(nc)
-	if err := setupKeys(ctx, js, 1); err != nil {
+	if err := setupKeys(ctx, js, protocol.Names{}.Keys(), 1); err != nil {
 		t.Fatal(err)
 	}
 	work, err := natsblob.New(ctx, nc, natsblob.Config{Bucket: "skrip-work"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := &Queue{work: work, keys: &keyring{js: js}, metrics: metrics.New(), log: slog.New(slog.DiscardHandler)}
+	q := &Queue{work: work, keys: &keyring{js: js, bucket: protocol.Names{}.Keys()}, metrics: metrics.New(), log: slog.New(slog.DiscardHandler)}
 	path := filepath.Join(t.TempDir(), "in.txt")
 	if err := os.WriteFile(path, []byte("the file as it was hashed"), 0o644); err != nil {
 		t.Fatal(err)

@@ -32,10 +32,11 @@ import (
 
 // Config sizes the stream and says how long a worker may go silent.
 type Config struct {
-	Replicas int           // of the stream and the registry; 1 when 0
-	Queue    int           // runs waiting or running in the cluster at once; past it, 503
-	AckWait  time.Duration // a worker silent this long loses its run to another
-	Node     string        // this API node's id
+	Replicas int            // of the stream and the registry; 1 when 0
+	Queue    int            // runs waiting or running in the cluster at once; past it, 503
+	AckWait  time.Duration  // a worker silent this long loses its run to another
+	Node     string         // this API node's id
+	Names    protocol.Names // the installation's NATS names (SKRIP_NATS_PREFIX)
 }
 
 // errFull is JetStream's API error code for a message the stream could not store; with
@@ -49,28 +50,29 @@ func Setup(ctx context.Context, js jetstream.JetStream, cfg Config, log *slog.Lo
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
-	sc := jetstream.StreamConfig{Name: protocol.Stream, Subjects: []string{protocol.JobSubjects}, Retention: jetstream.WorkQueuePolicy,
+	n := cfg.Names
+	sc := jetstream.StreamConfig{Name: n.Stream(), Subjects: []string{n.JobSubjects()}, Retention: jetstream.WorkQueuePolicy,
 		MaxMsgs: int64(cfg.Queue), Discard: jetstream.DiscardNew, Duplicates: 2 * time.Minute, Storage: jetstream.FileStorage,
 		Replicas: cfg.Replicas, Description: "skrip: runs waiting for a worker (docs/cluster.md)"}
 	stream, err := js.CreateStream(ctx, sc)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		stream, err = js.Stream(ctx, protocol.Stream)
+		stream, err = js.Stream(ctx, n.Stream())
 		if err == nil && stream.CachedInfo().Config.Replicas != cfg.Replicas {
 			log.Warn("the run queue's stream has another replica count than SKRIP_NATS_REPLICAS; it is left as it is",
-				"stream", protocol.Stream, "replicas", stream.CachedInfo().Config.Replicas, "setting", cfg.Replicas)
+				"stream", n.Stream(), "replicas", stream.CachedInfo().Config.Replicas, "setting", cfg.Replicas)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("the run queue's stream %s: %w", protocol.Stream, err)
+		return nil, fmt.Errorf("the run queue's stream %s: %w", n.Stream(), err)
 	}
 	if err := setupConsumer(ctx, stream, cfg); err != nil {
 		return nil, fmt.Errorf("the run queue's consumer %s: %w", protocol.Consumer, err)
 	}
 	if err := setupRegistry(ctx, js, cfg); err != nil {
-		return nil, fmt.Errorf("the worker registry %s: %w", protocol.Registry, err)
+		return nil, fmt.Errorf("the worker registry %s: %w", n.Registry(), err)
 	}
-	if err := setupKeys(ctx, js, cfg.Replicas); err != nil {
-		return nil, fmt.Errorf("the sealing secret's bucket %s: %w", protocol.Keys, err)
+	if err := setupKeys(ctx, js, n.Keys(), cfg.Replicas); err != nil {
+		return nil, fmt.Errorf("the sealing secret's bucket %s: %w", n.Keys(), err)
 	}
 	return stream, nil
 }
@@ -106,9 +108,9 @@ func setupConsumer(ctx context.Context, stream jetstream.Stream, cfg Config) err
 // operator's edits, setting only its TTL, which SKRIP_RUN_ACK_WAIT decides.
 func setupRegistry(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	ttl := 3 * protocol.HeartbeatEvery(cfg.AckWait)
-	_, err := js.KeyValue(ctx, protocol.Registry)
+	_, err := js.KeyValue(ctx, cfg.Names.Registry())
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		_, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: protocol.Registry, History: 1, TTL: ttl,
+		_, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: cfg.Names.Registry(), History: 1, TTL: ttl,
 			Replicas: cfg.Replicas, Description: "skrip: worker heartbeats (docs/cluster.md)"})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			return nil
@@ -118,7 +120,7 @@ func setupRegistry(ctx context.Context, js jetstream.JetStream, cfg Config) erro
 	if err != nil {
 		return err
 	}
-	s, err := js.Stream(ctx, "KV_"+protocol.Registry)
+	s, err := js.Stream(ctx, "KV_"+cfg.Names.Registry())
 	if err != nil {
 		return err
 	}
@@ -161,7 +163,7 @@ type Queue struct {
 // be nil.
 func NewQueue(runs *run.Service, nc *nats.Conn, js jetstream.JetStream, stream jetstream.Stream, st *store.Store, work blob.Store, known *blobcache.Cache,
 	cfg Config, m *metrics.Metrics, log *slog.Logger) *Queue {
-	return &Queue{runs: runs, nc: nc, js: js, stream: stream, st: st, work: work, known: known, keys: &keyring{js: js}, cfg: cfg, metrics: m, log: log}
+	return &Queue{runs: runs, nc: nc, js: js, stream: stream, st: st, work: work, known: known, keys: &keyring{js: js, bucket: cfg.Names.Keys()}, cfg: cfg, metrics: m, log: log}
 }
 
 var _ run.Executor = (*Queue)(nil)
@@ -295,7 +297,7 @@ func (q *Queue) publish(ctx context.Context, id string, data []byte) error {
 	wait := 100 * time.Millisecond
 	deadline := time.Now().Add(publishPatience)
 	for {
-		_, err := q.js.Publish(ctx, protocol.JobSubject(id), data, jetstream.WithMsgID(id))
+		_, err := q.js.Publish(ctx, q.cfg.Names.JobSubject(id), data, jetstream.WithMsgID(id))
 		var apiErr *jetstream.APIError
 		switch {
 		case err == nil:
@@ -434,7 +436,7 @@ func (q *Queue) stop(ctx context.Context, r store.Run) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_, err := q.nc.RequestWithContext(ctx, protocol.CancelSubject(r.Worker), []byte(r.ID))
+	_, err := q.nc.RequestWithContext(ctx, q.cfg.Names.CancelSubject(r.Worker), []byte(r.ID))
 	if errors.Is(err, nats.ErrNoResponders) {
 		return false
 	}
@@ -447,7 +449,7 @@ func (q *Queue) stop(ctx context.Context, r store.Run) bool {
 // Status tells the other API nodes that run id is now status.
 func (q *Queue) Status(id, status string) {
 	b, _ := json.Marshal(protocol.Status{Node: q.cfg.Node, Status: status})
-	if err := q.nc.Publish(protocol.StatusSubject(id), b); err != nil {
+	if err := q.nc.Publish(q.cfg.Names.StatusSubject(id), b); err != nil {
 		q.log.Warn("publishing a run's status", "run", id, "error", err)
 	}
 }
@@ -463,14 +465,14 @@ func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 	// From any worker: the run's next attempt may be another's. A line from a worker
 	// that does not hold the run is dropped when the run's holder is known (lines are
 	// for viewers only; what is recorded comes from the holder's report).
-	sub, err := protocol.Subscribe(q.nc, protocol.OutSubject("*", r.ID), "", false, func(m *nats.Msg) {
+	sub, err := protocol.Subscribe(q.nc, q.cfg.Names.OutSubject("*", r.ID), "", false, func(m *nats.Msg) {
 		var l protocol.Line
 		// A worker's line names its attempt and counts from 1; JetStream's answers to a
 		// request a worker sent with this subject as its reply (a PubAck) do neither.
 		if json.Unmarshal(m.Data, &l) != nil || l.Type == "status" || l.Attempt < 1 || l.Seq < 1 {
 			return
 		}
-		if from := strings.TrimSuffix(strings.TrimPrefix(m.Subject, protocol.OutPrefix), "."+r.ID); r.Worker != "" && l.Attempt <= r.Attempts && from != r.Worker {
+		if from := strings.TrimSuffix(strings.TrimPrefix(m.Subject, q.cfg.Names.OutPrefix()), "."+r.ID); r.Worker != "" && l.Attempt <= r.Attempts && from != r.Worker {
 			return
 		}
 		mu.Lock()
@@ -502,7 +504,7 @@ func (q *Queue) Watch(r store.Run, deliver func(run.Event)) (stop func()) {
 	go func() {
 		var b protocol.Backlog
 		if r.Status == store.StatusRunning && r.Worker != "" {
-			if msg, err := q.nc.Request(protocol.BacklogSubject(r.Worker), []byte(r.ID), 2*time.Second); err == nil {
+			if msg, err := q.nc.Request(q.cfg.Names.BacklogSubject(r.Worker), []byte(r.ID), 2*time.Second); err == nil {
 				json.Unmarshal(msg.Data, &b)
 			}
 		}

@@ -18,10 +18,6 @@ import (
 // the held runs to the workers.
 const ScheduleLease = "dispatch-schedule"
 
-// kickSubject wakes the scheduler when an API node held a run (API nodes only: workers
-// may neither publish nor subscribe under skrip.api.).
-const kickSubject = "skrip.api.kick"
-
 // How the scheduler works: it looks every scheduleEvery (and at once when a run is
 // held), and reads the workers' capacity at most every capacityEvery. A user's last send
 // counts for servedMemory.
@@ -32,7 +28,7 @@ const (
 )
 
 func (q *Queue) kick() {
-	if err := q.nc.Publish(kickSubject, nil); err != nil {
+	if err := q.nc.Publish(q.cfg.Names.KickSubject(), nil); err != nil {
 		q.log.Warn("waking the run scheduler; it looks again within a second", "error", err)
 	}
 }
@@ -56,7 +52,9 @@ func (q *Queue) kick() {
 // that is tried twice one message.
 func (q *Queue) Schedule(ctx context.Context, lease *store.Lease) {
 	wake := make(chan struct{}, 1)
-	sub, err := protocol.Subscribe(q.nc, kickSubject, "", false, func(*nats.Msg) {
+	// KickSubject wakes the scheduler when an API node held a run (API nodes only: workers
+	// may neither publish nor subscribe under skrip.api.).
+	sub, err := protocol.Subscribe(q.nc, q.cfg.Names.KickSubject(), "", false, func(*nats.Msg) {
 		select {
 		case wake <- struct{}{}:
 		default:
@@ -180,7 +178,7 @@ func nextUser(waiting map[string][]store.HeldRun, last map[string]time.Time) str
 // capacity is how many runs the live workers run at once: the sum of their heartbeats'
 // concurrency.
 func (q *Queue) capacity(ctx context.Context) (int, error) {
-	kv, err := q.js.KeyValue(ctx, protocol.Registry)
+	kv, err := q.js.KeyValue(ctx, q.cfg.Names.Registry())
 	if err != nil {
 		return 0, err
 	}

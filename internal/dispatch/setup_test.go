@@ -29,8 +29,28 @@ func TestSetupKeepsOperatorEdits(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// An installation without a prefix and one with SKRIP_NATS_PREFIX, on one server:
+	// each keeps its own assets' edits.
+	for _, prefix := range []string{"", "p"} {
+		t.Run("prefix="+prefix, func(t *testing.T) { setupKeepsEdits(t, js, prefix) })
+	}
+	if _, err := js.Stream(ctx, "SKRIP_RUNS"); err != nil {
+		t.Errorf("without a prefix the stream is SKRIP_RUNS, as before SKRIP_NATS_PREFIX: %v", err)
+	}
+	if _, err := js.Stream(ctx, "p_SKRIP_RUNS"); err != nil {
+		t.Errorf("with the prefix p the stream is p_SKRIP_RUNS: %v", err)
+	}
+}
+
+func setupKeepsEdits(t *testing.T, js jetstream.JetStream, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := protocol.NewNames(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	log := slog.New(slog.DiscardHandler)
-	cfg := Config{Queue: 10, AckWait: 6 * time.Second}
+	cfg := Config{Queue: 10, AckWait: 6 * time.Second, Names: n}
 	stream, err := Setup(ctx, js, cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +71,7 @@ func TestSetupKeepsOperatorEdits(t *testing.T) {
 	if _, err := stream.UpdateConsumer(ctx, cc); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := js.Stream(ctx, "KV_"+protocol.Registry)
+	reg, err := js.Stream(ctx, "KV_"+n.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,10 +80,19 @@ func TestSetupKeepsOperatorEdits(t *testing.T) {
 	if _, err := js.UpdateStream(ctx, rc); err != nil {
 		t.Fatal(err)
 	}
+	keys, err := js.Stream(ctx, "KV_"+n.Keys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := keys.CachedInfo().Config
+	kc.Description = "operator: secret"
+	if _, err := js.UpdateStream(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
 
 	check := func(ackWait time.Duration) {
 		t.Helper()
-		s, err := js.Stream(ctx, protocol.Stream)
+		s, err := js.Stream(ctx, n.Stream())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,12 +106,19 @@ func TestSetupKeepsOperatorEdits(t *testing.T) {
 		if c := cons.CachedInfo().Config; c.Description != "operator: workers" || c.Metadata["owner"] != "it" || c.AckWait != ackWait || c.MaxDeliver != protocol.MaxDeliver {
 			t.Errorf("the consumer after a start: %q %v, ack wait %v (want %v), max deliver %d", c.Description, c.Metadata, c.AckWait, ackWait, c.MaxDeliver)
 		}
-		reg, err := js.Stream(ctx, "KV_"+protocol.Registry)
+		reg, err := js.Stream(ctx, "KV_"+n.Registry())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c := reg.CachedInfo().Config; c.Description != "operator: heartbeats" || c.MaxAge != 3*protocol.HeartbeatEvery(ackWait) {
 			t.Errorf("the registry after a start: %q, TTL %v (want %v)", c.Description, c.MaxAge, 3*protocol.HeartbeatEvery(ackWait))
+		}
+		keys, err := js.Stream(ctx, "KV_"+n.Keys())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := keys.CachedInfo().Config; c.Description != "operator: secret" {
+			t.Errorf("the secret's bucket after a start: %q", c.Description)
 		}
 	}
 	if _, err := Setup(ctx, js, cfg, log); err != nil {

@@ -37,7 +37,7 @@ const SweepLease = "dispatch-sweep"
 // One node of the cluster runs it at a time (SweepLease); any may, since every change is
 // conditional.
 func (h *Handlers) Sweep(ctx context.Context, grace, workerWait time.Duration) (int, error) {
-	kv, err := h.js.KeyValue(ctx, protocol.Registry)
+	kv, err := h.js.KeyValue(ctx, h.names.Registry())
 	if err != nil {
 		return 0, err
 	}
@@ -95,7 +95,7 @@ func (h *Handlers) Sweep(ctx context.Context, grace, workerWait time.Duration) (
 // orphaned says why run r is to fail, or "" when it is in the queue's hands, and the
 // stream sequence of its message (0: none).
 func (h *Handlers) orphaned(ctx context.Context, kv jetstream.KeyValue, r store.Run, workerWait time.Duration) (string, uint64, error) {
-	msg, err := h.stream.GetLastMsgForSubject(ctx, protocol.JobSubject(r.ID))
+	msg, err := h.stream.GetLastMsgForSubject(ctx, h.names.JobSubject(r.ID))
 	gone := errors.Is(err, jetstream.ErrMsgNotFound)
 	if err != nil && !gone {
 		return "", 0, err

@@ -38,7 +38,7 @@ func TestWatchFollowsTheNextAttempt(t *testing.T) {
 	for _, l := range []protocol.Line{{Attempt: 1, Seq: 1, Type: "stdout", Data: "a1"}, {Attempt: 1, Seq: 2, Type: "stdout", Data: "a2"}, {Attempt: 1, Seq: 2, Type: "stdout", Data: "a2"}, {Attempt: 1, Seq: 3, Type: "stdout", Data: "a3"},
 		{Attempt: 2, Seq: 1, Type: "stdout", Data: "b1"}, {Attempt: 2, Seq: 2, Type: "stdout", Data: "b2"}, {Attempt: 1, Seq: 4, Type: "stdout", Data: "late line of attempt 1"}} {
 		b, _ := json.Marshal(l)
-		nc.Publish(protocol.OutSubject([]string{"", "w1", "w2"}[l.Attempt], "r_w"), b)
+		nc.Publish(protocol.Names{}.OutSubject([]string{"", "w1", "w2"}[l.Attempt], "r_w"), b)
 	}
 	nc.Flush()
 	deadline := time.Now().Add(5 * time.Second)

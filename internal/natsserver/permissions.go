@@ -8,19 +8,20 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 )
 
-// The JetStream objects the cluster's users are allowed to touch. The work bucket and the
-// files bucket are settings (SKRIP_NATS_WORK_BUCKET, SKRIP_NATS_BUCKET); these are not.
-const (
-	RunsStream    = "SKRIP_RUNS"    // the work queue of runs
-	RunsConsumer  = "workers"       // the durable pull consumer every worker fetches from
-	WorkersBucket = "skrip-workers" // the KV bucket of worker heartbeats
-	KeysBucket    = "skrip-keys"    // the KV bucket of the API nodes' sealing secret
-)
-
-// WorkerBucket is worker's own bucket beside the work bucket (protocol.WorkerBucket).
-func WorkerBucket(workBucket, worker string) string { return workBucket + "-w-" + worker }
+// Install names the NATS assets of one skrip installation that its users may touch:
+// the stream, registry, secret and subjects of its prefix (SKRIP_NATS_PREFIX), and its
+// work and files buckets (SKRIP_NATS_WORK_BUCKET, SKRIP_NATS_BUCKET). Several
+// installations may share one NATS account: each worker's permissions name only its
+// own installation's assets.
+type Install struct {
+	Names       protocol.Names
+	WorkBucket  string
+	FilesBucket string
+}
 
 // Kind is the role a NATS user plays in a cluster.
 type Kind string
@@ -54,15 +55,18 @@ func WorkerInboxPrefix(worker string) string { return "_INBOX.w-" + worker }
 //     it claims);
 //   - read and write objects of its own bucket (WorkerBucket), where it leaves its
 //     reports and artifacts and its sandboxes' files come and go;
-//   - answer requests sent to its own subjects (skrip.w.<id>.>): it may publish on a
+//   - answer requests sent to its own subjects (skrip.w.<id>.>, under its installation's
+//     prefix if it has one): it may publish on a
 //     request's reply (allow_responses), on no other inbox.
 //
 // It may not touch the files bucket, the sealing secret, status events, other workers'
-// subjects, keys or buckets, write the work bucket, or use any other JetStream API. Each subject is one that nats.go (v1.55) sends for the
-// calls workers make: KeyValue Put, Get and Watch; ObjectStore Put, Get, GetInfo, List
-// and Delete (push ordered consumers with flow control); and skrip's natsblob (pull
-// ordered consumers, direct gets, purges).
-func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Permissions, error) {
+// subjects, keys or buckets, write the work bucket, or use any other JetStream API; nor
+// anything of another installation on the same NATS account (another prefix: every name
+// above is its installation's, token for token). Each subject is one that nats.go
+// (v1.55) sends for the calls workers make: KeyValue Put, Get and Watch; ObjectStore
+// Put, Get, GetInfo, List and Delete (push ordered consumers with flow control); and
+// skrip's natsblob (pull ordered consumers, direct gets, purges).
+func Permissions(kind Kind, worker string, in Install) (*server.Permissions, error) {
 	switch kind {
 	case APIUser:
 		return nil, nil
@@ -70,6 +74,7 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 	default:
 		return nil, fmt.Errorf("natsserver: unknown kind of user %q", kind)
 	}
+	n, workBucket, filesBucket := in.Names, in.WorkBucket, in.FilesBucket
 	for _, tok := range []struct{ what, v string }{
 		{"worker id", worker}, {"work bucket", workBucket}, {"files bucket", filesBucket},
 	} {
@@ -84,23 +89,24 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 		return nil, errors.New("natsserver: the work bucket and the files bucket must differ")
 	}
 	work := "OBJ_" + workBucket
-	ownBucket := WorkerBucket(workBucket, worker)
+	ownBucket := protocol.WorkerBucket(workBucket, worker)
 	own := "OBJ_" + ownBucket
-	kv := "KV_" + WorkersBucket
+	kv := "KV_" + n.Registry()
+	runs, consumer := n.Stream(), protocol.Consumer
 	api := "$JS.API."
 	pub := []string{
 		api + "INFO",
 		// The runs queue: fetch one message at a time and acknowledge it.
-		api + "CONSUMER.INFO." + RunsStream + "." + RunsConsumer,
-		api + "CONSUMER.MSG.NEXT." + RunsStream + "." + RunsConsumer,
-		"$JS.ACK." + RunsStream + "." + RunsConsumer + ".>",
+		api + "CONSUMER.INFO." + runs + "." + consumer,
+		api + "CONSUMER.MSG.NEXT." + runs + "." + consumer,
+		"$JS.ACK." + runs + "." + consumer + ".>",
 		// API nodes' queue group and the run's output lines.
-		"skrip.api.claim." + worker, "skrip.api.record." + worker, "skrip.api.lease." + worker,
-		"skrip.out." + worker + ".*",
+		n.ClaimSubject(worker), n.RecordSubject(worker), n.LeaseSubject(worker),
+		n.OutSubject(worker, "*"),
 		// Its own heartbeat; reading the others' (Get, Watch) for `skrip doctor`. Reads
 		// are direct gets; STREAM.MSG.GET is their fallback on a stream without
 		// allow_direct. A watch is a push ordered consumer with flow control.
-		"$KV." + WorkersBucket + "." + worker,
+		"$KV." + n.Registry() + "." + worker,
 		api + "STREAM.INFO." + kv,
 		api + "DIRECT.GET." + kv + ".>",
 		api + "STREAM.MSG.GET." + kv,
@@ -133,7 +139,7 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 		// request it received and publish on no other inbox.
 	}
 	files := "OBJ_" + filesBucket
-	keys := "KV_" + KeysBucket
+	keys := "KV_" + n.Keys()
 	// Nothing above allows these; denying them as well keeps it so if an allow is ever
 	// widened.
 	denyPub := []string{
@@ -143,7 +149,7 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 		api + "*.*.*." + files,
 		api + "*.*.*." + files + ".>",
 		"$JS.FC." + files + ".>",
-		"$KV." + KeysBucket + ".>",
+		"$KV." + n.Keys() + ".>",
 		api + "*.*." + keys,
 		api + "*.*." + keys + ".>",
 		api + "*.*.*." + keys,
@@ -155,11 +161,11 @@ func Permissions(kind Kind, worker, workBucket, filesBucket string) (*server.Per
 	}
 	sub := []string{
 		WorkerInboxPrefix(worker) + ".>",
-		"skrip.w." + worker + ".>",
+		n.WorkerSubjects(worker),
 	}
 	denySub := []string{
-		"skrip.api.>",
-		"skrip.st.>",
+		n.APIs(),
+		n.StatusSubject(">"),
 		"$O." + filesBucket + ".>",
 		"$O." + workBucket + ".>",
 	}
@@ -189,10 +195,10 @@ func checkToken(s string) error {
 
 // Users returns the permissions of each user as nats-server's own type, for an
 // embedded server (server.Options.Users).
-func Users(users []User, workBucket, filesBucket string) ([]*server.User, error) {
+func Users(users []User, in Install) ([]*server.User, error) {
 	out := make([]*server.User, 0, len(users))
 	for _, u := range users {
-		p, err := Permissions(u.Kind, u.Worker, workBucket, filesBucket)
+		p, err := Permissions(u.Kind, u.Worker, in)
 		if err != nil {
 			return nil, fmt.Errorf("user %q: %w", u.Name, err)
 		}
@@ -204,8 +210,8 @@ func Users(users []User, workBucket, filesBucket string) ([]*server.User, error)
 // AuthorizationConfig renders users as the authorization block of a nats-server config
 // file; docs/cluster.md prints one. The server parses it into the same permissions
 // Users returns.
-func AuthorizationConfig(users []User, workBucket, filesBucket string) (string, error) {
-	su, err := Users(users, workBucket, filesBucket)
+func AuthorizationConfig(users []User, in Install) (string, error) {
+	su, err := Users(users, in)
 	if err != nil {
 		return "", err
 	}

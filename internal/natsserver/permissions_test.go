@@ -26,6 +26,10 @@ const (
 	filesBucket = "skrip-files"
 )
 
+// testInstall is an installation without a prefix, as every one was before
+// SKRIP_NATS_PREFIX.
+var testInstall = Install{WorkBucket: workBucket, FilesBucket: filesBucket}
+
 var testUsers = []User{
 	{Name: "api", Password: "api-secret", Kind: APIUser},
 	{Name: "w1", Password: "w1-secret", Kind: WorkerUser, Worker: "w1"},
@@ -42,7 +46,7 @@ func TestPermissionsRefusesBadNames(t *testing.T) {
 		{"worker", "w1", workBucket, workBucket},
 		{"admin", "w1", workBucket, filesBucket},
 	} {
-		if _, err := Permissions(Kind(c.kind), c.worker, c.work, c.files); err == nil {
+		if _, err := Permissions(Kind(c.kind), c.worker, Install{WorkBucket: c.work, FilesBucket: c.files}); err == nil {
 			t.Errorf("Permissions(%q, %q, %q, %q) = nil error", c.kind, c.worker, c.work, c.files)
 		}
 	}
@@ -54,7 +58,7 @@ func TestPermissionsRefusesBadNames(t *testing.T) {
 func startAuthServer(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	auth, err := AuthorizationConfig(testUsers, workBucket, filesBucket)
+	auth, err := AuthorizationConfig(testUsers, testInstall)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +71,7 @@ func startAuthServer(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("nats-server refuses the rendered config: %v\n%s", err, conf)
 	}
-	want, err := Users(testUsers, workBucket, filesBucket)
+	want, err := Users(testUsers, testInstall)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,17 +113,17 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs, err := ajs.CreateStream(ctx, jetstream.StreamConfig{
-		Name: RunsStream, Subjects: []string{"skrip.jobs.>"}, Retention: jetstream.WorkQueuePolicy,
+		Name: protocol.Names{}.Stream(), Subjects: []string{"skrip.jobs.>"}, Retention: jetstream.WorkQueuePolicy,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runs.CreateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable: RunsConsumer, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 2,
+		Durable: protocol.Consumer, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 2,
 	}); err != nil {
 		t.Fatal(err)
 	}
-	akv, err := ajs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: WorkersBucket})
+	akv, err := ajs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: protocol.Names{}.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +132,7 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 	}
 	// The buckets API nodes make: the files, the shared work bucket, each worker's own,
 	// and the sealing secret's KV.
-	for _, b := range []string{workBucket, filesBucket, WorkerBucket(workBucket, "w1"), WorkerBucket(workBucket, "w2")} {
+	for _, b := range []string{workBucket, filesBucket, protocol.WorkerBucket(workBucket, "w1"), protocol.WorkerBucket(workBucket, "w2")} {
 		obs, err := ajs.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: b})
 		if err != nil {
 			t.Fatal(err)
@@ -145,7 +149,7 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 	if _, err := apiWork.Put(ctx, "work/sealed/x", bytes.NewReader(big), blob.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := ajs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: KeysBucket})
+	keys, err := ajs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: protocol.Names{}.Keys()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +195,7 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		// The runs queue: fetch and acknowledge.
 		_, err := ajs.Publish(ctx, "skrip.jobs.r1", []byte("job"), jetstream.WithMsgID("r1"))
 		step("publish a job (api)", err)
-		cons, err := wjs.Consumer(ctx, RunsStream, RunsConsumer)
+		cons, err := wjs.Consumer(ctx, protocol.Names{}.Stream(), protocol.Consumer)
 		step("open the workers consumer", err)
 		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 		step("fetch a job", err)
@@ -231,7 +235,7 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		answers.Unsubscribe()
 
 		// Its heartbeat, and reading the others'.
-		kv, err := wjs.KeyValue(ctx, WorkersBucket)
+		kv, err := wjs.KeyValue(ctx, protocol.Names{}.Registry())
 		step("open the workers KV", err)
 		_, err = kv.Put(ctx, "w1", []byte("alive"))
 		step("heartbeat", err)
@@ -275,7 +279,7 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		step("natsblob stat in the work bucket", err)
 
 		// Its own bucket, read and write, through nats.go's Object Store.
-		obs, err := wjs.ObjectStore(ctx, WorkerBucket(workBucket, "w1"))
+		obs, err := wjs.ObjectStore(ctx, protocol.WorkerBucket(workBucket, "w1"))
 		step("open its own bucket", err)
 		_, err = obs.PutBytes(ctx, "work/runs/r1/a1/result.json", big)
 		step("object put", err)
@@ -292,7 +296,7 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 
 		// Its own bucket through skrip's natsblob, which workers use, opened beside the
 		// work bucket as a worker does.
-		store, err := work.Sibling(ctx, WorkerBucket(workBucket, "w1"), time.Hour)
+		store, err := work.Sibling(ctx, protocol.WorkerBucket(workBucket, "w1"), time.Hour)
 		step("natsblob on its own bucket", err)
 		_, err = store.Put(ctx, "runs/r1/a1/out", bytes.NewReader(big), blob.PutOptions{})
 		step("natsblob put", err)
@@ -358,8 +362,8 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 		{"publish on an inbox it was not asked on", "_INBOX.api", func() error {
 			return w.Publish("_INBOX.api.forged", []byte("{}"))
 		}},
-		{"put another worker's heartbeat", "$KV." + WorkersBucket + ".other", func() error {
-			kv, err := wjs.KeyValue(ctx, WorkersBucket)
+		{"put another worker's heartbeat", "$KV." + protocol.Names{}.Registry() + ".other", func() error {
+			kv, err := wjs.KeyValue(ctx, protocol.Names{}.Registry())
 			if err != nil {
 				return err
 			}
@@ -410,34 +414,34 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 			return err
 		}},
 		// Another worker's bucket: its reports, artifacts and sandboxes' files.
-		{"open another worker's bucket", "$JS.API.STREAM.INFO.OBJ_" + WorkerBucket(workBucket, "w2"), func() error {
+		{"open another worker's bucket", "$JS.API.STREAM.INFO.OBJ_" + protocol.WorkerBucket(workBucket, "w2"), func() error {
 			c, cancel := short()
 			defer cancel()
-			_, err := wjs.ObjectStore(c, WorkerBucket(workBucket, "w2"))
+			_, err := wjs.ObjectStore(c, protocol.WorkerBucket(workBucket, "w2"))
 			return err
 		}},
-		{"read another worker's objects", "$JS.API.DIRECT.GET.OBJ_" + WorkerBucket(workBucket, "w2"), func() error {
-			o := WorkerBucket(workBucket, "w2")
+		{"read another worker's objects", "$JS.API.DIRECT.GET.OBJ_" + protocol.WorkerBucket(workBucket, "w2"), func() error {
+			o := protocol.WorkerBucket(workBucket, "w2")
 			_, err := w.Request("$JS.API.DIRECT.GET.OBJ_"+o+".$O."+o+".M.x", nil, time.Second)
 			return err
 		}},
-		{"overwrite another worker's report", "$O." + WorkerBucket(workBucket, "w2") + ".M.", func() error {
-			o := WorkerBucket(workBucket, "w2")
+		{"overwrite another worker's report", "$O." + protocol.WorkerBucket(workBucket, "w2") + ".M.", func() error {
+			o := protocol.WorkerBucket(workBucket, "w2")
 			return w.Publish("$O."+o+".M.d29yay9ydW5zL3IxL2ExL3JlcG9ydC5qc29u", []byte(`{"name":"work/runs/r1/a1/report.json"}`))
 		}},
-		{"make its own bucket", "$JS.API.STREAM.CREATE.OBJ_" + WorkerBucket(workBucket, "w1"), func() error {
-			_, err := w.Request("$JS.API.STREAM.CREATE.OBJ_"+WorkerBucket(workBucket, "w1"), []byte("{}"), time.Second)
+		{"make its own bucket", "$JS.API.STREAM.CREATE.OBJ_" + protocol.WorkerBucket(workBucket, "w1"), func() error {
+			_, err := w.Request("$JS.API.STREAM.CREATE.OBJ_"+protocol.WorkerBucket(workBucket, "w1"), []byte("{}"), time.Second)
 			return err
 		}},
 		// The API nodes' secret, from which every run file's key comes.
-		{"open the sealing secret's bucket", "$JS.API.STREAM.INFO.KV_" + KeysBucket, func() error {
+		{"open the sealing secret's bucket", "$JS.API.STREAM.INFO.KV_" + protocol.Names{}.Keys(), func() error {
 			c, cancel := short()
 			defer cancel()
-			_, err := wjs.KeyValue(c, KeysBucket)
+			_, err := wjs.KeyValue(c, protocol.Names{}.Keys())
 			return err
 		}},
-		{"read the sealing secret", "$JS.API.DIRECT.GET.KV_" + KeysBucket, func() error {
-			_, err := w.Request("$JS.API.DIRECT.GET.KV_"+KeysBucket+".$KV."+KeysBucket+".inputs", nil, time.Second)
+		{"read the sealing secret", "$JS.API.DIRECT.GET.KV_" + protocol.Names{}.Keys(), func() error {
+			_, err := w.Request("$JS.API.DIRECT.GET.KV_"+protocol.Names{}.Keys()+".$KV."+protocol.Names{}.Keys()+".inputs", nil, time.Second)
 			return err
 		}},
 	}
@@ -483,7 +487,7 @@ func TestWorkerCannotDeliverAsAnother(t *testing.T) {
 	}
 	defer api.Close()
 	ajs, _ := jetstream.New(api)
-	own := WorkerBucket(workBucket, "w1")
+	own := protocol.WorkerBucket(workBucket, "w1")
 	if _, err := ajs.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: own}); err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +552,7 @@ func TestWorkerCannotDeliverAsAnother(t *testing.T) {
 		// no reply), and no bytes of the worker's (a handler of messages checks what it
 		// reads: dispatch's TestForgedDeliveriesDropped).
 		if tg.request {
-			w.PublishRequest("$KV."+WorkersBucket+".w1", tg.subject, []byte("{}"))
+			w.PublishRequest("$KV."+protocol.Names{}.Registry()+".w1", tg.subject, []byte("{}"))
 		}
 	}
 	w.Flush()

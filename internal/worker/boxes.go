@@ -65,10 +65,10 @@ func (w *Worker) serveBoxes(ctx context.Context) (stop func(), err error) {
 		s.held[id] = true
 	}
 	w.boxes = s
-	prefix := protocol.BoxSubject(w.cfg.ID, "")
+	prefix := w.cfg.Names.BoxSubject(w.cfg.ID, "")
 	// An API node cancels a call without waiting (no reply); every other operation is a
 	// request, and one without a reply is not an API node's.
-	sub, err := protocol.Subscribe(w.nc, protocol.BoxSubject(w.cfg.ID, ">"), "", false, func(m *nats.Msg) {
+	sub, err := protocol.Subscribe(w.nc, w.cfg.Names.BoxSubject(w.cfg.ID, ">"), "", false, func(m *nats.Msg) {
 		op := strings.TrimPrefix(m.Subject, prefix)
 		var req protocol.BoxRequest
 		if err := json.Unmarshal(m.Data, &req); err != nil {

@@ -32,11 +32,12 @@ import (
 
 // Config is one worker's.
 type Config struct {
-	ID          string        // its name in the cluster
-	Host        string        // shown in the registry
-	Concurrency int           // runs at once
-	AckWait     time.Duration // the stream consumer's: the worker keeps its runs alive well within it
-	DataDir     string        // scratch input directories and the cache
+	ID          string         // its name in the cluster
+	Names       protocol.Names // its installation's NATS names (SKRIP_NATS_PREFIX)
+	Host        string         // shown in the registry
+	Concurrency int            // runs at once
+	AckWait     time.Duration  // the stream consumer's: the worker keeps its runs alive well within it
+	DataDir     string         // scratch input directories and the cache
 	CacheBytes  int64
 	Grace       time.Duration // on stop, how long running runs may go on
 	Version     string
@@ -129,12 +130,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cancelSub, err := protocol.Subscribe(w.nc, protocol.CancelSubject(w.cfg.ID), "", true, w.onCancel)
+	cancelSub, err := protocol.Subscribe(w.nc, w.cfg.Names.CancelSubject(w.cfg.ID), "", true, w.onCancel)
 	if err != nil {
 		return err
 	}
 	defer cancelSub.Unsubscribe()
-	backlogSub, err := protocol.Subscribe(w.nc, protocol.BacklogSubject(w.cfg.ID), "", true, w.onBacklog)
+	backlogSub, err := protocol.Subscribe(w.nc, w.cfg.Names.BacklogSubject(w.cfg.ID), "", true, w.onBacklog)
 	if err != nil {
 		return err
 	}
@@ -189,7 +190,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // consumer waits for the run queue an API node makes.
 func (w *Worker) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	for {
-		cons, err := w.js.Consumer(ctx, protocol.Stream, protocol.Consumer)
+		cons, err := w.js.Consumer(ctx, w.cfg.Names.Stream(), protocol.Consumer)
 		if err == nil {
 			return cons, nil
 		}
@@ -315,7 +316,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	}()
 	if claim.Answer == "" {
 		// The message's token proves the delivery; the reply holds the keys of the run's files.
-		claim = w.askReply(ctx, protocol.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID, Token: m.Token})
+		claim = w.askReply(ctx, w.cfg.Names.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID, Token: m.Token})
 	}
 	switch answer := claim.Answer; answer {
 	case protocol.Go:
@@ -367,7 +368,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		log.Warn("leaving the run's report in the worker's bucket; trying again", "error", err)
 		sleep(ctx, 2*time.Second)
 	}
-	switch answer := w.ask(ctx, protocol.RecordSubject(w.cfg.ID), protocol.Record{Run: id, Attempt: attempt, Worker: w.cfg.ID, ReportKey: key}); answer {
+	switch answer := w.ask(ctx, w.cfg.Names.RecordSubject(w.cfg.ID), protocol.Record{Run: id, Attempt: attempt, Worker: w.cfg.ID, ReportKey: key}); answer {
 	case protocol.Recorded, protocol.Final:
 		w.ack(msg, log)
 	default:
@@ -381,7 +382,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 func (w *Worker) claim(id string, attempt int64, token string, log *slog.Logger) protocol.Reply {
 	waiting := false
 	for {
-		rep := w.askReply(w.hard, protocol.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID, Token: token})
+		rep := w.askReply(w.hard, w.cfg.Names.ClaimSubject(w.cfg.ID), protocol.Claim{Run: id, Attempt: attempt, Worker: w.cfg.ID, Token: token})
 		if rep.Answer != protocol.Held {
 			return rep
 		}
@@ -415,7 +416,7 @@ func (w *Worker) execute(ctx context.Context, m protocol.Message, keys map[strin
 	collect := func(ctx context.Context, dir string) ([]runjob.Artifact, []contract.Output, error) {
 		return runjob.Collect(ctx, own, prefix, dir, nil)
 	}
-	subject := protocol.OutSubject(w.cfg.ID, id)
+	subject := w.cfg.Names.OutSubject(w.cfg.ID, id)
 	onLine := func(stream string, line []byte) {
 		w.mu.Lock()
 		h.seq++
@@ -608,7 +609,7 @@ func (w *Worker) leases(ctx context.Context) {
 		}
 		b, _ := json.Marshal(l)
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		msg, err := w.nc.RequestWithContext(rctx, protocol.LeaseSubject(w.cfg.ID), b)
+		msg, err := w.nc.RequestWithContext(rctx, w.cfg.Names.LeaseSubject(w.cfg.ID), b)
 		cancel()
 		var rep protocol.LeaseReply
 		if err != nil || json.Unmarshal(msg.Data, &rep) != nil {
@@ -637,7 +638,7 @@ func (w *Worker) heartbeats(ctx context.Context) {
 	var kv jetstream.KeyValue
 	for {
 		if kv == nil {
-			kv, _ = w.js.KeyValue(ctx, protocol.Registry)
+			kv, _ = w.js.KeyValue(ctx, w.cfg.Names.Registry())
 		}
 		if kv != nil {
 			boxes := w.boxes.ids()

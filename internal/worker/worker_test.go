@@ -58,7 +58,7 @@ func TestStopWithoutAPINodes(t *testing.T) {
 	}
 	defer rn.Close()
 	// An API node that gives every claim, and never answers a record.
-	claims, err := nc.Subscribe(protocol.ClaimSubject("w1"), func(m *nats.Msg) {
+	claims, err := nc.Subscribe(protocol.Names{}.ClaimSubject("w1"), func(m *nats.Msg) {
 		b, _ := json.Marshal(protocol.Reply{Answer: protocol.Go})
 		m.Respond(b)
 	})
@@ -74,7 +74,7 @@ func TestStopWithoutAPINodes(t *testing.T) {
 	}
 	msg, _ := json.Marshal(protocol.Message{Job: runjob.Job{Run: "r_stop", Tool: "t_1", Env: map[string]string{}, Limits: app.RunLimits(cfg)},
 		Script: protocol.Input{Name: "script.py", SHA256: sha, Bytes: int64(len(script))}})
-	if _, err := js.Publish(ctx, protocol.JobSubject("r_stop"), msg); err != nil {
+	if _, err := js.Publish(ctx, protocol.Names{}.JobSubject("r_stop"), msg); err != nil {
 		t.Fatal(err)
 	}
 	w, err := worker.New(nc, work, rn, worker.Config{ID: "w1", Concurrency: 1, AckWait: 3 * time.Second, DataDir: filepath.Join(t.TempDir(), "data"),
@@ -108,7 +108,7 @@ func TestStopWithoutAPINodes(t *testing.T) {
 		t.Fatal("the worker did not stop within 10 s of being told to, with a grace of 1 s")
 	}
 	// Unacknowledged, the run is the queue's again.
-	s, _ := js.Stream(ctx, protocol.Stream)
+	s, _ := js.Stream(ctx, protocol.Names{}.Stream())
 	if info, err := s.Info(ctx); err != nil || info.State.Msgs != 1 {
 		t.Fatalf("the run's message: %+v, %v; want it still in the queue", info.State, err)
 	}

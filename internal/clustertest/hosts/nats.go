@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/natsserver"
 )
 
@@ -41,6 +42,7 @@ type NATSOptions struct {
 	Users       []natsserver.User // none: no authorization at all
 	WorkBucket  string            // for the workers' permissions; default skrip-work
 	FilesBucket string            // default skrip-files
+	Names       protocol.Names    // the installation's (SKRIP_NATS_PREFIX); none by default
 }
 
 // NATS is a cluster of nats-servers with JetStream, one per host n1, n2, …, routed to
@@ -79,7 +81,7 @@ func StartNATS(ctx context.Context, n *Network, dir string, o NATSOptions) (*NAT
 	auth := ""
 	if len(o.Users) > 0 {
 		var err error
-		if auth, err = natsserver.AuthorizationConfig(o.Users, o.WorkBucket, o.FilesBucket); err != nil {
+		if auth, err = natsserver.AuthorizationConfig(o.Users, natsserver.Install{Names: o.Names, WorkBucket: o.WorkBucket, FilesBucket: o.FilesBucket}); err != nil {
 			return nil, err
 		}
 	}

@@ -11,68 +11,180 @@ package protocol
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/runjob"
 )
 
-// The stream, consumer and subjects the API nodes and workers share. Every subject a
-// worker may use is here, so that natsserver.Permissions and this table say the same.
+// The names of one installation's NATS assets are a Names (NewNames): every installation
+// sharing a NATS account has a prefix of its own (SKRIP_NATS_PREFIX), and the zero Names,
+// without one, are the names every installation had before the prefix existed. Every
+// subject a worker may use is here, so that natsserver.Permissions and this table say
+// the same.
 const (
-	Stream   = "SKRIP_RUNS"    // the work queue: one message per run to execute
-	Consumer = "workers"       // the durable pull consumer every worker fetches from
-	Registry = "skrip-workers" // the KV bucket of worker heartbeats, one key per worker
-	Keys     = "skrip-keys"    // the KV bucket of the API nodes' sealing secret; no worker may touch it
+	Consumer = "workers" // the durable pull consumer every worker fetches from, on its installation's stream
+	APIQueue = "api"     // the queue group API nodes answer workers' requests in
 
-	JobSubjects = "skrip.jobs.*" // the stream's subjects: skrip.jobs.<run>
+	stream   = "SKRIP_RUNS"    // the work queue: one message per run to execute
+	registry = "skrip-workers" // the KV bucket of worker heartbeats, one key per worker
+	keys     = "skrip-keys"    // the KV bucket of the API nodes' sealing secret; no worker may touch it
 
-	// Requests from workers to any API node (queue group "api"), each followed by the
+	// Requests from workers to any API node (queue group APIQueue), each followed by the
 	// worker's id: a worker's NATS user may publish only under its own, so the API node
 	// knows who asks from the subject, not from what the worker says.
 	claimPrefix  = "skrip.api.claim."
 	recordPrefix = "skrip.api.record."
 	leasePrefix  = "skrip.api.lease."
-	APIQueue     = "api"
+	kick         = "skrip.api.kick" // API nodes tell the scheduler a run waits
 
-	// OutPrefix+<worker>.<run> carries a running run's output lines from its worker
-	// (lossy); StatusPrefix+<run> its status changes from the API node that made them
+	// outPrefix+<worker>.<run> carries a running run's output lines from its worker
+	// (lossy); statusPrefix+<run> its status changes from the API node that made them
 	// (lossy: the database is the truth).
-	OutPrefix    = "skrip.out."
-	StatusPrefix = "skrip.st."
+	outPrefix    = "skrip.out."
+	statusPrefix = "skrip.st."
+
+	jobPrefix = "skrip.jobs." // jobPrefix+<run> is run's message on the stream
 
 	// workerPrefix+<worker>+".cancel" asks a worker to stop a run it holds.
 	workerPrefix = "skrip.w."
-
-	// MaxDeliveries is the advisory JetStream sends when a run's message was delivered
-	// MaxDeliver times and its last holder went silent too.
-	MaxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + Stream + "." + Consumer
 )
 
-// MaxDeliver is how many workers may try a run: one retry after a lost worker.
-const MaxDeliver = 2
+// MaxPrefix is the longest SKRIP_NATS_PREFIX: a stream or bucket name is short, and a
+// worker's bucket adds the work bucket's name and the worker id to it.
+const MaxPrefix = 32
+
+// Names names one installation's NATS assets: its stream, buckets and subjects. An
+// installation with prefix p has the stream p_SKRIP_RUNS, the buckets p-skrip-workers
+// and p-skrip-keys, and every subject under the token p (p.skrip.jobs.<run>, …), so
+// that two installations share one NATS account without meeting, and a worker's
+// permissions (natsserver.Permissions), which name its subjects token by token, confine
+// it to its own installation. The zero Names have no prefix: SKRIP_RUNS, skrip-workers,
+// skrip.jobs.<run>, as before the prefix existed, so that an existing cluster keeps its
+// assets.
+type Names struct{ prefix string }
+
+// NewNames returns the names of the installation with prefix ("" for none), or an error
+// saying why prefix cannot name NATS assets (CheckPrefix).
+func NewNames(prefix string) (Names, error) {
+	if err := CheckPrefix(prefix); err != nil {
+		return Names{}, err
+	}
+	return Names{prefix: prefix}, nil
+}
+
+// CheckPrefix refuses a prefix that cannot start a stream's, a bucket's and a subject's
+// name: it must be at most MaxPrefix letters, digits, "-" and "_", beginning with a
+// letter or digit ("$" and "_" begin NATS's own subjects, $JS and _INBOX). Empty is no
+// prefix.
+func CheckPrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	if len(prefix) > MaxPrefix {
+		return fmt.Errorf("%q is %d characters long; a NATS prefix has at most %d", prefix, len(prefix), MaxPrefix)
+	}
+	for i, r := range prefix {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !letter && (i == 0 || r != '-' && r != '_') {
+			return fmt.Errorf(`%q cannot start NATS names: a NATS prefix holds only letters, digits, "-" and "_", and begins with a letter or digit (it starts stream and bucket names, and is the first token of every subject)`, prefix)
+		}
+	}
+	return nil
+}
+
+// Prefix is the installation's prefix, "" for none.
+func (n Names) Prefix() string { return n.prefix }
+
+// Bucket is the name of the installation's bucket called name without a prefix:
+// p-name, or name itself. The files and work buckets' defaults follow it
+// (config: SKRIP_NATS_BUCKET, SKRIP_NATS_WORK_BUCKET).
+func (n Names) Bucket(name string) string {
+	if n.prefix == "" {
+		return name
+	}
+	return n.prefix + "-" + name
+}
+
+// subject is the installation's subject s: s under the prefix's token.
+func (n Names) subject(s string) string {
+	if n.prefix == "" {
+		return s
+	}
+	return n.prefix + "." + s
+}
+
+// Stream is the work queue: one message per run to execute.
+func (n Names) Stream() string {
+	if n.prefix == "" {
+		return stream
+	}
+	return n.prefix + "_" + stream
+}
+
+// Registry is the KV bucket of worker heartbeats, one key per worker.
+func (n Names) Registry() string { return n.Bucket(registry) }
+
+// Keys is the KV bucket of the API nodes' sealing secret; no worker may touch it.
+func (n Names) Keys() string { return n.Bucket(keys) }
+
+// JobSubjects are the stream's subjects: JobSubject(<run>).
+func (n Names) JobSubjects() string { return n.JobSubject("*") }
 
 // JobSubject is the subject of run id's message.
-func JobSubject(id string) string { return "skrip.jobs." + id }
+func (n Names) JobSubject(id string) string { return n.subject(jobPrefix + id) }
+
+// JobOf is the run whose message is on subject (JobSubject).
+func (n Names) JobOf(subject string) string { return strings.TrimPrefix(subject, n.subject(jobPrefix)) }
 
 // ClaimSubject, RecordSubject and LeaseSubject are the subjects worker asks API nodes
-// on; with worker "*", those API nodes answer.
-func ClaimSubject(worker string) string  { return claimPrefix + worker }
-func RecordSubject(worker string) string { return recordPrefix + worker }
-func LeaseSubject(worker string) string  { return leasePrefix + worker }
+// on; with worker "*", those API nodes answer. APIs is them all, for every worker.
+func (n Names) ClaimSubject(worker string) string  { return n.subject(claimPrefix + worker) }
+func (n Names) RecordSubject(worker string) string { return n.subject(recordPrefix + worker) }
+func (n Names) LeaseSubject(worker string) string  { return n.subject(leasePrefix + worker) }
+func (n Names) APIs() string                       { return n.subject("skrip.api.>") }
 
-// OutSubject is the subject of run id's output lines from worker.
-func OutSubject(worker, id string) string { return OutPrefix + worker + "." + id }
+// KickSubject is the subject API nodes tell the scheduler on that a run waits.
+func (n Names) KickSubject() string { return n.subject(kick) }
+
+// OutSubject is the subject of run id's output lines from worker; OutPrefix is what
+// every such subject starts with.
+func (n Names) OutSubject(worker, id string) string { return n.subject(outPrefix + worker + "." + id) }
+func (n Names) OutPrefix() string                   { return n.subject(outPrefix) }
 
 // StatusSubject is the subject of run id's status changes; StatusSubject("*") is them
-// all.
-func StatusSubject(id string) string { return StatusPrefix + id }
+// all, and StatusPrefix what each starts with.
+func (n Names) StatusSubject(id string) string { return n.subject(statusPrefix + id) }
+func (n Names) StatusPrefix() string           { return n.subject(statusPrefix) }
+
+// WorkerSubjects are every subject worker answers requests on (its cancel, backlog and
+// sandbox subjects).
+func (n Names) WorkerSubjects(worker string) string { return n.subject(workerPrefix + worker + ".>") }
 
 // CancelSubject is the subject worker id answers cancel requests on.
-func CancelSubject(worker string) string { return workerPrefix + worker + ".cancel" }
+func (n Names) CancelSubject(worker string) string {
+	return n.subject(workerPrefix + worker + ".cancel")
+}
 
 // BoxSubject is the subject worker id answers sandbox operation op on
 // (skrip.w.<worker>.sb.<op>, boxes.go); BoxSubject(id, ">") is them all.
-func BoxSubject(worker, op string) string { return workerPrefix + worker + ".sb." + op }
+func (n Names) BoxSubject(worker, op string) string {
+	return n.subject(workerPrefix + worker + ".sb." + op)
+}
+
+// BacklogSubject is the subject worker id answers backlog requests on (data: run id).
+func (n Names) BacklogSubject(worker string) string {
+	return n.subject(workerPrefix + worker + ".backlog")
+}
+
+// MaxDeliveries is the advisory JetStream sends when a run's message was delivered
+// MaxDeliver times and its last holder went silent too.
+func (n Names) MaxDeliveries() string {
+	return "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + n.Stream() + "." + Consumer
+}
+
+// MaxDeliver is how many workers may try a run: one retry after a lost worker.
+const MaxDeliver = 2
 
 // XferKey is the key, in its worker's own bucket (WorkerBucket), of a sandbox file
 // body on its way between an API node and a worker: the side that receives it deletes
@@ -192,9 +304,6 @@ type Backlog struct {
 	// Attempt is the attempt of the run the worker holds and runs; 0 when it holds none.
 	Attempt int64 `json:"attempt,omitempty"`
 }
-
-// BacklogSubject is the subject worker id answers backlog requests on (data: run id).
-func BacklogSubject(worker string) string { return workerPrefix + worker + ".backlog" }
 
 // Status is a run's status change, as the API node that made it publishes it.
 type Status struct {

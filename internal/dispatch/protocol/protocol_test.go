@@ -40,7 +40,11 @@ var wireJSON = map[string]string{
 	"stops":      `["cancelled","shutdown"]`,
 	"subjects":   `["SKRIP_RUNS","workers","skrip-workers","skrip.jobs.r_1","skrip.api.claim.w1","skrip.api.record.w1","skrip.api.lease.w1","skrip.out.w1.r_1","skrip.w.w1.cancel","skrip.w.w1.sb.exec","skrip.w.w1.backlog","work/xfer/x","work/cas/ab","work/runs/r_1/a2/"]`,
 	"listened":   `["skrip.jobs.*","skrip.api.claim.*","skrip.api.record.*","skrip.api.lease.*","skrip.st.*","skrip.st.r_1","skrip.out.*.r_1","skrip.out.","$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.SKRIP_RUNS.workers","api"]`,
-	"timing":     `[90000000000,5000000000,500000000,2]`,
+	// SKRIP_NATS_PREFIX (issue 34): without one, the names above; with one, each asset's
+	// own.
+	"more":     `["skrip.api.kick","skrip.api.\u003e","skrip.w.w1.\u003e","skrip.st.","r_1","skrip-work"]`,
+	"prefixed": `["p-1_SKRIP_RUNS","p-1-skrip-workers","p-1-skrip-keys","p-1-skrip-files","p-1.skrip.jobs.*","r_1","p-1.skrip.api.claim.w1","p-1.skrip.api.record.w1","p-1.skrip.api.lease.w1","p-1.skrip.api.\u003e","p-1.skrip.api.kick","p-1.skrip.out.w1.r_1","p-1.skrip.out.","p-1.skrip.st.r_1","p-1.skrip.st.","p-1.skrip.w.w1.\u003e","p-1.skrip.w.w1.cancel","p-1.skrip.w.w1.sb.exec","p-1.skrip.w.w1.backlog","$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.p-1_SKRIP_RUNS.workers"]`,
+	"timing":   `[90000000000,5000000000,500000000,2]`,
 	// Sealed run files and workers' own buckets (issue 31): fields only a message, claim
 	// or reply of an API node or worker that seals carries.
 	"sealed":  `{"job":{"run":"r_1","tool":"","script":null,"env":null,"limits":$LIMITS},"script":{"name":"","sha256":"","bytes":0},"inputs":null,"token":"t"}`,
@@ -79,16 +83,25 @@ func TestWireUnchanged(t *testing.T) {
 	show("report", runjob.Report{Artifacts: []runjob.Artifact{{Path: "output/a", Name: "a", Bytes: 1, SHA256: "ab", Key: "k", ExpiredAt: &exp}},
 		Failure: "f", Stopped: runjob.StopCancelled})
 	show("stops", []string{runjob.StopCancelled, runjob.StopShutdown})
-	show("subjects", []string{protocol.Stream, protocol.Consumer, protocol.Registry, protocol.JobSubject("r_1"), protocol.ClaimSubject("w1"), protocol.RecordSubject("w1"), protocol.LeaseSubject("w1"),
-		protocol.OutSubject("w1", "r_1"), protocol.CancelSubject("w1"), protocol.BoxSubject("w1", "exec"), protocol.BacklogSubject("w1"), protocol.XferKey("x"), protocol.CASKey("ab"), protocol.AttemptPrefix("r_1", 2)})
-	show("listened", []string{protocol.JobSubjects, protocol.ClaimSubject("*"), protocol.RecordSubject("*"), protocol.LeaseSubject("*"),
-		protocol.StatusSubject("*"), protocol.StatusSubject("r_1"), protocol.OutSubject("*", "r_1"), protocol.OutPrefix, protocol.MaxDeliveries, protocol.APIQueue})
+	var n protocol.Names // no prefix: the names every installation had before SKRIP_NATS_PREFIX
+	show("subjects", []string{n.Stream(), protocol.Consumer, n.Registry(), n.JobSubject("r_1"), n.ClaimSubject("w1"), n.RecordSubject("w1"), n.LeaseSubject("w1"),
+		n.OutSubject("w1", "r_1"), n.CancelSubject("w1"), n.BoxSubject("w1", "exec"), n.BacklogSubject("w1"), protocol.XferKey("x"), protocol.CASKey("ab"), protocol.AttemptPrefix("r_1", 2)})
+	show("listened", []string{n.JobSubjects(), n.ClaimSubject("*"), n.RecordSubject("*"), n.LeaseSubject("*"),
+		n.StatusSubject("*"), n.StatusSubject("r_1"), n.OutSubject("*", "r_1"), n.OutPrefix(), n.MaxDeliveries(), protocol.APIQueue})
+	show("more", []string{n.KickSubject(), n.APIs(), n.WorkerSubjects("w1"), n.StatusPrefix(), n.JobOf("skrip.jobs.r_1"), n.Bucket("skrip-work")})
+	p, err := protocol.NewNames("p-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	show("prefixed", []string{p.Stream(), p.Registry(), p.Keys(), p.Bucket("skrip-files"), p.JobSubjects(), p.JobOf("p-1.skrip.jobs.r_1"), p.ClaimSubject("w1"), p.RecordSubject("w1"),
+		p.LeaseSubject("w1"), p.APIs(), p.KickSubject(), p.OutSubject("w1", "r_1"), p.OutPrefix(), p.StatusSubject("r_1"), p.StatusPrefix(), p.WorkerSubjects("w1"),
+		p.CancelSubject("w1"), p.BoxSubject("w1", "exec"), p.BacklogSubject("w1"), p.MaxDeliveries()})
 	show("timing", []time.Duration{protocol.RequestTimeout, protocol.HeartbeatEvery(30 * time.Second), protocol.HeartbeatEvery(time.Second), time.Duration(protocol.MaxDeliver)})
 
 	show("sealed", protocol.Message{Job: runjob.Job{Run: "r_1"}, Token: "t"})
 	show("claimed", protocol.Claim{Run: "r_1", Attempt: 1, Worker: "w1", Token: "t"})
 	show("keys", protocol.Reply{Answer: protocol.Go, Keys: []protocol.InputKey{{SHA256: "ab", Key: []byte{1, 2}}}})
-	show("buckets", []any{protocol.WorkerBucket("skrip-work", "w1"), protocol.SealedKey([]byte{1, 2}), protocol.Keys, protocol.WorkerBucketTTL})
+	show("buckets", []any{protocol.WorkerBucket("skrip-work", "w1"), protocol.SealedKey([]byte{1, 2}), n.Keys(), protocol.WorkerBucketTTL})
 
 	for name, want := range wireJSON {
 		if want = runnerJSON.Replace(want); got[name] != want {
@@ -129,5 +142,21 @@ func TestBoxErrorKinds(t *testing.T) {
 	be := protocol.BoxErrorOf(fmt.Errorf("the disk broke"))
 	if be.Kind != "" || be.Sentinel() != nil || be.Message != "the disk broke" {
 		t.Errorf("an error for the log is reported as %+v", be)
+	}
+}
+
+// TestPrefixChecked: a prefix that could not start a stream's, a bucket's or a
+// subject's name is refused, with the rule in the error.
+func TestPrefixChecked(t *testing.T) {
+	for _, ok := range []string{"", "p", "Team-A", "a_1", "0x", strings.Repeat("a", protocol.MaxPrefix)} {
+		if _, err := protocol.NewNames(ok); err != nil {
+			t.Errorf("NewNames(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"a.b", "a b", "a*", "a>", "_INBOX", "$JS", "-a", "a/b", "a\tb", "ä", strings.Repeat("a", protocol.MaxPrefix+1)} {
+		_, err := protocol.NewNames(bad)
+		if err == nil || !strings.Contains(err.Error(), "prefix") {
+			t.Errorf("NewNames(%q) = %v, want an error about the prefix", bad, err)
+		}
 	}
 }

@@ -86,10 +86,16 @@ func TestConditionalWrites(t *testing.T) {
 		if got := bytesOf(t, env, u.Token, key); got != "v1" {
 			t.Fatalf("after a refused If-Match the file holds %q", got)
 		}
-		if a := put("v2", "If-Match", e1); a.status != 201 {
+		a := put("v2", "If-Match", e1)
+		if a.status != 201 {
 			t.Fatalf("the right If-Match: %d %s", a.status, a.raw)
 		}
 		e2 := etagOf(t, env, u.Token, key)
+		// The write's answer names the new version's ETag, so a client can make its next
+		// write conditional without reading the file again.
+		if a.header.Get("ETag") != e2 || e2 == e1 {
+			t.Fatalf("PUT answered ETag %q; HEAD gives %q (before: %q)", a.header.Get("ETag"), e2, e1)
+		}
 		refused(t, "the ETag of the version replaced", put("v3", "If-Match", e1), key, "If-Match", e2)
 		if a := put("v3", "If-Match", `"0000", W/`+e2+`, `+e2); a.status != 201 {
 			t.Fatalf("a list holding the right ETag: %d %s", a.status, a.raw)
@@ -148,7 +154,7 @@ func TestConditionalWrites(t *testing.T) {
 		}
 
 		// A resumable upload refuses a condition rather than ignore it.
-		a := send(t, env, "POST", "/api/v1/uploads/", u.Token, "", nil, "Tus-Resumable", "1.0.0", "Upload-Length", "2",
+		a = send(t, env, "POST", "/api/v1/uploads/", u.Token, "", nil, "Tus-Resumable", "1.0.0", "Upload-Length", "2",
 			"Upload-Metadata", "key ZmlsZXMvcmVwb3J0LmNzdg==", "If-None-Match", "*")
 		if a.status != 400 || a.errCode() != "invalid_request" || !strings.Contains(a.errMessage(), "If-None-Match") {
 			t.Fatalf("a tus creation with If-None-Match: %d %s", a.status, a.raw)
@@ -170,10 +176,14 @@ func TestConditionalPublish(t *testing.T) {
 			strings.NewReader(`{"source": "out.txt", "file_key": "files/out.txt"}`), hdr...)
 	}
 	refused(t, "publish with If-Match on no file", pub("If-Match", "*"), "files/out.txt", "If-Match", "")
-	if a := pub("If-None-Match", "*"); a.status != 200 {
-		t.Fatalf("publish with If-None-Match: *: %d %s", a.status, a.raw)
+	first := pub("If-None-Match", "*")
+	if first.status != 200 {
+		t.Fatalf("publish with If-None-Match: *: %d %s", first.status, first.raw)
 	}
 	e1 := etagOf(t, env, u.Token, "files/out.txt")
+	if first.header.Get("ETag") != e1 {
+		t.Fatalf("publish answered ETag %q; HEAD gives %q", first.header.Get("ETag"), e1)
+	}
 	refused(t, "publish again with If-None-Match: *", pub("If-None-Match", "*"), "files/out.txt", "If-None-Match", e1)
 	if a := send(t, env, "PUT", "/api/v1/files/files/out.txt", u.Token, "", strings.NewReader("changed"), "If-Match", e1); a.status != 201 {
 		t.Fatalf("PUT over the published file: %d %s", a.status, a.raw)

@@ -66,6 +66,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, u store.User
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", staging.ETag(f))
 	httpkit.WriteJSON(w, http.StatusCreated, fileOf(f))
 	return nil
 }
@@ -87,6 +88,7 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, u store.User) e
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", staging.ETag(f))
 	httpkit.WriteJSON(w, http.StatusCreated, fileOf(f))
 	return nil
 }

@@ -281,6 +281,7 @@ func (s *Server) publishSandboxFile(w http.ResponseWriter, r *http.Request, u st
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", staging.ETag(f))
 	httpkit.WriteJSON(w, http.StatusOK, wire.Published{OK: true, FileInfo: fileOf(f)})
 	return nil
 }

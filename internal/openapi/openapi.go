@@ -331,6 +331,9 @@ func errorSchema(reasons []string) map[string]any {
 							"reason":     map[string]any{"type": "string", "enum": rs, "description": "Tells failures with one code apart (docs/api.md lists them)."},
 							"request_id": map[string]any{"type": "string"},
 						},
+						// The rest depend on the reason (key, limit, current_etag, …): open, so
+						// that a generated client keeps them.
+						"additionalProperties": true,
 					},
 				},
 			},

@@ -19,6 +19,12 @@ func fileHeaders() []string {
 	return []string{"Content-Length", "X-Checksum", "ETag", "Content-Disposition", "Accept-Ranges"}
 }
 
+// written is a write's answer with the new file's ETag, for a conditional write after it.
+func written(a Answer) Answer {
+	a.Headers = append(a.Headers, "ETag")
+	return a
+}
+
 // fileRoutes are file staging (docs/spec.md §4, §4b): files, share links, versions and
 // resumable uploads.
 func fileRoutes() []Route {
@@ -27,14 +33,14 @@ func fileRoutes() []Route {
 			Params: []Param{ownerParam()},
 			Body: Multipart(Field{Name: "file", File: true}, Field{Name: "key", Desc: "a key under files/; f_<ULID> when absent"},
 				Field{Name: "ttl", Desc: "a Go duration or Nd"}, Field{Name: "content_type"}),
-			Answers: []Answer{Created(wire.FileInfo{})}, Errors: []int{413, 507}},
+			Answers: []Answer{written(Created(wire.FileInfo{}))}, Errors: []int{413, 507}},
 		{Method: "GET", Path: "/api/v1/files", Summary: "List the caller's files, in key order.",
 			Params:  []Param{Query("prefix", "keys that start so"), QueryInt("limit", "files a page"), Query("cursor", "the previous page's next_cursor"), ownerParam()},
 			Answers: []Answer{OK(wire.FileList{})}},
 		{Method: "PUT", Path: "/api/v1/files/{key...}", Summary: "Upload the raw body to key.",
 			Params:  []Param{Query("filename", "the original name"), Query("ttl", "a Go duration or Nd"), ownerParam(), ifMatch(), ifNoneMatch()},
 			Body:    Raw(),
-			Answers: []Answer{Created(wire.FileInfo{})}, Errors: []int{412, 413, 507}},
+			Answers: []Answer{written(Created(wire.FileInfo{}))}, Errors: []int{412, 413, 507}},
 		{Method: "GET", Path: "/api/v1/files/{key...}", Summary: "Stream a file's bytes (Range and conditional reads).",
 			Params:  []Param{Query("version", "a kept version's version_id"), ownerParam(), Header("Range", ""), Header("If-Range", ""), Header("If-None-Match", "")},
 			Answers: []Answer{Bytes(200, fileHeaders()...), Bytes(206, fileHeaders()...), {Status: 304}}, Errors: []int{416}},

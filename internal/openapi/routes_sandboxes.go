@@ -21,6 +21,6 @@ func sandboxRoutes() []Route {
 		{Method: "POST", Path: "/api/v1/sandboxes/{id}/stage", Summary: "Copy a staged file into the workspace.", Body: JSON(wire.StageRequest{}),
 			Answers: []Answer{OK(wire.Staged{})}, Errors: []int{409, 410, 507}},
 		{Method: "POST", Path: "/api/v1/sandboxes/{id}/publish", Summary: "Copy a workspace file into the staging area.", Body: JSON(wire.PublishRequest{}),
-			Params: []Param{ifMatch(), ifNoneMatch()}, Answers: []Answer{OK(wire.Published{})}, Errors: []int{409, 410, 412, 413, 507}},
+			Params: []Param{ifMatch(), ifNoneMatch()}, Answers: []Answer{written(OK(wire.Published{}))}, Errors: []int{409, 410, 412, 413, 507}},
 	}
 }

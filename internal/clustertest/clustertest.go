@@ -27,7 +27,8 @@ const install = "run as root with iproute2 and iptables: bash scripts/cluster-te
 
 // Main is the TestMain of a package of cluster tests. Without SKRIP_TEST_CLUSTER=1 it
 // runs nothing (a plain `go test ./...` leaves the cluster out), unless
-// SKRIP_TEST_REQUIRE names "cluster": then that is a failure.
+// SKRIP_TEST_REQUIRE names "cluster": then that is a failure. Each request the tests
+// send to an API node, and its answer, is held to the OpenAPI document (checkOpenAPI).
 //
 //	func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
 func Main(m *testing.M) int {
@@ -40,7 +41,15 @@ func Main(m *testing.M) int {
 		return 0
 	}
 	defer cleanup()
-	return m.Run()
+	if err := checkOpenAPI(); err != nil {
+		fmt.Fprintln(os.Stderr, "the OpenAPI document:", err)
+		return 1
+	}
+	code := m.Run()
+	if leftMismatches() && code == 0 {
+		code = 1
+	}
+	return code
 }
 
 // Network makes a bridge for the test's hosts, removed when the test ends. When the test
@@ -62,6 +71,7 @@ func Network(t testing.TB) *hosts.Network {
 	}
 	reapAlso(t, n, logs)
 	t.Cleanup(func() {
+		reportMismatches(t)
 		if t.Failed() {
 			for _, h := range n.Hosts() {
 				for _, p := range h.Procs() {

@@ -48,77 +48,180 @@ func New(doc []byte, routes []openapi.Route) (*Checker, error) {
 // answer that does not match the document, or a request the server took (a status
 // below 400) that the document refuses, is reported to fail with the route and the
 // validator's words. Requests the server refused are not held to the document: tests
-// send bad requests on purpose.
+// send bad requests on purpose. A request to the API (under /api/, or /healthz, /readyz,
+// /metrics) that matches no route of the document must be refused (400, 404 or 405):
+// a route the server serves and the document lacks fails too.
 func (c *Checker) Wrap(h http.Handler, fail func(format string, args ...any)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		route, rest, ok := c.match(r)
-		if !ok {
-			h.ServeHTTP(w, r)
-			return
+		ex, body, documented := c.begin(r, fail)
+		if body != nil {
+			r.Body = body
 		}
-		path := openapi.OpenAPIPath(route.Path)
-		item := c.model.Paths.PathItems.GetOrZero(path)
-		if item == nil {
-			fail("openapi: %s %s: the document has no path %s", r.Method, r.URL.Path, path)
-			h.ServeHTTP(w, r)
-			return
-		}
-		// The validator's own request: the body as far as kept, and a {name...}
-		// parameter's slashes escaped, so that it stays one segment of the template.
-		vr := r.Clone(r.Context())
-		if rest != "" {
-			vr.URL = escapeRest(r.URL, rest)
-		}
-		// A body without a type: the server reads a JSON-only route's body as JSON
-		// whatever its type, and anything else as bytes (RFC 9110 §8.3).
-		ct := r.Header.Get("Content-Type")
-		hasBody := r.ContentLength > 0 || len(r.TransferEncoding) > 0
-		if ct == "" && hasBody {
-			ct = "application/octet-stream"
-			if b := route.Body; b != nil && b.JSON != nil && b.Multipart == nil && !b.Raw {
-				ct = "application/json"
-			}
-			vr.Header.Set("Content-Type", ct)
-		}
-		checkBody := false
-		if isJSON(ct) && r.Body != nil && r.Body != http.NoBody {
-			kept, _ := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-			r.Body = readCloser{io.MultiReader(bytes.NewReader(kept), r.Body), r.Body}
-			if len(kept) <= maxBody {
-				checkBody = true
-				vr.Body = io.NopCloser(bytes.NewReader(kept))
-			}
-		}
-		if !checkBody {
-			vr.Body = http.NoBody
-		}
-		rec := &recorder{ResponseWriter: w, status: 0}
+		rec := &recorder{ResponseWriter: w, check: ex != nil}
 		h.ServeHTTP(rec, r)
 		status := rec.status
 		if status == 0 {
 			status = http.StatusOK
 		}
-		where := fmt.Sprintf("%s %s (route %s %s) answered %d", r.Method, r.URL.RequestURI(), route.Method, path, status)
-		if status < 400 && (checkBody || !isJSON(ct)) {
-			if ok, errs := c.v.ValidateHttpRequestWithPathItem(vr, item, path); !ok {
-				fail("openapi: %s: the request does not match the document: %s", where, describe(errs))
-			}
-		}
-		if rec.overflow {
+		if !documented {
+			c.undocumented(r, status, fail)
 			return
 		}
-		var body io.ReadCloser = io.NopCloser(bytes.NewReader(rec.body.Bytes()))
-		if r.Method == http.MethodHead {
-			body = http.NoBody // net/http sends none, whatever the handler wrote
+		if ex == nil {
+			return
 		}
-		resp := &http.Response{StatusCode: status, Header: rec.snapshot, Body: body, Request: vr}
-		if resp.Header == nil {
-			resp.Header = w.Header().Clone()
+		header := rec.snapshot
+		if header == nil {
+			header = w.Header().Clone()
 		}
-		if ok, errs := c.v.GetResponseBodyValidator().ValidateResponseBodyWithPathItem(vr, resp, item, path); !ok {
-			fail("openapi: %s: the answer does not match the document: %s\nbody: %.2000s", where, describe(errs), rec.body.String())
-		}
+		ex.finish(c, status, header, rec.body.Bytes(), rec.overflow, fail)
 	})
+}
+
+// Transport returns next, checking each request it sends to a documented route and the
+// answer it gets as Wrap does on the server's side: a client's suite (one whose server
+// runs in another process) holds its traffic to the document with it. The answer's body
+// reaches the caller whole.
+func (c *Checker) Transport(next http.RoundTripper, fail func(format string, args ...any)) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		ex, body, documented := c.begin(r, fail)
+		send := r
+		if body != nil {
+			send = r.Clone(r.Context())
+			send.Body = body
+		}
+		resp, err := next.RoundTrip(send)
+		if err != nil {
+			return resp, err
+		}
+		if !documented {
+			c.undocumented(r, resp.StatusCode, fail)
+			return resp, nil
+		}
+		if ex == nil {
+			return resp, nil
+		}
+		var kept []byte
+		overflow := false
+		if isJSON(resp.Header.Get("Content-Type")) && r.Method != http.MethodHead {
+			kept, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+			resp.Body = readCloser{io.MultiReader(bytes.NewReader(kept), resp.Body), resp.Body}
+			if err != nil {
+				return resp, nil // the caller sees the broken body; nothing to check
+			}
+			overflow = len(kept) > maxBody
+		}
+		ex.finish(c, resp.StatusCode, resp.Header, kept, overflow, fail)
+		return resp, nil
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// exchange is a request to a documented route, as the validator sees it.
+type exchange struct {
+	req       *http.Request // the validator's copy: the body as far as kept, {name...} escaped
+	route     openapi.Route
+	item      *v3.PathItem
+	path      string // the route's path in the document
+	ct        string
+	checkBody bool
+}
+
+// begin looks r up in the document. documented is false for a request to the API that no
+// route of the document matches; ex is nil for a request not to check (one outside the
+// API, a CORS preflight, a HEAD that net/http answers from a GET). body, when not nil,
+// replaces r's body: the checker read its start to keep it.
+func (c *Checker) begin(r *http.Request, fail func(string, ...any)) (ex *exchange, body io.ReadCloser, documented bool) {
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		return nil, nil, true // CORS, not an operation of the API
+	}
+	route, rest, ok := openapi.Match(c.routes, r.Method, r.URL.Path)
+	if !ok {
+		// A HEAD to a route documented only for GET: net/http answers it from the GET.
+		_, _, get := openapi.Match(c.routes, http.MethodGet, r.URL.Path)
+		return nil, nil, !IsAPI(r.URL.Path) || (r.Method == http.MethodHead && get)
+	}
+	path := openapi.OpenAPIPath(route.Path)
+	item := c.model.Paths.PathItems.GetOrZero(path)
+	if item == nil {
+		fail("openapi: %s %s: the document has no path %s", r.Method, r.URL.Path, path)
+		return nil, nil, true
+	}
+	// The validator's own request: the body as far as kept, and a {name...}
+	// parameter's slashes escaped, so that it stays one segment of the template.
+	vr := r.Clone(r.Context())
+	if rest != "" {
+		vr.URL = escapeRest(r.URL, rest)
+	}
+	// A body without a type: the server reads a JSON-only route's body as JSON
+	// whatever its type, and anything else as bytes (RFC 9110 §8.3).
+	ct := r.Header.Get("Content-Type")
+	hasBody := r.ContentLength > 0 || len(r.TransferEncoding) > 0 || r.Body != nil && r.Body != http.NoBody // a client's body of unknown length
+	if ct == "" && hasBody {
+		ct = "application/octet-stream"
+		if b := route.Body; b != nil && b.JSON != nil && b.Multipart == nil && !b.Raw {
+			ct = "application/json"
+		}
+		vr.Header = vr.Header.Clone()
+		vr.Header.Set("Content-Type", ct)
+	}
+	ex = &exchange{req: vr, route: route, item: item, path: path, ct: ct}
+	if isJSON(ct) && r.Body != nil && r.Body != http.NoBody {
+		kept, _ := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		body = readCloser{io.MultiReader(bytes.NewReader(kept), r.Body), r.Body}
+		if len(kept) <= maxBody {
+			ex.checkBody = true
+			vr.Body = io.NopCloser(bytes.NewReader(kept))
+		}
+	}
+	if !ex.checkBody {
+		vr.Body = http.NoBody
+	}
+	return ex, body, true
+}
+
+// finish checks the request, when the server took it, and the answer: its status,
+// headers and (a JSON answer's) body, unless the body overflowed what was kept.
+func (ex *exchange) finish(c *Checker, status int, header http.Header, body []byte, overflow bool, fail func(string, ...any)) {
+	r := ex.req
+	where := fmt.Sprintf("%s %s (route %s %s) answered %d", r.Method, r.URL.RequestURI(), ex.route.Method, ex.path, status)
+	if status < 400 && (ex.checkBody || !isJSON(ex.ct)) {
+		if ok, errs := c.v.ValidateHttpRequestWithPathItem(r, ex.item, ex.path); !ok {
+			fail("openapi: %s: the request does not match the document: %s", where, describe(errs))
+		}
+	}
+	if overflow {
+		return
+	}
+	var rb io.ReadCloser = io.NopCloser(bytes.NewReader(body))
+	if r.Method == http.MethodHead {
+		rb = http.NoBody // net/http sends none, whatever the handler wrote
+	}
+	resp := &http.Response{StatusCode: status, Header: header, Body: rb, Request: r}
+	if ok, errs := c.v.GetResponseBodyValidator().ValidateResponseBodyWithPathItem(r, resp, ex.item, ex.path); !ok {
+		fail("openapi: %s: the answer does not match the document: %s\nbody: %.2000s", where, describe(errs), body)
+	}
+}
+
+// undocumented fails a request to the API that no route of the document matches unless
+// it was refused as such: 404 (no route), 405 (not this method) or 400 (a path the
+// server will not clean).
+func (c *Checker) undocumented(r *http.Request, status int, fail func(string, ...any)) {
+	switch status {
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusBadRequest:
+		return
+	}
+	fail("openapi: %s %s answered %d, but the document has no such route: add it to internal/openapi/routes_*.go", r.Method, r.URL.RequestURI(), status)
+}
+
+// IsAPI reports whether a request to path is one to the API, which the document must
+// describe: under /api/, or an operational route. (The web UI's pages are not the API;
+// /s/ and /u/ links are in the document for the methods it names.)
+func IsAPI(path string) bool {
+	return strings.HasPrefix(path, "/api/") || path == "/healthz" || path == "/readyz" || path == "/metrics"
 }
 
 func describe(errs []*errors.ValidationError) string {
@@ -161,69 +264,6 @@ func escapeSegments(p string) string {
 	return strings.Join(segs, "/")
 }
 
-// match finds the route of r in the table, the most literal segments first, and the
-// value of its {name...} parameter if it has one. A HEAD to a route documented only
-// for GET is not checked (net/http answers it from the GET).
-func (c *Checker) match(r *http.Request) (openapi.Route, string, bool) {
-	segs := strings.Split(r.URL.Path, "/")
-	best, bestScore, bestRest := openapi.Route{}, -1, ""
-	for _, rt := range c.routes {
-		if rt.Method != r.Method {
-			continue
-		}
-		score, rest, ok := matchPath(strings.Split(strings.ReplaceAll(rt.Path, "{$}", ""), "/"), segs)
-		if ok && score > bestScore {
-			best, bestScore, bestRest = rt, score, rest
-		}
-	}
-	return best, bestRest, bestScore >= 0
-}
-
-// matchPath matches request segments to a template's; score is how many literal
-// segments matched.
-func matchPath(tmpl, segs []string) (score int, rest string, ok bool) {
-	restAt := -1
-	for i, t := range tmpl {
-		if strings.HasSuffix(t, "...}") {
-			restAt = i
-		}
-	}
-	if restAt < 0 {
-		if len(tmpl) != len(segs) {
-			return 0, "", false
-		}
-		return matchSegs(tmpl, segs)
-	}
-	after := len(tmpl) - restAt - 1
-	if len(segs) < len(tmpl) {
-		return 0, "", false
-	}
-	s1, _, ok1 := matchSegs(tmpl[:restAt], segs[:restAt])
-	s2, _, ok2 := matchSegs(tmpl[restAt+1:], segs[len(segs)-after:])
-	middle := segs[restAt : len(segs)-after]
-	if !ok1 || !ok2 || strings.Join(middle, "") == "" {
-		return 0, "", false
-	}
-	return s1 + s2, strings.Join(middle, "/"), true
-}
-
-func matchSegs(tmpl, segs []string) (int, string, bool) {
-	score := 0
-	for i, t := range tmpl {
-		if strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
-			if segs[i] == "" {
-				return 0, "", false
-			}
-			continue
-		}
-		if t != segs[i] {
-			return 0, "", false
-		}
-		score++
-	}
-	return score, "", true
-}
-
 type readCloser struct {
 	io.Reader
 	io.Closer
@@ -236,6 +276,7 @@ type recorder struct {
 	status   int
 	snapshot http.Header
 	body     bytes.Buffer
+	check    bool // keep a JSON answer's body
 	keep     bool
 	overflow bool
 }
@@ -244,7 +285,7 @@ func (w *recorder) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 		w.snapshot = w.Header().Clone()
-		w.keep = isJSON(w.Header().Get("Content-Type"))
+		w.keep = w.check && isJSON(w.Header().Get("Content-Type"))
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

@@ -2,6 +2,7 @@ package openapicheck_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +15,9 @@ import (
 
 // TestCheckerCatchesMismatches: an answer that breaks the document fails, naming the
 // route and the field; one that keeps to it does not; a key with slashes finds its route;
-// a refused request is not held to the document.
+// a refused request is not held to the document; an API route the document lacks fails
+// unless refused. Each case runs on the server's side (Wrap) and on the client's
+// (Transport, over a real connection), and the client still reads the whole answer.
 func TestCheckerCatchesMismatches(t *testing.T) {
 	doc, err := openapi.Document(openapi.Routes(), httpkit.DetailReasons(), "test")
 	if err != nil {
@@ -41,29 +44,61 @@ func TestCheckerCatchesMismatches(t *testing.T) {
 			`{"slug":"a","title":"a","approved":true,"tools":0,"proposed_by":""}`, "the request does not match"},
 		{"a bad request the server refused", "POST", "/api/v1/categories", `{"title": 7}`, "application/json", 400,
 			`{"error":{"code":"invalid_request","message":"no"}}`, ""},
+		{"an API route the document lacks", "GET", "/api/v1/made-up", "", "", 200, `{}`, "the document has no such route"},
+		{"a method the document lacks", "DELETE", "/api/v1/runs/r_1", "", "", 204, ``, "the document has no such route"},
+		{"an unknown API route refused", "GET", "/api/v1/made-up", "", "", 404,
+			`{"error":{"code":"not_found","message":"no","details":{"reason":"no_route"}}}`, ""},
+		{"a HEAD answered from a GET", "HEAD", "/api/v1/runs/r_1", "", "", 200, ``, ""},
+		{"a CORS preflight", "OPTIONS", "/api/v1/files/files/a", "", "", 204, ``, ""},
+		{"a web page", "GET", "/tools/x", "", "", 200, `{}`, ""},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(tc.status)
-				fmt.Fprint(w, tc.answer)
+	for _, side := range []string{"server", "client"} {
+		for _, tc := range cases {
+			t.Run(side+"/"+tc.name, func(t *testing.T) {
+				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if tc.answer != "" {
+						w.Header().Set("Content-Type", "application/json")
+					}
+					w.WriteHeader(tc.status)
+					fmt.Fprint(w, tc.answer)
+				})
+				var failures []string
+				record := func(f string, a ...any) { failures = append(failures, fmt.Sprintf(f, a...)) }
+				req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
+				req.Header.Set("Authorization", "Bearer skr_x")
+				if tc.ctype != "" {
+					req.Header.Set("Content-Type", tc.ctype)
+				}
+				if tc.method == "OPTIONS" {
+					req.Header.Set("Origin", "https://example.com")
+					req.Header.Set("Access-Control-Request-Method", "PUT")
+				}
+				if side == "server" {
+					c.Wrap(h, record).ServeHTTP(httptest.NewRecorder(), req)
+				} else {
+					srv := httptest.NewServer(h)
+					defer srv.Close()
+					req.RequestURI = ""
+					req.URL.Scheme, req.URL.Host = "http", srv.Listener.Addr().String()
+					cl := &http.Client{Transport: c.Transport(http.DefaultTransport, record)}
+					resp, err := cl.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != tc.status || tc.method != "HEAD" && string(got) != tc.answer {
+						t.Errorf("the client read %d %q, the server sent %d %q", resp.StatusCode, got, tc.status, tc.answer)
+					}
+				}
+				got := strings.Join(failures, "\n")
+				switch {
+				case tc.want == "" && got != "":
+					t.Errorf("failed a good exchange: %s", got)
+				case tc.want != "" && !strings.Contains(got, tc.want):
+					t.Errorf("failure %q does not say %q", got, tc.want)
+				}
 			})
-			var failures []string
-			srv := c.Wrap(h, func(f string, a ...any) { failures = append(failures, fmt.Sprintf(f, a...)) })
-			req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
-			req.Header.Set("Authorization", "Bearer skr_x")
-			if tc.ctype != "" {
-				req.Header.Set("Content-Type", tc.ctype)
-			}
-			srv.ServeHTTP(httptest.NewRecorder(), req)
-			got := strings.Join(failures, "\n")
-			switch {
-			case tc.want == "" && got != "":
-				t.Errorf("failed a good exchange: %s", got)
-			case tc.want != "" && !strings.Contains(got, tc.want):
-				t.Errorf("failure %q does not say %q", got, tc.want)
-			}
-		})
+		}
 	}
 }

@@ -63,6 +63,7 @@ const (
 	LinkUsedUp            ErrorErrorDetailsReason = "link_used_up"
 	LintTooLarge          ErrorErrorDetailsReason = "lint_too_large"
 	LintUnavailable       ErrorErrorDetailsReason = "lint_unavailable"
+	LintsPerUser          ErrorErrorDetailsReason = "lints_per_user"
 	LoginDenied           ErrorErrorDetailsReason = "login_denied"
 	LoginExpired          ErrorErrorDetailsReason = "login_expired"
 	MaintainerKept        ErrorErrorDetailsReason = "maintainer_kept"
@@ -126,6 +127,8 @@ const (
 	Unpublished           ErrorErrorDetailsReason = "unpublished"
 	UploadLimit           ErrorErrorDetailsReason = "upload_limit"
 	UploadLinkBusy        ErrorErrorDetailsReason = "upload_link_busy"
+	UploadLinkFull        ErrorErrorDetailsReason = "upload_link_full"
+	UploadLinkLimit       ErrorErrorDetailsReason = "upload_link_limit"
 	UploadLinkUsed        ErrorErrorDetailsReason = "upload_link_used"
 	UploadNotFound        ErrorErrorDetailsReason = "upload_not_found"
 	UploadOffset          ErrorErrorDetailsReason = "upload_offset"
@@ -228,6 +231,8 @@ func (e ErrorErrorDetailsReason) Valid() bool {
 	case LintTooLarge:
 		return true
 	case LintUnavailable:
+		return true
+	case LintsPerUser:
 		return true
 	case LoginDenied:
 		return true
@@ -354,6 +359,10 @@ func (e ErrorErrorDetailsReason) Valid() bool {
 	case UploadLimit:
 		return true
 	case UploadLinkBusy:
+		return true
+	case UploadLinkFull:
+		return true
+	case UploadLinkLimit:
 		return true
 	case UploadLinkUsed:
 		return true
@@ -550,12 +559,8 @@ type DiffPart struct {
 type Error struct {
 	Error struct {
 		// Code A code of the error table (docs/api.md "Errors").
-		Code    string `json:"code"`
-		Details *struct {
-			// Reason Tells failures with one code apart (docs/api.md lists them).
-			Reason    *ErrorErrorDetailsReason `json:"reason,omitempty"`
-			RequestId *string                  `json:"request_id,omitempty"`
-		} `json:"details,omitempty"`
+		Code    string               `json:"code"`
+		Details *Error_Error_Details `json:"details,omitempty"`
 
 		// Message A sentence a person can act on.
 		Message string `json:"message"`
@@ -564,6 +569,14 @@ type Error struct {
 
 // ErrorErrorDetailsReason Tells failures with one code apart (docs/api.md lists them).
 type ErrorErrorDetailsReason string
+
+// Error_Error_Details defines model for Error.Error.Details.
+type Error_Error_Details struct {
+	// Reason Tells failures with one code apart (docs/api.md lists them).
+	Reason               *ErrorErrorDetailsReason `json:"reason,omitempty"`
+	RequestId            *string                  `json:"request_id,omitempty"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
+}
 
 // ExecRequest defines model for ExecRequest.
 type ExecRequest struct {
@@ -1660,6 +1673,89 @@ type PutUsersIdPasswordJSONRequestBody = NewPasswordRequest
 
 // PostUsersIdTokensJSONRequestBody defines body for PostUsersIdTokens for application/json ContentType.
 type PostUsersIdTokensJSONRequestBody = NewTokenRequest
+
+// Getter for additional properties for Error_Error_Details. Returns the specified
+// element and whether it was found
+func (a Error_Error_Details) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for Error_Error_Details
+func (a *Error_Error_Details) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for Error_Error_Details to handle AdditionalProperties
+func (a *Error_Error_Details) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["reason"]; found {
+		err = json.Unmarshal(raw, &a.Reason)
+		if err != nil {
+			return fmt.Errorf("error reading 'reason': %w", err)
+		}
+		delete(object, "reason")
+	}
+
+	if raw, found := object["request_id"]; found {
+		err = json.Unmarshal(raw, &a.RequestId)
+		if err != nil {
+			return fmt.Errorf("error reading 'request_id': %w", err)
+		}
+		delete(object, "request_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for Error_Error_Details to handle AdditionalProperties
+func (a Error_Error_Details) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Reason != nil {
+		object["reason"], err = json.Marshal(a.Reason)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'reason': %w", err)
+		}
+	}
+
+	if a.RequestId != nil {
+		object["request_id"], err = json.Marshal(a.RequestId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'request_id': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -12666,6 +12762,11 @@ func (r GetFilesResponse) ContentType() string {
 	return ""
 }
 
+// PostFilesResponse201Headers the declared response headers of an HTTP 201 response for PostFiles
+type PostFilesResponse201Headers struct {
+	ETag *string
+}
+
 type PostFilesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12687,6 +12788,8 @@ type PostFilesResponse struct {
 	JSON507 *Error
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PostFilesResponse201Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -13038,6 +13141,11 @@ func (r HeadFilesKeyResponse) ContentType() string {
 	return ""
 }
 
+// PutFilesKeyResponse201Headers the declared response headers of an HTTP 201 response for PutFilesKey
+type PutFilesKeyResponse201Headers struct {
+	ETag *string
+}
+
 type PutFilesKeyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13061,6 +13169,8 @@ type PutFilesKeyResponse struct {
 	JSON507 *Error
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PutFilesKeyResponse201Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -13321,6 +13431,8 @@ type PostFilesKeyUploadLinksResponse struct {
 	JSON403 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Error
 	// JSONDefault the response for an HTTP default `application/json` response
@@ -13350,6 +13462,11 @@ func (r PostFilesKeyUploadLinksResponse) GetJSON403() *Error {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r PostFilesKeyUploadLinksResponse) GetJSON404() *Error {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostFilesKeyUploadLinksResponse) GetJSON409() *Error {
+	return r.JSON409
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -15883,6 +16000,11 @@ func (r PutSandboxesIdFsPathResponse) ContentType() string {
 	return ""
 }
 
+// PostSandboxesIdPublishResponse200Headers the declared response headers of an HTTP 200 response for PostSandboxesIdPublish
+type PostSandboxesIdPublishResponse200Headers struct {
+	ETag *string
+}
+
 type PostSandboxesIdPublishResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15910,6 +16032,8 @@ type PostSandboxesIdPublishResponse struct {
 	JSON507 *Error
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostSandboxesIdPublishResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -23944,6 +24068,19 @@ func ParsePostFilesResponse(rsp *http.Response) (*PostFilesResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 201:
+		var headers PostFilesResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers201 = &headers
+	}
+
 	return response, nil
 }
 
@@ -24362,6 +24499,19 @@ func ParsePutFilesKeyResponse(rsp *http.Response) (*PutFilesKeyResponse, error) 
 
 	}
 
+	switch {
+	case rsp.StatusCode == 201:
+		var headers PutFilesKeyResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers201 = &headers
+	}
+
 	return response, nil
 }
 
@@ -24552,6 +24702,13 @@ func ParsePostFilesKeyUploadLinksResponse(rsp *http.Response) (*PostFilesKeyUplo
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Error
@@ -26802,6 +26959,19 @@ func ParsePostSandboxesIdPublishResponse(rsp *http.Response) (*PostSandboxesIdPu
 		}
 		response.JSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PostSandboxesIdPublishResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

@@ -53,7 +53,7 @@ func New(doc []byte, routes []openapi.Route) (*Checker, error) {
 // a route the server serves and the document lacks fails too.
 func (c *Checker) Wrap(h http.Handler, fail func(format string, args ...any)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ex, body, documented := c.begin(r, fail)
+		ex, body, documented := c.begin(r, true, fail)
 		if body != nil {
 			r.Body = body
 		}
@@ -84,7 +84,7 @@ func (c *Checker) Wrap(h http.Handler, fail func(format string, args ...any)) ht
 // reaches the caller whole.
 func (c *Checker) Transport(next http.RoundTripper, fail func(format string, args ...any)) http.RoundTripper {
 	return roundTripper(func(r *http.Request) (*http.Response, error) {
-		ex, body, documented := c.begin(r, fail)
+		ex, body, documented := c.begin(r, false, fail)
 		send := r
 		if body != nil {
 			send = r.Clone(r.Context())
@@ -128,13 +128,37 @@ type exchange struct {
 	path      string // the route's path in the document
 	ct        string
 	checkBody bool
+	tee       *teeBody // on the server's side: the body as the handler read it
+}
+
+// teeBody keeps the start of a request's body as the handler reads it, so that the
+// checker never reads ahead of the handler: a handler that answers without reading the
+// body (a refusal) must not wait for it.
+type teeBody struct {
+	io.ReadCloser
+	kept bytes.Buffer
+	eof  bool
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if room := maxBody + 1 - t.kept.Len(); room > 0 {
+		t.kept.Write(p[:min(n, room)])
+	}
+	if err == io.EOF {
+		t.eof = true
+	}
+	return n, err
 }
 
 // begin looks r up in the document. documented is false for a request to the API that no
 // route of the document matches; ex is nil for a request not to check (one outside the
 // API, a CORS preflight, a HEAD that net/http answers from a GET). body, when not nil,
 // replaces r's body: the checker read its start to keep it.
-func (c *Checker) begin(r *http.Request, fail func(string, ...any)) (ex *exchange, body io.ReadCloser, documented bool) {
+//
+// On the server's side (lazy), the body is kept as the handler reads it and checked in
+// finish when the handler read it whole; on a client's, its start is read before sending.
+func (c *Checker) begin(r *http.Request, lazy bool, fail func(string, ...any)) (ex *exchange, body io.ReadCloser, documented bool) {
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		return nil, nil, true // CORS, not an operation of the API
 	}
@@ -169,7 +193,10 @@ func (c *Checker) begin(r *http.Request, fail func(string, ...any)) (ex *exchang
 		vr.Header.Set("Content-Type", ct)
 	}
 	ex = &exchange{req: vr, route: route, item: item, path: path, ct: ct}
-	if isJSON(ct) && r.Body != nil && r.Body != http.NoBody {
+	if lazy && isJSON(ct) && r.Body != nil && r.Body != http.NoBody {
+		ex.tee = &teeBody{ReadCloser: r.Body}
+		body = ex.tee
+	} else if isJSON(ct) && r.Body != nil && r.Body != http.NoBody {
 		kept, _ := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 		body = readCloser{io.MultiReader(bytes.NewReader(kept), r.Body), r.Body}
 		if len(kept) <= maxBody {
@@ -187,6 +214,15 @@ func (c *Checker) begin(r *http.Request, fail func(string, ...any)) (ex *exchang
 // headers and (a JSON answer's) body, unless the body overflowed what was kept.
 func (ex *exchange) finish(c *Checker, status int, header http.Header, body []byte, overflow bool, fail func(string, ...any)) {
 	r := ex.req
+	if t := ex.tee; t != nil && !t.eof && status < 400 {
+		// The server took a request without reading all of its body: read the rest, as
+		// net/http would, so that the body is checked all the same.
+		io.Copy(io.Discard, io.LimitReader(t, maxBody+1))
+	}
+	if t := ex.tee; t != nil && t.eof && t.kept.Len() <= maxBody {
+		ex.checkBody = true
+		r.Body = io.NopCloser(bytes.NewReader(t.kept.Bytes()))
+	}
 	where := fmt.Sprintf("%s %s (route %s %s) answered %d", r.Method, r.URL.RequestURI(), ex.route.Method, ex.path, status)
 	if status < 400 && (ex.checkBody || !isJSON(ex.ct)) {
 		if ok, errs := c.v.ValidateHttpRequestWithPathItem(r, ex.item, ex.path); !ok {

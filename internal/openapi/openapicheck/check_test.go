@@ -1,12 +1,15 @@
 package openapicheck_test
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skrip-dev/skrip/internal/httpkit"
 	"github.com/skrip-dev/skrip/internal/openapi"
@@ -100,5 +103,42 @@ func TestCheckerCatchesMismatches(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWrapDoesNotReadAhead: a handler that refuses a request without reading its body
+// answers at once, though the client has sent only the body's start (the checker reads
+// the body only as the handler does; it read it whole first, and the answer waited).
+func TestWrapDoesNotReadAhead(t *testing.T) {
+	doc, err := openapi.Document(openapi.Routes(), httpkit.DetailReasons(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := openapicheck.New(doc, openapi.Routes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Connection", "close") // as skrip's refusals do: net/http then leaves the body unread
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"code":"unauthorized","message":"sign in"}}`)
+	}), t.Errorf))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/categories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"title\":")
+	// The rest of the body never comes: the answer must come without it.
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer while the body is unfinished: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("answer %d, want 401", resp.StatusCode)
 	}
 }

@@ -69,6 +69,9 @@ const (
 type CLILoginLimits struct {
 	Pending    int // in all (1000)
 	PerAddress int // from one client address, an IPv6 address by its /64 (5)
+	// CodeFailures are the codes matching no login one user may enter before each
+	// further one waits (codeFailures, 5).
+	CodeFailures int
 }
 
 func (l CLILoginLimits) withDefaults() CLILoginLimits {
@@ -77,6 +80,9 @@ func (l CLILoginLimits) withDefaults() CLILoginLimits {
 	}
 	if l.PerAddress <= 0 {
 		l.PerAddress = 5
+	}
+	if l.CodeFailures <= 0 {
+		l.CodeFailures = codeFailures
 	}
 	return l
 }
@@ -190,7 +196,7 @@ func (s *Service) PollCLILogin(ctx context.Context, deviceCode string) (CLIToken
 // or without its dash), for caller to decide on. Codes that match nothing count against
 // caller like failed sign-ins: after a few, each further one must wait.
 func (s *Service) PendingCLILogin(ctx context.Context, caller store.User, code string) (store.CLILogin, error) {
-	keys := []key{{by: "cli_code", id: "c " + caller.ID, free: codeFailures}}
+	keys := []key{{by: "cli_code", id: "c " + caller.ID, free: s.limits.CLILogins.CodeFailures}}
 	if d, _ := s.throttle.wait(s.now(), keys); d > 0 {
 		secs := int((d + time.Second - 1) / time.Second)
 		return store.CLILogin{}, errs.New(ErrCLICodeThrottled, map[string]any{"retry_after_s": secs},

@@ -39,6 +39,8 @@ type Limits struct {
 	WebSessionIdle, WebSessionMax time.Duration
 	// CLILogins cap the pending `skrip login`s (clilogin.go).
 	CLILogins CLILoginLimits
+	// TokensPerUser is the most tokens one user may hold (MaxTokensPerUser).
+	TokensPerUser int
 	// AdminPasswordsOnly lets only admins sign in with a password (SKRIP_PASSWORDS=admin):
 	// everyone else signs on through the OpenID provider.
 	AdminPasswordsOnly bool
@@ -59,6 +61,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxDelay <= 0 {
 		l.MaxDelay = time.Minute
+	}
+	if l.TokensPerUser <= 0 {
+		l.TokensPerUser = MaxTokensPerUser
 	}
 	if l.Entries <= 0 {
 		l.Entries = 10000

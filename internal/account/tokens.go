@@ -28,7 +28,8 @@ var (
 	ErrTokenLimit = errors.New("too many tokens")
 )
 
-// MaxTokensPerUser is the most tokens one user may hold; CreateToken refuses more (the
+// MaxTokensPerUser is the most tokens one user may hold unless SKRIP_TOKENS_PER_USER
+// (Limits.TokensPerUser) says otherwise; CreateToken refuses more (the
 // user revokes one first).
 const MaxTokensPerUser = 100
 
@@ -105,14 +106,14 @@ const MaxTokenNameLen = 200
 // request writes it again: at most one write a minute per token or session.
 const touchEvery = time.Minute
 
-// roomForToken refuses a new token for userID when they hold MaxTokensPerUser.
+// roomForToken refuses a new token for userID when they hold Limits.TokensPerUser.
 func (s *Service) roomForToken(ctx context.Context, userID string) error {
 	n, err := s.st.CountTokens(ctx, userID)
 	if err != nil {
 		return err
 	}
-	if n >= MaxTokensPerUser {
-		return errs.New(ErrTokenLimit, map[string]any{"limit": MaxTokensPerUser},
+	if n >= s.limits.TokensPerUser {
+		return errs.New(ErrTokenLimit, map[string]any{"limit": s.limits.TokensPerUser},
 			"the user holds %d tokens, as many as one user may; revoke one first", n)
 	}
 	return nil

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/skrip-dev/skrip/internal/apptest"
-	"github.com/skrip-dev/skrip/internal/staging"
 )
 
 // TestUploadLinks: an upload link lets anyone who has its URL PUT one file to its key,
@@ -174,11 +173,15 @@ func TestUploadLinkQuota(t *testing.T) {
 	}
 }
 
-// TestUploadLinkLimit: one user holds at most staging.MaxUploadLinks links that still
-// work; past it, 409 upload_link_limit and no link. Used-up and revoked links do not
-// count (nor expired ones: TestUploadLinkLimitCounts), and another user is not refused.
+// TestUploadLinkLimit: one user holds at most SKRIP_UPLOAD_LINKS_PER_USER links that
+// still work (here 2, not the default limit); past it, 409
+// upload_link_limit and no link. Used-up and revoked links do not count (nor expired
+// ones: TestUploadLinkLimitCounts), and another user is not refused.
 func TestUploadLinkLimit(t *testing.T) {
-	env := apptest.New(t, apptest.Backends[0])
+	const limit = 2
+	cfg := apptest.Config(t, apptest.Backends[0])
+	cfg.UploadLinksPerUser = limit
+	env := apptest.Start(t, cfg)
 	_, u := env.User(t, "ulla", "user")
 	_, other := env.User(t, "olle", "user")
 	create := func(token string) answer {
@@ -190,8 +193,8 @@ func TestUploadLinkLimit(t *testing.T) {
 	if r := fetchBody(t, env, used.body["url"].(string), "text/plain", "hej"); r.status != 201 {
 		t.Fatalf("an upload through a link: %d %s", r.status, r.raw)
 	}
-	ids := make([]string, 0, staging.MaxUploadLinks)
-	for len(ids) < staging.MaxUploadLinks {
+	ids := make([]string, 0, limit)
+	for len(ids) < limit {
 		a := create(u.Token)
 		if a.status != 201 {
 			t.Fatalf("link %d: %d %s", len(ids)+1, a.status, a.raw)
@@ -201,11 +204,11 @@ func TestUploadLinkLimit(t *testing.T) {
 	past := create(u.Token)
 	e, _ := past.body["error"].(map[string]any)
 	details, _ := e["details"].(map[string]any)
-	if past.status != 409 || details["reason"] != "upload_link_limit" || details["limit"] != float64(staging.MaxUploadLinks) ||
-		!strings.Contains(past.raw, strconv.Itoa(staging.MaxUploadLinks)) {
+	if past.status != 409 || details["reason"] != "upload_link_limit" || details["limit"] != float64(limit) ||
+		!strings.Contains(past.raw, strconv.Itoa(limit)) {
 		t.Fatalf("a link past the limit: %d %s", past.status, past.raw)
 	}
-	if l := send(t, env, "GET", "/api/v1/upload-links", u.Token, "", nil); !strings.Contains(l.raw, `"count":`+strconv.Itoa(staging.MaxUploadLinks+1)) {
+	if l := send(t, env, "GET", "/api/v1/upload-links", u.Token, "", nil); !strings.Contains(l.raw, `"count":`+strconv.Itoa(limit+1)) {
 		t.Fatalf("the refused link was made: %s", l.raw[:min(len(l.raw), 200)])
 	}
 	if a := create(other.Token); a.status != 201 {

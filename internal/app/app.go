@@ -107,7 +107,8 @@ func (a *App) open(ctx context.Context) error {
 		FailuresPerName: a.cfg.SignInFailuresPerName, FailuresPerAddress: a.cfg.SignInFailuresPerAddress,
 		MaxDelay: a.cfg.SignInMaxDelay, Entries: a.cfg.SignInThrottleEntries, Metrics: a.Metrics,
 		TokenMaxLifetime: a.cfg.TokenMaxLifetime, WebSessionIdle: a.cfg.WebSessionIdle, WebSessionMax: a.cfg.WebSessionMax,
-		CLILogins:          account.CLILoginLimits{Pending: a.cfg.CLILoginsPending, PerAddress: a.cfg.CLILoginsPerAddress},
+		CLILogins:          account.CLILoginLimits{Pending: a.cfg.CLILoginsPending, PerAddress: a.cfg.CLILoginsPerAddress, CodeFailures: a.cfg.CLICodeFailures},
+		TokensPerUser:      a.cfg.TokensPerUser,
 		AdminPasswordsOnly: a.cfg.Passwords == "admin"})
 	if a.SignOn, err = signon.New(ctx, a.cfg.SignOn, a.Accounts, a.log); err != nil {
 		return err
@@ -120,9 +121,11 @@ func (a *App) open(ctx context.Context) error {
 	}
 	a.Files = staging.New(st, a.Blobs, staging.Limits{
 		MaxFileBytes: a.cfg.FilesMaxFileBytes, UserQuotaBytes: a.cfg.FilesUserQuotaBytes, MaxTotalBytes: a.cfg.FilesMaxTotalBytes,
-		LinkMaxTTL: a.cfg.FilesLinkMaxTTL,
-		UploadTTL:  a.cfg.FilesUploadTTL,
-		Versions:   a.cfg.FilesVersions,
+		LinkMaxTTL:  a.cfg.FilesLinkMaxTTL,
+		UploadTTL:   a.cfg.FilesUploadTTL,
+		Versions:    a.cfg.FilesVersions,
+		UploadLinks: a.cfg.UploadLinksPerUser,
+		OpenUploads: a.cfg.UploadsPerUser,
 	}, a.Metrics, a.log)
 	a.Sessions = session.New(st, a.Blobs, a.cfg.SessionFilesTTL, a.log)
 	a.Sessions.UseQuota(a.cfg.FilesUserQuotaBytes, a.cfg.FilesMaxTotalBytes)
@@ -163,7 +166,7 @@ func (a *App) open(ctx context.Context) error {
 		conc = 0 // runs go to the cluster's queue, this node's worker among others
 	}
 	a.Runs, err = run.New(st, a.Blobs, a.Runner, run.Config{
-		Limits: RunLimits(a.cfg), Concurrency: conc, Queue: a.cfg.RunnerQueue, PerUser: a.cfg.RunsPerUser,
+		Limits: RunLimits(a.cfg), Concurrency: conc, Queue: a.cfg.RunnerQueue, PerUser: a.cfg.RunsPerUser, LintsPerUser: a.cfg.LintsPerUser,
 		WorkDir: a.cfg.Path("work", "inputs"), Policy: contract.DefaultPolicy(),
 		Uploads:        upload.Limits{MaxFiles: a.cfg.UploadMaxFiles, MaxFileBytes: a.cfg.UploadMaxFileBytes, MaxTotalBytes: a.cfg.UploadMaxTotalBytes},
 		Node:           node(a.cfg),
@@ -199,6 +202,7 @@ func (a *App) open(ctx context.Context) error {
 	}
 	a.Catalog = catalog.New(st, a.cfg.UploadMaxFiles)
 	a.Catalog.SetReview(a.cfg.Review)
+	a.Catalog.SetReportsPerHour(a.cfg.ReportsPerHour)
 	a.Workflow = workflow.New(a.Runs, a.Sessions, a.Catalog, a.cfg.EditorRunTimeout)
 	a.Handler, err = a.routes(st)
 	return err

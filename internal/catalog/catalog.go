@@ -63,12 +63,24 @@ type Service struct {
 	maxFiles int // SKRIP_UPLOAD_MAX_FILES: an input_schema's file field may ask for no more
 	now      func() time.Time
 	review   bool // SKRIP_REVIEW: only admins publish directly; authors submit (reviews.go)
+	// reportsPerHour is the problem reports one user may make in an hour
+	// (SKRIP_REPORTS_PER_HOUR, ReportsPerHour by default).
+	reportsPerHour int
 }
 
 // New returns a Service over st. maxFiles is the upload cap (SKRIP_UPLOAD_MAX_FILES) that
 // bounds the max of an input_schema's file field.
 func New(st *store.Store, maxFiles int) *Service {
-	return &Service{st: st, maxFiles: maxFiles, now: time.Now}
+	return &Service{st: st, maxFiles: maxFiles, now: time.Now, reportsPerHour: ReportsPerHour}
+}
+
+// SetReportsPerHour sets the problem reports one user may make in an hour
+// (SKRIP_REPORTS_PER_HOUR); n below 1 keeps ReportsPerHour.
+func (s *Service) SetReportsPerHour(n int) {
+	if n < 1 {
+		n = ReportsPerHour
+	}
+	s.reportsPerHour = n
 }
 
 // CanAuthor reports whether u may create tools: an author, a reviewer or an admin.

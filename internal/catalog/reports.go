@@ -30,14 +30,14 @@ var (
 	// ErrReportInvalid means a report's message, a listing's cursor or its limit is not
 	// acceptable.
 	ErrReportInvalid = errors.New("invalid report")
-	// ErrReportsThrottled means the user made ReportsPerHour reports in the last hour.
+	// ErrReportsThrottled means the user made reportsPerHour reports in the last hour.
 	ErrReportsThrottled = errors.New("too many reports")
 )
 
 // Caps on reports.
 const (
 	MaxReportBytes = 4000 // a report's message
-	ReportsPerHour = 20   // reports one user may make in an hour
+	ReportsPerHour = 20   // reports one user may make in an hour, unless SetReportsPerHour says otherwise
 	MaxReportPage  = 200  // reports one page of a listing holds
 )
 
@@ -78,9 +78,9 @@ func (s *Service) Report(ctx context.Context, u store.User, rn store.Run, messag
 	if err != nil {
 		return store.Report{}, err
 	}
-	if n >= ReportsPerHour {
-		return store.Report{}, errs.New(ErrReportsThrottled, map[string]any{"limit": ReportsPerHour},
-			"you made %d problem reports in the last hour, as many as one may; try again later", ReportsPerHour).Retry(10 * time.Minute)
+	if n >= s.reportsPerHour {
+		return store.Report{}, errs.New(ErrReportsThrottled, map[string]any{"limit": s.reportsPerHour},
+			"you made %d problem reports in the last hour, as many as one may; try again later", s.reportsPerHour).Retry(10 * time.Minute)
 	}
 	p := store.Report{ID: ids.New("pr"), RunID: rn.ID, ToolID: rn.ToolID, VersionID: rn.VersionID, UserID: u.ID, Message: message,
 		ShareFiles: shareFiles, CreatedAt: now}

@@ -114,5 +114,15 @@ func TestReportRules(t *testing.T) {
 		if _, err := c.Report(ctx, other, newRun(other, store.StatusFailed), "", false); err != nil {
 			t.Fatalf("another user's report: %v", err)
 		}
+		// SKRIP_REPORTS_PER_HOUR sets the limit: at 2, the other user's second report is
+		// taken and a third refused, naming 2.
+		c.SetReportsPerHour(2)
+		if _, err := c.Report(ctx, other, newRun(other, store.StatusFailed), "", false); err != nil {
+			t.Fatalf("another user's second report: %v", err)
+		}
+		_, err = c.Report(ctx, other, newRun(other, store.StatusFailed), "", false)
+		if !errors.Is(err, catalog.ErrReportsThrottled) || !strings.Contains(err.Error(), "you made 2 problem reports") {
+			t.Fatalf("a report over a limit of 2: %v", err)
+		}
 	})
 }

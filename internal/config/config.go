@@ -125,6 +125,17 @@ type Config struct {
 	// browser's approval: in all, and from one client address.
 	CLILoginsPending    int
 	CLILoginsPerAddress int
+	// CLICodeFailures are the codes matching no CLI login one signed-in user may enter
+	// before each further one waits.
+	CLICodeFailures int
+	// Per-user caps (docs/operating.md "Limits per user"): problem reports in an hour,
+	// upload links that still work, unfinished resumable uploads, API tokens held, and
+	// editor lints running at once on one server.
+	ReportsPerHour     int
+	UploadLinksPerUser int
+	UploadsPerUser     int
+	TokensPerUser      int
+	LintsPerUser       int
 	// SignOn is OpenID Connect sign-in (SKRIP_OIDC_*); its Issuer is empty when it is off.
 	SignOn SignOn
 	// Passwords is who may sign in with a password: "on" (everyone) or "admin".
@@ -285,6 +296,12 @@ func Settings() []Setting {
 		{Name: "web-session-max", Default: "30d", Help: "a browser sign-in ends this long after it began, however much it is used", kind: kDuration, bind: minDur(time.Minute, func(c *Config) *time.Duration { return &c.WebSessionMax })},
 		{Name: "cli-logins-pending", Default: "1000", Help: "`skrip login`s waiting for a browser's approval that the server holds at once; past it a new one gets 503 with Retry-After (each waits at most 10 minutes)", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.CLILoginsPending })},
 		{Name: "cli-logins-per-address", Default: "5", Help: "`skrip login`s waiting for approval that one client address (an IPv6 /64) may hold at once; past it a new one gets 429 with Retry-After", kind: kInt, bind: atLeastOne(func(c *Config) *int { return &c.CLILoginsPerAddress })},
+		{Name: "cli-code-failures-per-user", Default: "5", Help: "codes matching no `skrip login` that one signed-in user may enter on /cli/login before each further one must wait, the wait doubling from 2s up to --signin-max-delay (1 to 1000)", kind: kInt, bind: between(1, 1000, func(c *Config) *int { return &c.CLICodeFailures })},
+		{Name: "reports-per-hour", Default: "20", Help: "problem reports one user may make in an hour, counted across a cluster; past it 429 (1 to 100000)", kind: kInt, bind: between(1, 100000, func(c *Config) *int { return &c.ReportsPerHour })},
+		{Name: "upload-links-per-user", Default: "100", Help: "upload links that still work (unexpired, with a use left) one user may hold; past it a new one gets 409 (1 to 100000)", kind: kInt, bind: between(1, 100000, func(c *Config) *int { return &c.UploadLinksPerUser })},
+		{Name: "uploads-per-user", Default: "100", Help: "unfinished resumable uploads (/api/v1/uploads/) one user may have; past it a new one gets 409 (1 to 100000)", kind: kInt, bind: between(1, 100000, func(c *Config) *int { return &c.UploadsPerUser })},
+		{Name: "tokens-per-user", Default: "100", Help: "API tokens one user may hold (a `skrip login` makes one too); past it a new one gets 409 (1 to 100000)", kind: kInt, bind: between(1, 100000, func(c *Config) *int { return &c.TokensPerUser })},
+		{Name: "lints-per-user", Default: "2", Help: "editor lints (the editor's checks as you type) one user may have running at once on one server; past it 429 (1 to 1000; all lints together take at most half the workers)", kind: kInt, bind: between(1, 1000, func(c *Config) *int { return &c.LintsPerUser })},
 		{Name: "oidc-issuer", Default: "", Help: "OpenID Connect issuer to sign in through, exactly as its discovery document names it (https://accounts.google.com, https://login.microsoftonline.com/<tenant>/v2.0); empty turns sign-on off. The redirect URI to register is <SKRIP_PUBLIC_URL>/auth/oidc/callback", bind: str(func(c *Config) *string { return &c.SignOn.Issuer })},
 		{Name: "oidc-name", Default: "", Shown: "the issuer's host", Help: "the provider's name on the sign-in page's button (Logga in med <name>)", bind: str(func(c *Config) *string { return &c.SignOn.Name })},
 		{Name: "oidc-client-id", Default: "", Help: "the client id skrip has at the OpenID provider", bind: str(func(c *Config) *string { return &c.SignOn.ClientID })},
@@ -555,6 +572,18 @@ func intv(field func(*Config) *int) func(*Config, string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return fmt.Errorf("%q is not a whole number", v)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// between binds a whole number from lo to hi.
+func between(lo, hi int, field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("%q is not a whole number from %d to %d", v, lo, hi)
 		}
 		*field(c) = n
 		return nil

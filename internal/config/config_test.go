@@ -36,7 +36,9 @@ func TestDefaults(t *testing.T) {
 		c.FilesMaxFileBytes != 100<<20 || c.FilesUserQuotaBytes != 1<<30 || c.FilesMaxTotalBytes != 10<<30 ||
 		c.CleanupInterval != time.Hour || c.BwrapUID != 65534 || c.BwrapGID != 65534 ||
 		c.RunnerConcurrency != runtime.NumCPU() || c.NATSWorkBucket != "skrip-work" || c.WorkerID != "" ||
-		c.RunAckWait != 30*time.Second || c.WorkerCacheBytes != 2<<30 {
+		c.RunAckWait != 30*time.Second || c.WorkerCacheBytes != 2<<30 ||
+		c.ReportsPerHour != 20 || c.UploadLinksPerUser != 100 || c.UploadsPerUser != 100 || c.TokensPerUser != 100 ||
+		c.LintsPerUser != 2 || c.CLICodeFailures != 5 {
 		t.Fatalf("defaults = %+v", c)
 	}
 	for _, v := range l.Values {
@@ -112,6 +114,12 @@ func TestErrorsNameTheSetting(t *testing.T) {
 		{"an ack wait under a second", nil, map[string]string{"SKRIP_RUN_ACK_WAIT": "500ms"}, []string{"run-ack-wait", "SKRIP_RUN_ACK_WAIT", `"500ms"`, "1s"}},
 		{"an ack wait that is no duration", nil, map[string]string{"SKRIP_RUN_ACK_WAIT": "soon"}, []string{"run-ack-wait", `"soon"`}},
 		{"a cache size that is no size", nil, map[string]string{"SKRIP_WORKER_CACHE_BYTES": "big"}, []string{"worker-cache-bytes", "SKRIP_WORKER_CACHE_BYTES", `"big"`}},
+		{"no reports an hour", nil, map[string]string{"SKRIP_REPORTS_PER_HOUR": "0"}, []string{"reports-per-hour", "SKRIP_REPORTS_PER_HOUR", `"0"`, "from 1 to 100000"}},
+		{"upload links that are no number", nil, map[string]string{"SKRIP_UPLOAD_LINKS_PER_USER": "many"}, []string{"upload-links-per-user", `"many"`, "whole number"}},
+		{"negative uploads per user", []string{"--uploads-per-user", "-1"}, nil, []string{"uploads-per-user", `"-1"`, "flag"}},
+		{"tokens per user past the most", nil, map[string]string{"SKRIP_TOKENS_PER_USER": "100001"}, []string{"tokens-per-user", `"100001"`, "from 1 to 100000"}},
+		{"no lints per user", nil, map[string]string{"SKRIP_LINTS_PER_USER": "0"}, []string{"lints-per-user", "SKRIP_LINTS_PER_USER", `"0"`, "from 1 to 1000"}},
+		{"CLI code failures that are no number", nil, map[string]string{"SKRIP_CLI_CODE_FAILURES_PER_USER": "1.5"}, []string{"cli-code-failures-per-user", `"1.5"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -91,7 +91,8 @@ def run_tool(input_dir, output_dir):
 // (LintsPerUser): 429 with Retry-After, for that user alone.
 var ErrUserLints = errors.New("too many lints of one user")
 
-// LintsPerUser is how many lints one user may have running at once on one server. The
+// LintsPerUser is how many lints one user may have running at once on one server, unless
+// SKRIP_LINTS_PER_USER (Config.LintsPerUser) says otherwise. The
 // editor sends one at a time and aborts it when the text changes, so one may still be
 // ending while the next arrives; a third is another tab or a script, and without a
 // bound one author could take every lint slot (half the workers) from the others.
@@ -135,9 +136,10 @@ func (l *lintUsers) give(id string) {
 // server's lint slots, then a run slot, answering at once when one is not free
 // (ErrUserLints for the first, ErrBusy for the others). The release gives them back.
 func (s *Service) admitLint(userID string) (func(), error) {
-	if !s.lintUsers.take(userID, LintsPerUser) {
-		return nil, errs.New(ErrUserLints, map[string]any{"limit": LintsPerUser},
-			"you have %d lints running, as many as one user may at once; the lint did not run", LintsPerUser).Retry(lintRetry)
+	limit := s.cfg.LintsPerUser
+	if !s.lintUsers.take(userID, limit) {
+		return nil, errs.New(ErrUserLints, map[string]any{"limit": limit},
+			"you have %d lints running, as many as one user may at once; the lint did not run", limit).Retry(lintRetry)
 	}
 	select {
 	case s.lint <- struct{}{}:

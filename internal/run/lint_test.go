@@ -64,3 +64,24 @@ func TestLintPerUser(t *testing.T) {
 		release()
 	}
 }
+
+// SKRIP_LINTS_PER_USER (Config.LintsPerUser) sets the cap: at 1, a user's second lint
+// while the first runs is refused, naming 1, while there are lint slots to spare and
+// another author's lint runs.
+func TestLintPerUserSetting(t *testing.T) {
+	st := storetest.SQLite(t)
+	e := newEnvWith(t, st, 2*(run.LintsPerUser+1), 0, func(c *run.Config) { c.LintsPerUser = 1 })
+	ctx := context.Background()
+	release, err := e.svc.AdmitLint("u_1")
+	if err != nil {
+		t.Fatalf("the first lint of u_1: %v", err)
+	}
+	defer release()
+	_, err = e.svc.Lint(ctx, "u_1", "x = 1\n")
+	if !errors.Is(err, run.ErrUserLints) || !strings.Contains(err.Error(), "you have 1 lints running") {
+		t.Fatalf("u_1's second lint with a cap of 1: got %v, want ErrUserLints naming 1", err)
+	}
+	if d, err := e.svc.Lint(ctx, "u_2", "import os\n"); err != nil || len(d) != 1 {
+		t.Fatalf("another author's lint beside it: got %v, %v; want one diagnostic", d, err)
+	}
+}

@@ -48,6 +48,9 @@ type Config struct {
 	// PerUser is how many runs one user may have queued and running at once, counted in
 	// the database, so across a cluster's nodes (SKRIP_RUNS_PER_USER); 0 is no cap.
 	PerUser int
+	// LintsPerUser is how many lints one user may have running at once on this server
+	// (SKRIP_LINTS_PER_USER); 0 is the default, the constant LintsPerUser.
+	LintsPerUser int
 	// UserQuotaBytes and MaxTotalBytes bound what runs keep (Quota), beside everything
 	// else their users and everyone hold; 0 keeps everything.
 	UserQuotaBytes int64
@@ -93,6 +96,9 @@ func New(st *store.Store, blobs blob.Store, r runner.Runner, cfg Config, m *metr
 	}
 	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
 		return nil, err
+	}
+	if cfg.LintsPerUser <= 0 {
+		cfg.LintsPerUser = LintsPerUser
 	}
 	s := &Service{st: st, blobs: blobs, runner: r, cfg: cfg, metrics: m, log: log, hub: newHub(), now: time.Now, watches: map[string]*watch{}}
 	pool := newLocal(s)

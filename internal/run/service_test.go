@@ -54,6 +54,12 @@ type env struct {
 
 func newEnv(t *testing.T, st *store.Store, concurrency, queue int) *env {
 	t.Helper()
+	return newEnvWith(t, st, concurrency, queue, nil)
+}
+
+// newEnvWith is newEnv with set, when not nil, changing the service's config first.
+func newEnvWith(t *testing.T, st *store.Store, concurrency, queue int, set func(*run.Config)) *env {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
@@ -81,8 +87,11 @@ func newEnv(t *testing.T, st *store.Store, concurrency, queue int) *env {
 	}
 	workDir := filepath.Join(dir, "inputs")
 	limits := runner.Limits{WallTime: 5 * time.Minute, MemoryBytes: 256 << 20, Pids: 64, CPUs: 1, TmpBytes: 16 << 20, OutputBytes: 16 << 20, LogBytes: 64 << 10}
-	svc, err := run.New(st, blobs, r, run.Config{Limits: limits, Concurrency: concurrency, Queue: queue, WorkDir: workDir, Policy: contract.DefaultPolicy()},
-		metrics.New(), log)
+	cfg := run.Config{Limits: limits, Concurrency: concurrency, Queue: queue, WorkDir: workDir, Policy: contract.DefaultPolicy()}
+	if set != nil {
+		set(&cfg)
+	}
+	svc, err := run.New(st, blobs, r, cfg, metrics.New(), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,12 @@ type Limits struct {
 	UploadTTL time.Duration
 	// Versions is how many previous versions of a file an overwrite keeps; 0 keeps none.
 	Versions int
+	// UploadLinks is how many upload links that still work one owner may hold; 0 is
+	// MaxUploadLinks (SKRIP_UPLOAD_LINKS_PER_USER).
+	UploadLinks int
+	// OpenUploads is how many unfinished resumable uploads one owner may have; 0 is
+	// MaxOpenUploads (SKRIP_UPLOADS_PER_USER).
+	OpenUploads int
 }
 
 // Service stages files.
@@ -68,6 +74,12 @@ type Service struct {
 // New returns a Service over the index st and the bytes in blobs. It counts failed reads
 // in m.
 func New(st *store.Store, blobs blob.Store, limits Limits, m *metrics.Metrics, log *slog.Logger) *Service {
+	if limits.UploadLinks <= 0 {
+		limits.UploadLinks = MaxUploadLinks
+	}
+	if limits.OpenUploads <= 0 {
+		limits.OpenUploads = MaxOpenUploads
+	}
 	return &Service{st: st, blobs: blobs, limits: limits, metrics: m, log: log, now: time.Now}
 }
 

@@ -108,10 +108,10 @@ func (s *Service) CreateUploadLink(ctx context.Context, nl NewUploadLink) (store
 	token := UploadTokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
 	l := store.UploadLink{ID: ids.New("upl"), TokenHash: hashLinkToken(token), OwnerID: nl.OwnerID, Key: key, CreatedBy: nl.CreatedBy,
 		CreatedAt: now, ExpiresAt: now.Add(nl.TTL), MaxBytes: nl.MaxBytes, ContentTypes: types, Uses: nl.Uses}
-	err = s.st.CreateUploadLink(ctx, l, MaxUploadLinks, now)
+	err = s.st.CreateUploadLink(ctx, l, s.limits.UploadLinks, now)
 	if errors.Is(err, store.ErrTooManyUploadLinks) {
-		return store.UploadLink{}, "", errs.New(ErrTooManyUploadLinks, map[string]any{"limit": MaxUploadLinks},
-			"you hold %d upload links that still work, as many as one may; revoke some (DELETE /api/v1/upload-links/{id}) or wait for them to expire", MaxUploadLinks)
+		return store.UploadLink{}, "", errs.New(ErrTooManyUploadLinks, map[string]any{"limit": s.limits.UploadLinks},
+			"you hold %d upload links that still work, as many as one may; revoke some (DELETE /api/v1/upload-links/{id}) or wait for them to expire", s.limits.UploadLinks)
 	}
 	if err != nil {
 		return store.UploadLink{}, "", err

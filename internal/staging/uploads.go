@@ -100,10 +100,10 @@ func (s *Service) CreateUpload(ctx context.Context, nu NewUpload) (store.Upload,
 		Size: nu.Size, CreatedAt: now, ExpiresAt: now.Add(s.UploadTTL())}
 	// The store checks the limits once more, with the insert: the check above may have
 	// raced other creations of the owner's.
-	err = s.st.CreateUpload(ctx, u, store.UploadLimits{MaxOpen: MaxOpenUploads, UserQuota: s.limits.UserQuotaBytes, MaxTotal: s.limits.MaxTotalBytes, Freed: freed}, now)
+	err = s.st.CreateUpload(ctx, u, store.UploadLimits{MaxOpen: s.limits.OpenUploads, UserQuota: s.limits.UserQuotaBytes, MaxTotal: s.limits.MaxTotalBytes, Freed: freed}, now)
 	if errors.Is(err, store.ErrTooManyUploads) {
-		return store.Upload{}, errs.New(ErrTooManyUploads, map[string]any{"limit": MaxOpenUploads},
-			"you have %d unfinished uploads, as many as one may have; finish or delete some (DELETE /api/v1/uploads/{id}), or wait for them to expire", MaxOpenUploads)
+		return store.Upload{}, errs.New(ErrTooManyUploads, map[string]any{"limit": s.limits.OpenUploads},
+			"you have %d unfinished uploads, as many as one may have; finish or delete some (DELETE /api/v1/uploads/{id}), or wait for them to expire", s.limits.OpenUploads)
 	}
 	if err != nil {
 		return store.Upload{}, s.limitError(err, name)

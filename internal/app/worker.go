@@ -62,7 +62,7 @@ func RunWorker(ctx context.Context, cfg config.Config, ln net.Listener, log *slo
 	// Its user may read replies only under its own inbox prefix (natsserver.Permissions),
 	// and it pings often, so that a cut off worker notices within seconds.
 	nc, err := natsserver.Dial(cfg.NATSURL, NATSAuth(cfg), nats.Name("skrip worker "+id), nats.MaxReconnects(-1),
-		nats.CustomInboxPrefix(natsserver.WorkerInboxPrefix(id)), nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(3))
+		nats.CustomInboxPrefix(natsserver.WorkerInboxPrefix(names, id)), nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(3))
 	if err != nil {
 		return err
 	}

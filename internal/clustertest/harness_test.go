@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skrip-dev/skrip/internal/clustertest/hosts"
+	"github.com/skrip-dev/skrip/internal/dispatch/protocol"
 	"github.com/skrip-dev/skrip/internal/natsserver"
 )
 
@@ -169,7 +170,7 @@ func TestHarness(t *testing.T) {
 	t.Run("worker credentials", func(t *testing.T) {
 		violations := make(chan error, 8)
 		w, err := nats.Connect(cluster.URLs(), nats.UserInfo("w1", "w1"),
-			nats.CustomInboxPrefix(natsserver.WorkerInboxPrefix("w1")),
+			nats.CustomInboxPrefix(natsserver.WorkerInboxPrefix(protocol.Names{}, "w1")),
 			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { violations <- err }))
 		if err != nil {
 			t.Fatal(err)

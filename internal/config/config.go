@@ -228,7 +228,7 @@ func Settings() []Setting {
 		{Name: "database-url", Default: "", Help: "postgres://… to use PostgreSQL; empty uses SQLite in the data dir", kind: kSecret, bind: str(func(c *Config) *string { return &c.DatabaseURL })},
 		{Name: "blob", Default: "fs", Help: "where file bytes live: fs (the data dir) or nats (JetStream Object Store)", choices: []string{"fs", "nats"}, bind: str(func(c *Config) *string { return &c.Blob })},
 		{Name: "nats-url", Default: "", Help: "NATS server or cluster URL for --blob=nats; empty runs an embedded nats-server under <data>/nats", kind: kURL, bind: str(func(c *Config) *string { return &c.NATSURL })},
-		{Name: "nats-prefix", Default: "", Help: "starts the name of every NATS asset of this installation, so that several share one NATS account: with prefix p, the stream p_SKRIP_RUNS, the buckets p-skrip-workers, p-skrip-keys, p-skrip-files and p-skrip-work, and subjects under p. (p.skrip.jobs.…); letters, digits, - and _, at most 32; the same on every API node and worker of the installation; empty keeps the names without a prefix", bind: natsPrefix},
+		{Name: "nats-prefix", Default: "", Help: "starts the name of every NATS asset of this installation, so that several share one NATS account: with prefix p, the stream p_SKRIP_RUNS, the buckets p-skrip-workers, p-skrip-keys, p-skrip-files and p-skrip-work, and subjects under p. (p.skrip.jobs.…); letters, digits and _, at most 32; the same on every API node and worker of the installation; empty keeps the names without a prefix", bind: natsPrefix},
 		{Name: "nats-bucket", Default: "skrip-files", Shown: "skrip-files, or <prefix>-skrip-files with --nats-prefix", Help: "JetStream Object Store bucket for --blob=nats", bind: str(func(c *Config) *string { return &c.NATSBucket })},
 		{Name: "nats-work-bucket", Default: "skrip-work", Shown: "skrip-work, or <prefix>-skrip-work with --nats-prefix", Help: "JetStream Object Store bucket, in cluster mode, of what workers may see: run inputs and session files, tool scripts, artifacts on their way in, sandbox transfers", bind: str(func(c *Config) *string { return &c.NATSWorkBucket })},
 		{Name: "nats-worker-bucket-bytes", Default: "8GiB", Help: "in cluster mode, the size cap of a worker's own bucket (its runs' reports and artifacts on their way in, its sandboxes' file transfers) when an API node makes it, so that a worker cannot fill the NATS servers' disks; an existing bucket is left as it is", kind: kBytes, bind: i64(func(c *Config) *int64 { return &c.NATSWorkerBucketBytes })},
@@ -438,8 +438,8 @@ func natsPrefix(c *Config, v string) error {
 	}
 	for i, r := range v {
 		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
-		if !letter && (i == 0 || r != '-' && r != '_') {
-			return fmt.Errorf(`%q cannot start NATS names: a NATS prefix holds only letters, digits, "-" and "_", and begins with a letter or digit (it starts stream and bucket names, and is the first token of every subject)`, v)
+		if !letter && (i == 0 || r != '_') {
+			return fmt.Errorf(`%q cannot start NATS names: a NATS prefix holds only letters, digits and "_", and begins with a letter or digit (it starts stream and bucket names, and is the first token of every subject; no "-", so that one installation's bucket names never start another's)`, v)
 		}
 	}
 	c.NATSPrefix = v

@@ -18,7 +18,7 @@ func TestNATSPrefix(t *testing.T) {
 		filesDisplay string
 	}{
 		{nil, "skrip-files", "skrip-work", "", "skrip-files"},
-		{map[string]string{"SKRIP_NATS_PREFIX": "team-b"}, "team-b-skrip-files", "team-b-skrip-work", "team-b", "team-b-skrip-files"},
+		{map[string]string{"SKRIP_NATS_PREFIX": "team_b"}, "team_b-skrip-files", "team_b-skrip-work", "team_b", "team_b-skrip-files"},
 		{map[string]string{"SKRIP_NATS_PREFIX": "b", "SKRIP_NATS_BUCKET": "mine"}, "mine", "b-skrip-work", "b", "mine"},
 	} {
 		l, err := Load(flags(t), envOf(c.env))
@@ -42,7 +42,11 @@ func TestNATSPrefix(t *testing.T) {
 // TestNATSPrefixRefused: a prefix that cannot start a NATS name is refused when the
 // settings are read, naming the setting and the rule.
 func TestNATSPrefixRefused(t *testing.T) {
-	for _, bad := range []string{"a.b", "a b", "p*", "p>", "_INBOX", "$JS", "-x", "ä", strings.Repeat("x", 33)} {
+	for _, bad := range []string{"a.b", "a b", "p*", "p>", "_INBOX", "$JS", "-x", "ä",
+		// "-" would let one installation's names start another's: with prefix
+		// skrip-work-w-x, its work bucket skrip-work-w-x-skrip-work looks like the worker
+		// bucket of worker x-skrip-work of the installation without a prefix.
+		"skrip-work-w-x", "a-b", strings.Repeat("x", 33)} {
 		_, err := Load(flags(t), envOf(map[string]string{"SKRIP_NATS_PREFIX": bad}))
 		if err == nil || !strings.Contains(err.Error(), "SKRIP_NATS_PREFIX") || !strings.Contains(err.Error(), "NATS prefix") {
 			t.Errorf("SKRIP_NATS_PREFIX=%q: %v, want an error naming the setting and the rule", bad, err)

@@ -43,8 +43,16 @@ type User struct {
 // WorkerInboxPrefix is the inbox prefix a worker must dial with
 // (nats.CustomInboxPrefix): its user may subscribe to replies only under it, so that it
 // cannot read the replies other users get (an API node's direct gets of the files
-// bucket, say). "w-" cannot start a nuid, so it never meets another client's inbox.
-func WorkerInboxPrefix(worker string) string { return "_INBOX.w-" + worker }
+// bucket, say). "w-" cannot start a nuid, so it never meets another client's inbox. A
+// prefixed installation's workers have theirs under "_INBOX.p-<prefix>.", a token that
+// neither a nuid nor another installation's inbox starts with, so that workers of one id
+// in two installations on one account never read each other's replies.
+func WorkerInboxPrefix(n protocol.Names, worker string) string {
+	if n.Prefix() == "" {
+		return "_INBOX.w-" + worker
+	}
+	return "_INBOX.p-" + n.Prefix() + ".w-" + worker
+}
 
 // Permissions returns the subject permissions of a user of kind: nil (everything) for
 // an API node, and for a worker exactly what it needs and nothing more. A worker may
@@ -160,7 +168,7 @@ func Permissions(kind Kind, worker string, in Install) (*server.Permissions, err
 		api + "STREAM.PURGE." + work,
 	}
 	sub := []string{
-		WorkerInboxPrefix(worker) + ".>",
+		WorkerInboxPrefix(n, worker) + ".>",
 		n.WorkerSubjects(worker),
 	}
 	denySub := []string{

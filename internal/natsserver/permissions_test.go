@@ -169,7 +169,7 @@ func TestWorkerCredentialsRefused(t *testing.T) {
 
 	violations := make(chan error, 64)
 	w, err := nats.Connect(url, nats.UserInfo("w1", "w1-secret"),
-		nats.CustomInboxPrefix(WorkerInboxPrefix("w1")),
+		nats.CustomInboxPrefix(WorkerInboxPrefix(protocol.Names{}, "w1")),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			select {
 			case violations <- err:
@@ -517,7 +517,7 @@ func TestWorkerCannotDeliverAsAnother(t *testing.T) {
 	}
 	api.Flush()
 
-	w, err := nats.Connect(url, nats.UserInfo("w1", "w1-secret"), nats.CustomInboxPrefix(WorkerInboxPrefix("w1")))
+	w, err := nats.Connect(url, nats.UserInfo("w1", "w1-secret"), nats.CustomInboxPrefix(WorkerInboxPrefix(protocol.Names{}, "w1")))
 	if err != nil {
 		t.Fatal(err)
 	}

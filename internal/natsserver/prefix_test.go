@@ -93,7 +93,7 @@ func TestWorkersConfinedToTheirInstallation(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			violations := make(chan error, 64)
-			w, err := nats.Connect(srv.ClientURL(), nats.UserInfo(name+"-w1", "secret"), nats.CustomInboxPrefix(WorkerInboxPrefix("w1")),
+			w, err := nats.Connect(srv.ClientURL(), nats.UserInfo(name+"-w1", "secret"), nats.CustomInboxPrefix(WorkerInboxPrefix(own.Names, "w1")),
 				nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 					select {
 					case violations <- err:
@@ -161,6 +161,9 @@ func TestWorkersConfinedToTheirInstallation(t *testing.T) {
 				{subject: o.WorkerSubjects("w1"), sub: o.WorkerSubjects("w1")},
 				{subject: o.StatusSubject(">"), sub: o.StatusSubject(">")},
 				{subject: o.JobSubjects(), sub: o.JobSubjects()},
+				// The other's worker of the same id gets its replies (claims, fetched jobs,
+				// work bucket chunks) under its inbox: this one may not read them.
+				{subject: WorkerInboxPrefix(o, "w1") + ".>", sub: WorkerInboxPrefix(o, "w1") + ".>"},
 			}
 			for _, c := range refused {
 				for len(violations) > 0 {

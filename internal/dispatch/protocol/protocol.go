@@ -74,9 +74,11 @@ func NewNames(prefix string) (Names, error) {
 }
 
 // CheckPrefix refuses a prefix that cannot start a stream's, a bucket's and a subject's
-// name: it must be at most MaxPrefix letters, digits, "-" and "_", beginning with a
-// letter or digit ("$" and "_" begin NATS's own subjects, $JS and _INBOX). Empty is no
-// prefix.
+// name: it must be at most MaxPrefix letters, digits and "_", beginning with a letter
+// or digit ("$" and "_" begin NATS's own subjects, $JS and _INBOX). No "-": names are
+// "<prefix>-skrip-…", so a prefix without one never makes a name that starts another
+// installation's (the sweep of worker buckets deletes by their names' start). Empty is
+// no prefix.
 func CheckPrefix(prefix string) error {
 	if prefix == "" {
 		return nil
@@ -86,8 +88,8 @@ func CheckPrefix(prefix string) error {
 	}
 	for i, r := range prefix {
 		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
-		if !letter && (i == 0 || r != '-' && r != '_') {
-			return fmt.Errorf(`%q cannot start NATS names: a NATS prefix holds only letters, digits, "-" and "_", and begins with a letter or digit (it starts stream and bucket names, and is the first token of every subject)`, prefix)
+		if !letter && (i == 0 || r != '_') {
+			return fmt.Errorf(`%q cannot start NATS names: a NATS prefix holds only letters, digits and "_", and begins with a letter or digit (it starts stream and bucket names, and is the first token of every subject; no "-", so that one installation's bucket names never start another's)`, prefix)
 		}
 	}
 	return nil

@@ -43,7 +43,7 @@ var wireJSON = map[string]string{
 	// SKRIP_NATS_PREFIX (issue 34): without one, the names above; with one, each asset's
 	// own.
 	"more":     `["skrip.api.kick","skrip.api.\u003e","skrip.w.w1.\u003e","skrip.st.","r_1","skrip-work"]`,
-	"prefixed": `["p-1_SKRIP_RUNS","p-1-skrip-workers","p-1-skrip-keys","p-1-skrip-files","p-1.skrip.jobs.*","r_1","p-1.skrip.api.claim.w1","p-1.skrip.api.record.w1","p-1.skrip.api.lease.w1","p-1.skrip.api.\u003e","p-1.skrip.api.kick","p-1.skrip.out.w1.r_1","p-1.skrip.out.","p-1.skrip.st.r_1","p-1.skrip.st.","p-1.skrip.w.w1.\u003e","p-1.skrip.w.w1.cancel","p-1.skrip.w.w1.sb.exec","p-1.skrip.w.w1.backlog","$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.p-1_SKRIP_RUNS.workers"]`,
+	"prefixed": `["p_1_SKRIP_RUNS","p_1-skrip-workers","p_1-skrip-keys","p_1-skrip-files","p_1.skrip.jobs.*","r_1","p_1.skrip.api.claim.w1","p_1.skrip.api.record.w1","p_1.skrip.api.lease.w1","p_1.skrip.api.\u003e","p_1.skrip.api.kick","p_1.skrip.out.w1.r_1","p_1.skrip.out.","p_1.skrip.st.r_1","p_1.skrip.st.","p_1.skrip.w.w1.\u003e","p_1.skrip.w.w1.cancel","p_1.skrip.w.w1.sb.exec","p_1.skrip.w.w1.backlog","$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.p_1_SKRIP_RUNS.workers"]`,
 	"timing":   `[90000000000,5000000000,500000000,2]`,
 	// Sealed run files and workers' own buckets (issue 31): fields only a message, claim
 	// or reply of an API node or worker that seals carries.
@@ -89,11 +89,11 @@ func TestWireUnchanged(t *testing.T) {
 	show("listened", []string{n.JobSubjects(), n.ClaimSubject("*"), n.RecordSubject("*"), n.LeaseSubject("*"),
 		n.StatusSubject("*"), n.StatusSubject("r_1"), n.OutSubject("*", "r_1"), n.OutPrefix(), n.MaxDeliveries(), protocol.APIQueue})
 	show("more", []string{n.KickSubject(), n.APIs(), n.WorkerSubjects("w1"), n.StatusPrefix(), n.JobOf("skrip.jobs.r_1"), n.Bucket("skrip-work")})
-	p, err := protocol.NewNames("p-1")
+	p, err := protocol.NewNames("p_1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	show("prefixed", []string{p.Stream(), p.Registry(), p.Keys(), p.Bucket("skrip-files"), p.JobSubjects(), p.JobOf("p-1.skrip.jobs.r_1"), p.ClaimSubject("w1"), p.RecordSubject("w1"),
+	show("prefixed", []string{p.Stream(), p.Registry(), p.Keys(), p.Bucket("skrip-files"), p.JobSubjects(), p.JobOf("p_1.skrip.jobs.r_1"), p.ClaimSubject("w1"), p.RecordSubject("w1"),
 		p.LeaseSubject("w1"), p.APIs(), p.KickSubject(), p.OutSubject("w1", "r_1"), p.OutPrefix(), p.StatusSubject("r_1"), p.StatusPrefix(), p.WorkerSubjects("w1"),
 		p.CancelSubject("w1"), p.BoxSubject("w1", "exec"), p.BacklogSubject("w1"), p.MaxDeliveries()})
 	show("timing", []time.Duration{protocol.RequestTimeout, protocol.HeartbeatEvery(30 * time.Second), protocol.HeartbeatEvery(time.Second), time.Duration(protocol.MaxDeliver)})
@@ -148,12 +148,12 @@ func TestBoxErrorKinds(t *testing.T) {
 // TestPrefixChecked: a prefix that could not start a stream's, a bucket's or a
 // subject's name is refused, with the rule in the error.
 func TestPrefixChecked(t *testing.T) {
-	for _, ok := range []string{"", "p", "Team-A", "a_1", "0x", strings.Repeat("a", protocol.MaxPrefix)} {
+	for _, ok := range []string{"", "p", "Team_A", "a_1", "0x", strings.Repeat("a", protocol.MaxPrefix)} {
 		if _, err := protocol.NewNames(ok); err != nil {
 			t.Errorf("NewNames(%q): %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"a.b", "a b", "a*", "a>", "_INBOX", "$JS", "-a", "a/b", "a\tb", "ä", strings.Repeat("a", protocol.MaxPrefix+1)} {
+	for _, bad := range []string{"a.b", "a b", "a*", "a>", "_INBOX", "$JS", "-a", "a-b", "skrip-work-w-x", "a/b", "a\tb", "ä", strings.Repeat("a", protocol.MaxPrefix+1)} {
 		_, err := protocol.NewNames(bad)
 		if err == nil || !strings.Contains(err.Error(), "prefix") {
 			t.Errorf("NewNames(%q) = %v, want an error about the prefix", bad, err)

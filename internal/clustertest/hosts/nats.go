@@ -171,7 +171,11 @@ func (nd *NATSNode) Restart(ctx context.Context) error {
 func (nd *NATSNode) WaitHealthy(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
+	// Its own transport: http.DefaultTransport holds the tests' traffic to skrip's OpenAPI
+	// document, and nats-server's monitor is not skrip.
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Timeout: 2 * time.Second, Transport: tr}
 	last := "no answer"
 	for {
 		if exited, err := nd.Proc.Exited(); exited {

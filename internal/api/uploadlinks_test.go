@@ -1,7 +1,11 @@
 package api_test
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -171,6 +175,126 @@ func TestUploadLinkQuota(t *testing.T) {
 	if !strings.Contains(me.raw, "6000") {
 		t.Fatalf("the owner's usage does not count the file: %s", me.raw)
 	}
+}
+
+// TestUploadLinkQuotaWholeBody: through a link, the owner's quota is judged only on the
+// whole file, so a sender cannot find the owner's free room by where the refusal comes.
+// A declared length past the free room but within the link's max_bytes is read to its
+// last byte before the 507 (the answer is held back while half the body is), the use is
+// given back and the file under the key stays as it was; a declared length past
+// max_bytes is refused at once (413), before any of the body.
+func TestUploadLinkQuotaWholeBody(t *testing.T) {
+	apptest.Each(t, func(t *testing.T, b apptest.Backend) {
+		cfg := apptest.Config(t, b)
+		cfg.FilesUserQuotaBytes = 100_000
+		env := apptest.Start(t, cfg)
+		_, u := env.User(t, "ulla", "user")
+		if r := send(t, env, "PUT", "/api/v1/files/files/inkorg.bin", u.Token, "application/octet-stream", strings.NewReader("förra")); r.status != 201 {
+			t.Fatalf("the owner's file: %d %s", r.status, r.raw)
+		}
+		a := send(t, env, "POST", "/api/v1/files/files/inkorg.bin/upload-links", u.Token, "application/json",
+			strings.NewReader(`{"ttl": "1h", "max_bytes": 1000000}`))
+		if a.status != 201 {
+			t.Fatalf("link: %d %s", a.status, a.raw)
+		}
+		url, _ := a.body["url"].(string)
+		used := func() float64 {
+			l := send(t, env, "GET", "/api/v1/upload-links", u.Token, "", nil)
+			ls, _ := l.body["upload_links"].([]any)
+			if len(ls) != 1 {
+				t.Fatalf("links: %s", l.raw)
+			}
+			n, _ := ls[0].(map[string]any)["used"].(float64)
+			return n
+		}
+		// put sends a body of size bytes declared up front, through a pipe the test feeds.
+		put := func(size int64) (*io.PipeWriter, chan answer) {
+			pr, pw := io.Pipe()
+			req, _ := http.NewRequest("PUT", url, pr)
+			req.ContentLength = size
+			req.Header.Set("Content-Type", "application/octet-stream")
+			ch := make(chan answer, 1)
+			go func() {
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					ch <- answer{raw: err.Error()}
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				a := answer{status: resp.StatusCode, raw: string(b)}
+				json.Unmarshal(b, &a.body) //nolint:errcheck // a body that is not JSON fails the checks on a.body
+				ch <- a
+			}()
+			return pw, ch
+		}
+
+		// (a) 600 kB, over the 100 kB quota, within max_bytes: halves larger than what the
+		// HTTP server drains on its own after an early answer.
+		half := strings.Repeat("x", 300_000)
+		pw, ch := put(2 * int64(len(half)))
+		pw.Write([]byte(half)) //nolint:errcheck // an early answer closes the pipe
+		for used() != 1 {
+			select {
+			case r := <-ch:
+				t.Fatalf("answered before the whole body was sent: %d %s", r.status, r.raw)
+			default:
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		select {
+		case r := <-ch:
+			t.Fatalf("answered while half the body was held back: %d %s", r.status, r.raw)
+		default:
+		}
+		if _, err := pw.Write([]byte(half)); err != nil {
+			t.Fatalf("the rest of the body: %v", err)
+		}
+		pw.Close()
+		r := <-ch
+		e, _ := r.body["error"].(map[string]any)
+		details, _ := e["details"].(map[string]any)
+		if r.status != 507 || details["reason"] != "upload_link_full" || len(details) != 2 {
+			t.Fatalf("a whole file past the owner's quota: %d %s", r.status, r.raw)
+		}
+		if n := used(); n != 0 {
+			t.Errorf("a 507 took the link's use: used %v", n)
+		}
+		if g := send(t, env, "GET", "/api/v1/files/files/inkorg.bin", u.Token, "", nil); g.status != 200 || g.raw != "förra" {
+			t.Fatalf("the refused upload changed the stored file: %d %.100s", g.status, g.raw)
+		}
+		me := send(t, env, "GET", "/api/v1/me", u.Token, "", nil)
+		if usage, _ := me.body["usage"].(map[string]any); usage["files"] != float64(len("förra")) {
+			t.Fatalf("the refused bytes count in the owner's usage: %s", me.raw)
+		}
+
+		// (b) a declared length past max_bytes: 413 before a byte of the body is sent.
+		// On a bare connection: the headers alone, and the answer read before any body.
+		conn, err := net.Dial("tcp", strings.TrimPrefix(env.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		linkPath := strings.TrimPrefix(url, env.URL)
+		fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: skrip\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000001\r\n\r\n", linkPath)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer to the headers alone: %v", err)
+		}
+		// One JSON value: the server may keep the connection until the body it refused
+		// would have come.
+		r = answer{status: resp.StatusCode}
+		json.NewDecoder(resp.Body).Decode(&r.body) //nolint:errcheck // checked below
+		r.raw = fmt.Sprint(r.body)
+		if r.status != 413 || r.errCode() != "too_large" {
+			t.Fatalf("a declared length past max_bytes: %d %s", r.status, r.raw)
+		}
+
+		// A smaller file is taken by the same use.
+		if r := fetchBody(t, env, url, "", strings.Repeat("y", 50_000)); r.status != 201 {
+			t.Fatalf("a file within the quota after a 507: %d %s", r.status, r.raw)
+		}
+	})
 }
 
 // TestUploadLinkLimit: one user holds at most SKRIP_UPLOAD_LINKS_PER_USER links that

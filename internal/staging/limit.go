@@ -19,6 +19,9 @@ type limitReader struct {
 	n         int64
 	sized     bool
 	size      int64
+	// late leaves the quota and the total out while bytes stream: quota judges them once
+	// the body is whole.
+	late bool
 }
 
 func (l *limitReader) Read(p []byte) (int, error) {
@@ -39,10 +42,20 @@ func (l *limitReader) Read(p []byte) (int, error) {
 }
 
 func (l *limitReader) check() error {
-	switch {
-	case l.n > l.limits.MaxFileBytes:
+	if l.n > l.limits.MaxFileBytes {
 		return errs.New(ErrTooLarge, map[string]any{"file": l.name, "limit_bytes": l.limits.MaxFileBytes},
 			"%s is larger than the %s limit for one file", l.name, Size(l.limits.MaxFileBytes))
+	}
+	if l.late {
+		return nil
+	}
+	return l.quota()
+}
+
+// quota names the limit, the owner's quota or the store's total, that the l.n bytes read
+// pass.
+func (l *limitReader) quota() error {
+	switch {
 	case l.n > l.userLeft:
 		return errs.New(ErrQuota, map[string]any{"file": l.name, "quota_bytes": l.limits.UserQuotaBytes, "available_bytes": max(l.userLeft, 0)},
 			"%s does not fit in your %s quota (%s left); delete some files first", l.name, Size(l.limits.UserQuotaBytes), Size(max(l.userLeft, 0)))

@@ -114,6 +114,10 @@ type Upload struct {
 	// sized says Body's length, size, was declared before it (Intake.Size).
 	sized bool
 	size  int64
+	// lateQuota judges the owner's quota and the store's total only once the whole body
+	// is in (an upload through a link: ReceiveByLink); the per-file limit still applies
+	// from the start.
+	lateQuota bool
 }
 
 // pendingFor is how long a claimed key waits for its bytes before the janitor frees it.
@@ -167,12 +171,14 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 		total -= freed
 	}
 	lr := &limitReader{r: up.Body, name: name, limits: s.limits,
-		userLeft: s.limits.UserQuotaBytes - user, totalLeft: s.limits.MaxTotalBytes - total}
-	if up.sized {
+		userLeft: s.limits.UserQuotaBytes - user, totalLeft: s.limits.MaxTotalBytes - total, late: up.lateQuota}
+	if up.sized && !up.lateQuota {
 		// Refused before a byte moves when the declared length does not fit.
 		if err := lr.fits(up.size); err != nil {
 			return store.File{}, err
 		}
+	}
+	if up.sized {
 		lr.sized, lr.size = true, up.size
 	}
 	ct := up.ContentType
@@ -185,6 +191,13 @@ func (s *Service) Put(ctx context.Context, up Upload) (store.File, error) {
 	info, err := s.blobs.Put(ctx, blobKey, lr, blob.PutOptions{ContentType: ct, FileKey: key, Owner: up.OwnerID, Name: cleanName(up.Name, key)})
 	if err != nil {
 		return store.File{}, err
+	}
+	if up.lateQuota {
+		// The whole body is in: only now is it judged against the quota and the total.
+		if err := lr.quota(); err != nil {
+			s.blobs.Delete(context.WithoutCancel(ctx), blobKey)
+			return store.File{}, err
+		}
 	}
 	f := store.File{Key: key, OwnerID: up.OwnerID, Size: info.Size, Checksum: info.Checksum, ContentType: ct,
 		OriginalName: cleanName(up.Name, key), CreatedAt: now, BlobKey: blobKey, VersionID: ids.New("v")}

@@ -226,8 +226,24 @@ func (s *Service) ReceiveByLink(ctx context.Context, token string, in LinkUpload
 		return store.File{}, errs.New(ErrUploadLinkUsed, map[string]any{"uses": l.Uses},
 			"this upload link has been used: it takes %d upload(s), and no more; ask whoever sent it for a new one", l.Uses)
 	}
-	f, err := s.Receive(ctx, Intake{OwnerID: l.OwnerID, Key: l.Key, Name: name, ContentType: ct, Size: in.Size},
-		&capped{r: body, left: l.MaxBytes, over: func(n int64) error { return linkTooLarge(l, name, n) }})
+	var f store.File
+	up, err := read(Intake{OwnerID: l.OwnerID, Key: l.Key, Name: name, ContentType: ct, Size: in.Size})
+	if err == nil {
+		// The link's max_bytes and the per-file limit are the sender's to know, and are
+		// checked from the declared length and while the bytes stream; the owner's quota
+		// and the store's total are judged only once the whole body is in the blob store's
+		// temporary place (lateQuota), so the refusal never depends on how many bytes came
+		// before it: a sender cannot find the owner's free room by declaring lengths or
+		// by watching where a stream is cut. Disk use stays within max_bytes, and a body
+		// that does not fit is deleted before it is indexed.
+		up.Body = &capped{r: body, left: l.MaxBytes, over: func(n int64) error { return linkTooLarge(l, name, n) }}
+		up.lateQuota = true
+		f, err = s.Put(ctx, up)
+	}
+	// A failed or refused upload gives its use back, a 507 too: a sender whose file is
+	// too big may send a smaller one. That lets probing go on, but each probe costs a
+	// whole file of the size probed (the refusal comes only after its last byte), and
+	// only one upload runs through a link at a time.
 	if rerr := s.st.EndUploadLinkUse(context.WithoutCancel(ctx), l.ID, err == nil); rerr != nil {
 		s.log.Warn("ending an upload through a link", "link", l.ID, "error", rerr)
 	}

@@ -37,7 +37,7 @@ func reviewRoutes() []Route {
 		{Method: "DELETE", Path: "/api/v1/upload-links/{id}", Summary: "Revoke an upload link.", Answers: []Answer{NoContent()}},
 		{Method: "PUT", Path: "/u/{token}", Auth: Public, Summary: "Upload one file through an upload link.",
 			Params: []Param{Query("filename", "the file's name")}, Body: Raw(),
-			Answers: []Answer{Created(LinkUploaded{})}, Errors: []int{410, 412, 413, 415, 429, 507}},
+			Answers: []Answer{Created(LinkUploaded{})}, Errors: []int{409, 410, 412, 413, 415, 429, 507}},
 	}
 }
 

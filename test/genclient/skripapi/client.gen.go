@@ -20634,6 +20634,8 @@ type PutUTokenResponse struct {
 	JSON400 *Error
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
 	// JSON410 the response for an HTTP 410 `application/json` response
 	JSON410 *Error
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -20665,6 +20667,11 @@ func (r PutUTokenResponse) GetJSON400() *Error {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r PutUTokenResponse) GetJSON404() *Error {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutUTokenResponse) GetJSON409() *Error {
+	return r.JSON409
 }
 
 // GetJSON410 returns the response for an HTTP 410 `application/json` response
@@ -30923,6 +30930,13 @@ func ParsePutUTokenResponse(rsp *http.Response) (*PutUTokenResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
 		var dest Error

@@ -48,8 +48,7 @@ var clientRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // recorder remembers the status and size of a response. Unwrap lets
 // http.ResponseController reach Flush and deadlines of the real writer. A response to a
-// request whose body failed, or that leaves a large known rest of it unread, closes the
-// connection: the rest of that body is never read.
+// request whose body failed closes the connection: the rest of that body is never read.
 type recorder struct {
 	http.ResponseWriter
 	body   *body
@@ -60,7 +59,7 @@ type recorder struct {
 func (rec *recorder) WriteHeader(code int) {
 	if rec.status == 0 {
 		rec.status = code
-		if rec.body != nil && (rec.body.failure() != nil || rec.body.leftLarge()) {
+		if rec.body != nil && rec.body.failure() != nil {
 			rec.Header().Set("Connection", "close")
 		}
 	}
@@ -97,7 +96,7 @@ func Observe(next http.Handler, log *slog.Logger, m *metrics.Metrics, bodyIdle t
 		ctx = context.WithValue(ctx, keyLogSlot, slot)
 		rec := &recorder{ResponseWriter: w}
 		if r.Body != nil && r.Body != http.NoBody {
-			rec.body = &body{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: bodyIdle, size: r.ContentLength}
+			rec.body = &body{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: bodyIdle}
 			r.Body = rec.body
 			ctx = context.WithValue(ctx, keyBody, rec.body)
 		}
@@ -175,26 +174,9 @@ type body struct {
 	rc   *http.ResponseController
 	idle time.Duration
 
-	size int64 // the request's Content-Length, -1 when unknown
-
-	mu   sync.Mutex
-	read int64
-	eof  bool
-	err  error
-}
-
-// drainLimit is what net/http reads and drops of a body the handler left unread before
-// it answers (its maxPostHandlerReadBytes); past it, it closes the connection instead.
-const drainLimit = 256 << 10
-
-// leftLarge says whether the handler left a known remainder of the body that net/http
-// would close the connection for rather than read. It cannot tell through this wrapper
-// (it only knows its own body type), and would read a body that never comes until the
-// idle timeout before answering: the answer says Connection: close instead.
-func (b *body) leftLarge() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return !b.eof && b.err == nil && b.size >= 0 && b.size-b.read >= drainLimit
+	mu  sync.Mutex
+	eof bool
+	err error
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -203,9 +185,6 @@ func (b *body) Read(p []byte) (int, error) {
 		b.rc.SetReadDeadline(time.Now().Add(b.idle))
 	}
 	n, err := b.ReadCloser.Read(p)
-	b.mu.Lock()
-	b.read += int64(n)
-	b.mu.Unlock()
 	switch {
 	case err == nil, errors.Is(err, http.ErrBodyReadAfterClose):
 	case errors.Is(err, io.EOF):

@@ -53,6 +53,7 @@ func TestCheckerCatchesMismatches(t *testing.T) {
 			`{"error":{"code":"not_found","message":"no","details":{"reason":"no_route"}}}`, ""},
 		{"a HEAD answered from a GET", "HEAD", "/api/v1/runs/r_1", "", "", 200, ``, ""},
 		{"a CORS preflight", "OPTIONS", "/api/v1/files/files/a", "", "", 204, ``, ""},
+		{"tus's OPTIONS below its route", "OPTIONS", "/api/v1/uploads/up_1", "", "", 200, ``, ""},
 		{"a web page", "GET", "/tools/x", "", "", 200, `{}`, ""},
 	}
 	for _, side := range []string{"server", "client"} {
